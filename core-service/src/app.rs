@@ -1,0 +1,111 @@
+//! `Core`: the parts of the service wired together once at startup and shared by every RPC.
+
+use std::{ops::Deref, str::FromStr, sync::Arc};
+
+use tonic::metadata::MetadataMap;
+use uuid::Uuid;
+use walletops_proto::{API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER};
+
+use crate::{
+    auth::{ApiKeys, Caller},
+    chains::Registry,
+    config::Config,
+    error::{Result, WalletOpsError},
+    ratelimit::{Budget, RateLimiter},
+    signer::Keystore,
+    store::Store,
+    transactions::Transactions,
+    wallets::Wallets,
+};
+
+/// The service's shared state. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Core(Arc<Parts>);
+
+/// The parts of the core.
+#[derive(Debug)]
+pub struct Parts {
+    /// Configuration as loaded.
+    pub config: Config,
+    /// The database.
+    pub store: Store,
+    /// API keys.
+    pub keys: ApiKeys,
+    /// Per-user budgets.
+    pub limiter: RateLimiter,
+    /// Wallets.
+    pub wallets: Wallets,
+    /// Transaction records.
+    pub transactions: Transactions,
+    /// Known chains.
+    pub chains: Registry,
+}
+
+impl Deref for Core {
+    type Target = Parts;
+
+    fn deref(&self) -> &Parts {
+        &self.0
+    }
+}
+
+/// A validated `idempotency-key`: a UUID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdempotencyKey(Uuid);
+
+impl IdempotencyKey {
+    /// The key.
+    pub fn uuid(self) -> Uuid {
+        self.0
+    }
+}
+
+impl Core {
+    /// Opens the store (running migrations), the keystore and the registry.
+    pub async fn open(config: Config) -> anyhow::Result<Self> {
+        let store = Store::connect(&config.database_url()).await?;
+        let keystore = Arc::new(Keystore::open(
+            config.master_key.as_ref().map(|s| s.expose()),
+            &config.data_dir,
+        )?);
+        let chains = Registry::new(&config.chains)?;
+        Ok(Self(Arc::new(Parts {
+            keys: ApiKeys::new(store.clone()),
+            limiter: RateLimiter::new(config.rate_limits.clone()),
+            wallets: Wallets::new(store.clone(), keystore),
+            transactions: Transactions::new(store.clone()),
+            chains,
+            store,
+            config,
+        })))
+    }
+
+    /// Authenticates the request's `x-api-key` and draws it from the caller's `budget`.
+    /// Every RPC calls this before it reads anything else.
+    pub async fn admit(&self, metadata: &MetadataMap, budget: Budget) -> Result<Caller> {
+        let presented = match metadata.get(API_KEY_HEADER) {
+            None => None,
+            Some(v) => Some(
+                v.to_str()
+                    .map_err(|_| WalletOpsError::Unauthorized("x-api-key is not ASCII"))?,
+            ),
+        };
+        let caller = self.keys.authenticate(presented).await?;
+        tracing::Span::current().record("key", caller.key_prefix.as_str());
+        self.limiter.admit(caller.user_id, budget)?;
+        Ok(caller)
+    }
+
+    /// The request's `idempotency-key`, which every write requires as a UUID.
+    pub fn idempotency_key(&self, metadata: &MetadataMap) -> Result<IdempotencyKey> {
+        const FIELD: &str = "Idempotency-Key";
+        let raw = metadata
+            .get(IDEMPOTENCY_KEY_HEADER)
+            .ok_or_else(|| WalletOpsError::invalid(FIELD, "required on writes: send a UUID"))?;
+        raw.to_str()
+            .ok()
+            .and_then(|s| Uuid::from_str(s.trim()).ok())
+            .map(IdempotencyKey)
+            .ok_or_else(|| WalletOpsError::invalid(FIELD, "must be a UUID"))
+    }
+}

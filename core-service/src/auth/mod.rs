@@ -1,0 +1,271 @@
+//! API keys: their format, their lifecycle (create, list, revoke, expire) and the check that
+//! turns an `x-api-key` value into a `Caller`.
+//!
+//! A key reads `wops_<prefix>_<random>`: a 4-character lookup prefix and 32 random characters,
+//! all drawn from the thread CSPRNG. Only the SHA-256 of the whole value is stored; a key is
+//! found by its prefix and its hash compared in constant time. There is no cache of key
+//! lookups: every request reads the key row, so a revocation holds on every core at once.
+
+mod secret;
+
+use chrono::{DateTime, Duration, Utc};
+use subtle::ConstantTimeEq;
+use uuid::Uuid;
+
+pub use secret::{ApiKeySecret, VENDOR};
+
+use crate::{
+    error::{Result, WalletOpsError},
+    store::{NewApiKey, Store},
+    users::check_name,
+};
+
+/// Most keys a user may hold that are neither revoked nor expired.
+pub const MAX_ACTIVE_KEYS: u64 = 10;
+/// A key this close to its expiry is reported as expiring soon.
+const EXPIRING_SOON: Duration = Duration::days(7);
+
+/// The authenticated caller of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The user the key belongs to; every operation acts for this user only.
+    pub user_id: Uuid,
+    /// The key used.
+    pub key_id: Uuid,
+    /// The key's prefix, the only part of a key that may be logged.
+    pub key_prefix: String,
+}
+
+/// A stored API key; its value is not part of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// Key id.
+    pub id: Uuid,
+    /// Owner.
+    pub user_id: Uuid,
+    /// Descriptive name.
+    pub name: String,
+    /// Lookup prefix.
+    pub prefix: String,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+    /// When it expires; `None`: never.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When it was revoked.
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// When it was last used, to a minute.
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+/// A key's standing at a moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyState {
+    /// Usable.
+    Active,
+    /// Usable, expiring within 7 days.
+    ExpiringSoon,
+    /// Past its expiry.
+    Expired,
+    /// Revoked.
+    Revoked,
+}
+
+impl ApiKey {
+    /// The key's standing at `now`.
+    pub fn state(&self, now: DateTime<Utc>) -> KeyState {
+        match (self.revoked_at, self.expires_at) {
+            (Some(_), _) => KeyState::Revoked,
+            (None, Some(exp)) if exp <= now => KeyState::Expired,
+            (None, Some(exp)) if exp - now <= EXPIRING_SOON => KeyState::ExpiringSoon,
+            _ => KeyState::Active,
+        }
+    }
+}
+
+/// The lifetimes a key may be given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Expiration {
+    /// Never expires (the default).
+    #[default]
+    Never,
+    /// 7 days.
+    Days7,
+    /// 30 days.
+    Days30,
+    /// 90 days.
+    Days90,
+    /// 180 days.
+    Days180,
+    /// 365 days.
+    Year1,
+}
+
+impl Expiration {
+    /// When a key made at `now` expires.
+    pub fn expires_at(self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let days = match self {
+            Self::Never => return None,
+            Self::Days7 => 7,
+            Self::Days30 => 30,
+            Self::Days90 => 90,
+            Self::Days180 => 180,
+            Self::Year1 => 365,
+        };
+        Some(now + Duration::days(days))
+    }
+}
+
+impl std::str::FromStr for Expiration {
+    type Err = String;
+
+    /// Parses the CLI spelling: `never`, `7d`, `30d`, `90d`, `180d`, `1y`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "never" => Ok(Self::Never),
+            "7d" => Ok(Self::Days7),
+            "30d" => Ok(Self::Days30),
+            "90d" => Ok(Self::Days90),
+            "180d" => Ok(Self::Days180),
+            "1y" => Ok(Self::Year1),
+            _ => Err("must be one of: never, 7d, 30d, 90d, 180d, 1y".to_owned()),
+        }
+    }
+}
+
+/// Checks presented keys and manages their lifecycle.
+#[derive(Debug, Clone)]
+pub struct ApiKeys {
+    store: Store,
+}
+
+impl ApiKeys {
+    /// Key management over `store`.
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+
+    /// The caller that `presented` (the `x-api-key` value) authenticates. Every failure is
+    /// the same `UNAUTHORIZED` to the caller; the reason goes to the log with the prefix.
+    pub async fn authenticate(&self, presented: Option<&str>) -> Result<Caller> {
+        let presented = presented.ok_or(WalletOpsError::Unauthorized("no x-api-key"))?;
+        let secret = ApiKeySecret::parse(presented)
+            .ok_or(WalletOpsError::Unauthorized("malformed x-api-key"))?;
+        let (key, stored_hash) = self
+            .store
+            .find_api_key_by_prefix(secret.prefix())
+            .await?
+            .ok_or(WalletOpsError::Unauthorized("unknown key prefix"))?;
+        let matches: bool = secret
+            .hash()
+            .as_bytes()
+            .ct_eq(stored_hash.as_bytes())
+            .into();
+        if !matches {
+            return Err(WalletOpsError::Unauthorized("key value does not match"));
+        }
+        let now = Utc::now();
+        match key.state(now) {
+            KeyState::Revoked => return Err(WalletOpsError::Unauthorized("key revoked")),
+            KeyState::Expired => return Err(WalletOpsError::Unauthorized("key expired")),
+            KeyState::Active | KeyState::ExpiringSoon => {}
+        }
+        self.store.touch_api_key(key.id, now).await?;
+        Ok(Caller {
+            user_id: key.user_id,
+            key_id: key.id,
+            key_prefix: key.prefix,
+        })
+    }
+
+    /// Makes a key for `user_id`; the secret is returned this once and never stored.
+    pub async fn create(
+        &self,
+        user_id: Uuid,
+        name: &str,
+        expiration: Expiration,
+    ) -> Result<(ApiKey, ApiKeySecret)> {
+        let name = check_name(name).map_err(|e| WalletOpsError::invalid("name", e))?;
+        let now = Utc::now();
+        // A 4-character prefix can collide with an existing key's; draw again when it does.
+        for _ in 0..8 {
+            let secret = ApiKeySecret::generate();
+            let new = NewApiKey {
+                user_id,
+                name: name.to_owned(),
+                prefix: secret.prefix().to_owned(),
+                secret_hash: secret.hash(),
+                expires_at: expiration.expires_at(now),
+            };
+            if let Some(key) = self.store.insert_api_key(new, MAX_ACTIVE_KEYS, now).await? {
+                return Ok((key, secret));
+            }
+        }
+        Err(WalletOpsError::Internal(anyhow::anyhow!(
+            "no free API key prefix after 8 draws"
+        )))
+    }
+
+    /// Every key of `user_id`, newest first, revoked and expired ones included.
+    pub async fn list(&self, user_id: Uuid) -> Result<Vec<ApiKey>> {
+        self.store.list_api_keys(user_id).await
+    }
+
+    /// Revokes `user_id`'s key with id or prefix `id_or_prefix`, for good.
+    pub async fn revoke(&self, user_id: Uuid, id_or_prefix: &str) -> Result<ApiKey> {
+        if id_or_prefix.trim().is_empty() {
+            return Err(WalletOpsError::invalid("id", "must be a key id or prefix"));
+        }
+        self.store
+            .revoke_api_key(user_id, id_or_prefix.trim(), Utc::now())
+            .await?
+            .ok_or_else(|| WalletOpsError::NotFound("no such API key".to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(expires_at: Option<DateTime<Utc>>, revoked_at: Option<DateTime<Utc>>) -> ApiKey {
+        ApiKey {
+            id: Uuid::nil(),
+            user_id: Uuid::nil(),
+            name: "k".to_owned(),
+            prefix: "abcd".to_owned(),
+            created_at: Utc::now(),
+            expires_at,
+            revoked_at,
+            last_used_at: None,
+        }
+    }
+
+    #[test]
+    fn states_follow_expiry_and_revocation() {
+        let now = Utc::now();
+        assert_eq!(key(None, None).state(now), KeyState::Active);
+        assert_eq!(
+            key(Some(now + Duration::days(8)), None).state(now),
+            KeyState::Active
+        );
+        assert_eq!(
+            key(Some(now + Duration::days(7)), None).state(now),
+            KeyState::ExpiringSoon
+        );
+        assert_eq!(key(Some(now), None).state(now), KeyState::Expired);
+        assert_eq!(key(None, Some(now)).state(now), KeyState::Revoked);
+    }
+
+    #[test]
+    fn expirations() {
+        let now = Utc::now();
+        assert_eq!(Expiration::Never.expires_at(now), None);
+        assert_eq!(
+            "1y".parse::<Expiration>()
+                .expect("1y")
+                .expires_at(now)
+                .map(|t| (t - now).num_days()),
+            Some(365)
+        );
+        assert!("2d".parse::<Expiration>().is_err());
+    }
+}

@@ -1,0 +1,88 @@
+//! First start: on an empty database, one user with one API key and a delegated default
+//! wallet per chain family, so a newcomer can call the API at once.
+
+use crate::{
+    Core,
+    auth::{ApiKeySecret, Expiration},
+    chains::ChainFamily,
+    error::{Result, WalletOpsError},
+    users::User,
+    wallets::Wallet,
+};
+
+/// Name of the user made on first start.
+pub const FIRST_USER: &str = "owner";
+
+/// What the first start made. The key's value is shown once, by the caller, and dropped.
+#[derive(Debug)]
+pub struct Bootstrapped {
+    /// The user.
+    pub user: User,
+    /// Its first key's value.
+    pub secret: ApiKeySecret,
+    /// Its wallets: one EVM, one Solana, both default and delegated.
+    pub wallets: Vec<Wallet>,
+}
+
+impl Core {
+    /// Makes the first user, key and wallets when no user exists; `None` otherwise. Two cores
+    /// starting together over one empty PostgreSQL race on the unique user name: the loser
+    /// finds the user taken and makes nothing.
+    pub async fn bootstrap(&self) -> Result<Option<Bootstrapped>> {
+        if self.store.count_users().await? > 0 {
+            return Ok(None);
+        }
+        let user = match self.store.insert_user(FIRST_USER).await {
+            Ok(user) => user,
+            Err(WalletOpsError::InvalidInput(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let (_, secret) = self
+            .keys
+            .create(user.id, "first key", Expiration::Never)
+            .await?;
+        let wallets = self.create_starter_wallets(user.id).await?;
+        Ok(Some(Bootstrapped {
+            user,
+            secret,
+            wallets,
+        }))
+    }
+
+    /// Makes a user named `name` with a first key that never expires.
+    pub async fn create_user(
+        &self,
+        name: &str,
+    ) -> Result<(User, crate::auth::ApiKey, ApiKeySecret)> {
+        let name =
+            crate::users::check_name(name).map_err(|e| WalletOpsError::invalid("name", e))?;
+        let user = self.store.insert_user(name).await?;
+        let (key, secret) = self
+            .keys
+            .create(user.id, "first key", Expiration::Never)
+            .await?;
+        Ok((user, key, secret))
+    }
+
+    /// Gives `user_id` one delegated wallet per chain family, each its default.
+    pub async fn create_starter_wallets(&self, user_id: uuid::Uuid) -> Result<Vec<Wallet>> {
+        let mut wallets = Vec::new();
+        for family in [ChainFamily::Evm, ChainFamily::Solana] {
+            wallets.push(self.wallets.create(user_id, family, true).await?);
+        }
+        Ok(wallets)
+    }
+
+    /// The user whose id or name is `id_or_name`.
+    pub async fn find_user(&self, id_or_name: &str) -> Result<User> {
+        self.store
+            .find_user(id_or_name)
+            .await?
+            .ok_or_else(|| WalletOpsError::NotFound(format!("no user {id_or_name:?}")))
+    }
+
+    /// Every user, oldest first.
+    pub async fn list_users(&self) -> Result<Vec<User>> {
+        self.store.list_users().await
+    }
+}

@@ -1,0 +1,317 @@
+//! The chain registry: built-in slugs for the main EVM networks, their testnets and the Solana
+//! clusters, plus whatever the config file adds or overrides (a local `anvil` chain, say).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ChainFamily;
+use crate::error::WalletOpsError;
+
+/// One chain the service can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    slug: String,
+    family: ChainFamily,
+    chain_id: i64,
+    name: String,
+    explorer_tx_url: Option<String>,
+    rpc_url: String,
+}
+
+impl Chain {
+    /// The slug callers use, e.g. `base-sepolia`.
+    pub fn slug(&self) -> &str {
+        &self.slug
+    }
+    /// The chain's family.
+    pub fn family(&self) -> ChainFamily {
+        self.family
+    }
+    /// Numeric chain id; Solana clusters use the sentinels 0 (mainnet), -2 (testnet),
+    /// -3 (devnet).
+    pub fn chain_id(&self) -> i64 {
+        self.chain_id
+    }
+    /// Display name, the `chainName` of a submission.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// JSON-RPC endpoint.
+    pub fn rpc_url(&self) -> &str {
+        &self.rpc_url
+    }
+    /// Explorer link for a transaction hash or signature, where the chain has an explorer.
+    pub fn explorer_url(&self, hash: &str) -> Option<String> {
+        self.explorer_tx_url
+            .as_ref()
+            .map(|t| t.replace("{hash}", hash))
+    }
+}
+
+/// A chain in the config file: a new slug needs `family`, `chain_id` and `name`; for a
+/// built-in slug every field is optional and overrides the built-in value.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChainConfig {
+    /// `ethereum` or `solana`.
+    pub family: Option<ChainFamily>,
+    /// Numeric chain id.
+    pub chain_id: Option<i64>,
+    /// Display name.
+    pub name: Option<String>,
+    /// Explorer URL template with `{hash}` where the hash goes.
+    pub explorer_tx_url: Option<String>,
+    /// JSON-RPC endpoint.
+    pub rpc_url: Option<String>,
+}
+
+/// Every chain known to this service, by slug.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    chains: BTreeMap<String, Chain>,
+}
+
+type BuiltIn = (
+    &'static str,
+    ChainFamily,
+    i64,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+const BUILT_IN: &[BuiltIn] = {
+    use ChainFamily::{Evm, Solana};
+    &[
+        (
+            "ethereum",
+            Evm,
+            1,
+            "Ethereum",
+            "https://etherscan.io/tx/{hash}",
+            "https://ethereum-rpc.publicnode.com",
+        ),
+        (
+            "sepolia",
+            Evm,
+            11_155_111,
+            "Sepolia",
+            "https://sepolia.etherscan.io/tx/{hash}",
+            "https://ethereum-sepolia-rpc.publicnode.com",
+        ),
+        (
+            "base",
+            Evm,
+            8453,
+            "Base",
+            "https://basescan.org/tx/{hash}",
+            "https://mainnet.base.org",
+        ),
+        (
+            "base-sepolia",
+            Evm,
+            84_532,
+            "Base Sepolia",
+            "https://sepolia.basescan.org/tx/{hash}",
+            "https://sepolia.base.org",
+        ),
+        (
+            "arbitrum",
+            Evm,
+            42_161,
+            "Arbitrum One",
+            "https://arbiscan.io/tx/{hash}",
+            "https://arb1.arbitrum.io/rpc",
+        ),
+        (
+            "arbitrum-sepolia",
+            Evm,
+            421_614,
+            "Arbitrum Sepolia",
+            "https://sepolia.arbiscan.io/tx/{hash}",
+            "https://sepolia-rollup.arbitrum.io/rpc",
+        ),
+        (
+            "optimism",
+            Evm,
+            10,
+            "OP Mainnet",
+            "https://optimistic.etherscan.io/tx/{hash}",
+            "https://mainnet.optimism.io",
+        ),
+        (
+            "optimism-sepolia",
+            Evm,
+            11_155_420,
+            "OP Sepolia",
+            "https://sepolia-optimism.etherscan.io/tx/{hash}",
+            "https://sepolia.optimism.io",
+        ),
+        (
+            "polygon",
+            Evm,
+            137,
+            "Polygon",
+            "https://polygonscan.com/tx/{hash}",
+            "https://polygon-rpc.com",
+        ),
+        (
+            "polygon-amoy",
+            Evm,
+            80_002,
+            "Polygon Amoy",
+            "https://amoy.polygonscan.com/tx/{hash}",
+            "https://rpc-amoy.polygon.technology",
+        ),
+        (
+            "bsc",
+            Evm,
+            56,
+            "BNB Smart Chain",
+            "https://bscscan.com/tx/{hash}",
+            "https://bsc-dataseed.bnbchain.org",
+        ),
+        (
+            "bsc-testnet",
+            Evm,
+            97,
+            "BNB Smart Chain Testnet",
+            "https://testnet.bscscan.com/tx/{hash}",
+            "https://data-seed-prebsc-1-s1.bnbchain.org:8545",
+        ),
+        (
+            "solana",
+            Solana,
+            0,
+            "Solana",
+            "https://explorer.solana.com/tx/{hash}",
+            "https://api.mainnet-beta.solana.com",
+        ),
+        (
+            "solana-devnet",
+            Solana,
+            -3,
+            "Solana Devnet",
+            "https://explorer.solana.com/tx/{hash}?cluster=devnet",
+            "https://api.devnet.solana.com",
+        ),
+        (
+            "solana-testnet",
+            Solana,
+            -2,
+            "Solana Testnet",
+            "https://explorer.solana.com/tx/{hash}?cluster=testnet",
+            "https://api.testnet.solana.com",
+        ),
+    ]
+};
+
+impl Registry {
+    /// The built-in chains with `overrides` from the config applied.
+    pub fn new(overrides: &BTreeMap<String, ChainConfig>) -> anyhow::Result<Self> {
+        let mut chains: BTreeMap<String, Chain> = BUILT_IN
+            .iter()
+            .map(|&(slug, family, chain_id, name, explorer, rpc)| {
+                (
+                    slug.to_owned(),
+                    Chain {
+                        slug: slug.to_owned(),
+                        family,
+                        chain_id,
+                        name: name.to_owned(),
+                        explorer_tx_url: Some(explorer.to_owned()),
+                        rpc_url: rpc.to_owned(),
+                    },
+                )
+            })
+            .collect();
+        for (slug, cfg) in overrides {
+            let chain = match chains.remove(slug) {
+                Some(mut c) => {
+                    c.family = cfg.family.unwrap_or(c.family);
+                    c.chain_id = cfg.chain_id.unwrap_or(c.chain_id);
+                    c.name = cfg.name.clone().unwrap_or(c.name);
+                    c.explorer_tx_url = cfg.explorer_tx_url.clone().or(c.explorer_tx_url);
+                    c.rpc_url = cfg.rpc_url.clone().unwrap_or(c.rpc_url);
+                    c
+                }
+                None => Chain {
+                    slug: slug.clone(),
+                    family: cfg
+                        .family
+                        .ok_or_else(|| anyhow::anyhow!("chain {slug}: `family` is required"))?,
+                    chain_id: cfg
+                        .chain_id
+                        .ok_or_else(|| anyhow::anyhow!("chain {slug}: `chain_id` is required"))?,
+                    name: cfg.name.clone().unwrap_or_else(|| slug.clone()),
+                    explorer_tx_url: cfg.explorer_tx_url.clone(),
+                    rpc_url: cfg
+                        .rpc_url
+                        .clone()
+                        .ok_or_else(|| anyhow::anyhow!("chain {slug}: `rpc_url` is required"))?,
+                },
+            };
+            chains.insert(slug.clone(), chain);
+        }
+        Ok(Self { chains })
+    }
+
+    /// The chain for `slug`; unknown -> `CHAIN_UNKNOWN`.
+    pub fn resolve(&self, slug: &str) -> Result<&Chain, WalletOpsError> {
+        self.chains
+            .get(slug)
+            .ok_or_else(|| WalletOpsError::ChainUnknown(slug.to_owned()))
+    }
+
+    /// Every chain, by slug.
+    pub fn all(&self) -> impl Iterator<Item = &Chain> {
+        self.chains.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_ins_and_overrides() {
+        let mut overrides = BTreeMap::new();
+        overrides.insert(
+            "anvil".to_owned(),
+            ChainConfig {
+                family: Some(ChainFamily::Evm),
+                chain_id: Some(31337),
+                name: Some("Anvil".to_owned()),
+                rpc_url: Some("http://127.0.0.1:8545".to_owned()),
+                ..ChainConfig::default()
+            },
+        );
+        overrides.insert(
+            "base".to_owned(),
+            ChainConfig {
+                rpc_url: Some("http://base.local".to_owned()),
+                ..ChainConfig::default()
+            },
+        );
+        let r = Registry::new(&overrides).expect("registry");
+        assert_eq!(r.resolve("anvil").expect("anvil").chain_id(), 31337);
+        assert_eq!(
+            r.resolve("base").expect("base").rpc_url(),
+            "http://base.local"
+        );
+        assert_eq!(r.resolve("solana-devnet").expect("devnet").chain_id(), -3);
+        assert_eq!(r.resolve("solana-testnet").expect("testnet").chain_id(), -2);
+        assert_eq!(
+            r.resolve("solana-devnet")
+                .expect("devnet")
+                .explorer_url("abc")
+                .as_deref(),
+            Some("https://explorer.solana.com/tx/abc?cluster=devnet")
+        );
+        assert!(matches!(
+            r.resolve("nope"),
+            Err(WalletOpsError::ChainUnknown(_))
+        ));
+    }
+}

@@ -1,0 +1,193 @@
+//! Configuration: one typed `Config`, read from an optional TOML file and then from
+//! `WALLETOPS_*` environment variables (nested keys with `__`, e.g.
+//! `WALLETOPS_RATE_LIMITS__WRITES_PER_MINUTE`), with a default for every option so that
+//! `walletops serve` runs with no file at all. Command-line flags override both.
+
+use std::{collections::BTreeMap, fmt, net::SocketAddr, path::PathBuf, time::Duration};
+
+use figment::{
+    Figment,
+    providers::{Env, Format, Serialized, Toml},
+};
+use serde::{Deserialize, Serialize};
+
+use crate::chains::ChainConfig;
+
+/// Everything WalletOps can be told.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Where the REST edge listens.
+    pub http_addr: SocketAddr,
+    /// Where the gRPC core listens.
+    pub grpc_addr: SocketAddr,
+    /// Directory for the SQLite database and the generated master key.
+    pub data_dir: PathBuf,
+    /// Database URL (`postgres://…` or `sqlite://…`); default: SQLite in `data_dir`.
+    /// `DATABASE_URL` is read too, below `WALLETOPS_DATABASE_URL`.
+    pub database_url: Option<String>,
+    /// Keystore master key, 32 bytes in base64. Default: generated once into
+    /// `data_dir/master.key` (mode 0600). Every core over one database needs the same key.
+    pub master_key: Option<Secret>,
+    /// Token that `AdminService` callers must send as `x-admin-token`; none disables it.
+    pub admin_token: Option<Secret>,
+    /// The core the edge forwards to (`walletops edge`).
+    pub core_url: String,
+    /// Per-user request budgets.
+    pub rate_limits: RateLimits,
+    /// Longest time one request may take in the edge and in the core, in seconds.
+    pub request_timeout_secs: u64,
+    /// Largest accepted REST request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Log format: `text` or `json`.
+    pub log_format: LogFormat,
+    /// Chains added to (or overriding) the built-in registry, by slug.
+    pub chains: BTreeMap<String, ChainConfig>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            http_addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            grpc_addr: SocketAddr::from(([127, 0, 0, 1], 50051)),
+            data_dir: PathBuf::from("./walletops-data"),
+            database_url: None,
+            master_key: None,
+            admin_token: None,
+            core_url: "http://127.0.0.1:50051".to_owned(),
+            rate_limits: RateLimits::default(),
+            request_timeout_secs: 30,
+            max_body_bytes: 1024 * 1024,
+            log_format: LogFormat::Text,
+            chains: BTreeMap::new(),
+        }
+    }
+}
+
+/// Requests per user per minute, counted over all of the user's keys.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimits {
+    /// Writes (every write RPC, and GetQuote) per minute.
+    pub writes_per_minute: u32,
+    /// Reads per minute.
+    pub reads_per_minute: u32,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            writes_per_minute: 15,
+            reads_per_minute: 60,
+        }
+    }
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// A configured secret: usable, but never printed by `Debug`.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret's value.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl From<String> for Secret {
+    fn from(value: String) -> Self {
+        Self(value)
+    }
+}
+
+impl Config {
+    /// Reads the defaults, then the TOML file at `file` (if any), then the environment.
+    pub fn load(file: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            anyhow::ensure!(path.exists(), "config file {} not found", path.display());
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        let config: Config = figment
+            .merge(Env::raw().only(&["DATABASE_URL"]))
+            .merge(
+                Env::prefixed("WALLETOPS_")
+                    // WALLETOPS_CONFIG names the file; it is not an option inside it.
+                    .filter(|key| key.as_str() != "config")
+                    .split("__"),
+            )
+            .extract()?;
+        Ok(config)
+    }
+
+    /// The request timeout as a `Duration`.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs.max(1))
+    }
+
+    /// The database to use: `database_url`, else a SQLite file in `data_dir`.
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) if !url.is_empty() => url.clone(),
+            _ => format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.join("walletops.db").display()
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_need_no_file() {
+        let c = Config::default();
+        assert_eq!(c.http_addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.grpc_addr.to_string(), "127.0.0.1:50051");
+        assert_eq!(c.rate_limits.writes_per_minute, 15);
+        assert_eq!(c.rate_limits.reads_per_minute, 60);
+        assert!(c.database_url().starts_with("sqlite://./walletops-data/"));
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let s = Secret::from("hunter2".to_owned());
+        assert_eq!(format!("{s:?}"), "Secret(..)");
+    }
+
+    #[test]
+    fn toml_file_is_typed_and_strict() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "http_addr = \"127.0.0.1:9999\"\n[rate_limits]\nwrites_per_minute = 3\n",
+        )
+        .expect("write");
+        let c = Config::load(Some(&path)).expect("load");
+        assert_eq!(c.http_addr.port(), 9999);
+        assert_eq!(c.rate_limits.writes_per_minute, 3);
+        assert_eq!(c.rate_limits.reads_per_minute, 60);
+        std::fs::write(&path, "no_such_option = 1\n").expect("write");
+        assert!(Config::load(Some(&path)).is_err());
+    }
+}

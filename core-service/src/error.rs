@@ -1,0 +1,183 @@
+//! The one domain error of WalletOps: a variant per contract code, carrying only what a
+//! caller may see. `grpc::status` turns it into a `tonic::Status`; nothing else maps errors.
+
+use std::time::Duration;
+
+use walletops_proto::ErrorCode;
+
+/// One problem with one request field, named as the REST contract names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldViolation {
+    /// Field name in the contract's spelling, e.g. `chain`, `defaultOnly`, `Idempotency-Key`.
+    pub field: String,
+    /// What is wrong with it, for a human.
+    pub description: String,
+}
+
+impl FieldViolation {
+    /// A violation of `field`.
+    pub fn new(field: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            description: description.into(),
+        }
+    }
+}
+
+/// Gathers every bad field of a request so that the caller learns all its mistakes at once.
+#[derive(Debug, Default)]
+pub struct Violations(Vec<FieldViolation>);
+
+impl Violations {
+    /// Keeps the value of `result`, or records its violation under `field`.
+    pub fn check<T>(&mut self, field: &str, result: Result<T, String>) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err(description) => {
+                self.0.push(FieldViolation::new(field, description));
+                None
+            }
+        }
+    }
+
+    /// Records a violation of `field`.
+    pub fn push(&mut self, field: &str, description: impl Into<String>) {
+        self.0.push(FieldViolation::new(field, description));
+    }
+
+    /// `Ok` when nothing was recorded, else one `INVALID_INPUT` listing every violation.
+    pub fn finish(self) -> Result<(), WalletOpsError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(WalletOpsError::InvalidInput(self.0))
+        }
+    }
+}
+
+/// Every failure a WalletOps request can end in, one variant per contract code.
+#[derive(Debug, thiserror::Error)]
+pub enum WalletOpsError {
+    /// Missing, malformed, unknown, expired or revoked API key. The reason is for the log
+    /// only: the caller is not told which, so keys cannot be probed.
+    #[error("missing or invalid API key")]
+    Unauthorized(&'static str),
+    /// Authenticated but not allowed, e.g. another user's wallet.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The resource does not exist (or is not the caller's to see).
+    #[error("{0}")]
+    NotFound(String),
+    /// The caller's rate budget for this kind of request is spent.
+    #[error("rate limit exceeded: {limit} {kind} requests per minute; retry after {}s", retry_after.as_secs())]
+    RateLimited {
+        /// `read` or `write`.
+        kind: &'static str,
+        /// Requests allowed per minute.
+        limit: u32,
+        /// When a request will be admitted again.
+        retry_after: Duration,
+    },
+    /// One or more request fields are invalid.
+    #[error("{}", describe_violations(.0))]
+    InvalidInput(Vec<FieldViolation>),
+    /// An idempotency key was reused with a different request.
+    #[error("{0}")]
+    IdempotentBodyMismatch(String),
+    /// An idempotency key was reused where no successful response is stored.
+    #[error("{0}")]
+    IdempotentReplay(String),
+    /// The swap aggregator could not quote.
+    #[error("{0}")]
+    QuoteFailed(String),
+    /// The wallet does not exist.
+    #[error("{0}")]
+    WalletNotFound(String),
+    /// The user is not linked to the signing provider.
+    #[error("{0}")]
+    UserNotLinked(String),
+    /// The wallet is not delegated to the server signer.
+    #[error("{0}")]
+    WalletNotDelegated(String),
+    /// The provider wallet id is missing.
+    #[error("{0}")]
+    WalletIdRequired(String),
+    /// Unknown or unsupported chain slug.
+    #[error("unknown or unsupported chain: {0:?}")]
+    ChainUnknown(String),
+    /// The sender lacks funds for value or fee.
+    #[error("{0}")]
+    InsufficientFunds(String),
+    /// A chain node or wallet provider RPC failed.
+    #[error("{0}")]
+    ProviderRpcError(String),
+    /// The transaction could not be submitted.
+    #[error("{0}")]
+    SendFailed(String),
+    /// A required service is not configured or not built yet.
+    #[error("{0}")]
+    ServiceUnavailable(String),
+    /// Anything else. The source goes to the log; the caller sees only "internal error".
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+fn describe_violations(violations: &[FieldViolation]) -> String {
+    let parts: Vec<String> = violations
+        .iter()
+        .map(|v| format!("{}: {}", v.field, v.description))
+        .collect();
+    format!("invalid input: {}", parts.join("; "))
+}
+
+impl WalletOpsError {
+    /// `INVALID_INPUT` for a single field.
+    pub fn invalid(field: &str, description: impl Into<String>) -> Self {
+        Self::InvalidInput(vec![FieldViolation::new(field, description)])
+    }
+
+    /// The contract code. No `_ =>` arm: a new variant must choose its code here.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Unauthorized(_) => ErrorCode::Unauthorized,
+            Self::Forbidden(_) => ErrorCode::Forbidden,
+            Self::NotFound(_) => ErrorCode::NotFound,
+            Self::RateLimited { .. } => ErrorCode::RateLimited,
+            Self::InvalidInput(_) => ErrorCode::InvalidInput,
+            Self::IdempotentBodyMismatch(_) => ErrorCode::IdempotentBodyMismatch,
+            Self::IdempotentReplay(_) => ErrorCode::IdempotentReplay,
+            Self::QuoteFailed(_) => ErrorCode::QuoteFailed,
+            Self::WalletNotFound(_) => ErrorCode::WalletNotFound,
+            Self::UserNotLinked(_) => ErrorCode::UserNotLinked,
+            Self::WalletNotDelegated(_) => ErrorCode::WalletNotDelegated,
+            Self::WalletIdRequired(_) => ErrorCode::WalletIdRequired,
+            Self::ChainUnknown(_) => ErrorCode::ChainUnknown,
+            Self::InsufficientFunds(_) => ErrorCode::InsufficientFunds,
+            Self::ProviderRpcError(_) => ErrorCode::ProviderRpcError,
+            Self::SendFailed(_) => ErrorCode::SendFailed,
+            Self::ServiceUnavailable(_) => ErrorCode::ServiceUnavailable,
+            Self::Internal(_) => ErrorCode::InternalError,
+        }
+    }
+}
+
+impl From<sea_orm::DbErr> for WalletOpsError {
+    fn from(err: sea_orm::DbErr) -> Self {
+        Self::Internal(anyhow::Error::new(err).context("database"))
+    }
+}
+
+impl<E> From<sea_orm::TransactionError<E>> for WalletOpsError
+where
+    E: Into<WalletOpsError> + std::error::Error,
+{
+    fn from(err: sea_orm::TransactionError<E>) -> Self {
+        match err {
+            sea_orm::TransactionError::Connection(db) => db.into(),
+            sea_orm::TransactionError::Transaction(inner) => inner.into(),
+        }
+    }
+}
+
+/// Result of a WalletOps operation.
+pub type Result<T, E = WalletOpsError> = std::result::Result<T, E>;

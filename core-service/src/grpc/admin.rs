@@ -1,0 +1,108 @@
+//! `walletops.v1.AdminService`: users and wallets, for operators. Guarded by the configured
+//! admin token, compared in constant time; with none configured every call is refused.
+
+use chrono::Utc;
+use subtle::ConstantTimeEq;
+use tonic::{Request, Response, Status};
+use walletops_proto::{
+    ADMIN_TOKEN_HEADER,
+    v1::{self as pb, admin_service_server::AdminService},
+};
+
+use super::convert;
+use crate::{Core, chains::ChainFamily, error::WalletOpsError};
+
+/// The gRPC face of `AdminService`.
+#[derive(Debug, Clone)]
+pub struct AdminApi {
+    core: Core,
+}
+
+impl AdminApi {
+    /// The service over `core`.
+    pub fn new(core: Core) -> Self {
+        Self { core }
+    }
+
+    fn authorize<T>(&self, request: &Request<T>) -> Result<(), WalletOpsError> {
+        let expected = self.core.config.admin_token.as_ref().ok_or_else(|| {
+            WalletOpsError::ServiceUnavailable(
+                "the admin API is disabled: set admin_token (WALLETOPS_ADMIN_TOKEN)".to_owned(),
+            )
+        })?;
+        let presented = request
+            .metadata()
+            .get(ADMIN_TOKEN_HEADER)
+            .map(|v| v.as_bytes())
+            .unwrap_or_default();
+        if bool::from(presented.ct_eq(expected.expose().as_bytes())) {
+            Ok(())
+        } else {
+            Err(WalletOpsError::Unauthorized("bad admin token"))
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl AdminService for AdminApi {
+    async fn create_user(
+        &self,
+        request: Request<pb::CreateUserRequest>,
+    ) -> Result<Response<pb::CreateUserResponse>, Status> {
+        self.authorize(&request)?;
+        let (user, key, secret) = self.core.create_user(&request.into_inner().name).await?;
+        Ok(Response::new(pb::CreateUserResponse {
+            user: Some(convert::user(user)),
+            api_key: Some(convert::api_key(key, Utc::now())),
+            secret: secret.expose().to_owned(),
+        }))
+    }
+
+    async fn list_users(
+        &self,
+        request: Request<pb::ListUsersRequest>,
+    ) -> Result<Response<pb::ListUsersResponse>, Status> {
+        self.authorize(&request)?;
+        let users = self.core.list_users().await?;
+        Ok(Response::new(pb::ListUsersResponse {
+            users: users.into_iter().map(convert::user).collect(),
+        }))
+    }
+
+    async fn create_wallet(
+        &self,
+        request: Request<pb::CreateWalletRequest>,
+    ) -> Result<Response<pb::CreateWalletResponse>, Status> {
+        self.authorize(&request)?;
+        let req = request.into_inner();
+        let family = req
+            .chain_type
+            .parse::<ChainFamily>()
+            .map_err(|e| WalletOpsError::invalid("chain_type", e))?;
+        let user = self.core.find_user(&req.user).await?;
+        let wallet = self
+            .core
+            .wallets
+            .create(user.id, family, req.make_default.unwrap_or(false))
+            .await?;
+        Ok(Response::new(pb::CreateWalletResponse {
+            wallet: Some(convert::wallet(wallet)),
+        }))
+    }
+
+    async fn update_wallet(
+        &self,
+        request: Request<pb::UpdateWalletRequest>,
+    ) -> Result<Response<pb::UpdateWalletResponse>, Status> {
+        self.authorize(&request)?;
+        let req = request.into_inner();
+        let wallet = self
+            .core
+            .wallets
+            .update(&req.address, req.make_default, req.automation_enabled)
+            .await?;
+        Ok(Response::new(pb::UpdateWalletResponse {
+            wallet: Some(convert::wallet(wallet)),
+        }))
+    }
+}

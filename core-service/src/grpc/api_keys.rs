@@ -1,0 +1,81 @@
+//! `walletops.v1.ApiKeyService`: a caller manages the keys of its own user.
+
+use chrono::Utc;
+use tonic::{Request, Response, Status};
+use walletops_proto::v1::{self as pb, api_key_service_server::ApiKeyService};
+
+use super::convert;
+use crate::{Core, auth::Expiration, ratelimit::Budget};
+
+/// The gRPC face of `ApiKeyService`.
+#[derive(Debug, Clone)]
+pub struct ApiKeyApi {
+    core: Core,
+}
+
+impl ApiKeyApi {
+    /// The service over `core`.
+    pub fn new(core: Core) -> Self {
+        Self { core }
+    }
+}
+
+fn expiration(e: pb::KeyExpiration) -> Expiration {
+    match e {
+        pb::KeyExpiration::Unspecified | pb::KeyExpiration::Never => Expiration::Never,
+        pb::KeyExpiration::SevenDays => Expiration::Days7,
+        pb::KeyExpiration::ThirtyDays => Expiration::Days30,
+        pb::KeyExpiration::NinetyDays => Expiration::Days90,
+        pb::KeyExpiration::OneHundredEightyDays => Expiration::Days180,
+        pb::KeyExpiration::OneYear => Expiration::Year1,
+    }
+}
+
+#[tonic::async_trait]
+impl ApiKeyService for ApiKeyApi {
+    async fn create_api_key(
+        &self,
+        request: Request<pb::CreateApiKeyRequest>,
+    ) -> Result<Response<pb::CreateApiKeyResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Budget::Write).await?;
+        let req = request.into_inner();
+        let lifetime = pb::KeyExpiration::try_from(req.expiration).map_err(|_| {
+            crate::WalletOpsError::invalid("expiration", "unknown expiration value")
+        })?;
+        let (key, secret) = self
+            .core
+            .keys
+            .create(caller.user_id, &req.name, expiration(lifetime))
+            .await?;
+        tracing::info!(prefix = %key.prefix, "API key created");
+        Ok(Response::new(pb::CreateApiKeyResponse {
+            api_key: Some(convert::api_key(key, Utc::now())),
+            secret: secret.expose().to_owned(),
+        }))
+    }
+
+    async fn list_api_keys(
+        &self,
+        request: Request<pb::ListApiKeysRequest>,
+    ) -> Result<Response<pb::ListApiKeysResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Budget::Read).await?;
+        let now = Utc::now();
+        let keys = self.core.keys.list(caller.user_id).await?;
+        Ok(Response::new(pb::ListApiKeysResponse {
+            api_keys: keys.into_iter().map(|k| convert::api_key(k, now)).collect(),
+        }))
+    }
+
+    async fn revoke_api_key(
+        &self,
+        request: Request<pb::RevokeApiKeyRequest>,
+    ) -> Result<Response<pb::RevokeApiKeyResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Budget::Write).await?;
+        let req = request.into_inner();
+        let key = self.core.keys.revoke(caller.user_id, &req.id).await?;
+        tracing::info!(prefix = %key.prefix, "API key revoked");
+        Ok(Response::new(pb::RevokeApiKeyResponse {
+            api_key: Some(convert::api_key(key, Utc::now())),
+        }))
+    }
+}

@@ -1,0 +1,110 @@
+//! Domain values to protobuf messages. Only `grpc/` knows the generated types.
+
+use chrono::{DateTime, Utc};
+use walletops_proto::v1 as pb;
+
+use crate::{
+    auth::{ApiKey, KeyState},
+    transactions::{TransactionRecord, TxKind, TxStatus},
+    users::User,
+    wallets::Wallet,
+};
+
+pub(crate) fn timestamp(t: DateTime<Utc>) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: t.timestamp(),
+        nanos: t.timestamp_subsec_nanos() as i32,
+    }
+}
+
+pub(crate) fn wallet(w: Wallet) -> pb::Wallet {
+    pb::Wallet {
+        address: w.address,
+        chain_type: w.family.as_str().to_owned(),
+        is_default: w.is_default,
+        automation_enabled: w.automation_enabled,
+        provider_type: w.provider_type,
+        client_type: w.client_type,
+    }
+}
+
+pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
+    let state = match k.state(now) {
+        KeyState::Active => pb::ApiKeyState::Active,
+        KeyState::ExpiringSoon => pb::ApiKeyState::ExpiringSoon,
+        KeyState::Expired => pb::ApiKeyState::Expired,
+        KeyState::Revoked => pb::ApiKeyState::Revoked,
+    };
+    pb::ApiKey {
+        id: k.id.to_string(),
+        name: k.name,
+        prefix: k.prefix,
+        state: state.into(),
+        created_at: Some(timestamp(k.created_at)),
+        expires_at: k.expires_at.map(timestamp),
+        revoked_at: k.revoked_at.map(timestamp),
+        last_used_at: k.last_used_at.map(timestamp),
+    }
+}
+
+pub(crate) fn user(u: User) -> pb::User {
+    pb::User {
+        id: u.id.to_string(),
+        name: u.name,
+        created_at: Some(timestamp(u.created_at)),
+    }
+}
+
+fn tx_status(s: TxStatus) -> pb::TransactionStatus {
+    match s {
+        TxStatus::Submitted => pb::TransactionStatus::Submitted,
+        TxStatus::Confirmed => pb::TransactionStatus::Confirmed,
+        TxStatus::Reverted => pb::TransactionStatus::Reverted,
+        TxStatus::Failed => pb::TransactionStatus::Failed,
+        TxStatus::Dropped => pb::TransactionStatus::Dropped,
+        TxStatus::FeeCapped => pb::TransactionStatus::FeeCapped,
+    }
+}
+
+fn tx_kind(k: TxKind) -> pb::TransactionKind {
+    match k {
+        TxKind::Send => pb::TransactionKind::Send,
+        TxKind::Approve => pb::TransactionKind::Approve,
+        TxKind::ContractCall => pb::TransactionKind::ContractCall,
+        TxKind::Swap => pb::TransactionKind::Swap,
+    }
+}
+
+pub(crate) fn transaction(
+    t: TransactionRecord,
+    chain_name: String,
+    explorer_url: Option<String>,
+) -> pb::Transaction {
+    pb::Transaction {
+        id: t.id.to_string(),
+        chain: t.chain,
+        chain_id: t.chain_id,
+        chain_name,
+        kind: tx_kind(t.kind).into(),
+        from: t.from,
+        to: t.to,
+        asset: t.asset,
+        token: t.token,
+        amount: t.amount,
+        status: tx_status(t.status).into(),
+        status_history: t
+            .history
+            .into_iter()
+            .map(|c| pb::StatusChange {
+                status: tx_status(c.status).into(),
+                at: Some(timestamp(c.at)),
+                note: c.note,
+            })
+            .collect(),
+        hash: t.hash,
+        explorer_url,
+        error: t.error,
+        created_at: Some(timestamp(t.created_at)),
+        updated_at: Some(timestamp(t.updated_at)),
+    }
+}

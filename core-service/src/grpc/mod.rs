@@ -1,0 +1,87 @@
+//! The gRPC server: `WalletOpsService`, `ApiKeyService` and `AdminService` beside
+//! `grpc.health.v1` and server reflection (v1 and v1alpha: grpcurl 1.8 speaks only v1alpha),
+//! wrapped in the request-id and tracing layers. One file per service, proto <-> domain only.
+
+mod admin;
+mod api_keys;
+mod convert;
+pub mod status;
+mod wallet_ops;
+
+use std::future::Future;
+
+use http::Request;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::Server;
+use tower::ServiceBuilder;
+use tower_http::{
+    request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
+    trace::TraceLayer,
+};
+use walletops_proto::{
+    request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
+    v1::{
+        admin_service_server::AdminServiceServer, api_key_service_server::ApiKeyServiceServer,
+        wallet_ops_service_server::WalletOpsServiceServer,
+    },
+};
+
+pub use admin::AdminApi;
+pub use api_keys::ApiKeyApi;
+pub use wallet_ops::WalletOpsApi;
+
+use crate::Core;
+
+/// The span of one gRPC call, carrying its request id (set by the layer before it).
+fn call_span<B>(req: &Request<B>) -> tracing::Span {
+    let id = req
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    tracing::info_span!(
+        "grpc",
+        request_id = %id,
+        method = %req.uri().path(),
+        key = tracing::field::Empty,
+    )
+}
+
+/// Serves the core on `listener` until `shutdown` completes.
+pub async fn serve(
+    core: Core,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<WalletOpsServiceServer<WalletOpsApi>>()
+        .await;
+    health.set_serving::<ApiKeyServiceServer<ApiKeyApi>>().await;
+    health.set_serving::<AdminServiceServer<AdminApi>>().await;
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(walletops_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
+    };
+    let timeout = core.config.request_timeout();
+    let layers = ServiceBuilder::new()
+        .map_request(request_id::drop_malformed)
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuidV7))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(TraceLayer::new_for_grpc().make_span_with(call_span));
+    Server::builder()
+        .timeout(timeout)
+        .layer(layers)
+        .add_service(health_service)
+        .add_service(reflection().build_v1()?)
+        .add_service(reflection().build_v1alpha()?)
+        .add_service(WalletOpsServiceServer::new(WalletOpsApi::new(core.clone())))
+        .add_service(ApiKeyServiceServer::new(ApiKeyApi::new(core.clone())))
+        .add_service(AdminServiceServer::new(AdminApi::new(core)))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await?;
+    Ok(())
+}

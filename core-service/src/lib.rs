@@ -1,0 +1,22 @@
+//! The WalletOps core: the gRPC service that does all the work. It authenticates every call,
+//! draws it from its user's rate budget, validates and parses its fields once, checks wallet
+//! ownership and delegation, and owns the store, the keystore and the chain registry. The REST
+//! edge (`walletops-edge`) only translates to it, so gRPC and REST callers get the same rules.
+
+pub mod app;
+pub mod auth;
+pub mod bootstrap;
+pub mod chains;
+pub mod config;
+pub mod error;
+pub mod grpc;
+pub mod ratelimit;
+pub mod signer;
+pub mod store;
+pub mod transactions;
+pub mod users;
+pub mod wallets;
+
+pub use app::Core;
+pub use config::Config;
+pub use error::WalletOpsError;

@@ -1,0 +1,466 @@
+//! `walletops`: the one binary. `serve` runs the core and the edge in one process on embedded
+//! defaults; `core` and `edge` run them apart; the rest are local admin commands that act on
+//! the configured database directly.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use tokio::{net::TcpListener, sync::watch};
+use tracing_subscriber::{EnvFilter, fmt, prelude::*};
+use walletops_core::{
+    Config, Core,
+    auth::{ApiKey, Expiration, KeyState},
+    bootstrap::FIRST_USER,
+    chains::ChainFamily,
+    config::LogFormat,
+};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "walletops",
+    version,
+    about = "WalletOps: one safe API over your custodial wallets"
+)]
+struct Cli {
+    /// TOML configuration file.
+    #[arg(long, global = true, env = "WALLETOPS_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Args, Default)]
+struct Addrs {
+    /// REST listen address [env: WALLETOPS_HTTP_ADDR] [default: 127.0.0.1:8080].
+    #[arg(long)]
+    http_addr: Option<SocketAddr>,
+    /// gRPC listen address [env: WALLETOPS_GRPC_ADDR] [default: 127.0.0.1:50051].
+    #[arg(long)]
+    grpc_addr: Option<SocketAddr>,
+    /// Data directory [env: WALLETOPS_DATA_DIR] [default: ./walletops-data].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Default)]
+struct DataDir {
+    /// Data directory [env: WALLETOPS_DATA_DIR] [default: ./walletops-data].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the core and the REST edge in one process.
+    Serve(Addrs),
+    /// Run the gRPC core alone.
+    Core(Addrs),
+    /// Run the REST edge alone, forwarding to a core.
+    Edge {
+        /// The core's gRPC URL [env: WALLETOPS_CORE_URL] [default: http://127.0.0.1:50051].
+        #[arg(long)]
+        core_url: Option<String>,
+        /// REST listen address [env: WALLETOPS_HTTP_ADDR] [default: 127.0.0.1:8080].
+        #[arg(long)]
+        http_addr: Option<SocketAddr>,
+    },
+    /// Manage users.
+    Users {
+        #[command(subcommand)]
+        command: UsersCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Manage a user's API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Manage wallets.
+    Wallets {
+        #[command(subcommand)]
+        command: WalletsCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Run pending database migrations and exit.
+    Migrate(DataDir),
+}
+
+#[derive(Debug, Subcommand)]
+enum UsersCommand {
+    /// Create a user, print its first API key, and give it one EVM and one Solana wallet.
+    Create {
+        /// Unique user name.
+        name: String,
+        /// Do not create the starter wallets.
+        #[arg(long)]
+        no_wallets: bool,
+    },
+    /// List users.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Create a key and print its value (shown once).
+    Create {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Descriptive name.
+        #[arg(long)]
+        name: String,
+        /// Lifetime: never, 7d, 30d, 90d, 180d or 1y.
+        #[arg(long, default_value = "never")]
+        expires: Expiration,
+    },
+    /// List a user's keys (never their values).
+    List {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+    },
+    /// Revoke a key at once and for good.
+    Revoke {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Key id or 4-character prefix.
+        key: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum WalletsCommand {
+    /// Generate a delegated wallet in the keystore.
+    Create {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// `ethereum` or `solana`.
+        #[arg(long)]
+        chain_type: ChainFamily,
+        /// Make it the owner's default for its family.
+        #[arg(long)]
+        make_default: bool,
+    },
+    /// List a user's wallets.
+    List {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+    },
+    /// Delegate a wallet to the server signer, or withdraw the delegation.
+    Delegate {
+        /// Wallet address.
+        address: String,
+        /// `on` or `off`.
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
+}
+
+impl Addrs {
+    fn apply(&self, config: &mut Config) {
+        if let Some(a) = self.http_addr {
+            config.http_addr = a;
+        }
+        if let Some(a) = self.grpc_addr {
+            config.grpc_addr = a;
+        }
+        if let Some(d) = &self.data_dir {
+            config.data_dir = d.clone();
+        }
+    }
+}
+
+impl DataDir {
+    fn apply(&self, config: &mut Config) {
+        if let Some(d) = &self.data_dir {
+            config.data_dir = d.clone();
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let registry = tracing_subscriber::registry().with(filter);
+    match format {
+        LogFormat::Json => registry
+            .with(fmt::layer().json().with_writer(std::io::stderr))
+            .init(),
+        LogFormat::Text => registry
+            .with(fmt::layer().with_writer(std::io::stderr))
+            .init(),
+    }
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+}
+
+/// A future that completes when `rx` flips to true.
+fn on_stop(mut rx: watch::Receiver<bool>) -> impl Future<Output = ()> + Send + 'static {
+    async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    }
+}
+
+/// The address to dial for a listener bound to `addr` (a wildcard becomes loopback).
+fn dialable(addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], addr.port()))
+    } else {
+        addr
+    }
+}
+
+async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the {what} listener to {addr}"))
+}
+
+/// Opens the core and, on an empty database, makes and prints the first user's key.
+async fn open_core(config: Config) -> anyhow::Result<Core> {
+    let core = Core::open(config).await?;
+    if let Some(first) = core.bootstrap().await? {
+        println!(
+            "First start: created user {:?} and its first API key.",
+            first.user.name
+        );
+        println!("API key: {}", first.secret.expose());
+        println!("(The key is shown only this once: store it now.)");
+        for w in &first.wallets {
+            println!("Wallet ({}, default, delegated): {}", w.family, w.address);
+        }
+    }
+    Ok(core)
+}
+
+fn spawn_pruner(core: &Core, stop: watch::Receiver<bool>) {
+    let core = core.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        let stopped = on_stop(stop);
+        tokio::pin!(stopped);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => core.limiter.prune(),
+                () = &mut stopped => break,
+            }
+        }
+    });
+}
+
+async fn run_servers(config: Config, with_core: bool, with_edge: bool) -> anyhow::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut core_url = config.core_url.clone();
+    let http = if with_edge {
+        Some(bind(config.http_addr, "REST").await?)
+    } else {
+        None
+    };
+    if with_core {
+        let grpc = bind(config.grpc_addr, "gRPC").await?;
+        let grpc_addr = grpc.local_addr()?;
+        core_url = format!("http://{}", dialable(grpc_addr));
+        let core = open_core(config.clone()).await?;
+        spawn_pruner(&core, stop_rx.clone());
+        println!("gRPC listening on {grpc_addr}");
+        let stop = on_stop(stop_rx.clone());
+        tasks.spawn(async move { walletops_core::grpc::serve(core, grpc, stop).await });
+    }
+    if let Some(http) = http {
+        let http_addr = http.local_addr()?;
+        let channel = walletops_edge::core_channel(&core_url, config.request_timeout())?;
+        let router = walletops_edge::router(
+            channel,
+            &walletops_edge::EdgeConfig {
+                max_body_bytes: config.max_body_bytes,
+            },
+        );
+        println!(
+            "REST listening on http://{http_addr} (API under /api/v1, forwarding to {core_url})"
+        );
+        let stop = on_stop(stop_rx.clone());
+        tasks.spawn(async move {
+            walletops_edge::serve(http, router, stop)
+                .await
+                .map_err(anyhow::Error::from)
+        });
+    }
+    tokio::select! {
+        () = shutdown_signal() => tracing::info!("shutting down"),
+        Some(done) = tasks.join_next() => {
+            done??;
+            anyhow::bail!("a server stopped unexpectedly");
+        }
+    }
+    let _ = stop_tx.send(true);
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok(())
+}
+
+fn print_key(key: &ApiKey) {
+    let now = chrono::Utc::now();
+    let state = match key.state(now) {
+        KeyState::Active => "active",
+        KeyState::ExpiringSoon => "expiring soon",
+        KeyState::Expired => "expired",
+        KeyState::Revoked => "revoked",
+    };
+    let expires = key
+        .expires_at
+        .map_or_else(|| "never".to_owned(), |t| t.to_rfc3339());
+    println!(
+        "{}  {}  {:<14} expires {}  {}",
+        key.id, key.prefix, state, expires, key.name
+    );
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let mut config = Config::load(cli.config.as_deref())?;
+    match &cli.command {
+        Command::Serve(a) | Command::Core(a) => a.apply(&mut config),
+        Command::Edge {
+            core_url,
+            http_addr,
+        } => {
+            if let Some(u) = core_url {
+                config.core_url = u.clone();
+            }
+            if let Some(a) = http_addr {
+                config.http_addr = *a;
+            }
+        }
+        Command::Users { data, .. }
+        | Command::Keys { data, .. }
+        | Command::Wallets { data, .. }
+        | Command::Migrate(data) => data.apply(&mut config),
+    }
+    init_tracing(config.log_format);
+    match cli.command {
+        Command::Serve(_) => run_servers(config, true, true).await,
+        Command::Core(_) => run_servers(config, true, false).await,
+        Command::Edge { .. } => run_servers(config, false, true).await,
+        Command::Migrate(_) => {
+            Core::open(config).await?;
+            println!("migrations are up to date");
+            Ok(())
+        }
+        Command::Users { command, .. } => {
+            let core = Core::open(config).await?;
+            match command {
+                UsersCommand::Create { name, no_wallets } => {
+                    let (user, _, secret) = core.create_user(&name).await?;
+                    println!("User: {} ({})", user.name, user.id);
+                    println!("API key: {}", secret.expose());
+                    println!("(The key is shown only this once: store it now.)");
+                    if !no_wallets {
+                        for w in core.create_starter_wallets(user.id).await? {
+                            println!("Wallet ({}, default, delegated): {}", w.family, w.address);
+                        }
+                    }
+                }
+                UsersCommand::List => {
+                    for u in core.list_users().await? {
+                        println!("{}  {}  {}", u.id, u.created_at.to_rfc3339(), u.name);
+                    }
+                }
+            }
+            Ok(())
+        }
+        Command::Keys { command, .. } => {
+            let core = Core::open(config).await?;
+            match command {
+                KeysCommand::Create {
+                    user,
+                    name,
+                    expires,
+                } => {
+                    let user = core.find_user(&user).await?;
+                    let (key, secret) = core.keys.create(user.id, &name, expires).await?;
+                    print_key(&key);
+                    println!("API key: {}", secret.expose());
+                    println!("(The key is shown only this once: store it now.)");
+                }
+                KeysCommand::List { user } => {
+                    let user = core.find_user(&user).await?;
+                    for key in core.keys.list(user.id).await? {
+                        print_key(&key);
+                    }
+                }
+                KeysCommand::Revoke { user, key } => {
+                    let user = core.find_user(&user).await?;
+                    let key = core.keys.revoke(user.id, &key).await?;
+                    print_key(&key);
+                }
+            }
+            Ok(())
+        }
+        Command::Wallets { command, .. } => {
+            let core = Core::open(config).await?;
+            let show = |w: &walletops_core::wallets::Wallet| {
+                println!(
+                    "{}  {:<8}  default={}  delegated={}",
+                    w.address, w.family, w.is_default, w.automation_enabled
+                );
+            };
+            match command {
+                WalletsCommand::Create {
+                    user,
+                    chain_type,
+                    make_default,
+                } => {
+                    let user = core.find_user(&user).await?;
+                    show(
+                        &core
+                            .wallets
+                            .create(user.id, chain_type, make_default)
+                            .await?,
+                    );
+                }
+                WalletsCommand::List { user } => {
+                    let user = core.find_user(&user).await?;
+                    for w in core.wallets.list(user.id, Default::default()).await? {
+                        show(&w);
+                    }
+                }
+                WalletsCommand::Delegate { address, state } => {
+                    show(
+                        &core
+                            .wallets
+                            .update(&address, None, Some(state == "on"))
+                            .await?,
+                    );
+                }
+            }
+            Ok(())
+        }
+    }
+}

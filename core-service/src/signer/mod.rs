@@ -1,0 +1,224 @@
+//! The local keystore: wallet private keys sealed at rest with AES-256-GCM under a master key.
+//!
+//! **Invariant:** private key bytes exist only inside this module, in `Zeroizing` buffers that
+//! are wiped on drop; they are never logged, returned or stored unsealed. Each sealed key
+//! carries its wallet's family and address as associated data, so a ciphertext moved to
+//! another wallet's row fails to open instead of signing for the wrong wallet.
+
+use std::{fs, io::Write, path::Path};
+
+use aes_gcm::{
+    Aes256Gcm, KeyInit, Nonce,
+    aead::{Aead, Payload},
+};
+use anyhow::Context;
+use base64::{Engine, engine::general_purpose::STANDARD as B64};
+use rand::RngCore;
+use zeroize::Zeroizing;
+
+use crate::chains::ChainFamily;
+
+const MASTER_KEY_FILE: &str = "master.key";
+
+/// A private key sealed by the keystore, as stored.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SealedKey {
+    /// AES-GCM nonce, fresh for each sealing.
+    pub nonce: Vec<u8>,
+    /// Ciphertext and tag.
+    pub ciphertext: Vec<u8>,
+}
+
+impl std::fmt::Debug for SealedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SealedKey(..)")
+    }
+}
+
+/// Generates wallet keys and seals them under the master key.
+pub struct Keystore {
+    cipher: Aes256Gcm,
+}
+
+impl std::fmt::Debug for Keystore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keystore(..)")
+    }
+}
+
+impl Keystore {
+    /// The keystore for `configured` (base64 of 32 bytes) or, when none is configured, for
+    /// the key in `data_dir/master.key`, generated there with mode 0600 on first start.
+    pub fn open(configured: Option<&str>, data_dir: &Path) -> anyhow::Result<Self> {
+        let key = match configured {
+            Some(b64) => decode_master_key(b64).context("master_key")?,
+            None => load_or_create_master_key(data_dir)?,
+        };
+        let cipher = Aes256Gcm::new_from_slice(key.as_slice())
+            .map_err(|_| anyhow::anyhow!("master key must be 32 bytes"))?;
+        Ok(Self { cipher })
+    }
+
+    /// Generates a new wallet of `family`: its canonical address and its sealed private key.
+    pub fn generate(&self, family: ChainFamily) -> anyhow::Result<(String, SealedKey)> {
+        let (address, secret): (String, Zeroizing<Vec<u8>>) = match family {
+            ChainFamily::Evm => {
+                let signer = alloy::signers::local::PrivateKeySigner::random();
+                let secret = Zeroizing::new(signer.to_bytes().to_vec());
+                (signer.address().to_checksum(None), secret)
+            }
+            ChainFamily::Solana => {
+                use solana_signer::Signer as _;
+                let keypair = solana_keypair::Keypair::new();
+                let secret = Zeroizing::new(keypair.to_bytes().to_vec());
+                (keypair.pubkey().to_string(), secret)
+            }
+        };
+        let sealed = self.seal(family, &address, &secret)?;
+        Ok((address, sealed))
+    }
+
+    fn seal(&self, family: ChainFamily, address: &str, secret: &[u8]) -> anyhow::Result<SealedKey> {
+        let mut nonce = [0u8; 12];
+        rand::rng().fill_bytes(&mut nonce);
+        let aad = associated_data(family, address);
+        let ciphertext = self
+            .cipher
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: secret,
+                    aad: aad.as_bytes(),
+                },
+            )
+            .map_err(|_| anyhow::anyhow!("sealing a wallet key failed"))?;
+        Ok(SealedKey {
+            nonce: nonce.to_vec(),
+            ciphertext,
+        })
+    }
+
+    /// Opens a sealed key for signing. The bytes are wiped when the buffer drops.
+    #[allow(dead_code)] // Used by the signers of the write pipeline.
+    pub(crate) fn open_key(
+        &self,
+        family: ChainFamily,
+        address: &str,
+        sealed: &SealedKey,
+    ) -> anyhow::Result<Zeroizing<Vec<u8>>> {
+        anyhow::ensure!(
+            sealed.nonce.len() == 12,
+            "sealed key nonce must be 12 bytes"
+        );
+        let aad = associated_data(family, address);
+        self.cipher
+            .decrypt(
+                Nonce::from_slice(&sealed.nonce),
+                Payload {
+                    msg: &sealed.ciphertext,
+                    aad: aad.as_bytes(),
+                },
+            )
+            .map(Zeroizing::new)
+            .map_err(|_| {
+                anyhow::anyhow!("wallet key for {address} does not open under this master key")
+            })
+    }
+}
+
+fn associated_data(family: ChainFamily, address: &str) -> String {
+    format!("walletops:{}:{address}", family.as_str())
+}
+
+fn decode_master_key(b64: &str) -> anyhow::Result<Zeroizing<Vec<u8>>> {
+    let bytes = Zeroizing::new(
+        B64.decode(b64.trim())
+            .context("master key must be base64")?,
+    );
+    anyhow::ensure!(
+        bytes.len() == 32,
+        "master key must be 32 bytes, got {}",
+        bytes.len()
+    );
+    Ok(bytes)
+}
+
+fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8>>> {
+    let path = data_dir.join(MASTER_KEY_FILE);
+    if path.exists() {
+        let text = Zeroizing::new(
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
+        );
+        return decode_master_key(&text).with_context(|| format!("in {}", path.display()));
+    }
+    fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+    let mut key = Zeroizing::new(vec![0u8; 32]);
+    rand::rng().fill_bytes(&mut key);
+    let text = Zeroizing::new(B64.encode(key.as_slice()));
+    let mut options = fs::OpenOptions::new();
+    // create_new: two processes starting at once must not each write a different key.
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(&path) {
+        Ok(mut file) => {
+            file.write_all(text.as_bytes())?;
+            file.sync_all()?;
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            load_or_create_master_key(data_dir)
+        }
+        Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_keys_open_only_for_their_wallet() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ks = Keystore::open(None, dir.path()).expect("keystore");
+        let (address, sealed) = ks.generate(ChainFamily::Evm).expect("generate");
+        assert!(address.starts_with("0x") && address.len() == 42);
+        let secret = ks
+            .open_key(ChainFamily::Evm, &address, &sealed)
+            .expect("open");
+        assert_eq!(secret.len(), 32);
+        assert!(ks.open_key(ChainFamily::Evm, "0xother", &sealed).is_err());
+        // The generated master key is reused on the next start, and kept private.
+        let again = Keystore::open(None, dir.path()).expect("reopen");
+        assert!(again.open_key(ChainFamily::Evm, &address, &sealed).is_ok());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(dir.path().join(MASTER_KEY_FILE))
+                .expect("meta")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let (sol, sealed) = ks.generate(ChainFamily::Solana).expect("solana");
+        assert!(ChainFamily::Solana.parse_address(&sol).is_ok());
+        assert_eq!(
+            ks.open_key(ChainFamily::Solana, &sol, &sealed)
+                .expect("open")
+                .len(),
+            64
+        );
+    }
+
+    #[test]
+    fn configured_master_key_must_be_32_bytes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(Keystore::open(Some("c2hvcnQ="), dir.path()).is_err());
+        let good = B64.encode([7u8; 32]);
+        assert!(Keystore::open(Some(&good), dir.path()).is_ok());
+        assert!(!dir.path().join(MASTER_KEY_FILE).exists());
+    }
+}

@@ -1,0 +1,183 @@
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, TransactionTrait, sea_query::Expr,
+};
+use uuid::Uuid;
+
+use super::{
+    Store,
+    entities::{api_keys, users},
+    is_unique_violation,
+};
+use crate::{
+    auth::ApiKey,
+    error::{Result, WalletOpsError},
+};
+
+/// A key about to be stored: only the hash of its value, never the value.
+#[derive(Debug)]
+pub struct NewApiKey {
+    /// Owner.
+    pub user_id: Uuid,
+    /// Descriptive name.
+    pub name: String,
+    /// Lookup prefix.
+    pub prefix: String,
+    /// Hex SHA-256 of the whole value.
+    pub secret_hash: String,
+    /// Expiry, if any.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl From<api_keys::Model> for ApiKey {
+    fn from(m: api_keys::Model) -> Self {
+        ApiKey {
+            id: m.id,
+            user_id: m.user_id,
+            name: m.name,
+            prefix: m.prefix,
+            created_at: m.created_at,
+            expires_at: m.expires_at,
+            revoked_at: m.revoked_at,
+            last_used_at: m.last_used_at,
+        }
+    }
+}
+
+fn active_at(now: DateTime<Utc>) -> Condition {
+    Condition::all()
+        .add(api_keys::Column::RevokedAt.is_null())
+        .add(
+            Condition::any()
+                .add(api_keys::Column::ExpiresAt.is_null())
+                .add(api_keys::Column::ExpiresAt.gt(now)),
+        )
+}
+
+impl Store {
+    /// Stores `key` unless its owner already has `max_active` active keys (`FORBIDDEN`).
+    /// `Ok(None)` means the prefix is taken: the caller draws a new key and tries again.
+    ///
+    /// The count and the insert run in one transaction that first writes the owner's row, so
+    /// two concurrent creations for one user are serialized (a row lock on PostgreSQL, the
+    /// write lock on SQLite) and cannot both slip under the limit.
+    pub(crate) async fn insert_api_key(
+        &self,
+        key: NewApiKey,
+        max_active: u64,
+        now: DateTime<Utc>,
+    ) -> Result<Option<ApiKey>> {
+        let txn = self.db().begin().await?;
+        let locked = users::Entity::update_many()
+            .col_expr(users::Column::Name, Expr::col(users::Column::Name).into())
+            .filter(users::Column::Id.eq(key.user_id))
+            .exec(&txn)
+            .await?;
+        if locked.rows_affected == 0 {
+            return Err(WalletOpsError::NotFound("no such user".to_owned()));
+        }
+        let active = api_keys::Entity::find()
+            .filter(api_keys::Column::UserId.eq(key.user_id))
+            .filter(active_at(now))
+            .count(&txn)
+            .await?;
+        if active >= max_active {
+            return Err(WalletOpsError::Forbidden(format!(
+                "a user may hold at most {max_active} active API keys; revoke one first"
+            )));
+        }
+        let row = api_keys::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            user_id: Set(key.user_id),
+            name: Set(key.name),
+            prefix: Set(key.prefix),
+            secret_hash: Set(key.secret_hash),
+            created_at: Set(now),
+            expires_at: Set(key.expires_at),
+            revoked_at: Set(None),
+            last_used_at: Set(None),
+        };
+        match row.insert(&txn).await {
+            Ok(m) => {
+                txn.commit().await?;
+                Ok(Some(m.into()))
+            }
+            Err(e) if is_unique_violation(&e) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The key with lookup prefix `prefix`, and the hash of its value.
+    pub(crate) async fn find_api_key_by_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Option<(ApiKey, String)>> {
+        Ok(api_keys::Entity::find()
+            .filter(api_keys::Column::Prefix.eq(prefix))
+            .one(self.db())
+            .await?
+            .map(|m| {
+                let hash = m.secret_hash.clone();
+                (m.into(), hash)
+            }))
+    }
+
+    /// Every key of `user_id`, newest first.
+    pub(crate) async fn list_api_keys(&self, user_id: Uuid) -> Result<Vec<ApiKey>> {
+        Ok(api_keys::Entity::find()
+            .filter(api_keys::Column::UserId.eq(user_id))
+            .order_by_desc(api_keys::Column::CreatedAt)
+            .order_by_desc(api_keys::Column::Id)
+            .all(self.db())
+            .await?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// Revokes the key of `user_id` whose id or prefix is `id_or_prefix`; a key revoked
+    /// before keeps its first revocation time. `None` when the user has no such key.
+    pub(crate) async fn revoke_api_key(
+        &self,
+        user_id: Uuid,
+        id_or_prefix: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<ApiKey>> {
+        let mut which = Condition::any().add(api_keys::Column::Prefix.eq(id_or_prefix));
+        if let Ok(id) = Uuid::parse_str(id_or_prefix) {
+            which = which.add(api_keys::Column::Id.eq(id));
+        }
+        let filter = Condition::all()
+            .add(api_keys::Column::UserId.eq(user_id))
+            .add(which);
+        api_keys::Entity::update_many()
+            .col_expr(api_keys::Column::RevokedAt, Expr::value(now))
+            .filter(filter.clone())
+            .filter(api_keys::Column::RevokedAt.is_null())
+            .exec(self.db())
+            .await?;
+        Ok(api_keys::Entity::find()
+            .filter(filter)
+            .one(self.db())
+            .await?
+            .map(Into::into))
+    }
+
+    /// Records a use of key `id`, at most once a minute, so that reads do not turn every
+    /// request into a write.
+    pub(crate) async fn touch_api_key(&self, id: Uuid, now: DateTime<Utc>) -> Result<()> {
+        let stale = now - chrono::Duration::seconds(60);
+        api_keys::Entity::update_many()
+            .col_expr(api_keys::Column::LastUsedAt, Expr::value(now))
+            .filter(api_keys::Column::Id.eq(id))
+            .filter(
+                Condition::any()
+                    .add(api_keys::Column::LastUsedAt.is_null())
+                    .add(api_keys::Column::LastUsedAt.lt(stale)),
+            )
+            .exec(self.db())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,8 @@
+//! sea-orm entities, one per table of `walletops-migrations`. Rows never leave `store/`: the
+//! repositories in `store` turn them into domain values.
+
+pub(crate) mod api_keys;
+pub(crate) mod signer_keys;
+pub(crate) mod transactions;
+pub(crate) mod users;
+pub(crate) mod wallets;

@@ -1,0 +1,72 @@
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, PaginatorTrait, QueryOrder};
+use uuid::Uuid;
+
+use super::{Store, entities::users, is_unique_violation};
+use crate::{
+    error::{Result, WalletOpsError},
+    users::User,
+};
+
+impl From<users::Model> for User {
+    fn from(m: users::Model) -> Self {
+        User {
+            id: m.id,
+            name: m.name,
+            created_at: m.created_at,
+        }
+    }
+}
+
+impl Store {
+    /// Inserts a user; a taken name is `INVALID_INPUT` on `name`.
+    pub(crate) async fn insert_user(&self, name: &str) -> Result<User> {
+        let row = users::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            name: Set(name.to_owned()),
+            created_at: Set(chrono::Utc::now()),
+        };
+        match row.insert(self.db()).await {
+            Ok(m) => Ok(m.into()),
+            Err(e) if is_unique_violation(&e) => Err(WalletOpsError::invalid(
+                "name",
+                format!("a user named {name:?} already exists"),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The user with id or name `id_or_name`.
+    pub(crate) async fn find_user(&self, id_or_name: &str) -> Result<Option<User>> {
+        let by_id = match Uuid::parse_str(id_or_name) {
+            Ok(id) => users::Entity::find_by_id(id).one(self.db()).await?,
+            Err(_) => None,
+        };
+        let found = match by_id {
+            Some(m) => Some(m),
+            None => {
+                use sea_orm::{ColumnTrait, QueryFilter};
+                users::Entity::find()
+                    .filter(users::Column::Name.eq(id_or_name))
+                    .one(self.db())
+                    .await?
+            }
+        };
+        Ok(found.map(Into::into))
+    }
+
+    /// Every user, oldest first.
+    pub(crate) async fn list_users(&self) -> Result<Vec<User>> {
+        Ok(users::Entity::find()
+            .order_by_asc(users::Column::CreatedAt)
+            .all(self.db())
+            .await?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// How many users exist.
+    pub(crate) async fn count_users(&self) -> Result<u64> {
+        Ok(users::Entity::find().count(self.db()).await?)
+    }
+}

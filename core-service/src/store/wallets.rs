@@ -1,0 +1,219 @@
+use chrono::Utc;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
+    QueryOrder, TransactionTrait, sea_query::Expr,
+};
+use uuid::Uuid;
+
+use super::{
+    Store,
+    entities::{signer_keys, wallets},
+    is_unique_violation,
+};
+use crate::{
+    chains::ChainFamily,
+    error::{Result, WalletOpsError},
+    signer::SealedKey,
+    wallets::Wallet,
+};
+
+/// Filters of a wallet listing; every one optional.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WalletFilter {
+    /// Only this family.
+    pub family: Option<ChainFamily>,
+    /// Only default wallets.
+    pub default_only: bool,
+    /// Only wallets delegated to the server signer.
+    pub automation_only: bool,
+}
+
+/// A wallet about to be stored with its sealed private key.
+#[derive(Debug)]
+pub struct NewWallet {
+    /// Owner.
+    pub user_id: Uuid,
+    /// Family.
+    pub family: ChainFamily,
+    /// Canonical address.
+    pub address: String,
+    /// Make it the owner's default for the family (the first wallet of a family always is).
+    pub make_default: bool,
+    /// The private key, sealed by the keystore.
+    pub key: SealedKey,
+}
+
+/// Provider kind of wallets whose keys live in the service's own keystore.
+const PROVIDER_TYPE: &str = "embedded";
+/// Client integration name of those wallets.
+const CLIENT_TYPE: &str = "walletops";
+
+impl TryFrom<wallets::Model> for Wallet {
+    type Error = WalletOpsError;
+
+    fn try_from(m: wallets::Model) -> Result<Self> {
+        let family = m.chain_type.parse::<ChainFamily>().map_err(|e| {
+            WalletOpsError::Internal(anyhow::anyhow!("wallet {} chain_type: {e}", m.id))
+        })?;
+        Ok(Wallet {
+            id: m.id,
+            user_id: m.user_id,
+            family,
+            address: m.address,
+            provider_type: m.provider_type,
+            client_type: m.client_type,
+            provider_wallet_id: m.provider_wallet_id,
+            is_default: m.is_default,
+            automation_enabled: m.automation_enabled,
+            linked: m.linked,
+            created_at: m.created_at,
+        })
+    }
+}
+
+fn to_wallets(rows: Vec<wallets::Model>) -> Result<Vec<Wallet>> {
+    rows.into_iter().map(Wallet::try_from).collect()
+}
+
+/// Clears the default flag of `user_id`'s other wallets of `family`, inside `conn`'s
+/// transaction, before one of them becomes the default (the partial unique index allows one).
+async fn clear_default<C: ConnectionTrait>(
+    conn: &C,
+    user_id: Uuid,
+    family: ChainFamily,
+) -> Result<()> {
+    wallets::Entity::update_many()
+        .col_expr(wallets::Column::IsDefault, Expr::value(false))
+        .filter(wallets::Column::UserId.eq(user_id))
+        .filter(wallets::Column::ChainType.eq(family.as_str()))
+        .exec(conn)
+        .await?;
+    Ok(())
+}
+
+impl Store {
+    /// The wallets of `user_id` that pass `filter`, oldest first.
+    pub(crate) async fn list_wallets(
+        &self,
+        user_id: Uuid,
+        filter: WalletFilter,
+    ) -> Result<Vec<Wallet>> {
+        let mut q = wallets::Entity::find().filter(wallets::Column::UserId.eq(user_id));
+        if let Some(family) = filter.family {
+            q = q.filter(wallets::Column::ChainType.eq(family.as_str()));
+        }
+        if filter.default_only {
+            q = q.filter(wallets::Column::IsDefault.eq(true));
+        }
+        if filter.automation_only {
+            q = q.filter(wallets::Column::AutomationEnabled.eq(true));
+        }
+        to_wallets(
+            q.order_by_asc(wallets::Column::CreatedAt)
+                .order_by_asc(wallets::Column::Id)
+                .all(self.db())
+                .await?,
+        )
+    }
+
+    /// The wallet of `family` at canonical `address`, whoever owns it.
+    pub(crate) async fn find_wallet(
+        &self,
+        family: ChainFamily,
+        address: &str,
+    ) -> Result<Option<Wallet>> {
+        wallets::Entity::find()
+            .filter(wallets::Column::ChainType.eq(family.as_str()))
+            .filter(wallets::Column::Address.eq(address))
+            .one(self.db())
+            .await?
+            .map(Wallet::try_from)
+            .transpose()
+    }
+
+    /// Stores a new delegated wallet and its sealed key in one transaction: a wallet is never
+    /// stored without the key that signs for it.
+    pub(crate) async fn insert_wallet(&self, new: NewWallet) -> Result<Wallet> {
+        let txn = self.db().begin().await?;
+        let has_default = wallets::Entity::find()
+            .filter(wallets::Column::UserId.eq(new.user_id))
+            .filter(wallets::Column::ChainType.eq(new.family.as_str()))
+            .filter(wallets::Column::IsDefault.eq(true))
+            .one(&txn)
+            .await?
+            .is_some();
+        let is_default = new.make_default || !has_default;
+        if is_default {
+            clear_default(&txn, new.user_id, new.family).await?;
+        }
+        let now = Utc::now();
+        let id = Uuid::now_v7();
+        let row = wallets::ActiveModel {
+            id: Set(id),
+            user_id: Set(new.user_id),
+            chain_type: Set(new.family.as_str().to_owned()),
+            address: Set(new.address.clone()),
+            provider_type: Set(PROVIDER_TYPE.to_owned()),
+            client_type: Set(CLIENT_TYPE.to_owned()),
+            provider_wallet_id: Set(Some(id.to_string())),
+            is_default: Set(is_default),
+            automation_enabled: Set(true),
+            linked: Set(true),
+            created_at: Set(now),
+        };
+        let wallet = match row.insert(&txn).await {
+            Ok(m) => Wallet::try_from(m)?,
+            Err(e) if is_unique_violation(&e) => {
+                return Err(WalletOpsError::Internal(anyhow::anyhow!(
+                    "generated address {} already stored",
+                    new.address
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        signer_keys::ActiveModel {
+            wallet_id: Set(id),
+            chain_type: Set(new.family.as_str().to_owned()),
+            address: Set(new.address),
+            nonce: Set(new.key.nonce),
+            ciphertext: Set(new.key.ciphertext),
+            created_at: Set(now),
+        }
+        .insert(&txn)
+        .await?;
+        txn.commit().await?;
+        Ok(wallet)
+    }
+
+    /// Makes `wallet` its owner's default for its family.
+    pub(crate) async fn make_default_wallet(&self, wallet: &Wallet) -> Result<()> {
+        let txn = self.db().begin().await?;
+        clear_default(&txn, wallet.user_id, wallet.family).await?;
+        wallets::Entity::update_many()
+            .col_expr(wallets::Column::IsDefault, Expr::value(true))
+            .filter(wallets::Column::Id.eq(wallet.id))
+            .exec(&txn)
+            .await?;
+        txn.commit().await?;
+        Ok(())
+    }
+
+    /// Delegates `wallet` to the server signer, or withdraws the delegation.
+    pub(crate) async fn set_wallet_automation(&self, wallet: &Wallet, enabled: bool) -> Result<()> {
+        wallets::Entity::update_many()
+            .col_expr(wallets::Column::AutomationEnabled, Expr::value(enabled))
+            .filter(wallets::Column::Id.eq(wallet.id))
+            .exec(self.db())
+            .await?;
+        Ok(())
+    }
+
+    /// The wallet with id `id`.
+    pub(crate) async fn wallet_by_id(&self, id: Uuid) -> Result<Option<Wallet>> {
+        wallets::Entity::find_by_id(id)
+            .one(self.db())
+            .await?
+            .map(Wallet::try_from)
+            .transpose()
+    }
+}

@@ -1,0 +1,148 @@
+//! Transaction records: what the service submitted for a user, and where each stands.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::{
+    error::{Result, WalletOpsError},
+    store::{Store, entities::transactions},
+};
+
+/// Where a transaction is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TxStatus {
+    /// Signed and stored; being broadcast or followed by the monitor.
+    Submitted,
+    /// Included and succeeded.
+    Confirmed,
+    /// Included and reverted.
+    Reverted,
+    /// Rejected before reaching the chain.
+    Failed,
+    /// Dropped by the network.
+    Dropped,
+    /// Stuck, and a replacement would exceed the fee cap.
+    FeeCapped,
+}
+
+/// What a transaction does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TxKind {
+    /// A transfer.
+    Send,
+    /// An ERC20 approval.
+    Approve,
+    /// A contract call.
+    ContractCall,
+    /// A swap.
+    Swap,
+}
+
+/// One step of a status history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusChange {
+    /// Status entered.
+    pub status: TxStatus,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// Why, when there is something to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A transaction record as its owner sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionRecord {
+    /// Service id.
+    pub id: Uuid,
+    /// Chain slug.
+    pub chain: String,
+    /// Chain id (Solana sentinels).
+    pub chain_id: i64,
+    /// What it does.
+    pub kind: TxKind,
+    /// Sender.
+    pub from: String,
+    /// Recipient or contract.
+    pub to: String,
+    /// Asset moved, for transfers.
+    pub asset: Option<String>,
+    /// Token, when one is involved.
+    pub token: Option<String>,
+    /// Amount, in base units.
+    pub amount: Option<String>,
+    /// Current status.
+    pub status: TxStatus,
+    /// Every status, oldest first.
+    pub history: Vec<StatusChange>,
+    /// Hash or signature.
+    pub hash: Option<String>,
+    /// Why it failed, reverted or was dropped.
+    pub error: Option<String>,
+    /// Accepted at.
+    pub created_at: DateTime<Utc>,
+    /// Last changed at.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl TryFrom<transactions::Model> for TransactionRecord {
+    type Error = WalletOpsError;
+
+    fn try_from(m: transactions::Model) -> Result<Self> {
+        let corrupt = |what: &str| {
+            WalletOpsError::Internal(anyhow::anyhow!("transaction {} has a bad {what}", m.id))
+        };
+        let status = serde_json::from_value(serde_json::Value::String(m.status.clone()))
+            .map_err(|_| corrupt("status"))?;
+        let kind = serde_json::from_value(serde_json::Value::String(m.kind.clone()))
+            .map_err(|_| corrupt("kind"))?;
+        let history =
+            serde_json::from_value(m.status_history.clone()).map_err(|_| corrupt("history"))?;
+        Ok(Self {
+            id: m.id,
+            chain: m.chain,
+            chain_id: m.chain_id,
+            kind,
+            from: m.from_address,
+            to: m.to_address,
+            asset: m.asset,
+            token: m.token,
+            amount: m.amount,
+            status,
+            history,
+            hash: m.hash,
+            error: m.error,
+            created_at: m.created_at,
+            updated_at: m.updated_at,
+        })
+    }
+}
+
+/// Transaction lookups.
+#[derive(Debug, Clone)]
+pub struct Transactions {
+    store: Store,
+}
+
+impl Transactions {
+    /// Lookups over `store`.
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+
+    /// The caller's transaction `id`. A malformed id is `INVALID_INPUT`; an unknown id and
+    /// another user's transaction are both `NOT_FOUND`.
+    pub async fn get(&self, user_id: Uuid, id: &str) -> Result<TransactionRecord> {
+        let id = Uuid::from_str(id.trim())
+            .map_err(|_| WalletOpsError::invalid("id", "must be a transaction id (a UUID)"))?;
+        self.store
+            .find_transaction(user_id, id)
+            .await?
+            .ok_or_else(|| WalletOpsError::NotFound(format!("no transaction {id}")))
+    }
+}

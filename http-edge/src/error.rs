@@ -1,0 +1,183 @@
+//! The error side of the edge: the one table from contract code to HTTP status, and the
+//! contract's error body `{error, code, requestId}` with `requestId` equal to the
+//! `x-request-id` header. A `tonic::Status` from the core is read through its
+//! `google.rpc.ErrorInfo` reason; the edge decides nothing else about errors.
+
+use axum::{
+    Json,
+    http::{HeaderValue, StatusCode, header::RETRY_AFTER},
+    response::{IntoResponse, Response},
+};
+use serde::Serialize;
+use tonic_types::StatusExt;
+use utoipa::ToSchema;
+use walletops_proto::ErrorCode;
+
+tokio::task_local! {
+    /// The request id of the request being answered, for error bodies.
+    pub(crate) static REQUEST_ID: String;
+}
+
+/// The one table from contract code to HTTP status. Exhaustive on purpose: no `_ =>`.
+pub fn http_status(code: ErrorCode) -> StatusCode {
+    use {ErrorCode as C, StatusCode as S};
+    match code {
+        C::Unauthorized => S::UNAUTHORIZED,
+        C::Forbidden | C::UserNotLinked | C::WalletNotDelegated => S::FORBIDDEN,
+        C::NotFound | C::WalletNotFound => S::NOT_FOUND,
+        C::RateLimited => S::TOO_MANY_REQUESTS,
+        C::InvalidInput
+        | C::QuoteFailed
+        | C::ChainUnknown
+        | C::InsufficientFunds
+        | C::WalletIdRequired => S::BAD_REQUEST,
+        C::IdempotentBodyMismatch | C::IdempotentReplay => S::CONFLICT,
+        C::ProviderRpcError | C::SendFailed => S::BAD_GATEWAY,
+        C::ServiceUnavailable => S::SERVICE_UNAVAILABLE,
+        C::InternalError => S::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// The contract's error body.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorBody {
+    /// Human-readable message.
+    pub error: String,
+    /// Contract code, e.g. `INVALID_INPUT`.
+    #[schema(example = "INVALID_INPUT")]
+    pub code: String,
+    /// The request id, also in the `x-request-id` header.
+    pub request_id: String,
+}
+
+/// An error answer of the edge.
+#[derive(Debug)]
+pub(crate) enum EdgeError {
+    /// The core refused or failed the call.
+    Core(tonic::Status),
+    /// The edge could not even build the call (malformed JSON, a bad query value) or found
+    /// no route.
+    Local {
+        /// Contract code.
+        code: ErrorCode,
+        /// Message naming the field.
+        message: String,
+        /// HTTP status, when it is not the table's (405).
+        status: Option<StatusCode>,
+    },
+}
+
+impl EdgeError {
+    /// `INVALID_INPUT` naming `field`.
+    pub(crate) fn invalid(field: &str, problem: impl std::fmt::Display) -> Self {
+        Self::Local {
+            code: ErrorCode::InvalidInput,
+            message: format!("invalid input: {field}: {problem}"),
+            status: None,
+        }
+    }
+}
+
+impl From<tonic::Status> for EdgeError {
+    fn from(status: tonic::Status) -> Self {
+        Self::Core(status)
+    }
+}
+
+/// The contract code, message and retry delay a core status carries.
+fn read_status(status: &tonic::Status) -> (ErrorCode, String, Option<u64>) {
+    let details = status.get_error_details();
+    let retry = details
+        .retry_info()
+        .and_then(|r| r.retry_delay)
+        .map(|d| d.as_secs_f64().ceil().max(1.0) as u64);
+    match details
+        .error_info()
+        .and_then(|i| i.reason.parse::<ErrorCode>().ok())
+    {
+        Some(code) => (code, status.message().to_owned(), retry),
+        // No contract code: the core never answered (down, unreachable, timed out).
+        None => match status.code() {
+            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
+                tracing::warn!(error = %status, "core unavailable");
+                (
+                    ErrorCode::ServiceUnavailable,
+                    "the WalletOps core is unavailable; retry shortly".to_owned(),
+                    None,
+                )
+            }
+            _ => {
+                tracing::error!(error = %status, "core answered without a contract code");
+                (ErrorCode::InternalError, "internal error".to_owned(), None)
+            }
+        },
+    }
+}
+
+impl IntoResponse for EdgeError {
+    fn into_response(self) -> Response {
+        let (code, message, retry, status) = match self {
+            Self::Core(s) => {
+                let (code, message, retry) = read_status(&s);
+                (code, message, retry, None)
+            }
+            Self::Local {
+                code,
+                message,
+                status,
+            } => (code, message, None, status),
+        };
+        let request_id = REQUEST_ID.try_with(Clone::clone).unwrap_or_default();
+        let body = ErrorBody {
+            error: message,
+            code: code.as_str().to_owned(),
+            request_id,
+        };
+        let mut response =
+            (status.unwrap_or_else(|| http_status(code)), Json(body)).into_response();
+        if code == ErrorCode::RateLimited {
+            // Retry-After is required on every 429, even if the core sent no RetryInfo.
+            let secs = retry.unwrap_or(60);
+            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                response.headers_mut().insert(RETRY_AFTER, v);
+            }
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::VariantArray;
+
+    #[test]
+    fn every_code_has_a_status_from_the_spec_or_the_design() {
+        let expected = [
+            ("UNAUTHORIZED", 401),
+            ("FORBIDDEN", 403),
+            ("NOT_FOUND", 404),
+            ("RATE_LIMITED", 429),
+            ("INVALID_INPUT", 400),
+            ("IDEMPOTENT_BODY_MISMATCH", 409),
+            ("IDEMPOTENT_REPLAY", 409),
+            ("QUOTE_FAILED", 400),
+            ("WALLET_NOT_FOUND", 404),
+            ("USER_NOT_LINKED", 403),
+            ("WALLET_NOT_DELEGATED", 403),
+            ("WALLET_ID_REQUIRED", 400),
+            ("CHAIN_UNKNOWN", 400),
+            ("INSUFFICIENT_FUNDS", 400),
+            ("PROVIDER_RPC_ERROR", 502),
+            ("SEND_FAILED", 502),
+            ("SERVICE_UNAVAILABLE", 503),
+            ("INTERNAL_ERROR", 500),
+        ];
+        assert_eq!(expected.len(), ErrorCode::VARIANTS.len());
+        for (code, status) in expected {
+            let code: ErrorCode = code.parse().expect("known code");
+            assert_eq!(http_status(code).as_u16(), status, "{code}");
+        }
+    }
+}

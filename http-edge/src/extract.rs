@@ -1,0 +1,130 @@
+//! Request extraction that answers in the contract's error body: malformed JSON, a wrong
+//! type or an unknown field in a body, and a bad query value are `INVALID_INPUT` naming the
+//! field, never the framework's plain-text rejection.
+
+use axum::{
+    body::Bytes,
+    extract::{FromRequest, FromRequestParts, Request},
+    http::request::Parts,
+};
+use serde::de::DeserializeOwned;
+
+use crate::error::EdgeError;
+
+/// A JSON body, parsed with the failing field's path in the error.
+#[derive(Debug)]
+pub(crate) struct EdgeJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for EdgeJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = EdgeError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| EdgeError::invalid("body", e.body_text()))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(EdgeError::invalid("body", "expected a JSON object"));
+        }
+        let de = &mut serde_json::Deserializer::from_slice(&bytes);
+        serde_path_to_error::deserialize(de)
+            .map(EdgeJson)
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let field = if path == "." { "body".to_owned() } else { path };
+                EdgeError::invalid(&field, e.into_inner())
+            })
+    }
+}
+
+/// The query string as name/value pairs, read with typed getters that name the parameter
+/// in their errors.
+#[derive(Debug, Default)]
+pub(crate) struct QueryParams(Vec<(String, String)>);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
+    type Rejection = EdgeError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or_default();
+        serde_urlencoded_pairs(query).map(QueryParams)
+    }
+}
+
+fn serde_urlencoded_pairs(query: &str) -> Result<Vec<(String, String)>, EdgeError> {
+    axum::extract::Query::<Vec<(String, String)>>::try_from_uri(
+        &format!("/?{query}")
+            .parse()
+            .map_err(|_| EdgeError::invalid("query", "malformed query string"))?,
+    )
+    .map(|q| q.0)
+    .map_err(|e| EdgeError::invalid("query", e.body_text()))
+}
+
+impl QueryParams {
+    /// The one value of `name`; given twice is an error.
+    pub(crate) fn string(&self, name: &str) -> Result<Option<String>, EdgeError> {
+        let mut values = self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v);
+        let first = values.next().cloned();
+        if values.next().is_some() {
+            return Err(EdgeError::invalid(name, "given more than once"));
+        }
+        Ok(first)
+    }
+
+    /// A boolean: `true` or `false` (also `1` or `0`); empty means absent.
+    pub(crate) fn boolean(&self, name: &str) -> Result<Option<bool>, EdgeError> {
+        match self.string(name)?.as_deref().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => Ok(Some(true)),
+            Some(v) if v.eq_ignore_ascii_case("false") || v == "0" => Ok(Some(false)),
+            Some(v) => Err(EdgeError::invalid(
+                name,
+                format!("must be true or false, got {v:?}"),
+            )),
+        }
+    }
+
+    /// A comma-separated list; empty entries are dropped.
+    pub(crate) fn list(&self, name: &str) -> Result<Vec<String>, EdgeError> {
+        Ok(self
+            .string(name)?
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(q: &str) -> QueryParams {
+        QueryParams(serde_urlencoded_pairs(q).expect("pairs"))
+    }
+
+    #[test]
+    fn booleans_name_their_parameter() {
+        let q = params("defaultOnly=true&automationOnly=maybe&fresh=0");
+        assert_eq!(q.boolean("defaultOnly").expect("ok"), Some(true));
+        assert_eq!(q.boolean("fresh").expect("ok"), Some(false));
+        assert_eq!(q.boolean("absent").expect("ok"), None);
+        match q.boolean("automationOnly") {
+            Err(EdgeError::Local { message, .. }) => assert!(message.contains("automationOnly")),
+            other => panic!("{other:?}"),
+        }
+        assert!(params("chain=a&chain=b").string("chain").is_err());
+        assert_eq!(
+            params("tokens=a,%20b,,c").list("tokens").expect("list"),
+            vec!["a", "b", "c"]
+        );
+    }
+}

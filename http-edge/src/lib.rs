@@ -1,0 +1,138 @@
+//! The WalletOps REST edge: the `/api/v1` (and `/v1`) JSON contract mapped onto
+//! `walletops.v1` gRPC calls to the core.
+//!
+//! **Invariant:** depends on `walletops-proto` only. No database handle, no chain client, no
+//! business rule: each handler turns JSON into a request message, copies `x-api-key`,
+//! `Idempotency-Key` and `x-request-id` into metadata, calls the core, and turns the answer
+//! (or the `tonic::Status`) back into the contract's JSON.
+
+mod error;
+mod extract;
+mod model;
+mod routes;
+
+use std::{future::Future, time::Duration};
+
+use axum::{
+    Router,
+    extract::Request,
+    http::{HeaderName, Method, Uri},
+    middleware::{self, Next},
+    response::Response,
+};
+use tokio::net::TcpListener;
+use tonic::transport::{Channel, Endpoint};
+use tower::ServiceBuilder;
+use tower_http::{
+    request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
+    trace::TraceLayer,
+};
+use walletops_proto::{
+    ErrorCode,
+    request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
+};
+
+pub use error::{ErrorBody, http_status};
+
+use crate::error::{EdgeError, REQUEST_ID};
+
+/// What the edge needs: a channel to the core and its HTTP limits.
+#[derive(Debug, Clone)]
+pub struct EdgeConfig {
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+}
+
+/// A lazily connecting channel to the core at `url`, with a per-call `timeout`. Lazy, so the
+/// edge starts (and answers 503 in the contract's shape) while the core is still coming up.
+pub fn core_channel(url: &str, timeout: Duration) -> anyhow::Result<Channel> {
+    Ok(Endpoint::from_shared(url.to_owned())?
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(5))
+        .tcp_nodelay(true)
+        .connect_lazy())
+}
+
+/// Runs the rest of the stack inside the request id's task-local scope, so any error body,
+/// wherever it is made, carries the id of the `x-request-id` header.
+async fn scope_request_id(req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    REQUEST_ID.scope(id, next.run(req)).await
+}
+
+fn request_span(req: &Request) -> tracing::Span {
+    let id = req
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    tracing::info_span!("http", request_id = %id, method = %req.method(), path = %req.uri().path())
+}
+
+async fn no_route(uri: Uri) -> EdgeError {
+    EdgeError::Local {
+        code: ErrorCode::NotFound,
+        message: format!("no route for {}", uri.path()),
+        status: None,
+    }
+}
+
+async fn wrong_method(method: Method, uri: Uri) -> EdgeError {
+    EdgeError::Local {
+        code: ErrorCode::NotFound,
+        message: format!("{method} is not allowed on {}", uri.path()),
+        status: Some(axum::http::StatusCode::METHOD_NOT_ALLOWED),
+    }
+}
+
+/// The whole REST surface over `core`.
+pub fn router(core: Channel, config: &EdgeConfig) -> Router {
+    let (v1, doc) = routes::v1(core);
+    let doc_json = std::sync::Arc::new(doc);
+    let v1 = v1.route(
+        "/openapi.json",
+        axum::routing::get(move || {
+            let doc = doc_json.clone();
+            async move { axum::Json(doc.as_ref().clone()) }
+        }),
+    );
+    let x_request_id = HeaderName::from_static(REQUEST_ID_HEADER);
+    Router::new()
+        .nest("/api/v1", v1.clone())
+        .nest("/v1", v1)
+        .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(
+            ServiceBuilder::new()
+                .map_request(request_id::drop_malformed::<axum::body::Body>)
+                .layer(SetRequestIdLayer::new(
+                    x_request_id.clone(),
+                    MakeRequestUuidV7,
+                ))
+                .layer(PropagateRequestIdLayer::new(x_request_id))
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(middleware::from_fn(scope_request_id)),
+        )
+}
+
+/// The OpenAPI 3.1 document of the REST contract, as served at `/api/v1/openapi.json`.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    routes::openapi()
+}
+
+/// Serves `router` on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

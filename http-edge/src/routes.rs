@@ -1,0 +1,304 @@
+//! The REST routes: one handler per contract path, each the same four steps (JSON or query
+//! to a request message, headers to metadata, call the core, answer to JSON).
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    http::HeaderMap,
+};
+use tonic::{
+    metadata::{AsciiMetadataValue, MetadataKey},
+    transport::Channel,
+};
+use utoipa::{
+    Modify, OpenApi,
+    openapi::security::{ApiKey, ApiKeyValue, SecurityScheme},
+};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use walletops_proto::{
+    API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER,
+    request_id::REQUEST_ID_HEADER,
+    v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient},
+};
+
+use crate::{
+    error::{EdgeError, ErrorBody},
+    extract::{EdgeJson, QueryParams},
+    model::*,
+};
+
+/// The edge's state: a client of the core.
+#[derive(Debug, Clone)]
+pub(crate) struct Edge {
+    core: WalletOpsServiceClient<Channel>,
+}
+
+/// Wraps `message` in a gRPC request carrying the contract headers as metadata. A header
+/// that is not valid metadata is left out; the core then reports it missing.
+fn call<T>(headers: &HeaderMap, message: T) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(message);
+    for name in [API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, REQUEST_ID_HEADER] {
+        if let Some(value) = headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<AsciiMetadataValue>().ok())
+        {
+            req.metadata_mut()
+                .insert(MetadataKey::from_static(name), value);
+        }
+    }
+    req
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "WalletOps",
+        description = "Act on your own custodial wallets on EVM chains and Solana: list wallets, \
+            read balances, send, approve, call contracts, quote and swap. Every endpoint needs \
+            the `x-api-key` header; writes need an `Idempotency-Key` (a UUID). Every response \
+            carries `x-request-id`. Paths are served under `/api/v1` and, as an alias, `/v1`.",
+        version = "1"
+    ),
+    modifiers(&ApiKeyScheme),
+    components(schemas(ErrorBody)),
+    tags(
+        (name = "wallets", description = "Wallets and balances"),
+        (name = "transactions", description = "Transfers, approvals, contract calls, lookups"),
+        (name = "trade", description = "Swap quotes and swaps"),
+    )
+)]
+struct ApiDoc;
+
+struct ApiKeyScheme;
+
+impl Modify for ApiKeyScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new(API_KEY_HEADER))),
+        );
+    }
+}
+
+fn v1_router() -> OpenApiRouter<Edge> {
+    OpenApiRouter::new()
+        .routes(routes!(list_wallets))
+        .routes(routes!(get_balances))
+        .routes(routes!(get_balances_of))
+        .routes(routes!(get_transaction))
+        .routes(routes!(send))
+        .routes(routes!(approve_token))
+        .routes(routes!(call_contract))
+        .routes(routes!(get_quote))
+        .routes(routes!(swap))
+}
+
+/// The v1 routes over `core`, and their OpenAPI document with `/api/v1` paths.
+pub(crate) fn v1(core: Channel) -> (axum::Router, utoipa::openapi::OpenApi) {
+    let (router, _) = v1_router().split_for_parts();
+    let router = router.with_state(Edge {
+        core: WalletOpsServiceClient::new(core),
+    });
+    (router, openapi())
+}
+
+/// The OpenAPI document of the REST contract.
+pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, paths) = v1_router().split_for_parts();
+    ApiDoc::openapi().nest("/api/v1", paths)
+}
+
+/// The headers every call may carry, for the OpenAPI document.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+struct WriteHeaders {
+    /// A UUID; a retry with the same key and body returns the first response.
+    #[param(rename = "Idempotency-Key")]
+    idempotency_key: String,
+}
+
+#[utoipa::path(get, path = "/wallets", tag = "wallets", params(ListWalletsQuery),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The caller's wallets", body = WalletsJson),
+        (status = 400, description = "A bad filter value", body = ErrorBody),
+        (status = 401, description = "Missing, invalid, expired or revoked key", body = ErrorBody),
+        (status = 429, description = "Read budget spent; see Retry-After", body = ErrorBody),
+    ))]
+async fn list_wallets(
+    State(mut edge): State<Edge>,
+    headers: HeaderMap,
+    q: QueryParams,
+) -> Result<Json<WalletsJson>, EdgeError> {
+    let req = pb::ListWalletsRequest {
+        chain: q.string("chain")?,
+        default_only: q.boolean("defaultOnly")?,
+        automation_only: q.boolean("automationOnly")?,
+    };
+    let resp = edge.core.list_wallets(call(&headers, req)).await?;
+    Ok(Json(resp.into_inner().into()))
+}
+
+fn balances_request(
+    q: &QueryParams,
+    address: Option<String>,
+) -> Result<pb::GetBalancesRequest, EdgeError> {
+    Ok(pb::GetBalancesRequest {
+        chain: q.string("chain")?.unwrap_or_default(),
+        address,
+        tokens: q.list("tokens")?,
+        include_zero: q.boolean("includeZero")?,
+        fresh: q.boolean("fresh")?,
+    })
+}
+
+#[utoipa::path(get, path = "/wallets/balances", tag = "wallets", params(BalancesQuery),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Native and token balances", body = BalancesJson),
+        (status = 400, description = "Bad input or unknown chain", body = ErrorBody),
+        (status = 403, description = "Another user's wallet", body = ErrorBody),
+        (status = 404, description = "No such wallet", body = ErrorBody),
+    ))]
+async fn get_balances(
+    State(mut edge): State<Edge>,
+    headers: HeaderMap,
+    q: QueryParams,
+) -> Result<Json<BalancesJson>, EdgeError> {
+    let req = balances_request(&q, q.string("address")?)?;
+    let resp = edge.core.get_balances(call(&headers, req)).await?;
+    Ok(Json(resp.into_inner().into()))
+}
+
+#[utoipa::path(get, path = "/wallets/{address}/balances", tag = "wallets",
+    params(("address" = String, Path, description = "An address of one of the caller's wallets"), BalancesQuery),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Native and token balances", body = BalancesJson),
+        (status = 403, description = "Another user's wallet", body = ErrorBody),
+        (status = 404, description = "No such wallet", body = ErrorBody),
+    ))]
+async fn get_balances_of(
+    State(mut edge): State<Edge>,
+    Path(address): Path<String>,
+    headers: HeaderMap,
+    q: QueryParams,
+) -> Result<Json<BalancesJson>, EdgeError> {
+    let req = balances_request(&q, Some(address))?;
+    let resp = edge.core.get_balances(call(&headers, req)).await?;
+    Ok(Json(resp.into_inner().into()))
+}
+
+#[utoipa::path(get, path = "/tx/{id}", tag = "transactions",
+    params(("id" = String, Path, description = "Service transaction id")),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The transaction", body = TransactionJson),
+        (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
+    ))]
+async fn get_transaction(
+    State(mut edge): State<Edge>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<TransactionJson>, EdgeError> {
+    let resp = edge
+        .core
+        .get_transaction(call(&headers, pb::GetTransactionRequest { id }))
+        .await?;
+    let tx = resp.into_inner().transaction.unwrap_or_default();
+    Ok(Json(tx.into()))
+}
+
+#[utoipa::path(post, path = "/send", tag = "transactions", request_body = SendBody,
+    params(WriteHeaders), security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Accepted", body = SubmissionJson),
+        (status = 400, description = "Bad input, unknown chain or insufficient funds", body = ErrorBody),
+        (status = 403, description = "Not the caller's wallet, or not delegated", body = ErrorBody),
+        (status = 409, description = "Idempotency-Key reused", body = ErrorBody),
+    ))]
+async fn send(
+    State(mut edge): State<Edge>,
+    headers: HeaderMap,
+    EdgeJson(body): EdgeJson<SendBody>,
+) -> Result<Json<SubmissionJson>, EdgeError> {
+    let resp = edge.core.send(call(&headers, body.into())).await?;
+    Ok(Json(resp.into_inner().submission.into()))
+}
+
+#[utoipa::path(post, path = "/token/approve", tag = "transactions", request_body = ApproveBody,
+    params(WriteHeaders), security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Accepted", body = SubmissionJson),
+        (status = 400, description = "Bad input or unknown chain", body = ErrorBody),
+        (status = 409, description = "Idempotency-Key reused", body = ErrorBody),
+    ))]
+async fn approve_token(
+    State(mut edge): State<Edge>,
+    headers: HeaderMap,
+    EdgeJson(body): EdgeJson<ApproveBody>,
+) -> Result<Json<SubmissionJson>, EdgeError> {
+    let resp = edge.core.approve_token(call(&headers, body.into())).await?;
+    Ok(Json(resp.into_inner().submission.into()))
+}
+
+#[utoipa::path(post, path = "/contracts/send", tag = "transactions", request_body(
+        content = ContractCallBody,
+        examples(
+            ("function" = (summary = "Function and arguments", value = json!({
+                "chain": "base-sepolia", "to": "0x1111111111111111111111111111111111111111",
+                "function": "transfer(address,uint256)",
+                "args": ["0x2222222222222222222222222222222222222222", "1000000"]}))),
+            ("calldata" = (summary = "Raw calldata", value = json!({
+                "chain": "base-sepolia", "to": "0x1111111111111111111111111111111111111111",
+                "value": "0", "data": "0xd09de08a"}))),
+        )),
+    params(WriteHeaders), security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Accepted", body = SubmissionJson),
+        (status = 400, description = "Bad input, unknown chain or a reverting call", body = ErrorBody),
+        (status = 409, description = "Idempotency-Key reused", body = ErrorBody),
+    ))]
+async fn call_contract(
+    State(mut edge): State<Edge>,
+    headers: HeaderMap,
+    EdgeJson(body): EdgeJson<ContractCallBody>,
+) -> Result<Json<SubmissionJson>, EdgeError> {
+    let resp = edge.core.call_contract(call(&headers, body.into())).await?;
+    Ok(Json(resp.into_inner().submission.into()))
+}
+
+#[utoipa::path(post, path = "/trade/quote", tag = "trade", request_body = QuoteBody,
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The quote", body = QuoteResponseJson),
+        (status = 400, description = "Bad input, or QUOTE_FAILED", body = ErrorBody),
+        (status = 429, description = "Write budget spent (quotes count as writes)", body = ErrorBody),
+    ))]
+async fn get_quote(
+    State(mut edge): State<Edge>,
+    headers: HeaderMap,
+    EdgeJson(body): EdgeJson<QuoteBody>,
+) -> Result<Json<QuoteResponseJson>, EdgeError> {
+    let resp = edge.core.get_quote(call(&headers, body.into())).await?;
+    Ok(Json(resp.into_inner().into()))
+}
+
+#[utoipa::path(post, path = "/trade/swap", tag = "trade", request_body = SwapBody,
+    params(WriteHeaders), security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Accepted", body = SubmissionJson),
+        (status = 400, description = "Bad input or unknown chain", body = ErrorBody),
+        (status = 409, description = "Idempotency-Key reused", body = ErrorBody),
+    ))]
+async fn swap(
+    State(mut edge): State<Edge>,
+    headers: HeaderMap,
+    EdgeJson(body): EdgeJson<SwapBody>,
+) -> Result<Json<SubmissionJson>, EdgeError> {
+    let resp = edge.core.swap(call(&headers, body.into())).await?;
+    Ok(Json(resp.into_inner().submission.into()))
+}

@@ -1,0 +1,27 @@
+//! The WalletOps schema as sea-orm migrations, one file per migration, run at startup on
+//! SQLite and PostgreSQL alike. A migration that has shipped is never edited: a change to the
+//! schema is a new file.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261123_000001_create_users;
+mod m20261123_000002_create_api_keys;
+mod m20261123_000003_create_wallets;
+mod m20261123_000004_create_signer_keys;
+mod m20261123_000005_create_transactions;
+
+/// Every WalletOps migration, in order.
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(m20261123_000001_create_users::Migration),
+            Box::new(m20261123_000002_create_api_keys::Migration),
+            Box::new(m20261123_000003_create_wallets::Migration),
+            Box::new(m20261123_000004_create_signer_keys::Migration),
+            Box::new(m20261123_000005_create_transactions::Migration),
+        ]
+    }
+}

@@ -1,0 +1,104 @@
+//! The `walletops.v1` contract shared by the core and the edge: the generated protobuf types
+//! and gRPC stubs, the encoded descriptor set for reflection, the contract's error codes and
+//! the request-id rule. Nothing here knows about storage, chains or HTTP routing.
+
+pub mod request_id;
+
+/// Generated `walletops.v1` messages, enums, servers and clients.
+#[allow(missing_docs, unreachable_pub, clippy::all)]
+pub mod v1 {
+    tonic::include_proto!("walletops.v1");
+}
+
+/// Encoded `FileDescriptorSet` of every `walletops.v1` file and its imports, for reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/walletops_descriptor.bin"));
+
+/// The `google.rpc.ErrorInfo.domain` of every WalletOps error.
+pub const ERROR_DOMAIN: &str = "walletops";
+
+/// Metadata key of the API key, on gRPC and as the HTTP header.
+pub const API_KEY_HEADER: &str = "x-api-key";
+/// Metadata key of the idempotency key (the HTTP `Idempotency-Key` header, lower-cased).
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+/// Metadata key of the admin token, for `AdminService`.
+pub const ADMIN_TOKEN_HEADER: &str = "x-admin-token";
+
+/// The contract's error codes: the `code` of the REST error body and the
+/// `google.rpc.ErrorInfo.reason` of a gRPC status, spelled as the spec spells them.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// Missing or invalid auth or API key, or an expired or revoked key.
+    Unauthorized,
+    /// Authenticated but not allowed.
+    Forbidden,
+    /// Resource not found.
+    NotFound,
+    /// Rate limit exceeded.
+    RateLimited,
+    /// Invalid request parameters.
+    InvalidInput,
+    /// Idempotency key reused with a different request.
+    IdempotentBodyMismatch,
+    /// Idempotency key already used without a stored success.
+    IdempotentReplay,
+    /// The swap aggregator could not quote.
+    QuoteFailed,
+    /// The wallet does not exist.
+    WalletNotFound,
+    /// The user is not linked to the wallet provider.
+    UserNotLinked,
+    /// The wallet is not delegated to the server signer.
+    WalletNotDelegated,
+    /// The provider wallet id is missing.
+    WalletIdRequired,
+    /// Unknown or unsupported chain.
+    ChainUnknown,
+    /// The sender lacks funds for value or fee.
+    InsufficientFunds,
+    /// The wallet provider's or chain node's RPC failed.
+    ProviderRpcError,
+    /// The transaction could not be submitted.
+    SendFailed,
+    /// A required service is not configured or not available.
+    ServiceUnavailable,
+    /// Server error.
+    InternalError,
+}
+
+impl ErrorCode {
+    /// The code as the contract spells it, e.g. `WALLET_NOT_DELEGATED`.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::VariantArray;
+
+    #[test]
+    fn error_codes_round_trip_in_contract_spelling() {
+        assert_eq!(
+            ErrorCode::IdempotentBodyMismatch.as_str(),
+            "IDEMPOTENT_BODY_MISMATCH"
+        );
+        for code in ErrorCode::VARIANTS {
+            assert_eq!(code.as_str().parse::<ErrorCode>().ok(), Some(*code));
+        }
+        assert_eq!(ErrorCode::VARIANTS.len(), 18);
+    }
+}
