@@ -219,10 +219,8 @@ async fn shutdown_signal() {
 }
 
 /// A future that completes when `rx` flips to true.
-fn on_stop(mut rx: watch::Receiver<bool>) -> impl Future<Output = ()> + Send + 'static {
-    async move {
-        let _ = rx.wait_for(|stop| *stop).await;
-    }
+async fn on_stop(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
 }
 
 /// The address to dial for a listener bound to `addr` (a wildcard becomes loopback).

@@ -33,8 +33,14 @@ where
         serde_path_to_error::deserialize(de)
             .map(EdgeJson)
             .map_err(|e| {
+                use serde_json::error::Category;
                 let path = e.path().to_string();
-                let field = if path == "." { "body".to_owned() } else { path };
+                let field = match e.inner().classify() {
+                    // Broken JSON is the body's fault, whichever field it broke in.
+                    Category::Syntax | Category::Eof | Category::Io => "body".to_owned(),
+                    Category::Data if path != "." => path,
+                    Category::Data => "body".to_owned(),
+                };
                 EdgeError::invalid(&field, e.into_inner())
             })
     }

@@ -25,7 +25,7 @@ use tonic::transport::{Channel, Endpoint};
 use tower::ServiceBuilder;
 use tower_http::{
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
-    trace::TraceLayer,
+    trace::{DefaultOnFailure, TraceLayer},
 };
 use walletops_proto::{
     ErrorCode,
@@ -116,7 +116,11 @@ pub fn router(core: Channel, config: &EdgeConfig) -> Router {
                     MakeRequestUuidV7,
                 ))
                 .layer(PropagateRequestIdLayer::new(x_request_id))
-                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(request_span)
+                        .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+                )
                 .layer(middleware::from_fn(scope_request_id)),
         )
 }

@@ -17,7 +17,7 @@ use tonic::transport::Server;
 use tower::ServiceBuilder;
 use tower_http::{
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
-    trace::TraceLayer,
+    trace::{DefaultOnFailure, TraceLayer},
 };
 use walletops_proto::{
     request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
@@ -71,7 +71,13 @@ pub async fn serve(
         .map_request(request_id::drop_malformed)
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuidV7))
         .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(TraceLayer::new_for_grpc().make_span_with(call_span));
+        .layer(
+            TraceLayer::new_for_grpc()
+                .make_span_with(call_span)
+                // A refused request is not a server failure; real internal errors are logged
+                // where they are mapped to a status.
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+        );
     Server::builder()
         .timeout(timeout)
         .layer(layers)

@@ -70,7 +70,7 @@ impl Store {
     ) -> Result<Option<ApiKey>> {
         let txn = self.db().begin().await?;
         let locked = users::Entity::update_many()
-            .col_expr(users::Column::Name, Expr::col(users::Column::Name).into())
+            .col_expr(users::Column::Name, Expr::col(users::Column::Name))
             .filter(users::Column::Id.eq(key.user_id))
             .exec(&txn)
             .await?;

@@ -1,0 +1,224 @@
+//! The API key lifecycle over gRPC `ApiKeyService`: creation with each expiration, the value
+//! shown once, listing, immediate and permanent revocation, and the 10-active-keys limit.
+
+use walletops_proto::v1::{
+    self as pb, ApiKeyState, KeyExpiration, api_key_service_client::ApiKeyServiceClient,
+};
+use walletops_tests::{Backend, Service, on_both_backends, reason, with_key};
+
+type Keys = ApiKeyServiceClient<tonic::transport::Channel>;
+
+async fn create(
+    keys: &mut Keys,
+    key: &str,
+    name: &str,
+    expiration: KeyExpiration,
+) -> Result<pb::CreateApiKeyResponse, tonic::Status> {
+    let req = pb::CreateApiKeyRequest {
+        name: name.to_owned(),
+        expiration: expiration.into(),
+    };
+    keys.create_api_key(with_key(req, key).map_err(|e| tonic::Status::internal(e.to_string()))?)
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+fn is_key_shaped(secret: &str) -> bool {
+    let parts: Vec<&str> = secret.split('_').collect();
+    parts.len() == 3
+        && parts[0] == "wops"
+        && parts[1].len() == 4
+        && parts[2].len() == 32
+        && parts[1..]
+            .iter()
+            .all(|p| p.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+async fn created_keys_have_the_contract_shape_and_each_expiration(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    let now = chrono::Utc::now().timestamp();
+    let day = 86_400;
+    for (expiration, days, state) in [
+        (KeyExpiration::Unspecified, None, ApiKeyState::Active),
+        (KeyExpiration::Never, None, ApiKeyState::Active),
+        (KeyExpiration::SevenDays, Some(7), ApiKeyState::ExpiringSoon),
+        (KeyExpiration::ThirtyDays, Some(30), ApiKeyState::Active),
+        (KeyExpiration::NinetyDays, Some(90), ApiKeyState::Active),
+        (
+            KeyExpiration::OneHundredEightyDays,
+            Some(180),
+            ApiKeyState::Active,
+        ),
+        (KeyExpiration::OneYear, Some(365), ApiKeyState::Active),
+    ] {
+        let created = create(&mut keys, &svc.api_key, "ci", expiration).await?;
+        assert!(is_key_shaped(&created.secret), "{}", created.secret);
+        let meta = created.api_key.expect("key");
+        assert_eq!(meta.state(), state, "{expiration:?}");
+        assert_eq!(meta.prefix, created.secret[5..9]);
+        let expires = meta.expires_at.map(|t| t.seconds);
+        match days {
+            None => assert_eq!(expires, None, "{expiration:?}"),
+            Some(d) => {
+                let e = expires.expect("expiry");
+                assert!((e - (now + d * day)).abs() < 120, "{expiration:?}: {e}");
+            }
+        }
+        // The new key works at once.
+        assert_eq!(svc.rest(&created.secret).get("/wallets").await?.status, 200);
+    }
+    Ok(())
+}
+
+async fn keys_are_listed_without_values_and_names_are_checked(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    let created = create(&mut keys, &svc.api_key, "listed", KeyExpiration::Never).await?;
+    let list = keys
+        .list_api_keys(with_key(pb::ListApiKeysRequest {}, &svc.api_key)?)
+        .await?
+        .into_inner();
+    assert_eq!(list.api_keys.len(), 2);
+    assert_eq!(list.api_keys[0].name, "listed", "newest first");
+    let printed = format!("{list:?}");
+    assert!(!printed.contains(&created.secret[10..]), "a value leaked");
+    assert!(!printed.contains(&svc.api_key[10..]), "a value leaked");
+    let err = create(&mut keys, &svc.api_key, "  ", KeyExpiration::Never)
+        .await
+        .expect_err("empty name");
+    assert_eq!(reason(&err).as_deref(), Some("INVALID_INPUT"));
+    assert!(err.message().contains("name"), "{}", err.message());
+    Ok(())
+}
+
+async fn revocation_is_immediate_and_permanent(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    let second = create(&mut keys, &svc.api_key, "to revoke", KeyExpiration::Never).await?;
+    assert_eq!(svc.rest(&second.secret).get("/wallets").await?.status, 200);
+    let id = second.api_key.expect("key").id;
+    let revoked = keys
+        .revoke_api_key(with_key(
+            pb::RevokeApiKeyRequest { id: id.clone() },
+            &svc.api_key,
+        )?)
+        .await?
+        .into_inner()
+        .api_key
+        .expect("key");
+    assert_eq!(revoked.state(), ApiKeyState::Revoked);
+    let first_revoked_at = revoked.revoked_at.expect("revoked_at");
+    svc.rest(&second.secret)
+        .get("/wallets")
+        .await?
+        .assert_error(401, "UNAUTHORIZED")?;
+    let err = keys
+        .list_api_keys(with_key(pb::ListApiKeysRequest {}, &second.secret)?)
+        .await
+        .expect_err("revoked over gRPC too");
+    assert_eq!(reason(&err).as_deref(), Some("UNAUTHORIZED"));
+    // Revoking again changes nothing: revocation is permanent.
+    let again = keys
+        .revoke_api_key(with_key(pb::RevokeApiKeyRequest { id }, &svc.api_key)?)
+        .await?
+        .into_inner()
+        .api_key
+        .expect("key");
+    assert_eq!(again.revoked_at, Some(first_revoked_at));
+    svc.rest(&second.secret)
+        .get("/wallets")
+        .await?
+        .assert_error(401, "UNAUTHORIZED")?;
+    // A key can revoke itself, and is refused from the next request on.
+    let own_prefix = svc.api_key[5..9].to_owned();
+    keys.revoke_api_key(with_key(
+        pb::RevokeApiKeyRequest { id: own_prefix },
+        &svc.api_key,
+    )?)
+    .await?;
+    svc.rest(&svc.api_key)
+        .get("/wallets")
+        .await?
+        .assert_error(401, "UNAUTHORIZED")?;
+    Ok(())
+}
+
+async fn users_cannot_touch_each_others_keys(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let bob = svc.create_user("bob").await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    let bob_prefix = bob[5..9].to_owned();
+    let err = keys
+        .revoke_api_key(with_key(
+            pb::RevokeApiKeyRequest { id: bob_prefix },
+            &svc.api_key,
+        )?)
+        .await
+        .expect_err("not the owner's key");
+    assert_eq!(reason(&err).as_deref(), Some("NOT_FOUND"));
+    assert_eq!(svc.rest(&bob).get("/wallets").await?.status, 200);
+    let owners = keys
+        .list_api_keys(with_key(pb::ListApiKeysRequest {}, &svc.api_key)?)
+        .await?
+        .into_inner();
+    assert!(owners.api_keys.iter().all(|k| k.prefix != bob[5..9]));
+    Ok(())
+}
+
+async fn at_most_ten_active_keys_per_user(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    // The first key is active already: nine more reach the limit.
+    let mut made = Vec::new();
+    for i in 0..9 {
+        made.push(
+            create(
+                &mut keys,
+                &svc.api_key,
+                &format!("k{i}"),
+                KeyExpiration::Never,
+            )
+            .await?,
+        );
+    }
+    let err = create(&mut keys, &svc.api_key, "eleventh", KeyExpiration::Never)
+        .await
+        .expect_err("the 11th active key");
+    assert_eq!(reason(&err).as_deref(), Some("FORBIDDEN"));
+    assert!(err.message().contains("10"), "{}", err.message());
+    // Revoking one frees a place.
+    let id = made[0].api_key.as_ref().expect("key").id.clone();
+    keys.revoke_api_key(with_key(pb::RevokeApiKeyRequest { id }, &svc.api_key)?)
+        .await?;
+    create(&mut keys, &svc.api_key, "replacement", KeyExpiration::Never).await?;
+    Ok(())
+}
+
+async fn concurrent_creations_cannot_pass_the_limit(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let channel = svc.channel().await?;
+    let attempts = (0..12).map(|i| {
+        let mut keys = ApiKeyServiceClient::new(channel.clone());
+        let key = svc.api_key.clone();
+        async move { create(&mut keys, &key, &format!("race{i}"), KeyExpiration::Never).await }
+    });
+    let results = futures::future::join_all(attempts).await;
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(ok, 9, "{results:?}");
+    for r in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert_eq!(reason(r).as_deref(), Some("FORBIDDEN"), "{r:?}");
+    }
+    Ok(())
+}
+
+on_both_backends!(
+    created_keys_have_the_contract_shape_and_each_expiration,
+    keys_are_listed_without_values_and_names_are_checked,
+    revocation_is_immediate_and_permanent,
+    users_cannot_touch_each_others_keys,
+    at_most_ten_active_keys_per_user,
+    concurrent_creations_cannot_pass_the_limit,
+);

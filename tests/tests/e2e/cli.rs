@@ -1,0 +1,126 @@
+//! The `walletops` binary: first start, restarts, the admin commands, and core and edge run
+//! as two processes.
+
+use tokio::process::Command;
+use walletops_tests::{Backend, Service, launch, on_both_backends, walletops_bin};
+
+async fn first_start_prints_one_key_once_and_restarts_keep_the_data(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let mut svc = Service::start(b).await?;
+    let key = svc.api_key.clone();
+    assert!(key.starts_with("wops_") && key.len() == 42, "{key}");
+    let before = svc.rest(&key).get("/wallets").await?.body;
+    let printed_again = svc.restart().await?;
+    assert!(
+        !printed_again,
+        "a restart must not make a second first user"
+    );
+    let after = svc.rest(&key).get("/wallets").await?;
+    assert_eq!(after.status, 200);
+    assert_eq!(after.body, before);
+    let users = svc.cli(&["users", "list"]).await?;
+    assert_eq!(users.stdout.lines().count(), 1, "{}", users.stdout);
+    Ok(())
+}
+
+async fn admin_commands_manage_users_and_keys(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let dave = svc.create_user("dave").await?;
+    assert_eq!(svc.rest(&dave).get("/wallets").await?.status, 200);
+    let again = svc.cli(&["users", "create", "dave"]).await?;
+    assert!(!again.success, "a taken name must be refused");
+    let made = svc
+        .cli(&[
+            "keys",
+            "create",
+            "--user",
+            "dave",
+            "--name",
+            "ci",
+            "--expires",
+            "90d",
+        ])
+        .await?;
+    assert!(made.success, "{}", made.stderr);
+    let ci = made.api_key().expect("key");
+    assert_eq!(svc.rest(&ci).get("/wallets").await?.status, 200);
+    let listed = svc.cli(&["keys", "list", "--user", "dave"]).await?;
+    assert!(listed.stdout.contains(&ci[5..9]), "{}", listed.stdout);
+    assert!(
+        !listed.stdout.contains(&ci[10..]),
+        "a key value leaked into the list"
+    );
+    let bad = svc
+        .cli(&[
+            "keys",
+            "create",
+            "--user",
+            "dave",
+            "--name",
+            "x",
+            "--expires",
+            "2d",
+        ])
+        .await?;
+    assert!(!bad.success);
+    let revoked = svc
+        .cli(&["keys", "revoke", "--user", "dave", &ci[5..9]])
+        .await?;
+    assert!(revoked.success, "{}", revoked.stderr);
+    assert!(revoked.stdout.contains("revoked"), "{}", revoked.stdout);
+    svc.rest(&ci)
+        .get("/wallets")
+        .await?
+        .assert_error(401, "UNAUTHORIZED")?;
+    assert_eq!(svc.rest(&dave).get("/wallets").await?.status, 200);
+    let migrate = svc.cli(&["migrate"]).await?;
+    assert!(migrate.success, "{}", migrate.stderr);
+    Ok(())
+}
+
+async fn core_and_edge_run_as_separate_processes(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let mut core = Command::new(walletops_bin()?);
+    core.args(["core", "--grpc-addr", "127.0.0.1:0"])
+        .env("RUST_LOG", "warn")
+        .env_remove("DATABASE_URL")
+        .envs(svc.cli_env());
+    let mut core = launch(core, &["gRPC listening on "]).await?;
+    let core_url = format!("http://{}", core.grpc_addr()?);
+    let mut edge = Command::new(walletops_bin()?);
+    edge.args([
+        "edge",
+        "--core-url",
+        &core_url,
+        "--http-addr",
+        "127.0.0.1:0",
+    ])
+    .env("RUST_LOG", "warn");
+    let edge = launch(edge, &["REST listening on "]).await?;
+    let reply = reqwest::Client::new()
+        .get(format!("{}/api/v1/wallets", edge.http()?))
+        .header("x-api-key", &svc.api_key)
+        .send()
+        .await?;
+    assert_eq!(reply.status(), 200);
+    let body: serde_json::Value = reply.json().await?;
+    assert_eq!(body["wallets"].as_array().map(Vec::len), Some(2));
+    // With its core gone, the edge still answers in the contract's shape.
+    core.child.kill().await?;
+    let reply = reqwest::Client::new()
+        .get(format!("{}/api/v1/wallets", edge.http()?))
+        .header("x-api-key", &svc.api_key)
+        .send()
+        .await?;
+    assert_eq!(reply.status(), 503);
+    let body: serde_json::Value = reply.json().await?;
+    assert_eq!(body["code"], "SERVICE_UNAVAILABLE");
+    Ok(())
+}
+
+on_both_backends!(
+    first_start_prints_one_key_once_and_restarts_keep_the_data,
+    admin_commands_manage_users_and_keys,
+    core_and_edge_run_as_separate_processes,
+);

@@ -1,0 +1,350 @@
+//! The contract's error body for every code reachable without chain work, over REST and gRPC,
+//! and the order of the checks: authentication before anything else, then input, then the
+//! wallet's ownership and delegation.
+
+use reqwest::Method;
+use serde_json::json;
+use walletops_proto::v1::{
+    self as pb, admin_service_client::AdminServiceClient,
+    wallet_ops_service_client::WalletOpsServiceClient,
+};
+use walletops_tests::{ADMIN_TOKEN, Backend, Service, on_both_backends, reason, with_key};
+
+const SOME_EVM: &str = "0x1111111111111111111111111111111111111111";
+
+/// The owner's default EVM wallet address.
+async fn evm_wallet(svc: &Service, key: &str) -> anyhow::Result<String> {
+    let reply = svc
+        .rest(key)
+        .get("/wallets?chain=ethereum&defaultOnly=true")
+        .await?;
+    Ok(reply.body["wallets"][0]["address"]
+        .as_str()
+        .expect("an EVM wallet")
+        .to_owned())
+}
+
+fn send_body(chain: &str) -> serde_json::Value {
+    json!({"chain": chain, "to": SOME_EVM, "asset": "native", "amount": "1000"})
+}
+
+async fn malformed_requests_are_invalid_input_naming_the_field(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let api = svc.rest(&svc.api_key);
+    let idem = uuid::Uuid::new_v4().to_string();
+    let keyed = [("Idempotency-Key", idem.as_str())];
+    let cases: Vec<(&str, Option<&str>, &str)> = vec![
+        ("not json", Some("{\"chain\": "), "body"),
+        ("empty body", Some(""), "body"),
+        (
+            "wrong type",
+            Some(
+                r#"{"chain":"base","to":"0x1111111111111111111111111111111111111111","asset":"native","amount":1000}"#,
+            ),
+            "amount",
+        ),
+        (
+            "unknown field",
+            Some(r#"{"chain":"base","ammount":"1"}"#),
+            "ammount",
+        ),
+        (
+            "bad address",
+            Some(r#"{"chain":"base","to":"0x123","asset":"native","amount":"1"}"#),
+            "to",
+        ),
+        (
+            "negative amount",
+            Some(
+                r#"{"chain":"base","to":"0x1111111111111111111111111111111111111111","asset":"native","amount":"-1"}"#,
+            ),
+            "amount",
+        ),
+        (
+            "amount past uint256",
+            Some(
+                r#"{"chain":"base","to":"0x1111111111111111111111111111111111111111","asset":"native","amount":"0x10000000000000000000000000000000000000000000000000000000000000000"}"#,
+            ),
+            "amount",
+        ),
+        (
+            "bad asset",
+            Some(
+                r#"{"chain":"base","to":"0x1111111111111111111111111111111111111111","asset":"gold","amount":"1"}"#,
+            ),
+            "asset",
+        ),
+        (
+            "erc20 without token",
+            Some(
+                r#"{"chain":"base","to":"0x1111111111111111111111111111111111111111","asset":"erc20","amount":"1"}"#,
+            ),
+            "token",
+        ),
+        (
+            "spl amount past u64",
+            Some(
+                r#"{"chain":"solana","to":"So11111111111111111111111111111111111111112","asset":"native","amount":"18446744073709551616"}"#,
+            ),
+            "amount",
+        ),
+    ];
+    for (what, body, field) in cases {
+        let reply = api.request(Method::POST, "/send", &keyed, body).await?;
+        reply.assert_error(400, "INVALID_INPUT")?;
+        let message = reply.body["error"].as_str().unwrap_or_default();
+        assert!(message.contains(field), "{what}: {message}");
+    }
+    // Every bad field is named at once.
+    let reply = api
+        .request(
+            Method::POST,
+            "/send",
+            &keyed,
+            Some(r#"{"chain":"base","to":"nope","asset":"native","amount":"x"}"#),
+        )
+        .await?;
+    reply.assert_error(400, "INVALID_INPUT")?;
+    let message = reply.body["error"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("to:") && message.contains("amount:"),
+        "{message}"
+    );
+    // Query values.
+    for (path, field) in [
+        ("/wallets?defaultOnly=yes", "defaultOnly"),
+        ("/wallets?automationOnly=2", "automationOnly"),
+        ("/wallets?chain=bitcoin", "chain"),
+        ("/wallets/balances?chain=base&fresh=maybe", "fresh"),
+        ("/wallets/balances?chain=base&tokens=0x12", "tokens[0]"),
+        ("/wallets/balances?chain=base&address=0xzz", "address"),
+        ("/wallets/balances", "chain"),
+        ("/tx/not-a-uuid", "id"),
+    ] {
+        let reply = api.get(path).await?;
+        reply.assert_error(400, "INVALID_INPUT")?;
+        let message = reply.body["error"].as_str().unwrap_or_default();
+        assert!(message.contains(field), "{path}: {message}");
+    }
+    let fifty_one = (0..51)
+        .map(|i| format!("0x{i:040x}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let reply = api
+        .get(&format!("/wallets/balances?chain=base&tokens={fifty_one}"))
+        .await?;
+    reply.assert_error(400, "INVALID_INPUT")?;
+    assert!(reply.text.contains("tokens"), "{}", reply.text);
+    Ok(())
+}
+
+async fn writes_need_a_uuid_idempotency_key(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let api = svc.rest(&svc.api_key);
+    let body = json!({"chain": "base"}).to_string();
+    for path in ["/send", "/token/approve", "/contracts/send", "/trade/swap"] {
+        let reply = api.request(Method::POST, path, &[], Some(&body)).await?;
+        reply.assert_error(400, "INVALID_INPUT")?;
+        assert!(
+            reply.text.contains("Idempotency-Key"),
+            "{path}: {}",
+            reply.text
+        );
+        let reply = api
+            .request(
+                Method::POST,
+                path,
+                &[("Idempotency-Key", "not-a-uuid")],
+                Some(&body),
+            )
+            .await?;
+        reply.assert_error(400, "INVALID_INPUT")?;
+        assert!(
+            reply.text.contains("Idempotency-Key"),
+            "{path}: {}",
+            reply.text
+        );
+    }
+    // The quote takes no idempotency key.
+    let quote = json!({"chain": "base", "fromToken": "NATIVE", "toToken": SOME_EVM, "amount": "1"});
+    let reply = api
+        .request(Method::POST, "/trade/quote", &[], Some(&quote.to_string()))
+        .await?;
+    reply.assert_error(503, "SERVICE_UNAVAILABLE")?;
+    Ok(())
+}
+
+async fn unknown_chains_and_wrong_families(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let api = svc.rest(&svc.api_key);
+    api.get("/wallets/balances?chain=dogechain")
+        .await?
+        .assert_error(400, "CHAIN_UNKNOWN")?;
+    api.post("/send", &send_body("not-a-chain"))
+        .await?
+        .assert_error(400, "CHAIN_UNKNOWN")?;
+    let approve = json!({"chain": "solana", "token": SOME_EVM, "spender": SOME_EVM, "amount": "1"});
+    let reply = api.post("/token/approve", &approve).await?;
+    reply.assert_error(400, "INVALID_INPUT")?;
+    assert!(reply.text.contains("chain"), "{}", reply.text);
+    let call = json!({"chain": "solana-devnet", "to": SOME_EVM, "data": "0x"});
+    let reply = api.post("/contracts/send", &call).await?;
+    reply.assert_error(400, "INVALID_INPUT")?;
+    assert!(reply.text.contains("chain"), "{}", reply.text);
+    Ok(())
+}
+
+async fn wallets_of_others_are_forbidden_and_unknown_ones_not_found(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let bob = svc.create_user("bob").await?;
+    let bobs_wallet = evm_wallet(&svc, &bob).await?;
+    let api = svc.rest(&svc.api_key);
+    api.get(&format!("/wallets/{bobs_wallet}/balances?chain=base"))
+        .await?
+        .assert_error(403, "FORBIDDEN")?;
+    api.get(&format!(
+        "/wallets/balances?chain=base&address={bobs_wallet}"
+    ))
+    .await?
+    .assert_error(403, "FORBIDDEN")?;
+    let mut from_bob = send_body("base");
+    from_bob["from"] = json!(bobs_wallet);
+    api.post("/send", &from_bob)
+        .await?
+        .assert_error(403, "FORBIDDEN")?;
+    api.get(&format!("/wallets/{SOME_EVM}/balances?chain=base"))
+        .await?
+        .assert_error(404, "WALLET_NOT_FOUND")?;
+    api.get(&format!("/tx/{}", uuid::Uuid::new_v4()))
+        .await?
+        .assert_error(404, "NOT_FOUND")?;
+    // Case does not matter for EVM addresses: the lowercase form is the same wallet.
+    let own = evm_wallet(&svc, &svc.api_key).await?;
+    api.get(&format!(
+        "/wallets/{}/balances?chain=base",
+        own.to_lowercase()
+    ))
+    .await?
+    .assert_error(503, "SERVICE_UNAVAILABLE")?;
+    Ok(())
+}
+
+async fn undelegated_wallets_cannot_write(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let api = svc.rest(&svc.api_key);
+    let own = evm_wallet(&svc, &svc.api_key).await?;
+    api.post("/send", &send_body("base"))
+        .await?
+        .assert_error(503, "SERVICE_UNAVAILABLE")?;
+    let mut admin = AdminServiceClient::new(svc.channel().await?);
+    let mut req = tonic::Request::new(pb::UpdateWalletRequest {
+        address: own.clone(),
+        make_default: None,
+        automation_enabled: Some(false),
+    });
+    req.metadata_mut()
+        .insert("x-admin-token", ADMIN_TOKEN.parse()?);
+    let updated = admin
+        .update_wallet(req)
+        .await?
+        .into_inner()
+        .wallet
+        .expect("wallet");
+    assert!(!updated.automation_enabled);
+    let reply = api.post("/send", &send_body("base")).await?;
+    reply.assert_error(403, "WALLET_NOT_DELEGATED")?;
+    // Reads still work on an undelegated wallet.
+    assert_eq!(
+        api.get("/wallets?automationOnly=true&chain=ethereum")
+            .await?
+            .body["wallets"],
+        json!([])
+    );
+    // The admin service refuses a wrong token.
+    let mut req = tonic::Request::new(pb::ListUsersRequest {});
+    req.metadata_mut().insert("x-admin-token", "wrong".parse()?);
+    let err = admin.list_users(req).await.expect_err("wrong token");
+    assert_eq!(reason(&err).as_deref(), Some("UNAUTHORIZED"));
+    Ok(())
+}
+
+async fn authentication_comes_before_input_checks(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let anon = svc.anonymous();
+    anon.post("/send", &send_body("not-a-chain"))
+        .await?
+        .assert_error(401, "UNAUTHORIZED")?;
+    anon.post("/send", &json!({"amount": "-1"}))
+        .await?
+        .assert_error(401, "UNAUTHORIZED")?;
+    anon.get("/wallets/balances?chain=nope")
+        .await?
+        .assert_error(401, "UNAUTHORIZED")?;
+    Ok(())
+}
+
+async fn grpc_errors_carry_error_info_and_field_violations(b: Backend) -> anyhow::Result<()> {
+    use tonic_types::StatusExt;
+    let svc = Service::start(b).await?;
+    let mut client = WalletOpsServiceClient::new(svc.channel().await?);
+    let mut req = with_key(
+        pb::SendRequest {
+            chain: "base".to_owned(),
+            to: "nope".to_owned(),
+            asset: pb::Asset::Native.into(),
+            amount: "-5".to_owned(),
+            ..Default::default()
+        },
+        &svc.api_key,
+    )?;
+    req.metadata_mut()
+        .insert("idempotency-key", uuid::Uuid::new_v4().to_string().parse()?);
+    let err = client.send(req).await.expect_err("bad input");
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert_eq!(reason(&err).as_deref(), Some("INVALID_INPUT"));
+    let details = err.get_error_details();
+    let mut fields: Vec<String> = details
+        .bad_request()
+        .expect("BadRequest")
+        .field_violations
+        .iter()
+        .map(|v| v.field.clone())
+        .collect();
+    fields.sort();
+    assert_eq!(fields, ["amount", "to"]);
+    let err = client
+        .get_balances(with_key(
+            pb::GetBalancesRequest {
+                chain: "nope".to_owned(),
+                ..Default::default()
+            },
+            &svc.api_key,
+        )?)
+        .await
+        .expect_err("unknown chain");
+    assert_eq!(reason(&err).as_deref(), Some("CHAIN_UNKNOWN"));
+    let err = client
+        .get_transaction(with_key(
+            pb::GetTransactionRequest {
+                id: uuid::Uuid::new_v4().to_string(),
+            },
+            &svc.api_key,
+        )?)
+        .await
+        .expect_err("unknown transaction");
+    assert_eq!(err.code(), tonic::Code::NotFound);
+    assert_eq!(reason(&err).as_deref(), Some("NOT_FOUND"));
+    Ok(())
+}
+
+on_both_backends!(
+    malformed_requests_are_invalid_input_naming_the_field,
+    writes_need_a_uuid_idempotency_key,
+    unknown_chains_and_wrong_families,
+    wallets_of_others_are_forbidden_and_unknown_ones_not_found,
+    undelegated_wallets_cannot_write,
+    authentication_comes_before_input_checks,
+    grpc_errors_carry_error_info_and_field_violations,
+);

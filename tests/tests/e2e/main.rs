@@ -1,0 +1,11 @@
+//! End-to-end tests of WalletOps over real HTTP and gRPC on loopback, each on SQLite and on
+//! PostgreSQL.
+
+mod api_keys;
+mod authentication;
+mod cli;
+mod errors;
+mod rate_limits;
+mod request_ids;
+mod surfaces;
+mod wallets;

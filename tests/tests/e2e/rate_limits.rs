@@ -1,0 +1,142 @@
+//! Rate limits: 15 writes (quotes included) and 60 reads per user per minute, over all of the
+//! user's keys; beyond that 429 RATE_LIMITED with an integer Retry-After, RetryInfo on gRPC.
+
+use reqwest::Method;
+use serde_json::json;
+use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
+use walletops_tests::{Backend, Options, Reply, Rest, Service, on_both_backends, reason, with_key};
+
+fn assert_retry_after(reply: &Reply) -> anyhow::Result<u64> {
+    reply.assert_error(429, "RATE_LIMITED")?;
+    let value = reply
+        .headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .expect("Retry-After on a 429");
+    let secs: u64 = value.parse()?;
+    anyhow::ensure!((1..=60).contains(&secs), "Retry-After {secs}");
+    Ok(secs)
+}
+
+async fn quote(api: &Rest) -> anyhow::Result<Reply> {
+    let body = json!({"chain": "base", "fromToken": "NATIVE",
+        "toToken": "0x1111111111111111111111111111111111111111", "amount": "1"});
+    api.request(Method::POST, "/trade/quote", &[], Some(&body.to_string()))
+        .await
+}
+
+async fn sixteenth_write_of_a_minute_is_refused_across_keys(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let second = svc
+        .cli(&["keys", "create", "--name", "second"])
+        .await?
+        .api_key()
+        .expect("second key");
+    let bob = svc.create_user("bob").await?;
+    let (a, b2) = (svc.rest(&svc.api_key), svc.rest(&second));
+    for i in 0..15 {
+        let api = if i % 2 == 0 { &a } else { &b2 };
+        let reply = if i % 3 == 0 {
+            api.post("/send", &json!({"chain": "base", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "1"})).await?
+        } else {
+            quote(api).await?
+        };
+        assert_ne!(
+            reply.status,
+            429,
+            "write {} was refused: {}",
+            i + 1,
+            reply.text
+        );
+    }
+    assert_retry_after(&quote(&b2).await?)?;
+    assert_retry_after(&a.post("/send", &json!({"chain": "base"})).await?)?;
+    // Reads draw from their own budget, and another user from his own.
+    assert_eq!(a.get("/wallets").await?.status, 200);
+    assert_eq!(quote(&svc.rest(&bob)).await?.status, 503);
+    // gRPC callers share the same budget and learn when to retry.
+    let mut client = WalletOpsServiceClient::new(svc.channel().await?);
+    let err = client
+        .get_quote(with_key(
+            pb::GetQuoteRequest {
+                chain: "base".to_owned(),
+                ..Default::default()
+            },
+            &svc.api_key,
+        )?)
+        .await
+        .expect_err("budget spent");
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted);
+    assert_eq!(reason(&err).as_deref(), Some("RATE_LIMITED"));
+    use tonic_types::StatusExt;
+    let delay = err
+        .get_error_details()
+        .retry_info()
+        .and_then(|r| r.retry_delay)
+        .expect("RetryInfo");
+    assert!(delay.as_secs() >= 1 && delay.as_secs() <= 60, "{delay:?}");
+    Ok(())
+}
+
+async fn sixty_first_read_of_a_minute_is_refused_across_keys(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let second = svc
+        .cli(&["keys", "create", "--name", "second"])
+        .await?
+        .api_key()
+        .expect("second key");
+    let bob = svc.create_user("bob").await?;
+    let (a, b2) = (svc.rest(&svc.api_key), svc.rest(&second));
+    for i in 0..60 {
+        let api = if i % 2 == 0 { &a } else { &b2 };
+        let path = if i % 4 == 0 {
+            "/wallets?chain=solana"
+        } else {
+            "/wallets"
+        };
+        let reply = api.get(path).await?;
+        assert_eq!(
+            reply.status,
+            200,
+            "read {} was refused: {}",
+            i + 1,
+            reply.text
+        );
+    }
+    assert_retry_after(&a.get("/wallets").await?)?;
+    assert_retry_after(&b2.get(&format!("/tx/{}", uuid::Uuid::new_v4())).await?)?;
+    assert_eq!(svc.rest(&bob).get("/wallets").await?.status, 200);
+    // Writes are a separate budget.
+    assert_eq!(quote(&a).await?.status, 503);
+    Ok(())
+}
+
+async fn budgets_come_from_the_config_file_and_environment(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start_with(
+        b,
+        Options {
+            config_toml: Some("[rate_limits]\nwrites_per_minute = 2\n".to_owned()),
+            env: vec![(
+                "WALLETOPS_RATE_LIMITS__READS_PER_MINUTE".to_owned(),
+                "3".to_owned(),
+            )],
+        },
+    )
+    .await?;
+    let api = svc.rest(&svc.api_key);
+    for _ in 0..2 {
+        assert_eq!(quote(&api).await?.status, 503);
+    }
+    assert_retry_after(&quote(&api).await?)?;
+    for _ in 0..3 {
+        assert_eq!(api.get("/wallets").await?.status, 200);
+    }
+    assert_retry_after(&api.get("/wallets").await?)?;
+    Ok(())
+}
+
+on_both_backends!(
+    sixteenth_write_of_a_minute_is_refused_across_keys,
+    sixty_first_read_of_a_minute_is_refused_across_keys,
+    budgets_come_from_the_config_file_and_environment,
+);

@@ -1,0 +1,210 @@
+//! The service's discoverable surfaces: gRPC reflection (v1 and v1alpha) and health, grpcurl
+//! as a newcomer uses it, and the OpenAPI document of the REST contract.
+
+use futures::StreamExt;
+use tonic_health::pb::{
+    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+};
+use walletops_tests::{Backend, Service, grpcurl_bin, on_both_backends};
+
+const OUR_SERVICES: [&str; 3] = [
+    "walletops.v1.WalletOpsService",
+    "walletops.v1.ApiKeyService",
+    "walletops.v1.AdminService",
+];
+
+async fn reflection_lists_the_services_in_v1_and_v1alpha(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let channel = svc.channel().await?;
+    let v1 = {
+        use tonic_reflection::pb::v1::{
+            ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+            server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+        };
+        let req = ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        };
+        let mut stream = ServerReflectionClient::new(channel.clone())
+            .server_reflection_info(futures::stream::iter([req]))
+            .await?
+            .into_inner();
+        match stream
+            .next()
+            .await
+            .transpose()?
+            .and_then(|r| r.message_response)
+        {
+            Some(MessageResponse::ListServicesResponse(l)) => {
+                l.service.into_iter().map(|s| s.name).collect::<Vec<_>>()
+            }
+            other => anyhow::bail!("unexpected reflection answer {other:?}"),
+        }
+    };
+    let v1alpha = {
+        use tonic_reflection::pb::v1alpha::{
+            ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+            server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+        };
+        let req = ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        };
+        let mut stream = ServerReflectionClient::new(channel)
+            .server_reflection_info(futures::stream::iter([req]))
+            .await?
+            .into_inner();
+        match stream
+            .next()
+            .await
+            .transpose()?
+            .and_then(|r| r.message_response)
+        {
+            Some(MessageResponse::ListServicesResponse(l)) => {
+                l.service.into_iter().map(|s| s.name).collect::<Vec<_>>()
+            }
+            other => anyhow::bail!("unexpected reflection answer {other:?}"),
+        }
+    };
+    for listed in [&v1, &v1alpha] {
+        for name in OUR_SERVICES.iter().chain(&["grpc.health.v1.Health"]) {
+            assert!(
+                listed.iter().any(|s| s == name),
+                "{name} missing from {listed:?}"
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn health_reports_serving(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let mut health = HealthClient::new(svc.channel().await?);
+    for service in std::iter::once("").chain(OUR_SERVICES) {
+        let status = health
+            .check(HealthCheckRequest {
+                service: service.to_owned(),
+            })
+            .await?
+            .into_inner()
+            .status();
+        assert_eq!(status, ServingStatus::Serving, "{service:?}");
+    }
+    let err = health
+        .check(HealthCheckRequest {
+            service: "no.such.Service".to_owned(),
+        })
+        .await
+        .expect_err("unknown service");
+    assert_eq!(err.code(), tonic::Code::NotFound);
+    Ok(())
+}
+
+async fn grpcurl_lists_describes_and_calls(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let grpcurl = grpcurl_bin()?;
+    let run = |args: Vec<String>| {
+        let grpcurl = grpcurl.clone();
+        async move {
+            let out = tokio::process::Command::new(grpcurl)
+                .args(args)
+                .output()
+                .await?;
+            anyhow::ensure!(
+                out.status.success(),
+                "grpcurl failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Ok::<_, anyhow::Error>(String::from_utf8_lossy(&out.stdout).into_owned())
+        }
+    };
+    let addr = svc.grpc_addr.clone();
+    let list = run(vec!["-plaintext".into(), addr.clone(), "list".into()]).await?;
+    for name in OUR_SERVICES {
+        assert!(list.contains(name), "{list}");
+    }
+    let described = run(vec![
+        "-plaintext".into(),
+        addr.clone(),
+        "describe".into(),
+        "walletops.v1.SendRequest".into(),
+    ])
+    .await?;
+    assert!(described.contains("amount"), "{described}");
+    let wallets = run(vec![
+        "-plaintext".into(),
+        "-H".into(),
+        format!("x-api-key: {}", svc.api_key),
+        "-d".into(),
+        r#"{"chain": "solana"}"#.into(),
+        addr.clone(),
+        "walletops.v1.WalletOpsService/ListWallets".into(),
+    ])
+    .await?;
+    let parsed: serde_json::Value = serde_json::from_str(&wallets)?;
+    assert_eq!(parsed["wallets"][0]["chainType"], "solana", "{wallets}");
+    // grpcurl decodes the error details through reflection, so the contract code shows.
+    let out = tokio::process::Command::new(&grpcurl)
+        .args([
+            "-plaintext",
+            "-d",
+            "{}",
+            &addr,
+            "walletops.v1.WalletOpsService/ListWallets",
+        ])
+        .output()
+        .await?;
+    assert!(!out.status.success());
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("Unauthenticated"), "{text}");
+    Ok(())
+}
+
+async fn openapi_document_covers_the_rest_contract(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let doc: serde_json::Value = reqwest::get(format!("{}/api/v1/openapi.json", svc.http))
+        .await?
+        .json()
+        .await?;
+    assert!(
+        doc["openapi"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
+    for (path, method) in [
+        ("/api/v1/wallets", "get"),
+        ("/api/v1/wallets/balances", "get"),
+        ("/api/v1/wallets/{address}/balances", "get"),
+        ("/api/v1/tx/{id}", "get"),
+        ("/api/v1/send", "post"),
+        ("/api/v1/token/approve", "post"),
+        ("/api/v1/contracts/send", "post"),
+        ("/api/v1/trade/quote", "post"),
+        ("/api/v1/trade/swap", "post"),
+    ] {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} missing"
+        );
+    }
+    assert_eq!(
+        doc["components"]["securitySchemes"]["api_key"]["name"],
+        "x-api-key"
+    );
+    let error = &doc["components"]["schemas"]["ErrorBody"]["properties"];
+    for field in ["error", "code", "requestId"] {
+        assert!(error[field].is_object(), "ErrorBody.{field}");
+    }
+    Ok(())
+}
+
+on_both_backends!(
+    reflection_lists_the_services_in_v1_and_v1alpha,
+    health_reports_serving,
+    grpcurl_lists_describes_and_calls,
+    openapi_document_covers_the_rest_contract,
+);

@@ -1,0 +1,161 @@
+//! GET /wallets: every field of the Wallet resource, the three filters, and ownership.
+
+use serde_json::Value;
+use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
+use walletops_tests::{Backend, Rest, Service, on_both_backends, with_key};
+
+async fn addresses(api: &Rest, query: &str) -> anyhow::Result<Vec<String>> {
+    let reply = api.get(&format!("/wallets{query}")).await?;
+    anyhow::ensure!(reply.status == 200, "{query}: {}", reply.text);
+    Ok(reply.body["wallets"]
+        .as_array()
+        .expect("wallets array")
+        .iter()
+        .map(|w| w["address"].as_str().unwrap_or_default().to_owned())
+        .collect())
+}
+
+fn created_address(stdout: &str) -> String {
+    stdout
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn wallets_have_every_field_of_the_resource(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let reply = svc.rest(&svc.api_key).get("/wallets").await?;
+    assert_eq!(reply.status, 200);
+    let wallets = reply.body["wallets"].as_array().expect("wallets");
+    assert_eq!(wallets.len(), 2);
+    let mut families = Vec::new();
+    for w in wallets {
+        let obj = w.as_object().expect("object");
+        let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "address",
+                "automationEnabled",
+                "chainType",
+                "clientType",
+                "isDefault",
+                "providerType"
+            ]
+        );
+        assert!(obj["address"].is_string());
+        assert_eq!(obj["isDefault"], Value::Bool(true));
+        assert_eq!(obj["automationEnabled"], Value::Bool(true));
+        assert_eq!(obj["providerType"], "embedded");
+        assert_eq!(obj["clientType"], "walletops");
+        families.push(obj["chainType"].as_str().expect("chainType").to_owned());
+    }
+    families.sort();
+    assert_eq!(families, ["ethereum", "solana"]);
+    let evm = wallets
+        .iter()
+        .find(|w| w["chainType"] == "ethereum")
+        .expect("evm");
+    let addr = evm["address"].as_str().expect("address");
+    assert!(addr.starts_with("0x") && addr.len() == 42, "{addr}");
+    // The /v1 alias serves the same contract.
+    let alias = reqwest::Client::new()
+        .get(format!("{}/v1/wallets", svc.http))
+        .header("x-api-key", &svc.api_key)
+        .send()
+        .await?;
+    assert_eq!(alias.status(), 200);
+    assert_eq!(alias.json::<Value>().await?, reply.body);
+    Ok(())
+}
+
+async fn filters_select_by_family_default_and_automation(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let api = svc.rest(&svc.api_key);
+    let first_evm = addresses(&api, "?chain=ethereum").await?;
+    assert_eq!(first_evm.len(), 1);
+    let extra = svc
+        .cli(&["wallets", "create", "--chain-type", "ethereum"])
+        .await?;
+    assert!(extra.success, "{}", extra.stderr);
+    let extra = created_address(&extra.stdout);
+    let all = addresses(&api, "").await?;
+    assert_eq!(all.len(), 3);
+    assert_eq!(addresses(&api, "?chain=ethereum").await?.len(), 2);
+    let solana = addresses(&api, "?chain=solana").await?;
+    assert_eq!(solana.len(), 1);
+    assert!(!solana.contains(&extra));
+    assert_eq!(
+        addresses(&api, "?chain=ethereum&defaultOnly=true").await?,
+        first_evm
+    );
+    assert_eq!(addresses(&api, "?defaultOnly=true").await?.len(), 2);
+    assert_eq!(addresses(&api, "?defaultOnly=false").await?.len(), 3);
+    let off = svc.cli(&["wallets", "delegate", &extra, "off"]).await?;
+    assert!(off.success, "{}", off.stderr);
+    let automated = addresses(&api, "?automationOnly=true").await?;
+    assert_eq!(automated.len(), 2);
+    assert!(!automated.contains(&extra));
+    assert_eq!(
+        addresses(&api, "?chain=ethereum&automationOnly=true").await?,
+        first_evm
+    );
+    // Making the extra wallet the default leaves exactly one default per family.
+    let made = svc
+        .cli(&[
+            "wallets",
+            "create",
+            "--chain-type",
+            "ethereum",
+            "--make-default",
+        ])
+        .await?;
+    let newest = created_address(&made.stdout);
+    assert_eq!(
+        addresses(&api, "?chain=ethereum&defaultOnly=true").await?,
+        [newest]
+    );
+    // gRPC answers the same filters.
+    let mut client = WalletOpsServiceClient::new(svc.channel().await?);
+    let grpc = client
+        .list_wallets(with_key(
+            pb::ListWalletsRequest {
+                chain: Some("ethereum".to_owned()),
+                default_only: None,
+                automation_only: Some(true),
+            },
+            &svc.api_key,
+        )?)
+        .await?
+        .into_inner();
+    let mut grpc_addrs: Vec<String> = grpc.wallets.into_iter().map(|w| w.address).collect();
+    grpc_addrs.sort();
+    let mut rest_addrs = addresses(&api, "?chain=ethereum&automationOnly=true").await?;
+    rest_addrs.sort();
+    assert_eq!(grpc_addrs, rest_addrs);
+    Ok(())
+}
+
+async fn callers_see_only_their_own_wallets(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let bob = svc.create_user("bob").await?;
+    let owner = addresses(&svc.rest(&svc.api_key), "").await?;
+    let bobs = addresses(&svc.rest(&bob), "").await?;
+    assert_eq!(owner.len(), 2);
+    assert_eq!(bobs.len(), 2);
+    assert!(owner.iter().all(|a| !bobs.contains(a)));
+    let no_wallets = svc
+        .cli(&["users", "create", "carol", "--no-wallets"])
+        .await?;
+    let carol = no_wallets.api_key().expect("key");
+    assert!(addresses(&svc.rest(&carol), "").await?.is_empty());
+    Ok(())
+}
+
+on_both_backends!(
+    wallets_have_every_field_of_the_resource,
+    filters_select_by_family_default_and_automation,
+    callers_see_only_their_own_wallets,
+);
