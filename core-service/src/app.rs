@@ -8,13 +8,19 @@ use walletops_proto::{API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER};
 
 use crate::{
     auth::{ApiKeys, Caller},
+    balances::Balances,
     chains::Registry,
+    chains::evm::EvmClients,
     config::Config,
     error::{Result, WalletOpsError},
+    idempotency::Idempotency,
+    monitor::Monitor,
     ratelimit::{Budget, RateLimiter},
     signer::Keystore,
+    signer::{LocalSigner, Signer},
     store::Store,
     transactions::Transactions,
+    transfers::{Writes, evm::EvmPipeline},
     wallets::Wallets,
 };
 
@@ -38,7 +44,17 @@ pub struct Parts {
     /// Transaction records.
     pub transactions: Transactions,
     /// Known chains.
-    pub chains: Registry,
+    pub chains: Arc<Registry>,
+    /// Idempotent writes.
+    pub writes: Writes,
+    /// The EVM write pipeline.
+    pub evm: EvmPipeline,
+    /// Balance reads.
+    pub balances: Balances,
+    /// Idempotency keys.
+    pub idempotency: Idempotency,
+    /// Wallet keys' signer.
+    pub signer: Arc<dyn Signer>,
 }
 
 impl Deref for Core {
@@ -68,16 +84,39 @@ impl Core {
             config.master_key.as_ref().map(|s| s.expose()),
             &config.data_dir,
         )?);
-        let chains = Registry::new(&config.chains)?;
+        let chains = Arc::new(Registry::new(&config.chains)?);
+        let signer: Arc<dyn Signer> = Arc::new(LocalSigner::new(keystore.clone(), store.clone()));
+        let evm_clients = Arc::new(EvmClients::default());
+        let idempotency = Idempotency::new(
+            store.clone(),
+            std::time::Duration::from_secs(config.idempotency_retention_secs),
+        );
         Ok(Self(Arc::new(Parts {
             keys: ApiKeys::new(store.clone()),
             limiter: RateLimiter::new(config.rate_limits.clone()),
             wallets: Wallets::new(store.clone(), keystore),
             transactions: Transactions::new(store.clone()),
+            writes: Writes::new(store.clone(), idempotency.clone()),
+            evm: EvmPipeline::new(store.clone(), signer.clone(), evm_clients.clone()),
+            balances: Balances::new(evm_clients),
+            idempotency,
+            signer,
             chains,
             store,
             config,
         })))
+    }
+
+    /// The transaction monitor of this core.
+    pub fn monitor(&self) -> Monitor {
+        Monitor::new(
+            self.store.clone(),
+            self.chains.clone(),
+            self.wallets.clone(),
+            self.evm.clone(),
+            self.idempotency.clone(),
+            self.config.monitor.clone(),
+        )
     }
 
     /// Authenticates the request's `x-api-key` and draws it from the caller's `budget`.

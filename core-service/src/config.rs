@@ -43,6 +43,39 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Chains added to (or overriding) the built-in registry, by slug.
     pub chains: BTreeMap<String, ChainConfig>,
+    /// How long a write's idempotency key and stored response are kept, in seconds.
+    pub idempotency_retention_secs: u64,
+    /// The transaction monitor.
+    pub monitor: MonitorConfig,
+}
+
+/// How the monitor follows open transactions.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MonitorConfig {
+    /// Pause between sweeps, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// A transaction unmined this long after its last broadcast is replaced, in seconds.
+    pub stuck_after_secs: u64,
+    /// Fee increase of a replacement, in percent (at least 10, which nodes require).
+    pub fee_bump_percent: u64,
+    /// The highest `maxFeePerGas` a replacement may pay, in gwei; a transaction that would
+    /// need more is marked FEE_CAPPED and kept as it is.
+    pub max_fee_per_gas_gwei: u64,
+    /// How long a core holds a transaction it is following, in seconds.
+    pub lease_secs: u64,
+}
+
+impl Default for MonitorConfig {
+    fn default() -> Self {
+        Self {
+            poll_interval_ms: 1000,
+            stuck_after_secs: 60,
+            fee_bump_percent: 15,
+            max_fee_per_gas_gwei: 1000,
+            lease_secs: 30,
+        }
+    }
 }
 
 impl Default for Config {
@@ -60,6 +93,8 @@ impl Default for Config {
             max_body_bytes: 1024 * 1024,
             log_format: LogFormat::Text,
             chains: BTreeMap::new(),
+            idempotency_retention_secs: 24 * 60 * 60,
+            monitor: MonitorConfig::default(),
         }
     }
 }

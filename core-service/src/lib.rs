@@ -5,15 +5,19 @@
 
 pub mod app;
 pub mod auth;
+pub mod balances;
 pub mod bootstrap;
 pub mod chains;
 pub mod config;
 pub mod error;
 pub mod grpc;
+pub mod idempotency;
+pub mod monitor;
 pub mod ratelimit;
 pub mod signer;
 pub mod store;
 pub mod transactions;
+pub mod transfers;
 pub mod users;
 pub mod wallets;
 

@@ -285,6 +285,7 @@ async fn run_servers(config: Config, with_core: bool, with_edge: bool) -> anyhow
         core_url = format!("http://{}", dialable(grpc_addr));
         let core = open_core(config.clone()).await?;
         spawn_pruner(&core, stop_rx.clone());
+        tokio::spawn(core.monitor().run(on_stop(stop_rx.clone())));
         println!("gRPC listening on {grpc_addr}");
         let stop = on_stop(stop_rx.clone());
         tasks.spawn(async move { walletops_core::grpc::serve(core, grpc, stop).await });

@@ -9,6 +9,8 @@ mod m20261123_000002_create_api_keys;
 mod m20261123_000003_create_wallets;
 mod m20261123_000004_create_signer_keys;
 mod m20261123_000005_create_transactions;
+mod m20261123_000006_create_idempotency_keys;
+mod m20261123_000007_create_evm_nonces;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -22,6 +24,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000003_create_wallets::Migration),
             Box::new(m20261123_000004_create_signer_keys::Migration),
             Box::new(m20261123_000005_create_transactions::Migration),
+            Box::new(m20261123_000006_create_idempotency_keys::Migration),
+            Box::new(m20261123_000007_create_evm_nonces::Migration),
         ]
     }
 }

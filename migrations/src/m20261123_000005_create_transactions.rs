@@ -30,7 +30,17 @@ enum Transactions {
     Nonce,
     /// The signed bytes, stored before the first broadcast so a rebroadcast sends the same.
     SignedPayload,
+    /// JSON array of every hash broadcast for this record (replacements add to it), oldest
+    /// first: any of them may be the one that is mined.
+    Hashes,
+    /// The idempotency key that created the record, if any.
+    IdempotencyKey,
     Error,
+    /// When the current signed payload was last sent to the node.
+    LastBroadcastAt,
+    /// The core whose monitor holds the record, and until when.
+    LeaseOwner,
+    LeaseUntil,
     CreatedAt,
     UpdatedAt,
 }
@@ -60,7 +70,12 @@ impl MigrationTrait for Migration {
                     .col(string_len_null(Transactions::Hash, 128))
                     .col(big_integer_null(Transactions::Nonce))
                     .col(blob_null(Transactions::SignedPayload))
+                    .col(json(Transactions::Hashes))
+                    .col(uuid_null(Transactions::IdempotencyKey))
                     .col(text_null(Transactions::Error))
+                    .col(timestamp_with_time_zone_null(Transactions::LastBroadcastAt))
+                    .col(uuid_null(Transactions::LeaseOwner))
+                    .col(timestamp_with_time_zone_null(Transactions::LeaseUntil))
                     .col(timestamp_with_time_zone(Transactions::CreatedAt))
                     .col(timestamp_with_time_zone(Transactions::UpdatedAt))
                     .foreign_key(

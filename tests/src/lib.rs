@@ -2,6 +2,10 @@
 //! ports over a fresh SQLite file or a fresh PostgreSQL database, and talks to it only over
 //! real HTTP and real gRPC. Nothing of the service is mocked.
 
+pub mod anvil;
+
+pub use anvil::poll_until;
+
 use std::{
     path::{Path, PathBuf},
     process::Stdio,
@@ -17,6 +21,8 @@ use tokio::{
     process::{Child, Command},
 };
 use tonic::{metadata::MetadataValue, transport::Channel};
+
+pub mod solana_node;
 
 /// How long anything the tests wait for may take before the test fails saying what it
 /// waited for.

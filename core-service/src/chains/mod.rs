@@ -2,6 +2,7 @@
 //! registry of chain slugs. A slug is resolved once, into a `Chain`; nothing below compares
 //! slug strings again.
 
+pub mod evm;
 mod registry;
 
 use std::{fmt, str::FromStr};

@@ -17,9 +17,21 @@ pub struct Chain {
     name: String,
     explorer_tx_url: Option<String>,
     rpc_url: String,
+    native_symbol: String,
 }
 
 impl Chain {
+    /// Symbol of the native coin, e.g. `ETH`, `POL`, `SOL`.
+    pub fn native_symbol(&self) -> &str {
+        &self.native_symbol
+    }
+    /// Decimals of the native coin.
+    pub fn native_decimals(&self) -> u32 {
+        match self.family {
+            ChainFamily::Evm => 18,
+            ChainFamily::Solana => 9,
+        }
+    }
     /// The slug callers use, e.g. `base-sepolia`.
     pub fn slug(&self) -> &str {
         &self.slug
@@ -64,6 +76,8 @@ pub struct ChainConfig {
     pub explorer_tx_url: Option<String>,
     /// JSON-RPC endpoint.
     pub rpc_url: Option<String>,
+    /// Symbol of the native coin (default `ETH` for EVM chains, `SOL` for Solana).
+    pub native_symbol: Option<String>,
 }
 
 /// Every chain known to this service, by slug.
@@ -222,6 +236,13 @@ impl Registry {
                         name: name.to_owned(),
                         explorer_tx_url: Some(explorer.to_owned()),
                         rpc_url: rpc.to_owned(),
+                        native_symbol: match (family, slug) {
+                            (ChainFamily::Solana, _) => "SOL",
+                            (_, "polygon" | "polygon-amoy") => "POL",
+                            (_, "bsc" | "bsc-testnet") => "BNB",
+                            _ => "ETH",
+                        }
+                        .to_owned(),
                     },
                 )
             })
@@ -234,23 +255,33 @@ impl Registry {
                     c.name = cfg.name.clone().unwrap_or(c.name);
                     c.explorer_tx_url = cfg.explorer_tx_url.clone().or(c.explorer_tx_url);
                     c.rpc_url = cfg.rpc_url.clone().unwrap_or(c.rpc_url);
+                    c.native_symbol = cfg.native_symbol.clone().unwrap_or(c.native_symbol);
                     c
                 }
-                None => Chain {
-                    slug: slug.clone(),
-                    family: cfg
+                None => {
+                    let family = cfg
                         .family
-                        .ok_or_else(|| anyhow::anyhow!("chain {slug}: `family` is required"))?,
-                    chain_id: cfg
-                        .chain_id
-                        .ok_or_else(|| anyhow::anyhow!("chain {slug}: `chain_id` is required"))?,
-                    name: cfg.name.clone().unwrap_or_else(|| slug.clone()),
-                    explorer_tx_url: cfg.explorer_tx_url.clone(),
-                    rpc_url: cfg
-                        .rpc_url
-                        .clone()
-                        .ok_or_else(|| anyhow::anyhow!("chain {slug}: `rpc_url` is required"))?,
-                },
+                        .ok_or_else(|| anyhow::anyhow!("chain {slug}: `family` is required"))?;
+                    Chain {
+                        slug: slug.clone(),
+                        family,
+                        native_symbol: cfg.native_symbol.clone().unwrap_or_else(|| {
+                            match family {
+                                ChainFamily::Evm => "ETH",
+                                ChainFamily::Solana => "SOL",
+                            }
+                            .to_owned()
+                        }),
+                        chain_id: cfg.chain_id.ok_or_else(|| {
+                            anyhow::anyhow!("chain {slug}: `chain_id` is required")
+                        })?,
+                        name: cfg.name.clone().unwrap_or_else(|| slug.clone()),
+                        explorer_tx_url: cfg.explorer_tx_url.clone(),
+                        rpc_url: cfg.rpc_url.clone().ok_or_else(|| {
+                            anyhow::anyhow!("chain {slug}: `rpc_url` is required")
+                        })?,
+                    }
+                }
             };
             chains.insert(slug.clone(), chain);
         }

@@ -72,6 +72,7 @@ fn tx_kind(k: TxKind) -> pb::TransactionKind {
         TxKind::Approve => pb::TransactionKind::Approve,
         TxKind::ContractCall => pb::TransactionKind::ContractCall,
         TxKind::Swap => pb::TransactionKind::Swap,
+        TxKind::NonceFill => pb::TransactionKind::NonceFill,
     }
 }
 
@@ -106,5 +107,19 @@ pub(crate) fn transaction(
         error: t.error,
         created_at: Some(timestamp(t.created_at)),
         updated_at: Some(timestamp(t.updated_at)),
+    }
+}
+
+pub(crate) fn balance(b: crate::balances::Balance) -> pb::Balance {
+    pb::Balance {
+        chain_type: b.family.as_str().to_owned(),
+        chain_id: b.chain_id,
+        address: b.address,
+        asset: b.asset.to_owned(),
+        token: b.token,
+        raw: b.raw.to_string(),
+        decimals: b.decimals,
+        symbol: b.symbol,
+        updated_at: Some(timestamp(b.updated_at)),
     }
 }

@@ -1,17 +1,25 @@
 //! `walletops.v1.WalletOpsService`: proto <-> domain, and the order every RPC follows:
 //! authenticate and rate-limit (`Core::admit`), then parse every field (all violations in one
-//! `INVALID_INPUT`), then resolve the wallet with its ownership and delegation checks.
+//! `INVALID_INPUT`), then resolve the wallet with its ownership and delegation checks, and
+//! only then (for writes) claim the idempotency key and act.
 
+use alloy::primitives::{Address, Bytes, U256};
+use prost::Message;
 use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, wallet_ops_service_server::WalletOpsService};
 
 use super::convert;
 use crate::{
     Core,
-    chains::{AmountKind, Chain, ChainFamily, parse_amount},
+    app::IdempotencyKey,
+    auth::Caller,
+    chains::{AmountKind, Chain, ChainFamily, WalletAddress, parse_amount},
     error::{Result, Violations, WalletOpsError},
     ratelimit::Budget,
     store::WalletFilter,
+    transactions::TxKind,
+    transfers::{Submission, calldata, evm::EvmIntent},
+    wallets::DelegatedWallet,
 };
 
 /// Most `tokens` one balance read may name.
@@ -21,6 +29,16 @@ const MAX_BALANCE_TOKENS: usize = 50;
 #[derive(Debug, Clone)]
 pub struct WalletOpsApi {
     core: Core,
+}
+
+/// A validated write, ready for its idempotency claim.
+struct Write<'a> {
+    caller: Caller,
+    key: IdempotencyKey,
+    path: &'static str,
+    canonical: Vec<u8>,
+    chain: &'a Chain,
+    wallet: DelegatedWallet,
 }
 
 impl WalletOpsApi {
@@ -51,22 +69,64 @@ impl WalletOpsApi {
         }
         Ok(chain)
     }
+
+    /// Runs a validated EVM write in its idempotency claim.
+    async fn submit_evm(&self, write: Write<'_>, intent: EvmIntent) -> Result<pb::Submission> {
+        let Write {
+            caller,
+            key,
+            path,
+            canonical,
+            chain,
+            wallet,
+        } = write;
+        let submission = self
+            .core
+            .writes
+            .run(
+                caller.user_id,
+                key,
+                path,
+                &canonical,
+                &self.core.chains,
+                || {
+                    self.core
+                        .evm
+                        .submit(chain, &wallet, intent, Some((caller.user_id, key)))
+                },
+            )
+            .await?;
+        Ok(to_pb(submission))
+    }
+}
+
+fn to_pb(s: Submission) -> pb::Submission {
+    pb::Submission {
+        id: s.id.to_string(),
+        status: pb::SubmissionStatus::Submitted.into(),
+        hash: s.hash,
+        explorer_url: s.explorer_url,
+        chain_name: s.chain_name,
+    }
 }
 
 /// The answer of every write whose chain work is not built yet.
 fn not_built(chain: &Chain, what: &str) -> WalletOpsError {
-    let pipeline = match chain.family() {
-        ChainFamily::Evm => "the EVM signer, nonce ledger and broadcast pipeline",
-        ChainFamily::Solana => "the Solana signer and broadcast pipeline",
-    };
     WalletOpsError::ServiceUnavailable(format!(
-        "{what} on {} is not available yet: this build does not include {pipeline}",
-        chain.slug()
+        "{what} on {} is not available yet: this build does not include the {} signing pipeline",
+        chain.slug(),
+        chain.family()
     ))
 }
 
 fn non_empty(v: Option<&String>) -> Option<&str> {
     v.map(|s| s.trim()).filter(|s| !s.is_empty())
+}
+
+fn evm_address(a: &WalletAddress) -> Result<Address> {
+    a.as_str()
+        .parse()
+        .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("parsed address {a} unreadable")))
 }
 
 #[tonic::async_trait]
@@ -112,11 +172,14 @@ impl WalletOpsService for WalletOpsApi {
                     req.tokens.len()
                 ),
             );
-        } else {
-            for (i, token) in req.tokens.iter().enumerate() {
-                v.check(&format!("tokens[{i}]"), family.parse_address(token.trim()));
-            }
         }
+        let tokens: Vec<WalletAddress> = req
+            .tokens
+            .iter()
+            .take(MAX_BALANCE_TOKENS)
+            .enumerate()
+            .filter_map(|(i, t)| v.check(&format!("tokens[{i}]"), family.parse_address(t.trim())))
+            .collect();
         v.finish()?;
         let wallet = self
             .core
@@ -128,13 +191,20 @@ impl WalletOpsService for WalletOpsApi {
                 "address",
             )
             .await?;
-        tracing::debug!(wallet = %wallet.address, "balance read");
-        Err(WalletOpsError::ServiceUnavailable(format!(
-            "balance reads on {} are not available yet: this build does not include the {} chain client",
-            chain.slug(),
-            family
-        ))
-        .into())
+        let balances = self
+            .core
+            .balances
+            .read(
+                chain,
+                &wallet,
+                &tokens,
+                req.include_zero.unwrap_or(false),
+                req.fresh.unwrap_or(false),
+            )
+            .await?;
+        Ok(Response::new(pb::GetBalancesResponse {
+            balances: balances.into_iter().map(convert::balance).collect(),
+        }))
     }
 
     async fn get_transaction(
@@ -160,8 +230,9 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::SendRequest>,
     ) -> Result<Response<pb::SendResponse>, Status> {
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        self.core.idempotency_key(request.metadata())?;
+        let key = self.core.idempotency_key(request.metadata())?;
         let req = request.into_inner();
+        let canonical = req.encode_to_vec();
         let chain = self.chain(&req.chain)?;
         let family = chain.family();
         let mut v = Violations::default();
@@ -179,33 +250,86 @@ impl WalletOpsService for WalletOpsApi {
                 None
             }
             (pb::Asset::Unspecified, _) => {
-                v.push("asset", "required: one of native, erc20, spl");
+                v.push("asset", "must be one of native, erc20, spl");
                 None
             }
         };
-        v.check("to", family.parse_address(req.to.trim()));
-        let token = non_empty(req.token.as_ref());
-        match (asset, token) {
-            (Some(pb::Asset::Native), Some(_)) => v.push("token", "must be absent for native"),
+        let to = v.check("to", family.parse_address(req.to.trim()));
+        let token = match (asset, non_empty(req.token.as_ref())) {
+            (Some(pb::Asset::Native), Some(_)) => {
+                v.push("token", "must be absent for native");
+                None
+            }
             (Some(pb::Asset::Erc20 | pb::Asset::Spl), None) => {
-                v.push("token", "required for token transfers")
+                v.push("token", "required for token transfers");
+                None
             }
-            (_, Some(t)) => {
-                v.check("token", family.parse_address(t));
-            }
-            _ => {}
-        }
+            (_, Some(t)) => v.check("token", family.parse_address(t)),
+            _ => None,
+        };
         let kind = match family {
             ChainFamily::Evm => AmountKind::Uint256,
             ChainFamily::Solana => AmountKind::U64,
         };
-        v.check("amount", parse_amount(&req.amount, kind));
+        let amount = v.check("amount", parse_amount(&req.amount, kind));
         v.finish()?;
-        self.core
+        let wallet = self
+            .core
             .wallets
             .resolve_delegated(caller.user_id, family, non_empty(req.from.as_ref()), "from")
             .await?;
-        Err(not_built(chain, "sending").into())
+        let (Some(asset), Some(to), Some(amount)) = (asset, to, amount) else {
+            return Err(
+                WalletOpsError::Internal(anyhow::anyhow!("validated fields missing")).into(),
+            );
+        };
+        if family != ChainFamily::Evm {
+            return Err(not_built(chain, "sending").into());
+        }
+        let to = evm_address(&to)?;
+        let token = token.as_ref().map(evm_address).transpose()?;
+        let request_json = serde_json::json!({
+            "chain": chain.slug(), "from": wallet.wallet().address, "to": to.to_checksum(None),
+            "asset": asset.as_str_name(), "token": token.map(|t| t.to_checksum(None)),
+            "amount": amount.to_string(),
+        });
+        let intent = match token {
+            None => EvmIntent {
+                kind: TxKind::Send,
+                to,
+                value: amount,
+                input: Bytes::new(),
+                asset: Some("native".to_owned()),
+                token: None,
+                amount: Some(amount),
+                beneficiary: None,
+                token_debit: None,
+                request: request_json,
+            },
+            Some(token) => EvmIntent {
+                kind: TxKind::Send,
+                to: token,
+                value: U256::ZERO,
+                input: crate::chains::evm::erc20_transfer(to, amount),
+                asset: Some("erc20".to_owned()),
+                token: Some(token),
+                amount: Some(amount),
+                beneficiary: Some(to),
+                token_debit: Some((token, amount)),
+                request: request_json,
+            },
+        };
+        let write = Write {
+            caller,
+            key,
+            path: "/send",
+            canonical,
+            chain,
+            wallet,
+        };
+        Ok(Response::new(pb::SendResponse {
+            submission: Some(self.submit_evm(write, intent).await?),
+        }))
     }
 
     async fn approve_token(
@@ -213,18 +337,20 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::ApproveTokenRequest>,
     ) -> Result<Response<pb::ApproveTokenResponse>, Status> {
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        self.core.idempotency_key(request.metadata())?;
+        let key = self.core.idempotency_key(request.metadata())?;
         let req = request.into_inner();
+        let canonical = req.encode_to_vec();
         let chain = self.evm_chain(&req.chain)?;
         let mut v = Violations::default();
-        v.check("token", ChainFamily::Evm.parse_address(req.token.trim()));
-        v.check(
+        let token = v.check("token", ChainFamily::Evm.parse_address(req.token.trim()));
+        let spender = v.check(
             "spender",
             ChainFamily::Evm.parse_address(req.spender.trim()),
         );
-        v.check("amount", parse_amount(&req.amount, AmountKind::Uint256));
+        let amount = v.check("amount", parse_amount(&req.amount, AmountKind::Uint256));
         v.finish()?;
-        self.core
+        let wallet = self
+            .core
             .wallets
             .resolve_delegated(
                 caller.user_id,
@@ -233,7 +359,39 @@ impl WalletOpsService for WalletOpsApi {
                 "from",
             )
             .await?;
-        Err(not_built(chain, "token approval").into())
+        let (Some(token), Some(spender), Some(amount)) = (token, spender, amount) else {
+            return Err(
+                WalletOpsError::Internal(anyhow::anyhow!("validated fields missing")).into(),
+            );
+        };
+        let (token, spender) = (evm_address(&token)?, evm_address(&spender)?);
+        let intent = EvmIntent {
+            kind: TxKind::Approve,
+            to: token,
+            value: U256::ZERO,
+            input: crate::chains::evm::erc20_approve(spender, amount),
+            asset: None,
+            token: Some(token),
+            amount: Some(amount),
+            beneficiary: Some(spender),
+            token_debit: None,
+            request: serde_json::json!({
+                "chain": chain.slug(), "from": wallet.wallet().address,
+                "token": token.to_checksum(None), "spender": spender.to_checksum(None),
+                "amount": amount.to_string(),
+            }),
+        };
+        let write = Write {
+            caller,
+            key,
+            path: "/token/approve",
+            canonical,
+            chain,
+            wallet,
+        };
+        Ok(Response::new(pb::ApproveTokenResponse {
+            submission: Some(self.submit_evm(write, intent).await?),
+        }))
     }
 
     async fn call_contract(
@@ -241,32 +399,50 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::CallContractRequest>,
     ) -> Result<Response<pb::CallContractResponse>, Status> {
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        self.core.idempotency_key(request.metadata())?;
+        let key = self.core.idempotency_key(request.metadata())?;
         let req = request.into_inner();
+        let canonical = req.encode_to_vec();
         let chain = self.evm_chain(&req.chain)?;
         let mut v = Violations::default();
-        v.check("to", ChainFamily::Evm.parse_address(req.to.trim()));
-        if let Some(value) = non_empty(req.value.as_ref()) {
-            v.check("value", parse_amount(value, AmountKind::Uint256));
-        }
-        match (
+        let to = v.check("to", ChainFamily::Evm.parse_address(req.to.trim()));
+        let value = match non_empty(req.value.as_ref()) {
+            Some(value) => v.check("value", parse_amount(value, AmountKind::Uint256)),
+            None => Some(U256::ZERO),
+        };
+        let args = req
+            .args
+            .as_ref()
+            .map(|l| l.values.as_slice())
+            .unwrap_or_default();
+        let input = match (
             non_empty(req.data.as_ref()),
             non_empty(req.function.as_ref()),
         ) {
-            (Some(_), Some(_)) => v.push("data", "give either data or function, not both"),
-            (None, None) => v.push("data", "required: calldata, or a function with args"),
-            (Some(data), None) => {
-                let ok = data
-                    .strip_prefix("0x")
-                    .is_some_and(|h| h.len() % 2 == 0 && h.bytes().all(|b| b.is_ascii_hexdigit()));
-                if !ok {
-                    v.push("data", "must be 0x-prefixed hex bytes");
-                }
+            (Some(_), Some(_)) => {
+                v.push("data", "give either data or function, not both");
+                None
             }
-            (None, Some(_)) => {}
-        }
+            (None, None) => {
+                v.push("data", "required: calldata, or a function with args");
+                None
+            }
+            (Some(data), None) => {
+                if !args.is_empty() {
+                    v.push("args", "args go with function, not with data");
+                }
+                v.check(
+                    "data",
+                    data.strip_prefix("0x")
+                        .and_then(|h| alloy::hex::decode(h).ok())
+                        .map(Bytes::from)
+                        .ok_or_else(|| "must be 0x-prefixed hex bytes".to_owned()),
+                )
+            }
+            (None, Some(function)) => v.check("args", calldata::encode(function, args)),
+        };
         v.finish()?;
-        self.core
+        let wallet = self
+            .core
             .wallets
             .resolve_delegated(
                 caller.user_id,
@@ -275,7 +451,39 @@ impl WalletOpsService for WalletOpsApi {
                 "from",
             )
             .await?;
-        Err(not_built(chain, "contract calls").into())
+        let (Some(to), Some(value), Some(input)) = (to, value, input) else {
+            return Err(
+                WalletOpsError::Internal(anyhow::anyhow!("validated fields missing")).into(),
+            );
+        };
+        let to = evm_address(&to)?;
+        let intent = EvmIntent {
+            kind: TxKind::ContractCall,
+            to,
+            value,
+            request: serde_json::json!({
+                "chain": chain.slug(), "from": wallet.wallet().address, "to": to.to_checksum(None),
+                "value": value.to_string(), "data": input.to_string(),
+                "function": req.function,
+            }),
+            input,
+            asset: None,
+            token: None,
+            amount: (!value.is_zero()).then_some(value),
+            beneficiary: None,
+            token_debit: None,
+        };
+        let write = Write {
+            caller,
+            key,
+            path: "/contracts/send",
+            canonical,
+            chain,
+            wallet,
+        };
+        Ok(Response::new(pb::CallContractResponse {
+            submission: Some(self.submit_evm(write, intent).await?),
+        }))
     }
 
     async fn get_quote(

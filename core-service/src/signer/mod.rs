@@ -16,7 +16,7 @@ use base64::{Engine, engine::general_purpose::STANDARD as B64};
 use rand::RngCore;
 use zeroize::Zeroizing;
 
-use crate::chains::ChainFamily;
+use crate::{chains::ChainFamily, error::WalletOpsError, store::Store, wallets::DelegatedWallet};
 
 const MASTER_KEY_FILE: &str = "master.key";
 
@@ -99,7 +99,6 @@ impl Keystore {
     }
 
     /// Opens a sealed key for signing. The bytes are wiped when the buffer drops.
-    #[allow(dead_code)] // Used by the signers of the write pipeline.
     pub(crate) fn open_key(
         &self,
         family: ChainFamily,
@@ -123,6 +122,128 @@ impl Keystore {
             .map_err(|_| {
                 anyhow::anyhow!("wallet key for {address} does not open under this master key")
             })
+    }
+}
+
+/// Signs for wallets the service custodies: the local keystore today, a wallet provider's RPC
+/// or a cloud KMS later. Key material never leaves an implementation, and only a wallet that
+/// passed the ownership, link and delegation checks (`DelegatedWallet`) can be signed for.
+#[async_trait::async_trait]
+pub trait Signer: Send + Sync + std::fmt::Debug {
+    /// Gets ready to sign for `wallet` (the local signer fetches and caches its sealed key).
+    /// Writers call it before they open the database transaction that signs, so signing
+    /// inside that transaction needs no second database connection: with every pooled
+    /// connection held by a transaction waiting for the nonce row, it would never get one.
+    async fn prepare(&self, _wallet: &DelegatedWallet) -> Result<(), WalletOpsError> {
+        Ok(())
+    }
+
+    /// Signs a 32-byte EVM digest (a transaction's signature hash) for `wallet`.
+    async fn sign_evm(
+        &self,
+        wallet: &DelegatedWallet,
+        hash: alloy::primitives::B256,
+    ) -> Result<alloy::primitives::Signature, WalletOpsError>;
+
+    /// Signs a serialized Solana message for `wallet`.
+    async fn sign_solana(
+        &self,
+        wallet: &DelegatedWallet,
+        message: &[u8],
+    ) -> Result<[u8; 64], WalletOpsError>;
+}
+
+/// Keeps `Signer` usable as a trait object.
+struct _ObjectSafe(Box<dyn Signer>);
+
+/// The signer over the local keystore: it reads the wallet's sealed key, opens it, signs,
+/// and drops (zeroizes) it.
+#[derive(Debug)]
+pub struct LocalSigner {
+    keystore: std::sync::Arc<Keystore>,
+    store: Store,
+    /// Sealed (still encrypted) keys by wallet id: a signing needs no database read.
+    sealed: moka::sync::Cache<uuid::Uuid, (String, SealedKey)>,
+}
+
+impl LocalSigner {
+    /// A signer over `keystore`, reading sealed keys from `store`.
+    pub fn new(keystore: std::sync::Arc<Keystore>, store: Store) -> Self {
+        Self {
+            keystore,
+            store,
+            sealed: moka::sync::Cache::new(100_000),
+        }
+    }
+
+    async fn sealed_key(
+        &self,
+        wallet: &DelegatedWallet,
+    ) -> Result<(String, SealedKey), WalletOpsError> {
+        let w = wallet.wallet();
+        if let Some(hit) = self.sealed.get(&w.id) {
+            return Ok(hit);
+        }
+        let found = self.store.sealed_key(w.id).await?.ok_or_else(|| {
+            WalletOpsError::WalletNotDelegated(format!(
+                "the server signer holds no key for wallet {}",
+                w.address
+            ))
+        })?;
+        self.sealed.insert(w.id, found.clone());
+        Ok(found)
+    }
+
+    async fn secret(&self, wallet: &DelegatedWallet) -> Result<Zeroizing<Vec<u8>>, WalletOpsError> {
+        let w = wallet.wallet();
+        let (address, sealed) = self.sealed_key(wallet).await?;
+        if address != w.address {
+            return Err(WalletOpsError::Internal(anyhow::anyhow!(
+                "sealed key of wallet {} is for another address",
+                w.id
+            )));
+        }
+        self.keystore
+            .open_key(w.family, &address, &sealed)
+            .map_err(WalletOpsError::Internal)
+    }
+}
+
+#[async_trait::async_trait]
+impl Signer for LocalSigner {
+    async fn prepare(&self, wallet: &DelegatedWallet) -> Result<(), WalletOpsError> {
+        self.sealed_key(wallet).await.map(drop)
+    }
+
+    async fn sign_evm(
+        &self,
+        wallet: &DelegatedWallet,
+        hash: alloy::primitives::B256,
+    ) -> Result<alloy::primitives::Signature, WalletOpsError> {
+        use alloy::signers::SignerSync;
+        let secret = self.secret(wallet).await?;
+        let key = alloy::primitives::B256::try_from(secret.as_slice())
+            .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("EVM key is not 32 bytes")))?;
+        // The signer's k256 key zeroizes itself on drop.
+        let signer = alloy::signers::local::PrivateKeySigner::from_bytes(&key)
+            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("EVM key: {e}")))?;
+        let mut key = key;
+        zeroize::Zeroize::zeroize(&mut key.0);
+        signer
+            .sign_hash_sync(&hash)
+            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signing: {e}")))
+    }
+
+    async fn sign_solana(
+        &self,
+        wallet: &DelegatedWallet,
+        message: &[u8],
+    ) -> Result<[u8; 64], WalletOpsError> {
+        use solana_signer::Signer as _;
+        let secret = self.secret(wallet).await?;
+        let keypair = solana_keypair::Keypair::try_from(secret.as_slice())
+            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("Solana key: {e}")))?;
+        Ok(keypair.sign_message(message).into())
     }
 }
 

@@ -1,7 +1,7 @@
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, TransactionTrait, sea_query::Expr,
+    QueryFilter, QueryOrder, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -68,7 +68,7 @@ impl Store {
         max_active: u64,
         now: DateTime<Utc>,
     ) -> Result<Option<ApiKey>> {
-        let txn = self.db().begin().await?;
+        let txn = self.begin().await?;
         let locked = users::Entity::update_many()
             .col_expr(users::Column::Name, Expr::col(users::Column::Name))
             .filter(users::Column::Id.eq(key.user_id))

@@ -3,17 +3,20 @@
 
 mod api_keys;
 pub(crate) mod entities;
-mod transactions;
+mod evm_nonces;
+mod idempotency;
+pub(crate) mod transactions;
 mod users;
 mod wallets;
 
 use std::time::Duration;
 
 use anyhow::Context;
-use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr};
+use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
 use walletops_migrations::{Migrator, MigratorTrait};
 
 pub use api_keys::NewApiKey;
+pub(crate) use idempotency::ClaimRow;
 pub use wallets::{NewWallet, WalletFilter};
 
 /// The database, migrated and ready.
@@ -40,17 +43,16 @@ impl Store {
             .max_connections(16)
             .connect_timeout(Duration::from_secs(10))
             .acquire_timeout(Duration::from_secs(30))
-            .sqlx_logging(false);
+            .sqlx_logging(false)
+            // On every SQLite connection: WAL lets readers run beside the one writer (and the
+            // CLI beside a running server); the busy timeout makes a writer wait for the lock.
+            .map_sqlx_sqlite_opts(|o| {
+                o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
+                    .busy_timeout(Duration::from_secs(30))
+            });
         let db = Database::connect(options)
             .await
             .with_context(|| format!("connecting to the database at {}", redact(url)))?;
-        if db.get_database_backend() == DbBackend::Sqlite {
-            // WAL lets readers run beside the one writer, and the CLI beside a running server;
-            // the busy timeout makes a writer wait for the lock instead of failing at once.
-            db.execute_unprepared("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=10000;")
-                .await
-                .context("configuring SQLite")?;
-        }
         Migrator::up(&db, None)
             .await
             .context("running migrations")?;
@@ -59,6 +61,19 @@ impl Store {
 
     pub(crate) fn db(&self) -> &DatabaseConnection {
         &self.db
+    }
+
+    /// Begins a database transaction that will write. On SQLite it takes the write lock at
+    /// BEGIN (IMMEDIATE): a deferred transaction that reads first and writes later cannot wait
+    /// for the lock (SQLite answers "database is locked" at once to avoid a deadlock).
+    pub(crate) async fn begin(&self) -> Result<sea_orm::DatabaseTransaction, DbErr> {
+        use sea_orm::{SqliteTransactionMode, TransactionOptions, TransactionTrait};
+        self.db
+            .begin_with_options(TransactionOptions {
+                sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+                ..TransactionOptions::default()
+            })
+            .await
     }
 
     /// Whether the database answers, for health checks.

@@ -1,22 +1,257 @@
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect, sea_query::Expr,
+};
 use uuid::Uuid;
 
-use super::{Store, entities::transactions};
-use crate::{error::Result, transactions::TransactionRecord};
+use super::{Store, entities::transactions as txs};
+use crate::{
+    error::{Result, WalletOpsError},
+    transactions::{OpenTransaction, StatusChange, TransactionRecord, TxKind, TxStatus},
+};
+
+/// A signed transaction about to be stored, before its first broadcast.
+#[derive(Debug)]
+pub(crate) struct NewTransaction {
+    pub(crate) id: Uuid,
+    pub(crate) user_id: Uuid,
+    pub(crate) wallet_id: Uuid,
+    pub(crate) chain: String,
+    pub(crate) chain_id: i64,
+    pub(crate) kind: TxKind,
+    pub(crate) from: String,
+    pub(crate) to: String,
+    pub(crate) asset: Option<String>,
+    pub(crate) token: Option<String>,
+    pub(crate) amount: Option<String>,
+    pub(crate) request: serde_json::Value,
+    pub(crate) hash: String,
+    pub(crate) nonce: Option<u64>,
+    pub(crate) signed_payload: Vec<u8>,
+    pub(crate) idempotency_key: Option<Uuid>,
+    pub(crate) note: Option<String>,
+}
+
+fn enum_text<T: serde::Serialize>(v: T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn history_push(
+    history: &serde_json::Value,
+    status: TxStatus,
+    at: DateTime<Utc>,
+    note: Option<String>,
+) -> serde_json::Value {
+    let mut list: Vec<StatusChange> = serde_json::from_value(history.clone()).unwrap_or_default();
+    list.push(StatusChange { status, at, note });
+    serde_json::to_value(list).unwrap_or_default()
+}
+
+fn to_i64(n: u64) -> Result<i64> {
+    i64::try_from(n).map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("nonce overflow")))
+}
 
 impl Store {
-    /// The transaction `id` if `user_id` owns it. Another user's transaction is reported
-    /// exactly like a missing one, so ids cannot be probed.
+    /// Stores a signed transaction with status `SUBMITTED`, inside the signing transaction.
+    pub(crate) async fn insert_transaction<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        new: NewTransaction,
+    ) -> Result<()> {
+        let now = Utc::now();
+        let history = history_push(&serde_json::json!([]), TxStatus::Submitted, now, new.note);
+        txs::ActiveModel {
+            id: Set(new.id),
+            user_id: Set(new.user_id),
+            wallet_id: Set(new.wallet_id),
+            chain: Set(new.chain),
+            chain_id: Set(new.chain_id),
+            kind: Set(enum_text(new.kind)),
+            from_address: Set(new.from),
+            to_address: Set(new.to),
+            asset: Set(new.asset),
+            token: Set(new.token),
+            amount: Set(new.amount),
+            request: Set(new.request),
+            status: Set(enum_text(TxStatus::Submitted)),
+            status_history: Set(history),
+            hash: Set(Some(new.hash.clone())),
+            nonce: Set(new.nonce.map(to_i64).transpose()?),
+            signed_payload: Set(Some(new.signed_payload)),
+            hashes: Set(serde_json::json!([new.hash])),
+            idempotency_key: Set(new.idempotency_key),
+            error: Set(None),
+            created_at: Set(now),
+            updated_at: Set(now),
+            last_broadcast_at: Set(None),
+            lease_owner: Set(None),
+            lease_until: Set(None),
+        }
+        .insert(conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Replaces the signed payload of an open transaction (a replacement with a higher fee, or
+    /// a re-signing with a new nonce), keeping every earlier hash: any of them may be mined.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn resign_transaction<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        open: &OpenTransaction,
+        nonce: Option<u64>,
+        payload: Vec<u8>,
+        hash: &str,
+        status: TxStatus,
+        note: String,
+    ) -> Result<()> {
+        let mut hashes = open.hashes.clone();
+        hashes.push(hash.to_owned());
+        let now = Utc::now();
+        let updated = txs::Entity::update_many()
+            .col_expr(txs::Column::SignedPayload, Expr::value(payload))
+            .col_expr(txs::Column::Hash, Expr::value(hash))
+            .col_expr(
+                txs::Column::Nonce,
+                Expr::value(nonce.map(to_i64).transpose()?),
+            )
+            .col_expr(txs::Column::Hashes, Expr::value(serde_json::json!(hashes)))
+            .col_expr(txs::Column::Status, Expr::value(enum_text(status)))
+            .col_expr(
+                txs::Column::StatusHistory,
+                Expr::value(history_push(&open.history, status, now, Some(note))),
+            )
+            .col_expr(
+                txs::Column::LastBroadcastAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .col_expr(txs::Column::UpdatedAt, Expr::value(now))
+            .filter(txs::Column::Id.eq(open.id))
+            // Compare-and-swap on the current hash: a record re-signed meanwhile by another
+            // worker keeps that worker's payload, and its hash list stays whole.
+            .filter(txs::Column::Hash.eq(open.hashes.last().cloned()))
+            .exec(conn)
+            .await?;
+        if updated.rows_affected != 1 {
+            return Err(WalletOpsError::Internal(anyhow::anyhow!(
+                "transaction {} changed while it was being re-signed",
+                open.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Notes that the current payload of `id` was just sent to the node.
+    pub(crate) async fn record_broadcast(&self, id: Uuid, at: DateTime<Utc>) -> Result<()> {
+        txs::Entity::update_many()
+            .col_expr(txs::Column::LastBroadcastAt, Expr::value(at))
+            .filter(txs::Column::Id.eq(id))
+            .exec(self.db())
+            .await?;
+        Ok(())
+    }
+
+    /// Moves `open` to `status` (with `error` for failures), appending to its history.
+    pub(crate) async fn settle_transaction<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        open: &OpenTransaction,
+        status: TxStatus,
+        error: Option<String>,
+        note: Option<String>,
+        hash: Option<&str>,
+    ) -> Result<()> {
+        let now = Utc::now();
+        let mut update = txs::Entity::update_many()
+            .col_expr(txs::Column::Status, Expr::value(enum_text(status)))
+            .col_expr(
+                txs::Column::StatusHistory,
+                Expr::value(history_push(&open.history, status, now, note)),
+            )
+            .col_expr(txs::Column::Error, Expr::value(error))
+            .col_expr(txs::Column::UpdatedAt, Expr::value(now));
+        if let Some(hash) = hash {
+            update = update.col_expr(txs::Column::Hash, Expr::value(hash));
+        }
+        update
+            .filter(txs::Column::Id.eq(open.id))
+            .exec(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// The open (or any) transaction `id` with what the monitor needs.
+    pub(crate) async fn open_transaction(&self, id: Uuid) -> Result<Option<OpenTransaction>> {
+        txs::Entity::find_by_id(id)
+            .one(self.db())
+            .await?
+            .map(OpenTransaction::try_from)
+            .transpose()
+    }
+
+    /// The caller's transaction `id` if `user_id` owns it. Another user's transaction is
+    /// reported exactly like a missing one, so ids cannot be probed.
     pub(crate) async fn find_transaction(
         &self,
         user_id: Uuid,
         id: Uuid,
     ) -> Result<Option<TransactionRecord>> {
-        transactions::Entity::find_by_id(id)
-            .filter(transactions::Column::UserId.eq(user_id))
+        txs::Entity::find_by_id(id)
+            .filter(txs::Column::UserId.eq(user_id))
             .one(self.db())
             .await?
             .map(TransactionRecord::try_from)
             .transpose()
+    }
+
+    /// Takes up to `limit` open transactions whose lease is free or expired for `owner`
+    /// until `until`. Each lease is one conditional UPDATE, so of several cores exactly one
+    /// wins a record, and a dead core's lease simply runs out.
+    pub(crate) async fn lease_open_transactions(
+        &self,
+        owner: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        younger_than: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<Uuid>> {
+        let open = [
+            enum_text(TxStatus::Submitted),
+            enum_text(TxStatus::FeeCapped),
+        ];
+        let free = Condition::any()
+            .add(txs::Column::LeaseUntil.is_null())
+            .add(txs::Column::LeaseUntil.lt(now))
+            .add(txs::Column::LeaseOwner.eq(owner));
+        let candidates: Vec<Uuid> = txs::Entity::find()
+            .select_only()
+            .column(txs::Column::Id)
+            .filter(txs::Column::Status.is_in(open))
+            .filter(free.clone())
+            // A record this young is still in the hands of the request that made it.
+            .filter(txs::Column::CreatedAt.lt(younger_than))
+            .order_by_asc(txs::Column::CreatedAt)
+            .limit(limit)
+            .into_tuple()
+            .all(self.db())
+            .await?;
+        let mut leased = Vec::new();
+        for id in candidates {
+            let won = txs::Entity::update_many()
+                .col_expr(txs::Column::LeaseOwner, Expr::value(owner))
+                .col_expr(txs::Column::LeaseUntil, Expr::value(until))
+                .filter(txs::Column::Id.eq(id))
+                .filter(free.clone())
+                .exec(self.db())
+                .await?;
+            if won.rows_affected == 1 {
+                leased.push(id);
+            }
+        }
+        Ok(leased)
     }
 }

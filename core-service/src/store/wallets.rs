@@ -1,7 +1,7 @@
 use chrono::Utc;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
-    QueryOrder, TransactionTrait, sea_query::Expr,
+    QueryOrder, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -134,7 +134,7 @@ impl Store {
     /// Stores a new delegated wallet and its sealed key in one transaction: a wallet is never
     /// stored without the key that signs for it.
     pub(crate) async fn insert_wallet(&self, new: NewWallet) -> Result<Wallet> {
-        let txn = self.db().begin().await?;
+        let txn = self.begin().await?;
         let has_default = wallets::Entity::find()
             .filter(wallets::Column::UserId.eq(new.user_id))
             .filter(wallets::Column::ChainType.eq(new.family.as_str()))
@@ -187,7 +187,7 @@ impl Store {
 
     /// Makes `wallet` its owner's default for its family.
     pub(crate) async fn make_default_wallet(&self, wallet: &Wallet) -> Result<()> {
-        let txn = self.db().begin().await?;
+        let txn = self.begin().await?;
         clear_default(&txn, wallet.user_id, wallet.family).await?;
         wallets::Entity::update_many()
             .col_expr(wallets::Column::IsDefault, Expr::value(true))
@@ -215,5 +215,23 @@ impl Store {
             .await?
             .map(Wallet::try_from)
             .transpose()
+    }
+}
+
+impl Store {
+    /// The sealed private key of wallet `wallet_id`, with the address it was sealed for.
+    pub(crate) async fn sealed_key(&self, wallet_id: Uuid) -> Result<Option<(String, SealedKey)>> {
+        Ok(signer_keys::Entity::find_by_id(wallet_id)
+            .one(self.db())
+            .await?
+            .map(|m| {
+                (
+                    m.address,
+                    SealedKey {
+                        nonce: m.nonce,
+                        ciphertext: m.ciphertext,
+                    },
+                )
+            }))
     }
 }

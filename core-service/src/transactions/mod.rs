@@ -41,6 +41,9 @@ pub enum TxKind {
     ContractCall,
     /// A swap.
     Swap,
+    /// A zero-value self-transfer that fills a nonce left behind by a failed transaction,
+    /// so that later transactions of the wallet are not stranded.
+    NonceFill,
 }
 
 /// One step of a status history.
@@ -119,6 +122,73 @@ impl TryFrom<transactions::Model> for TransactionRecord {
             error: m.error,
             created_at: m.created_at,
             updated_at: m.updated_at,
+        })
+    }
+}
+
+/// An open transaction as the write pipeline and the monitor see it.
+#[derive(Debug, Clone)]
+pub struct OpenTransaction {
+    /// Service id.
+    pub id: Uuid,
+    /// Owner.
+    pub user_id: Uuid,
+    /// Sending wallet.
+    pub wallet_id: Uuid,
+    /// Chain slug.
+    pub chain: String,
+    /// Chain id.
+    pub chain_id: i64,
+    /// What it does.
+    pub kind: TxKind,
+    /// Current status.
+    pub status: TxStatus,
+    /// Sender address.
+    pub from: String,
+    /// EVM nonce.
+    pub nonce: Option<u64>,
+    /// The current signed bytes.
+    pub signed_payload: Vec<u8>,
+    /// Every hash broadcast, oldest first; the last is the current payload's.
+    pub hashes: Vec<String>,
+    /// The status history as stored.
+    pub history: serde_json::Value,
+    /// When the current payload was last sent.
+    pub last_broadcast_at: Option<DateTime<Utc>>,
+    /// When the record was made.
+    pub created_at: DateTime<Utc>,
+}
+
+impl TryFrom<transactions::Model> for OpenTransaction {
+    type Error = WalletOpsError;
+
+    fn try_from(m: transactions::Model) -> Result<Self> {
+        let corrupt = |what: &str| {
+            WalletOpsError::Internal(anyhow::anyhow!("transaction {} has a bad {what}", m.id))
+        };
+        let status = serde_json::from_value(serde_json::Value::String(m.status.clone()))
+            .map_err(|_| corrupt("status"))?;
+        let kind = serde_json::from_value(serde_json::Value::String(m.kind.clone()))
+            .map_err(|_| corrupt("kind"))?;
+        let hashes = serde_json::from_value(m.hashes.clone()).map_err(|_| corrupt("hashes"))?;
+        Ok(Self {
+            id: m.id,
+            user_id: m.user_id,
+            wallet_id: m.wallet_id,
+            chain: m.chain,
+            chain_id: m.chain_id,
+            kind,
+            status,
+            from: m.from_address,
+            nonce: m
+                .nonce
+                .map(|n| u64::try_from(n).map_err(|_| corrupt("nonce")))
+                .transpose()?,
+            signed_payload: m.signed_payload.unwrap_or_default(),
+            hashes,
+            history: m.status_history,
+            last_broadcast_at: m.last_broadcast_at,
+            created_at: m.created_at,
         })
     }
 }

@@ -148,6 +148,23 @@ impl Wallets {
         Ok(DelegatedWallet(wallet))
     }
 
+    /// Wallet `id` if it is still linked and delegated, for the monitor's maintenance of a
+    /// transaction the wallet's owner submitted (replacing it, filling its nonce).
+    pub async fn delegated_by_id(&self, id: Uuid) -> Result<DelegatedWallet> {
+        let wallet = self
+            .store
+            .wallet_by_id(id)
+            .await?
+            .ok_or_else(|| WalletOpsError::WalletNotFound(format!("no wallet {id}")))?;
+        if !wallet.linked || !wallet.automation_enabled {
+            return Err(WalletOpsError::WalletNotDelegated(format!(
+                "wallet {} is no longer delegated to the server signer",
+                wallet.address
+            )));
+        }
+        Ok(DelegatedWallet(wallet))
+    }
+
     /// Generates a wallet of `family` for `user_id`, delegated to the server signer. The
     /// first wallet of a family becomes the default; `make_default` makes any one so.
     pub async fn create(

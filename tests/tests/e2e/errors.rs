@@ -8,7 +8,7 @@ use walletops_proto::v1::{
     self as pb, admin_service_client::AdminServiceClient,
     wallet_ops_service_client::WalletOpsServiceClient,
 };
-use walletops_tests::{ADMIN_TOKEN, Backend, Service, on_both_backends, reason, with_key};
+use walletops_tests::{ADMIN_TOKEN, Backend, Options, Service, on_both_backends, reason, with_key};
 
 const SOME_EVM: &str = "0x1111111111111111111111111111111111111111";
 
@@ -22,6 +22,15 @@ async fn evm_wallet(svc: &Service, key: &str) -> anyhow::Result<String> {
         .as_str()
         .expect("an EVM wallet")
         .to_owned())
+}
+
+/// Chain `base` pointed at a port where nothing listens: requests that get as far as the
+/// node fail at once with PROVIDER_RPC_ERROR.
+fn dead_base_node() -> Options {
+    Options {
+        config_toml: Some("[chains.base]\nrpc_url = \"http://127.0.0.1:1\"\n".to_owned()),
+        ..Options::default()
+    }
 }
 
 fn send_body(chain: &str) -> serde_json::Value {
@@ -197,7 +206,7 @@ async fn unknown_chains_and_wrong_families(b: Backend) -> anyhow::Result<()> {
 async fn wallets_of_others_are_forbidden_and_unknown_ones_not_found(
     b: Backend,
 ) -> anyhow::Result<()> {
-    let svc = Service::start(b).await?;
+    let svc = Service::start_with(b, dead_base_node()).await?;
     let bob = svc.create_user("bob").await?;
     let bobs_wallet = evm_wallet(&svc, &bob).await?;
     let api = svc.rest(&svc.api_key);
@@ -220,24 +229,26 @@ async fn wallets_of_others_are_forbidden_and_unknown_ones_not_found(
     api.get(&format!("/tx/{}", uuid::Uuid::new_v4()))
         .await?
         .assert_error(404, "NOT_FOUND")?;
-    // Case does not matter for EVM addresses: the lowercase form is the same wallet.
+    // Case does not matter for EVM addresses: the lowercase form is the same wallet, so
+    // the read gets past the ownership check to the (dead) node.
     let own = evm_wallet(&svc, &svc.api_key).await?;
     api.get(&format!(
         "/wallets/{}/balances?chain=base",
         own.to_lowercase()
     ))
     .await?
-    .assert_error(503, "SERVICE_UNAVAILABLE")?;
+    .assert_error(502, "PROVIDER_RPC_ERROR")?;
     Ok(())
 }
 
 async fn undelegated_wallets_cannot_write(b: Backend) -> anyhow::Result<()> {
-    let svc = Service::start(b).await?;
+    let svc = Service::start_with(b, dead_base_node()).await?;
     let api = svc.rest(&svc.api_key);
     let own = evm_wallet(&svc, &svc.api_key).await?;
+    // Delegated, the send reaches the (dead) node.
     api.post("/send", &send_body("base"))
         .await?
-        .assert_error(503, "SERVICE_UNAVAILABLE")?;
+        .assert_error(502, "PROVIDER_RPC_ERROR")?;
     let mut admin = AdminServiceClient::new(svc.channel().await?);
     let mut req = tonic::Request::new(pb::UpdateWalletRequest {
         address: own.clone(),

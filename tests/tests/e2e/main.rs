@@ -5,6 +5,7 @@ mod api_keys;
 mod authentication;
 mod cli;
 mod errors;
+mod evm;
 mod rate_limits;
 mod request_ids;
 mod surfaces;

@@ -37,7 +37,12 @@ async fn sixteenth_write_of_a_minute_is_refused_across_keys(b: Backend) -> anyho
     for i in 0..15 {
         let api = if i % 2 == 0 { &a } else { &b2 };
         let reply = if i % 3 == 0 {
-            api.post("/send", &json!({"chain": "base", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "1"})).await?
+            // Admitted, then refused for its input: it still counts.
+            api.post(
+                "/send",
+                &json!({"chain": "base", "to": "0x11", "asset": "native", "amount": "1"}),
+            )
+            .await?
         } else {
             quote(api).await?
         };

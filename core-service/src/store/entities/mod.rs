@@ -2,6 +2,8 @@
 //! repositories in `store` turn them into domain values.
 
 pub(crate) mod api_keys;
+pub(crate) mod evm_nonces;
+pub(crate) mod idempotency_keys;
 pub(crate) mod signer_keys;
 pub(crate) mod transactions;
 pub(crate) mod users;

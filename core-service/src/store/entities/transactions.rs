@@ -21,7 +21,12 @@ pub(crate) struct Model {
     pub(crate) hash: Option<String>,
     pub(crate) nonce: Option<i64>,
     pub(crate) signed_payload: Option<Vec<u8>>,
+    pub(crate) hashes: Json,
+    pub(crate) idempotency_key: Option<Uuid>,
     pub(crate) error: Option<String>,
+    pub(crate) last_broadcast_at: Option<DateTimeUtc>,
+    pub(crate) lease_owner: Option<Uuid>,
+    pub(crate) lease_until: Option<DateTimeUtc>,
     pub(crate) created_at: DateTimeUtc,
     pub(crate) updated_at: DateTimeUtc,
 }

@@ -1,0 +1,510 @@
+//! The EVM chain client over alloy: balances through Multicall3, gas and fee estimation with
+//! simulation, nonces, broadcasting with its outcome classified, receipts.
+
+use std::{collections::HashMap, sync::Mutex, time::Duration};
+
+use alloy::{
+    eips::BlockId,
+    primitives::{Address, B256, Bytes, TxKind, U256},
+    providers::{Provider, RootProvider, bindings::IMulticall3},
+    rpc::types::{TransactionReceipt, TransactionRequest},
+    sol,
+    sol_types::SolCall,
+    transports::{RpcError, TransportErrorKind},
+};
+
+use crate::error::WalletOpsError;
+
+sol! {
+    /// The parts of ERC20 the service calls.
+    interface IERC20 {
+        function balanceOf(address owner) external view returns (uint256);
+        function decimals() external view returns (uint8);
+        function symbol() external view returns (string);
+        function transfer(address to, uint256 amount) external returns (bool);
+        function approve(address spender, uint256 amount) external returns (bool);
+        function allowance(address owner, address spender) external view returns (uint256);
+    }
+}
+
+/// Multicall3's address, the same on every chain that has it.
+pub const MULTICALL3: Address = alloy::providers::MULTICALL3_ADDRESS;
+
+/// How long one node call may take before it counts as failed.
+const RPC_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// What the node said to a broadcast.
+#[derive(Debug)]
+pub enum BroadcastOutcome {
+    /// Accepted into the pool (or already known there).
+    Accepted,
+    /// Refused for good: the transaction was not and will not be accepted as sent.
+    Rejected(Rejection),
+    /// No answer (connection refused, timeout): it may or may not have arrived.
+    Unknown(String),
+}
+
+/// Why a node refused a transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    /// The nonce is already used on chain.
+    NonceTooLow(String),
+    /// A transaction with this nonce is in the pool and this one does not pay enough more.
+    Underpriced(String),
+    /// The sender cannot pay value plus fee.
+    InsufficientFunds(String),
+    /// Anything else the node refused.
+    Other(String),
+}
+
+/// One token's balance read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenReading {
+    /// The token.
+    pub token: Address,
+    /// The balance, if `balanceOf` answered.
+    pub balance: Option<U256>,
+    /// Decimals, if `decimals()` answered.
+    pub decimals: Option<u8>,
+    /// Symbol, if `symbol()` answered.
+    pub symbol: Option<String>,
+}
+
+/// EIP-1559 fees (or a legacy gas price in both fields where the chain has no base fee).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fees {
+    /// Maximum total fee per gas.
+    pub max_fee_per_gas: u128,
+    /// Maximum priority fee per gas.
+    pub max_priority_fee_per_gas: u128,
+}
+
+/// A client of one EVM chain.
+#[derive(Debug, Clone)]
+pub struct EvmClient {
+    provider: RootProvider,
+    rpc: alloy::rpc::client::RpcClient,
+}
+
+/// EVM clients by RPC URL, made on first use.
+#[derive(Debug, Default)]
+pub struct EvmClients {
+    clients: Mutex<HashMap<String, EvmClient>>,
+    multicall: Mutex<HashMap<String, bool>>,
+}
+
+impl EvmClients {
+    /// The client for `rpc_url`.
+    pub fn get(&self, rpc_url: &str) -> Result<EvmClient, WalletOpsError> {
+        let mut clients = self
+            .clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = clients.get(rpc_url) {
+            return Ok(c.clone());
+        }
+        let url = rpc_url.parse().map_err(|_| {
+            WalletOpsError::ServiceUnavailable(format!("bad RPC URL configured: {rpc_url}"))
+        })?;
+        let rpc = alloy::rpc::client::RpcClient::new_http(url);
+        let client = EvmClient {
+            provider: RootProvider::new(rpc.clone()),
+            rpc,
+        };
+        clients.insert(rpc_url.to_owned(), client.clone());
+        Ok(client)
+    }
+
+    /// Whether the chain at `rpc_url` has Multicall3, asked once and remembered.
+    pub async fn has_multicall(
+        &self,
+        rpc_url: &str,
+        client: &EvmClient,
+    ) -> Result<bool, WalletOpsError> {
+        if let Some(known) = self
+            .multicall
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(rpc_url)
+        {
+            return Ok(*known);
+        }
+        let code = client.code_at(MULTICALL3).await?;
+        let present = !code.is_empty();
+        self.multicall
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(rpc_url.to_owned(), present);
+        Ok(present)
+    }
+}
+
+/// A node that failed to answer a read.
+fn rpc_failed(what: &str, err: impl std::fmt::Display) -> WalletOpsError {
+    WalletOpsError::ProviderRpcError(format!("the chain node failed to {what}: {err}"))
+}
+
+async fn timed<T, E: std::fmt::Display>(
+    what: &str,
+    fut: impl Future<Output = Result<T, E>>,
+) -> Result<T, WalletOpsError> {
+    match tokio::time::timeout(RPC_TIMEOUT, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(rpc_failed(what, e)),
+        Err(_) => Err(rpc_failed(what, "timed out")),
+    }
+}
+
+/// Classifies a node's refusal by its message; node implementations agree on these phrases.
+fn classify(message: &str) -> Rejection {
+    let m = message.to_ascii_lowercase();
+    if m.contains("nonce too low")
+        || m.contains("nonce is too low")
+        || m.contains("already been used")
+    {
+        Rejection::NonceTooLow(message.to_owned())
+    } else if m.contains("underpriced") || m.contains("fee too low") {
+        Rejection::Underpriced(message.to_owned())
+    } else if m.contains("insufficient funds") || m.contains("insufficient balance") {
+        Rejection::InsufficientFunds(message.to_owned())
+    } else {
+        Rejection::Other(message.to_owned())
+    }
+}
+
+impl EvmClient {
+    /// The native balance of `owner`.
+    pub async fn balance(&self, owner: Address) -> Result<U256, WalletOpsError> {
+        timed(
+            "read a balance",
+            self.provider.get_balance(owner).into_future(),
+        )
+        .await
+    }
+
+    /// Code deployed at `address`.
+    pub async fn code_at(&self, address: Address) -> Result<Bytes, WalletOpsError> {
+        timed(
+            "read code",
+            self.provider.get_code_at(address).into_future(),
+        )
+        .await
+    }
+
+    /// The native balance of `owner` and `tokens`' balances, decimals and symbols in one
+    /// `eth_call` to Multicall3's `aggregate3` (each call allowed to fail on its own).
+    pub async fn balances_multicall(
+        &self,
+        owner: Address,
+        tokens: &[Address],
+    ) -> Result<(U256, Vec<TokenReading>), WalletOpsError> {
+        let mut calls = vec![IMulticall3::Call3 {
+            target: MULTICALL3,
+            allowFailure: false,
+            callData: IMulticall3::getEthBalanceCall { addr: owner }
+                .abi_encode()
+                .into(),
+        }];
+        for token in tokens {
+            for data in [
+                IERC20::balanceOfCall { owner }.abi_encode(),
+                IERC20::decimalsCall {}.abi_encode(),
+                IERC20::symbolCall {}.abi_encode(),
+            ] {
+                calls.push(IMulticall3::Call3 {
+                    target: *token,
+                    allowFailure: true,
+                    callData: data.into(),
+                });
+            }
+        }
+        let request = TransactionRequest::default()
+            .to(MULTICALL3)
+            .input(IMulticall3::aggregate3Call { calls }.abi_encode().into());
+        let out = timed("read balances", self.provider.call(request).into_future()).await?;
+        let results = IMulticall3::aggregate3Call::abi_decode_returns(&out)
+            .map_err(|e| rpc_failed("decode the Multicall3 answer", e))?;
+        let native = results
+            .first()
+            .and_then(|r| IMulticall3::getEthBalanceCall::abi_decode_returns(&r.returnData).ok())
+            .ok_or_else(|| rpc_failed("read the native balance", "no answer"))?;
+        let readings = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, token)| {
+                let at = |k: usize| results.get(1 + 3 * i + k).filter(|r| r.success);
+                decode_reading(
+                    *token,
+                    at(0).map(|r| &r.returnData[..]),
+                    at(1).map(|r| &r.returnData[..]),
+                    at(2).map(|r| &r.returnData[..]),
+                )
+            })
+            .collect();
+        Ok((native, readings))
+    }
+
+    /// The same reads as `balances_multicall` for a chain without Multicall3: one JSON-RPC
+    /// batch of `eth_getBalance` and `eth_call`s.
+    pub async fn balances_batch(
+        &self,
+        owner: Address,
+        tokens: &[Address],
+    ) -> Result<(U256, Vec<TokenReading>), WalletOpsError> {
+        let mut batch = self.rpc.new_batch();
+        let native = batch
+            .add_call::<_, U256>("eth_getBalance", &(owner, BlockId::latest()))
+            .map_err(|e| rpc_failed("build a batch", e))?;
+        let mut waiters = Vec::new();
+        for token in tokens {
+            let mut per_token = Vec::new();
+            for data in [
+                IERC20::balanceOfCall { owner }.abi_encode(),
+                IERC20::decimalsCall {}.abi_encode(),
+                IERC20::symbolCall {}.abi_encode(),
+            ] {
+                let req = TransactionRequest::default()
+                    .to(*token)
+                    .input(Bytes::from(data).into());
+                per_token.push(
+                    batch
+                        .add_call::<_, Bytes>("eth_call", &(req, BlockId::latest()))
+                        .map_err(|e| rpc_failed("build a batch", e))?,
+                );
+            }
+            waiters.push((*token, per_token));
+        }
+        timed("read balances", batch.send()).await?;
+        let native = timed("read the native balance", native).await?;
+        let mut readings = Vec::new();
+        for (token, waits) in waiters {
+            let mut answers = Vec::new();
+            for w in waits {
+                answers.push(w.await.ok());
+            }
+            readings.push(decode_reading(
+                token,
+                answers.first().and_then(|a| a.as_ref().map(|b| &b[..])),
+                answers.get(1).and_then(|a| a.as_ref().map(|b| &b[..])),
+                answers.get(2).and_then(|a| a.as_ref().map(|b| &b[..])),
+            ));
+        }
+        Ok((native, readings))
+    }
+
+    /// The sender's next nonce counting its pending transactions.
+    pub async fn pending_nonce(&self, owner: Address) -> Result<u64, WalletOpsError> {
+        timed(
+            "read a nonce",
+            self.provider
+                .get_transaction_count(owner)
+                .pending()
+                .into_future(),
+        )
+        .await
+    }
+
+    /// The number of the sender's transactions included in the latest block.
+    pub async fn mined_nonce(&self, owner: Address) -> Result<u64, WalletOpsError> {
+        timed(
+            "read a nonce",
+            self.provider
+                .get_transaction_count(owner)
+                .latest()
+                .into_future(),
+        )
+        .await
+    }
+
+    /// Current EIP-1559 fees, or the legacy gas price where the chain has no base fee.
+    pub async fn fees(&self) -> Result<Fees, WalletOpsError> {
+        match tokio::time::timeout(RPC_TIMEOUT, self.provider.estimate_eip1559_fees()).await {
+            Ok(Ok(est)) => Ok(Fees {
+                max_fee_per_gas: est.max_fee_per_gas,
+                max_priority_fee_per_gas: est.max_priority_fee_per_gas,
+            }),
+            _ => {
+                let price = timed(
+                    "read the gas price",
+                    self.provider.get_gas_price().into_future(),
+                )
+                .await?;
+                Ok(Fees {
+                    max_fee_per_gas: price,
+                    max_priority_fee_per_gas: price,
+                })
+            }
+        }
+    }
+
+    /// Simulates the call and returns its gas. A revert is `SEND_FAILED` with the node's
+    /// reason; a shortfall is `INSUFFICIENT_FUNDS`: nothing has been signed at this point.
+    pub async fn estimate_gas(
+        &self,
+        from: Address,
+        to: Address,
+        value: U256,
+        input: &Bytes,
+    ) -> Result<u64, WalletOpsError> {
+        let request = TransactionRequest::default()
+            .from(from)
+            .to(to)
+            .value(value)
+            .input(input.clone().into());
+        match tokio::time::timeout(
+            RPC_TIMEOUT,
+            self.provider.estimate_gas(request).into_future(),
+        )
+        .await
+        {
+            Ok(Ok(gas)) => Ok(gas),
+            Ok(Err(RpcError::ErrorResp(payload))) => {
+                let message = payload.message.to_string();
+                match classify(&message) {
+                    Rejection::InsufficientFunds(m) => Err(WalletOpsError::InsufficientFunds(
+                        format!("the sender cannot pay for this transaction: {m}"),
+                    )),
+                    _ => Err(WalletOpsError::SendFailed(format!(
+                        "the transaction would fail: {message}{}",
+                        payload
+                            .data
+                            .as_ref()
+                            .map(|d| format!(" (revert data {})", d.get()))
+                            .unwrap_or_default()
+                    ))),
+                }
+            }
+            Ok(Err(e)) => Err(rpc_failed("simulate the transaction", e)),
+            Err(_) => Err(rpc_failed("simulate the transaction", "timed out")),
+        }
+    }
+
+    /// A read-only call.
+    pub async fn call(&self, to: Address, input: Bytes) -> Result<Bytes, WalletOpsError> {
+        let request = TransactionRequest::default().to(to).input(input.into());
+        timed("call a contract", self.provider.call(request).into_future()).await
+    }
+
+    /// Sends signed bytes and says what became of them.
+    pub async fn broadcast(&self, raw: &[u8]) -> BroadcastOutcome {
+        match tokio::time::timeout(RPC_TIMEOUT, self.provider.send_raw_transaction(raw)).await {
+            Ok(Ok(_)) => BroadcastOutcome::Accepted,
+            Ok(Err(RpcError::ErrorResp(payload))) => {
+                let message = payload.message.to_string();
+                let m = message.to_ascii_lowercase();
+                if m.contains("already known") || m.contains("known transaction") {
+                    BroadcastOutcome::Accepted
+                } else {
+                    BroadcastOutcome::Rejected(classify(&message))
+                }
+            }
+            Ok(Err(e @ RpcError::Transport(TransportErrorKind::HttpError(_)))) => {
+                BroadcastOutcome::Unknown(e.to_string())
+            }
+            Ok(Err(e)) => BroadcastOutcome::Unknown(e.to_string()),
+            Err(_) => BroadcastOutcome::Unknown("timed out".to_owned()),
+        }
+    }
+
+    /// The receipt of `hash`, once mined.
+    pub async fn receipt(&self, hash: B256) -> Result<Option<TransactionReceipt>, WalletOpsError> {
+        timed(
+            "read a receipt",
+            self.provider.get_transaction_receipt(hash).into_future(),
+        )
+        .await
+    }
+
+    /// Whether the node knows `hash` (in its pool or mined).
+    pub async fn knows(&self, hash: B256) -> Result<bool, WalletOpsError> {
+        let tx = timed(
+            "read a transaction",
+            self.provider.get_transaction_by_hash(hash).into_future(),
+        )
+        .await?;
+        Ok(tx.is_some())
+    }
+}
+
+/// Calldata of ERC20 `transfer(to, amount)`.
+pub fn erc20_transfer(to: Address, amount: U256) -> Bytes {
+    IERC20::transferCall { to, amount }.abi_encode().into()
+}
+
+/// Calldata of ERC20 `approve(spender, amount)`.
+pub fn erc20_approve(spender: Address, amount: U256) -> Bytes {
+    IERC20::approveCall { spender, amount }.abi_encode().into()
+}
+
+/// Calldata of ERC20 `balanceOf(owner)`.
+pub fn erc20_balance_of(owner: Address) -> Bytes {
+    IERC20::balanceOfCall { owner }.abi_encode().into()
+}
+
+/// Decodes a `balanceOf` answer.
+pub fn decode_balance(data: &[u8]) -> Option<U256> {
+    IERC20::balanceOfCall::abi_decode_returns(data).ok()
+}
+
+fn decode_reading(
+    token: Address,
+    balance: Option<&[u8]>,
+    decimals: Option<&[u8]>,
+    symbol: Option<&[u8]>,
+) -> TokenReading {
+    TokenReading {
+        token,
+        balance: balance.and_then(decode_balance),
+        decimals: decimals.and_then(|d| IERC20::decimalsCall::abi_decode_returns(d).ok()),
+        symbol: symbol.and_then(decode_symbol),
+    }
+}
+
+/// `symbol()` as a string, or as the `bytes32` some early tokens return.
+fn decode_symbol(data: &[u8]) -> Option<String> {
+    if let Ok(s) = IERC20::symbolCall::abi_decode_returns(data) {
+        return Some(s);
+    }
+    (data.len() == 32).then(|| {
+        String::from_utf8_lossy(data)
+            .trim_end_matches('\0')
+            .to_owned()
+    })
+}
+
+/// `TxKind::Call(to)`, spelled once.
+pub fn call_to(to: Address) -> TxKind {
+    TxKind::Call(to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_refusals_are_classified() {
+        assert!(matches!(
+            classify("nonce too low: next nonce 5, tx nonce 3"),
+            Rejection::NonceTooLow(_)
+        ));
+        assert!(matches!(
+            classify("replacement transaction underpriced"),
+            Rejection::Underpriced(_)
+        ));
+        assert!(matches!(
+            classify("Insufficient funds for gas * price + value"),
+            Rejection::InsufficientFunds(_)
+        ));
+        assert!(matches!(
+            classify("intrinsic gas too low"),
+            Rejection::Other(_)
+        ));
+    }
+
+    #[test]
+    fn bytes32_symbols_decode() {
+        let mut word = [0u8; 32];
+        word[..3].copy_from_slice(b"MKR");
+        assert_eq!(decode_symbol(&word).as_deref(), Some("MKR"));
+    }
+}

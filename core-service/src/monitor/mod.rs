@@ -1,0 +1,296 @@
+//! The transaction monitor: a background task in every core that takes each open transaction
+//! to a final state and keeps the nonce ledger true.
+//!
+//! Each sweep leases a batch of open records (one conditional UPDATE per record, so any
+//! number of cores share the work and a dead core's lease runs out) and, for each:
+//! - a receipt for any hash it ever had settles it CONFIRMED or REVERTED;
+//! - its nonce used on chain by something else means it can never be included as signed: it
+//!   is re-signed with a new nonce (the wallet was used outside the service);
+//! - never sent, or lost by the node: the same signed bytes are sent again;
+//! - unmined past `stuck_after_secs`: it is replaced with the same nonce and a fee raised by
+//!   `fee_bump_percent`, unless that passes `max_fee_per_gas_gwei` (then FEE_CAPPED);
+//! - refused for good: it ends DROPPED and its nonce is given back or filled.
+
+use std::{sync::Arc, time::Duration};
+
+use alloy::primitives::B256;
+use chrono::Utc;
+use uuid::Uuid;
+
+use crate::{
+    chains::{
+        ChainFamily, Registry,
+        evm::{BroadcastOutcome, Fees, Rejection},
+    },
+    config::MonitorConfig,
+    error::{Result, WalletOpsError},
+    idempotency::Idempotency,
+    store::Store,
+    transactions::{OpenTransaction, TxStatus},
+    transfers::evm::{EvmPipeline, decode_payload},
+    wallets::Wallets,
+};
+
+/// Records younger than this are still handled by the request that made them.
+const HANDOFF_AGE: chrono::Duration = chrono::Duration::milliseconds(1500);
+/// Records followed per sweep.
+const BATCH: u64 = 100;
+/// Sweeps between purges of expired idempotency keys.
+const PURGE_EVERY: u64 = 600;
+
+/// The monitor of one core.
+#[derive(Debug, Clone)]
+pub struct Monitor {
+    owner: Uuid,
+    store: Store,
+    chains: Arc<Registry>,
+    wallets: Wallets,
+    evm: EvmPipeline,
+    idempotency: Idempotency,
+    config: MonitorConfig,
+}
+
+fn hash_of(h: &str) -> Result<B256> {
+    h.parse()
+        .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("stored hash {h} unreadable")))
+}
+
+impl Monitor {
+    /// A monitor over the core's parts.
+    pub fn new(
+        store: Store,
+        chains: Arc<Registry>,
+        wallets: Wallets,
+        evm: EvmPipeline,
+        idempotency: Idempotency,
+        config: MonitorConfig,
+    ) -> Self {
+        Self {
+            owner: Uuid::now_v7(),
+            store,
+            chains,
+            wallets,
+            evm,
+            idempotency,
+            config,
+        }
+    }
+
+    /// Sweeps until `stop` completes.
+    pub async fn run(self, stop: impl Future<Output = ()>) {
+        let mut tick =
+            tokio::time::interval(Duration::from_millis(self.config.poll_interval_ms.max(50)));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tokio::pin!(stop);
+        let mut sweeps: u64 = 0;
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = &mut stop => return,
+            }
+            if let Err(e) = self.sweep().await {
+                tracing::warn!(error = %e, "monitor sweep failed");
+            }
+            sweeps += 1;
+            if sweeps.is_multiple_of(PURGE_EVERY)
+                && let Err(e) = self.idempotency.purge().await
+            {
+                tracing::warn!(error = %e, "purging idempotency keys failed");
+            }
+        }
+    }
+
+    /// One pass over the open transactions this core can lease.
+    pub async fn sweep(&self) -> Result<()> {
+        let now = Utc::now();
+        let until = now + chrono::Duration::seconds(self.config.lease_secs.max(5) as i64);
+        let ids = self
+            .store
+            .lease_open_transactions(self.owner, now, until, now - HANDOFF_AGE, BATCH)
+            .await?;
+        for id in ids {
+            if let Err(e) = self.follow(id).await {
+                tracing::warn!(%id, error = %e, "following a transaction failed");
+            }
+        }
+        Ok(())
+    }
+
+    async fn follow(&self, id: Uuid) -> Result<()> {
+        let Some(open) = self.store.open_transaction(id).await? else {
+            return Ok(());
+        };
+        if !matches!(open.status, TxStatus::Submitted | TxStatus::FeeCapped) {
+            return Ok(());
+        }
+        let chain = self.chains.resolve(&open.chain)?.clone();
+        if chain.family() != ChainFamily::Evm {
+            return Ok(());
+        }
+        let client = self.evm.client(&chain)?;
+        let from = open
+            .from
+            .parse()
+            .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("bad sender {}", open.from)))?;
+        // Read the mined nonce before the receipts: if ours was mined before this read, its
+        // receipt is there by the time we ask.
+        let mined = client.mined_nonce(from).await?;
+        for hash in open.hashes.iter().rev() {
+            if let Some(receipt) = client.receipt(hash_of(hash)?).await? {
+                let (status, error) = if receipt.status() {
+                    (TxStatus::Confirmed, None)
+                } else {
+                    (TxStatus::Reverted, Some("execution reverted".to_owned()))
+                };
+                let note = Some(format!(
+                    "included in block {}",
+                    receipt.block_number.unwrap_or_default()
+                ));
+                let txn = self.store.begin().await?;
+                self.store
+                    .settle_transaction(&txn, &open, status, error, note, Some(hash))
+                    .await?;
+                txn.commit().await?;
+                return Ok(());
+            }
+        }
+        let Some(nonce) = open.nonce else {
+            return Ok(());
+        };
+        let wallet = match self.wallets.delegated_by_id(open.wallet_id).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(%id, error = %e, "cannot maintain transaction");
+                return Ok(());
+            }
+        };
+        if mined > nonce {
+            self.evm
+                .resign_with_new_nonce(&chain, &wallet, &client, &open, "seen on chain")
+                .await?;
+            return self.send_current(&client, id).await;
+        }
+        let current = open
+            .hashes
+            .last()
+            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("record {id} has no hash")))?;
+        let sent_before = open.last_broadcast_at.is_some();
+        if !sent_before || !client.knows(hash_of(current)?).await? {
+            match client.broadcast(&open.signed_payload).await {
+                BroadcastOutcome::Accepted => {
+                    if sent_before {
+                        tracing::info!(%id, "rebroadcast a transaction the node had lost");
+                    }
+                    self.store.record_broadcast(id, Utc::now()).await?;
+                }
+                BroadcastOutcome::Unknown(why) => {
+                    tracing::warn!(%id, %why, "node unreachable; will retry");
+                }
+                BroadcastOutcome::Rejected(Rejection::NonceTooLow(why)) => {
+                    self.evm
+                        .resign_with_new_nonce(&chain, &wallet, &client, &open, &why)
+                        .await?;
+                    self.send_current(&client, id).await?;
+                }
+                BroadcastOutcome::Rejected(Rejection::Underpriced(_)) => {
+                    self.replace(&wallet, &open, &client).await?;
+                }
+                BroadcastOutcome::Rejected(
+                    Rejection::InsufficientFunds(why) | Rejection::Other(why),
+                ) => {
+                    let status = if sent_before {
+                        TxStatus::Dropped
+                    } else {
+                        TxStatus::Failed
+                    };
+                    self.evm
+                        .fail_and_free_nonce(
+                            &chain,
+                            &wallet,
+                            &open,
+                            status,
+                            &format!("the node refused the transaction: {why}"),
+                        )
+                        .await?;
+                }
+            }
+            return Ok(());
+        }
+        let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
+        if open
+            .last_broadcast_at
+            .is_some_and(|at| Utc::now() - at >= stuck_after)
+        {
+            self.replace(&wallet, &open, &client).await?;
+        }
+        Ok(())
+    }
+
+    /// Replaces `open` with a higher fee, or marks it FEE_CAPPED when the cap forbids it.
+    async fn replace(
+        &self,
+        wallet: &crate::wallets::DelegatedWallet,
+        open: &OpenTransaction,
+        client: &crate::chains::evm::EvmClient,
+    ) -> Result<()> {
+        let old = decode_payload(&open.signed_payload)?;
+        let now = client.fees().await?;
+        let bump = u128::from(self.config.fee_bump_percent.max(10));
+        let raise = |v: u128| v.saturating_mul(100 + bump).div_ceil(100);
+        let fees = Fees {
+            max_fee_per_gas: raise(old.max_fee_per_gas).max(now.max_fee_per_gas),
+            max_priority_fee_per_gas: raise(old.max_priority_fee_per_gas)
+                .max(now.max_priority_fee_per_gas),
+        };
+        let fees = Fees {
+            max_priority_fee_per_gas: fees.max_priority_fee_per_gas.min(fees.max_fee_per_gas),
+            ..fees
+        };
+        let cap = u128::from(self.config.max_fee_per_gas_gwei).saturating_mul(1_000_000_000);
+        if fees.max_fee_per_gas > cap {
+            if open.status != TxStatus::FeeCapped {
+                let txn = self.store.begin().await?;
+                self.store
+                    .settle_transaction(
+                        &txn,
+                        open,
+                        TxStatus::FeeCapped,
+                        None,
+                        Some(format!(
+                            "stuck; a replacement needs maxFeePerGas {} wei, above the cap of {cap} wei",
+                            fees.max_fee_per_gas
+                        )),
+                        None,
+                    )
+                    .await?;
+                txn.commit().await?;
+            }
+            return Ok(());
+        }
+        self.evm
+            .replace_with_fees(
+                wallet,
+                open,
+                fees,
+                TxStatus::Submitted,
+                format!(
+                    "replaced: maxFeePerGas {} -> {} wei",
+                    old.max_fee_per_gas, fees.max_fee_per_gas
+                ),
+            )
+            .await?;
+        self.send_current(client, open.id).await
+    }
+
+    /// Sends the current payload of `id` right after it was re-signed, so the new version
+    /// does not wait for the next sweep. A failure here is retried by that sweep.
+    async fn send_current(&self, client: &crate::chains::evm::EvmClient, id: Uuid) -> Result<()> {
+        let Some(open) = self.store.open_transaction(id).await? else {
+            return Ok(());
+        };
+        if let BroadcastOutcome::Accepted = client.broadcast(&open.signed_payload).await {
+            self.store.record_broadcast(id, Utc::now()).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,83 @@
+use chrono::Utc;
+use sea_orm::{
+    ActiveValue::Set,
+    ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
+    sea_query::{Expr, ExprTrait, OnConflict},
+};
+
+use super::{Store, entities::evm_nonces as nonces};
+use crate::error::{Result, WalletOpsError};
+
+fn corrupt(what: &str) -> WalletOpsError {
+    WalletOpsError::Internal(anyhow::anyhow!("nonce ledger: {what}"))
+}
+
+impl Store {
+    /// Whether the ledger has a row for `(chain_id, address)` yet.
+    pub(crate) async fn has_nonce_row(&self, chain_id: i64, address: &str) -> Result<bool> {
+        Ok(nonces::Entity::find_by_id((chain_id, address.to_owned()))
+            .one(self.db())
+            .await?
+            .is_some())
+    }
+
+    /// Hands out the next nonce of `(chain_id, address)` inside `conn`'s transaction. The
+    /// UPDATE takes the row lock (PostgreSQL) or the write lock (SQLite) until that transaction
+    /// ends, so two signers, in one core or many, never get the same nonce. `floor` (the
+    /// chain's pending nonce, when known) moves the ledger forward past transactions sent
+    /// from the wallet outside the service; it never moves back.
+    pub(crate) async fn allocate_nonce<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        chain_id: i64,
+        address: &str,
+        floor: Option<u64>,
+    ) -> Result<u64> {
+        let floor = i64::try_from(floor.unwrap_or(0)).map_err(|_| corrupt("nonce overflow"))?;
+        nonces::Entity::insert(nonces::ActiveModel {
+            chain_id: Set(chain_id),
+            address: Set(address.to_owned()),
+            next_nonce: Set(floor),
+            updated_at: Set(Utc::now()),
+        })
+        .on_conflict(
+            OnConflict::columns([nonces::Column::ChainId, nonces::Column::Address])
+                .do_nothing()
+                .to_owned(),
+        )
+        .exec_without_returning(conn)
+        .await?;
+        let next = Expr::col(nonces::Column::NextNonce);
+        let raised = Expr::case(next.clone().lt(floor), Expr::value(floor)).finally(next);
+        let rows = nonces::Entity::update_many()
+            .col_expr(nonces::Column::NextNonce, raised.add(1))
+            .col_expr(nonces::Column::UpdatedAt, Expr::value(Utc::now()))
+            .filter(nonces::Column::ChainId.eq(chain_id))
+            .filter(nonces::Column::Address.eq(address))
+            .exec_with_returning(conn)
+            .await?;
+        let row = rows.first().ok_or_else(|| corrupt("row missing"))?;
+        u64::try_from(row.next_nonce - 1).map_err(|_| corrupt("negative nonce"))
+    }
+
+    /// Gives `nonce` back when it is the last one handed out, inside `conn`'s transaction.
+    /// Returns false when later nonces are out already: the caller must fill the gap.
+    pub(crate) async fn release_nonce<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        chain_id: i64,
+        address: &str,
+        nonce: u64,
+    ) -> Result<bool> {
+        let nonce = i64::try_from(nonce).map_err(|_| corrupt("nonce overflow"))?;
+        let released = nonces::Entity::update_many()
+            .col_expr(nonces::Column::NextNonce, Expr::value(nonce))
+            .col_expr(nonces::Column::UpdatedAt, Expr::value(Utc::now()))
+            .filter(nonces::Column::ChainId.eq(chain_id))
+            .filter(nonces::Column::Address.eq(address))
+            .filter(nonces::Column::NextNonce.eq(nonce + 1))
+            .exec(conn)
+            .await?;
+        Ok(released.rows_affected == 1)
+    }
+}

@@ -1,0 +1,350 @@
+//! A real anvil node for the EVM tests (from the project's npm install), on a random port,
+//! with helpers to fund wallets, deploy the committed test contracts and steer mining.
+
+use std::{path::PathBuf, process::Stdio, time::Duration};
+
+use alloy::{
+    primitives::{Address, B256, Bytes, U256},
+    providers::{Provider, RootProvider},
+    rpc::types::TransactionRequest,
+    sol,
+    sol_types::{SolCall, SolConstructor},
+};
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+
+use crate::{WAIT_TIMEOUT, workspace_root};
+
+sol! {
+    /// The committed test token (tests/contracts/TestToken.sol).
+    contract TestToken {
+        constructor(string name_, string symbol_, uint8 decimals_);
+        function mint(address to, uint256 amount) external;
+        function balanceOf(address owner) external view returns (uint256);
+        function allowance(address owner, address spender) external view returns (uint256);
+    }
+
+    /// The committed test contract (tests/contracts/Counter.sol).
+    contract Counter {
+        function count() external view returns (uint256);
+        function received() external view returns (uint256);
+        function lastCaller() external view returns (address);
+    }
+}
+
+/// anvil's first dev account, unlocked: it deploys and funds in tests.
+pub const DEV_ACCOUNT: Address =
+    alloy::primitives::address!("f39Fd6e51aad88F6F4ce6aB8827279cffFb92266");
+
+/// The anvil binary the test command installs with npm.
+pub fn anvil_bin() -> anyhow::Result<PathBuf> {
+    let bin = workspace_root().join("node_modules/.bin/anvil");
+    if !bin.exists() {
+        bail!(
+            "{} is missing: `npm install` (scripts/test) installs it",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// A running anvil, killed when dropped.
+#[derive(Debug)]
+pub struct Anvil {
+    _child: Child,
+    url: String,
+    provider: RootProvider,
+    http: reqwest::Client,
+}
+
+fn artifact(name: &str) -> anyhow::Result<Bytes> {
+    let path = workspace_root().join(format!("tests/contracts/build/{name}.json"));
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let json: Value = serde_json::from_str(&text)?;
+    let hex = json["bytecode"]
+        .as_str()
+        .context("artifact has no bytecode")?;
+    Ok(hex.parse()?)
+}
+
+impl Anvil {
+    /// Starts anvil with automatic mining.
+    pub async fn start() -> anyhow::Result<Self> {
+        Self::start_with(&[]).await
+    }
+
+    /// Starts anvil with extra arguments (e.g. `--no-mining`).
+    pub async fn start_with(args: &[&str]) -> anyhow::Result<Self> {
+        let mut child = Command::new(anvil_bin()?)
+            .args(["--host", "127.0.0.1", "--port", "0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting anvil")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let addr = tokio::time::timeout(WAIT_TIMEOUT, async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(addr) = line.strip_prefix("Listening on ") {
+                    return Ok::<_, anyhow::Error>(addr.trim().to_owned());
+                }
+            }
+            bail!("anvil exited before listening")
+        })
+        .await
+        .context("waiting for anvil")??;
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let url = format!("http://{addr}");
+        Ok(Self {
+            _child: child,
+            provider: RootProvider::new_http(url.parse()?),
+            url,
+            http: reqwest::Client::new(),
+        })
+    }
+
+    /// The node's JSON-RPC URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The node, through alloy.
+    pub fn provider(&self) -> &RootProvider {
+        &self.provider
+    }
+
+    /// The config TOML that adds this node to a service as chain `anvil`.
+    pub fn chain_toml(&self) -> String {
+        format!(
+            "[chains.anvil]\nfamily = \"ethereum\"\nchain_id = 31337\nname = \"Anvil\"\nrpc_url = \"{}\"\n",
+            self.url
+        )
+    }
+
+    /// A raw JSON-RPC call (for the anvil_* and evm_* methods).
+    pub async fn rpc(&self, method: &str, params: Value) -> anyhow::Result<Value> {
+        let reply: Value = self
+            .http
+            .post(&self.url)
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+            .await?
+            .json()
+            .await?;
+        if let Some(err) = reply.get("error") {
+            bail!("{method} failed: {err}");
+        }
+        Ok(reply["result"].clone())
+    }
+
+    /// Sets `address`'s balance to `wei`.
+    pub async fn set_balance(&self, address: Address, wei: U256) -> anyhow::Result<()> {
+        self.rpc("anvil_setBalance", json!([address, format!("{wei:#x}")]))
+            .await?;
+        Ok(())
+    }
+
+    /// The native balance of `address`.
+    pub async fn balance(&self, address: Address) -> anyhow::Result<U256> {
+        Ok(self.provider.get_balance(address).await?)
+    }
+
+    /// The count of `address`'s mined transactions.
+    pub async fn nonce(&self, address: Address) -> anyhow::Result<u64> {
+        Ok(self.provider.get_transaction_count(address).await?)
+    }
+
+    /// Sends a transaction from the unlocked dev account and waits for its receipt.
+    pub async fn send_from_dev(
+        &self,
+        to: Option<Address>,
+        data: Bytes,
+    ) -> anyhow::Result<alloy::rpc::types::TransactionReceipt> {
+        self.send_as(DEV_ACCOUNT, to, data, U256::ZERO).await
+    }
+
+    /// Sends a transaction as `from` (impersonated if it is not a dev account) and waits for
+    /// its receipt (the node must be mining).
+    pub async fn send_as(
+        &self,
+        from: Address,
+        to: Option<Address>,
+        data: Bytes,
+        value: U256,
+    ) -> anyhow::Result<alloy::rpc::types::TransactionReceipt> {
+        let mut tx = TransactionRequest::default()
+            .from(from)
+            .input(data.into())
+            .value(value);
+        if let Some(to) = to {
+            tx = tx.to(to);
+        }
+        let hash: B256 =
+            serde_json::from_value(self.rpc("eth_sendTransaction", json!([tx])).await?)?;
+        crate::poll_until(&format!("receipt of {hash}"), || async {
+            Ok(self.provider.get_transaction_receipt(hash).await?)
+        })
+        .await
+    }
+
+    /// Deploys the test token.
+    pub async fn deploy_token(&self, symbol: &str, decimals: u8) -> anyhow::Result<Address> {
+        let mut code = artifact("TestToken")?.to_vec();
+        code.extend(
+            TestToken::constructorCall {
+                name_: format!("{symbol} Test Token"),
+                symbol_: symbol.to_owned(),
+                decimals_: decimals,
+            }
+            .abi_encode(),
+        );
+        let receipt = self.send_from_dev(None, code.into()).await?;
+        receipt.contract_address.context("no contract address")
+    }
+
+    /// Deploys the Counter contract.
+    pub async fn deploy_counter(&self) -> anyhow::Result<Address> {
+        let receipt = self.send_from_dev(None, artifact("Counter")?).await?;
+        receipt.contract_address.context("no contract address")
+    }
+
+    /// Mints `amount` of `token` to `to`.
+    pub async fn mint(&self, token: Address, to: Address, amount: U256) -> anyhow::Result<()> {
+        self.send_from_dev(
+            Some(token),
+            TestToken::mintCall { to, amount }.abi_encode().into(),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn call(&self, to: Address, data: Vec<u8>) -> anyhow::Result<Bytes> {
+        let tx = TransactionRequest::default()
+            .to(to)
+            .input(Bytes::from(data).into());
+        Ok(self.provider.call(tx).await?)
+    }
+
+    /// `token.balanceOf(owner)`.
+    pub async fn token_balance(&self, token: Address, owner: Address) -> anyhow::Result<U256> {
+        let out = self
+            .call(token, TestToken::balanceOfCall { owner }.abi_encode())
+            .await?;
+        Ok(TestToken::balanceOfCall::abi_decode_returns(&out)?)
+    }
+
+    /// `token.allowance(owner, spender)`.
+    pub async fn allowance(
+        &self,
+        token: Address,
+        owner: Address,
+        spender: Address,
+    ) -> anyhow::Result<U256> {
+        let out = self
+            .call(
+                token,
+                TestToken::allowanceCall { owner, spender }.abi_encode(),
+            )
+            .await?;
+        Ok(TestToken::allowanceCall::abi_decode_returns(&out)?)
+    }
+
+    /// `counter.count()`, `counter.received()` and `counter.lastCaller()`.
+    pub async fn counter_state(&self, counter: Address) -> anyhow::Result<(U256, U256, Address)> {
+        let count = Counter::countCall::abi_decode_returns(
+            &self
+                .call(counter, Counter::countCall {}.abi_encode())
+                .await?,
+        )?;
+        let received = Counter::receivedCall::abi_decode_returns(
+            &self
+                .call(counter, Counter::receivedCall {}.abi_encode())
+                .await?,
+        )?;
+        let last = Counter::lastCallerCall::abi_decode_returns(
+            &self
+                .call(counter, Counter::lastCallerCall {}.abi_encode())
+                .await?,
+        )?;
+        Ok((count, received, last))
+    }
+
+    /// Puts Multicall3 at its canonical address, which anvil lacks: deploys alloy's copy and
+    /// moves its runtime code there with `anvil_setCode`.
+    pub async fn install_multicall(&self) -> anyhow::Result<()> {
+        let creation = alloy::providers::bindings::IMulticall3::BYTECODE.clone();
+        let receipt = self.send_from_dev(None, creation).await?;
+        let deployed = receipt.contract_address.context("no contract address")?;
+        let code = self.provider.get_code_at(deployed).await?;
+        self.rpc(
+            "anvil_setCode",
+            json!([alloy::providers::MULTICALL3_ADDRESS, code]),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Turns automatic mining on or off.
+    pub async fn set_automine(&self, on: bool) -> anyhow::Result<()> {
+        self.rpc("evm_setAutomine", json!([on])).await?;
+        Ok(())
+    }
+
+    /// Mines one block.
+    pub async fn mine(&self) -> anyhow::Result<()> {
+        self.rpc("evm_mine", json!([])).await?;
+        Ok(())
+    }
+
+    /// Removes `hash` from the pool, as a node that lost it would.
+    pub async fn drop_transaction(&self, hash: &str) -> anyhow::Result<()> {
+        self.rpc("anvil_dropTransaction", json!([hash])).await?;
+        Ok(())
+    }
+
+    /// The pool's pending transactions' hashes.
+    pub async fn pool_hashes(&self) -> anyhow::Result<Vec<String>> {
+        let content = self.rpc("txpool_content", json!([])).await?;
+        let mut out = Vec::new();
+        if let Some(pending) = content["pending"].as_object() {
+            for by_nonce in pending.values() {
+                if let Some(map) = by_nonce.as_object() {
+                    for tx in map.values() {
+                        if let Some(h) = tx["hash"].as_str() {
+                            out.push(h.to_owned());
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// How long between polls of a condition.
+const POLL_EVERY: Duration = Duration::from_millis(50);
+
+/// Polls `check` until it yields a value; fails after `WAIT_TIMEOUT` naming `what`.
+pub async fn poll_until<T, F, Fut>(what: &str, mut check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT_TIMEOUT;
+    loop {
+        if let Some(v) = check().await? {
+            return Ok(v);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!("timed out after {WAIT_TIMEOUT:?} waiting for {what}");
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}

@@ -1,0 +1,629 @@
+//! EVM writes and balances against a real anvil node: balances equal the node's, transfers,
+//! approvals and contract calls move exactly what they say, idempotency holds under
+//! concurrency, nonces stay contiguous, and the monitor recovers lost and stuck transactions.
+
+use alloy::primitives::{Address, U256};
+use serde_json::{Value, json};
+use walletops_tests::{
+    Backend, Options, Rest, Service, anvil::Anvil, on_both_backends, poll_until,
+};
+
+const ETH: u128 = 1_000_000_000_000_000_000;
+
+/// A service with chain `anvil` and its funded default EVM wallet.
+struct Evm {
+    anvil: Anvil,
+    svc: Service,
+    wallet: Address,
+}
+
+impl Evm {
+    async fn start(b: Backend, extra_toml: &str, anvil_args: &[&str]) -> anyhow::Result<Self> {
+        let anvil = Anvil::start_with(anvil_args).await?;
+        let svc = Service::start_with(
+            b,
+            Options {
+                // These tests poll GET /tx; the rate limits have tests of their own.
+                config_toml: Some(format!(
+                    "{}\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n{extra_toml}",
+                    anvil.chain_toml()
+                )),
+                ..Options::default()
+            },
+        )
+        .await?;
+        let reply = svc
+            .rest(&svc.api_key)
+            .get("/wallets?chain=ethereum&defaultOnly=true")
+            .await?;
+        let wallet: Address = reply.body["wallets"][0]["address"]
+            .as_str()
+            .expect("an EVM wallet")
+            .parse()?;
+        anvil.set_balance(wallet, U256::from(100 * ETH)).await?;
+        Ok(Self { anvil, svc, wallet })
+    }
+
+    fn api(&self) -> Rest {
+        self.svc.rest(&self.svc.api_key)
+    }
+
+    async fn tx(&self, id: &str) -> anyhow::Result<Value> {
+        let reply = self.api().get(&format!("/tx/{id}")).await?;
+        anyhow::ensure!(reply.status == 200, "GET /tx/{id}: {}", reply.text);
+        Ok(reply.body)
+    }
+
+    /// Waits until transaction `id` reaches `status`.
+    async fn wait_for(&self, id: &str, status: &str) -> anyhow::Result<Value> {
+        poll_until(&format!("transaction {id} to become {status}"), || async {
+            let tx = self.tx(id).await?;
+            Ok((tx["status"] == status).then_some(tx))
+        })
+        .await
+    }
+}
+
+fn submitted_id(reply: &walletops_tests::Reply) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        reply.status == 200,
+        "expected 200, got {} {}",
+        reply.status,
+        reply.text
+    );
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{}", reply.text);
+    Ok(reply.body["id"].as_str().unwrap_or_default().to_owned())
+}
+
+async fn balances_equal_the_nodes(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::start(b, "", &[]).await?;
+    e.anvil.install_multicall().await?;
+    let usdc = e.anvil.deploy_token("USDC", 6).await?;
+    let wbtc = e.anvil.deploy_token("WBTC", 8).await?;
+    let empty = e.anvil.deploy_token("ZERO", 18).await?;
+    e.anvil
+        .mint(usdc, e.wallet, U256::from(1_234_567u64))
+        .await?;
+    e.anvil.mint(wbtc, e.wallet, U256::from(99u64)).await?;
+    let path = format!("/wallets/balances?chain=anvil&tokens={usdc},{wbtc},{empty}");
+    let reply = e.api().get(&path).await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let balances = reply.body["balances"].as_array().expect("balances").clone();
+    assert_eq!(
+        balances.len(),
+        3,
+        "the zero balance is left out: {balances:?}"
+    );
+    let native = &balances[0];
+    assert_eq!(native["asset"], "native");
+    assert_eq!(native["token"], Value::Null);
+    assert_eq!(native["raw"], e.anvil.balance(e.wallet).await?.to_string());
+    assert_eq!(native["decimals"], 18);
+    assert_eq!(native["symbol"], "ETH");
+    assert_eq!(native["chainId"], 31337);
+    assert_eq!(native["chainType"], "ethereum");
+    assert_eq!(native["address"], e.wallet.to_checksum(None));
+    let updated = native["updatedAt"].as_str().expect("updatedAt");
+    assert!(
+        updated.len() == 24 && updated.ends_with('Z') && updated.as_bytes()[19] == b'.',
+        "ISO 8601 with milliseconds, UTC: {updated}"
+    );
+    assert_eq!(balances[1]["token"], usdc.to_checksum(None));
+    assert_eq!(balances[1]["asset"], "erc20");
+    assert_eq!(balances[1]["raw"], "1234567");
+    assert_eq!(balances[1]["decimals"], 6);
+    assert_eq!(balances[1]["symbol"], "USDC");
+    assert_eq!(
+        balances[2]["raw"],
+        e.anvil.token_balance(wbtc, e.wallet).await?.to_string()
+    );
+    assert_eq!(balances[2]["decimals"], 8);
+    // includeZero keeps the empty token.
+    let all = e.api().get(&format!("{path}&includeZero=true")).await?;
+    assert_eq!(all.body["balances"].as_array().map(Vec::len), Some(4));
+    assert_eq!(all.body["balances"][3]["raw"], "0");
+    // The per-address endpoint answers the same.
+    let by_address = e
+        .api()
+        .get(&format!(
+            "/wallets/{}/balances?chain=anvil&tokens={usdc},{wbtc},{empty}",
+            e.wallet
+        ))
+        .await?;
+    assert_eq!(by_address.body["balances"][1], balances[1]);
+    // Within the cache window a change on chain is not seen, unless fresh=true.
+    e.anvil.set_balance(e.wallet, U256::from(7 * ETH)).await?;
+    e.anvil.mint(usdc, e.wallet, U256::from(1u64)).await?;
+    let cached = e.api().get(&path).await?;
+    assert_eq!(cached.body["balances"][0]["raw"], balances[0]["raw"]);
+    assert_eq!(cached.body["balances"][1]["raw"], "1234567");
+    let fresh = e.api().get(&format!("{path}&fresh=true")).await?;
+    assert_eq!(fresh.body["balances"][0]["raw"], (7 * ETH).to_string());
+    assert_eq!(fresh.body["balances"][1]["raw"], "1234568");
+    // A token that is not a contract is named.
+    let reply = e
+        .api()
+        .get("/wallets/balances?chain=anvil&tokens=0x000000000000000000000000000000000000dEaD")
+        .await?;
+    reply.assert_error(400, "INVALID_INPUT")?;
+    assert!(reply.text.contains("tokens[0]"), "{}", reply.text);
+    Ok(())
+}
+
+async fn balances_fall_back_to_a_batch_without_multicall(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::start(b, "", &[]).await?;
+    let usdc = e.anvil.deploy_token("USDC", 6).await?;
+    e.anvil.mint(usdc, e.wallet, U256::from(42u64)).await?;
+    let reply = e
+        .api()
+        .get(&format!("/wallets/balances?chain=anvil&tokens={usdc}"))
+        .await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.body["balances"][0]["raw"], (100 * ETH).to_string());
+    assert_eq!(reply.body["balances"][1]["raw"], "42");
+    assert_eq!(reply.body["balances"][1]["symbol"], "USDC");
+    Ok(())
+}
+
+async fn native_and_token_sends_move_exactly_the_amount(b: Backend) -> anyhow::Result<()> {
+    use alloy::providers::Provider;
+    let e = Evm::start(b, "", &[]).await?;
+    let to: Address = "0x1111111111111111111111111111111111111111".parse()?;
+    let reply = e
+        .api()
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": to, "asset": "native", "amount": "1000000000000000"}),
+        )
+        .await?;
+    let id = submitted_id(&reply)?;
+    let hash = reply.body["hash"].as_str().expect("hash").to_owned();
+    assert_eq!(reply.body["chainName"], "Anvil");
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(
+        e.anvil.balance(to).await?,
+        U256::from(1_000_000_000_000_000u64)
+    );
+    assert_eq!(tx["hash"], hash);
+    assert_eq!(tx["type"], "send");
+    assert_eq!(tx["asset"], "native");
+    assert_eq!(tx["amount"], "1000000000000000");
+    assert_eq!(tx["chainId"], 31337);
+    assert_eq!(tx["from"], e.wallet.to_checksum(None));
+    assert_eq!(tx["to"], to.to_checksum(None));
+    let history: Vec<&str> = tx["statusHistory"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .filter_map(|h| h["status"].as_str())
+        .collect();
+    assert_eq!(history, ["SUBMITTED", "CONFIRMED"]);
+    // The sender paid the amount plus the fee, nothing more.
+    let receipt = e
+        .anvil
+        .provider()
+        .get_transaction_receipt(hash.parse()?)
+        .await?
+        .expect("receipt");
+    let fee = U256::from(receipt.gas_used) * U256::from(receipt.effective_gas_price);
+    assert_eq!(
+        e.anvil.balance(e.wallet).await?,
+        U256::from(100 * ETH) - U256::from(1_000_000_000_000_000u64) - fee
+    );
+    // An ERC20 transfer moves exactly the amount to the owner `to`.
+    let token = e.anvil.deploy_token("USDC", 6).await?;
+    e.anvil
+        .mint(token, e.wallet, U256::from(5_000_000u64))
+        .await?;
+    let reply = e
+        .api()
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": to, "asset": "erc20", "token": token, "amount": "1250000"}),
+        )
+        .await?;
+    let id = submitted_id(&reply)?;
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(
+        e.anvil.token_balance(token, to).await?,
+        U256::from(1_250_000u64)
+    );
+    assert_eq!(
+        e.anvil.token_balance(token, e.wallet).await?,
+        U256::from(3_750_000u64)
+    );
+    assert_eq!(tx["token"], token.to_checksum(None));
+    assert_eq!(tx["to"], to.to_checksum(None));
+    assert_eq!(tx["asset"], "erc20");
+    Ok(())
+}
+
+async fn doomed_writes_fail_before_signing_and_consume_no_nonce(b: Backend) -> anyhow::Result<()> {
+    use alloy::providers::Provider;
+    let e = Evm::start(b, "", &[]).await?;
+    let counter = e.anvil.deploy_counter().await?;
+    let token = e.anvil.deploy_token("USDC", 6).await?;
+    let to = "0x1111111111111111111111111111111111111111";
+    e.api()
+        .post("/send", &json!({"chain": "anvil", "to": to, "asset": "native", "amount": (200 * ETH).to_string()}))
+        .await?
+        .assert_error(400, "INSUFFICIENT_FUNDS")?;
+    e.api()
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": to, "asset": "erc20", "token": token, "amount": "1"}),
+        )
+        .await?
+        .assert_error(400, "INSUFFICIENT_FUNDS")?;
+    let reply = e
+        .api()
+        .post(
+            "/contracts/send",
+            &json!({"chain": "anvil", "to": counter, "function": "fail()", "args": []}),
+        )
+        .await?;
+    reply.assert_error(502, "SEND_FAILED")?;
+    assert!(
+        reply.text.contains("Counter: told to fail"),
+        "{}",
+        reply.text
+    );
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 0);
+    assert!(e.anvil.pool_hashes().await?.is_empty());
+    // The next write uses nonce 0: nothing was consumed.
+    let reply = e
+        .api()
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": to, "asset": "native", "amount": "1"}),
+        )
+        .await?;
+    let id = submitted_id(&reply)?;
+    e.wait_for(&id, "CONFIRMED").await?;
+    let hash = reply.body["hash"].as_str().expect("hash").parse()?;
+    let mined = e
+        .anvil
+        .provider()
+        .get_transaction_by_hash(hash)
+        .await?
+        .expect("mined");
+    assert_eq!(alloy::consensus::Transaction::nonce(&mined), 0);
+    Ok(())
+}
+
+async fn approvals_and_contract_calls_execute(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::start(b, "", &[]).await?;
+    let token = e.anvil.deploy_token("USDC", 6).await?;
+    let spender: Address = "0x2222222222222222222222222222222222222222".parse()?;
+    let reply = e
+        .api()
+        .post(
+            "/token/approve",
+            &json!({"chain": "anvil", "token": token, "spender": spender, "amount": "0xffff"}),
+        )
+        .await?;
+    let id = submitted_id(&reply)?;
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(tx["type"], "approve");
+    assert_eq!(
+        e.anvil.allowance(token, e.wallet, spender).await?,
+        U256::from(0xffffu64)
+    );
+    let counter = e.anvil.deploy_counter().await?;
+    let reply = e
+        .api()
+        .post(
+            "/contracts/send",
+            &json!({"chain": "anvil", "to": counter, "function": "add(uint256)", "args": [5]}),
+        )
+        .await?;
+    e.wait_for(&submitted_id(&reply)?, "CONFIRMED").await?;
+    let reply = e
+        .api()
+        .post(
+            "/contracts/send",
+            // add(uint256) with 7, as raw calldata.
+            &json!({"chain": "anvil", "to": counter,
+                    "data": "0x1003e2d20000000000000000000000000000000000000000000000000000000000000007"}),
+        )
+        .await?;
+    e.wait_for(&submitted_id(&reply)?, "CONFIRMED").await?;
+    let reply = e
+        .api()
+        .post(
+            "/contracts/send",
+            &json!({"chain": "anvil", "to": counter, "function": "deposit()", "value": "12345"}),
+        )
+        .await?;
+    let tx = e.wait_for(&submitted_id(&reply)?, "CONFIRMED").await?;
+    assert_eq!(tx["type"], "contract_call");
+    let (count, received, last) = e.anvil.counter_state(counter).await?;
+    assert_eq!(count, U256::from(12u64));
+    assert_eq!(received, U256::from(12345u64));
+    assert_eq!(last, e.wallet);
+    let bad = e
+        .api()
+        .post(
+            "/contracts/send",
+            &json!({"chain": "anvil", "to": counter, "function": "add(uint256)", "args": ["x"]}),
+        )
+        .await?;
+    bad.assert_error(400, "INVALID_INPUT")?;
+    assert!(bad.text.contains("args"), "{}", bad.text);
+    Ok(())
+}
+
+async fn one_idempotency_key_gives_one_transaction(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::start(b, "", &[]).await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let body = json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111",
+                      "asset": "native", "amount": "1000"})
+    .to_string();
+    let api = e.api();
+    let replies = futures::future::join_all((0..20).map(|_| {
+        let api = api.clone();
+        let (key, body) = (key.clone(), body.clone());
+        async move {
+            api.request(
+                reqwest::Method::POST,
+                "/send",
+                &[("Idempotency-Key", &key)],
+                Some(&body),
+            )
+            .await
+        }
+    }))
+    .await;
+    let mut ids = std::collections::BTreeSet::new();
+    for reply in replies {
+        let reply = reply?;
+        match reply.status.as_u16() {
+            200 => {
+                ids.insert(reply.body["id"].as_str().unwrap_or_default().to_owned());
+            }
+            409 => reply.assert_error(409, "IDEMPOTENT_REPLAY")?,
+            other => anyhow::bail!("unexpected {other}: {}", reply.text),
+        }
+    }
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let id = ids.into_iter().next().expect("one id");
+    e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(
+        e.anvil.nonce(e.wallet).await?,
+        1,
+        "exactly one transaction on chain"
+    );
+    // A later retry replays the stored response exactly; another body is refused.
+    let replay = api
+        .request(
+            reqwest::Method::POST,
+            "/send",
+            &[("Idempotency-Key", &key)],
+            Some(&body),
+        )
+        .await?;
+    assert_eq!(replay.status, 200);
+    assert_eq!(replay.body["id"], id);
+    let other = body.replace("1000", "1001");
+    api.request(
+        reqwest::Method::POST,
+        "/send",
+        &[("Idempotency-Key", &key)],
+        Some(&other),
+    )
+    .await?
+    .assert_error(409, "IDEMPOTENT_BODY_MISMATCH")?;
+    // Keys are per user: another user may use the same key for his own request.
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    Ok(())
+}
+
+async fn concurrent_sends_mine_with_contiguous_nonces(b: Backend) -> anyhow::Result<()> {
+    use alloy::providers::Provider;
+    let e = Evm::start(b, "", &[]).await?;
+    let api = e.api();
+    let replies = futures::future::join_all((0..100).map(|i| {
+        let api = api.clone();
+        async move {
+            api.post(
+                "/send",
+                &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111",
+                        "asset": "native", "amount": (1000 + i).to_string()}),
+            )
+            .await
+        }
+    }))
+    .await;
+    let mut hashes = Vec::new();
+    for reply in replies {
+        let reply = reply?;
+        submitted_id(&reply)?;
+        hashes.push(reply.body["hash"].as_str().unwrap_or_default().to_owned());
+    }
+    poll_until("all 100 sends to be mined", || async {
+        Ok((e.anvil.nonce(e.wallet).await? >= 100).then_some(()))
+    })
+    .await?;
+    let mut nonces = Vec::new();
+    for hash in &hashes {
+        let tx = e
+            .anvil
+            .provider()
+            .get_transaction_by_hash(hash.parse()?)
+            .await?
+            .expect("every returned hash is on chain");
+        nonces.push(alloy::consensus::Transaction::nonce(&tx));
+    }
+    nonces.sort_unstable();
+    assert_eq!(nonces, (0..100).collect::<Vec<u64>>());
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 100);
+    Ok(())
+}
+
+async fn sends_outside_the_service_do_not_jam_the_next(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::start(b, "", &[]).await?;
+    let to = "0x1111111111111111111111111111111111111111";
+    let first = e
+        .api()
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": to, "asset": "native", "amount": "1"}),
+        )
+        .await?;
+    e.wait_for(&submitted_id(&first)?, "CONFIRMED").await?;
+    // Two transactions from the same wallet outside the service.
+    e.anvil
+        .rpc("anvil_impersonateAccount", json!([e.wallet]))
+        .await?;
+    for _ in 0..2 {
+        e.anvil
+            .send_as(
+                e.wallet,
+                Some(to.parse()?),
+                Default::default(),
+                U256::from(1u64),
+            )
+            .await?;
+    }
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 3);
+    let next = e
+        .api()
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": to, "asset": "native", "amount": "2"}),
+        )
+        .await?;
+    let tx = e.wait_for(&submitted_id(&next)?, "CONFIRMED").await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 4);
+    let notes = tx["statusHistory"].to_string();
+    assert!(notes.contains("re-signed with nonce 3"), "{notes}");
+    Ok(())
+}
+
+async fn lost_transactions_are_rebroadcast(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::start(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
+        &["--no-mining"],
+    )
+    .await?;
+    let reply = e
+        .api()
+        .post("/send", &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "5"}))
+        .await?;
+    let id = submitted_id(&reply)?;
+    let hash = reply.body["hash"].as_str().expect("hash").to_owned();
+    assert_eq!(e.anvil.pool_hashes().await?, std::slice::from_ref(&hash));
+    e.anvil.drop_transaction(&hash).await?;
+    assert!(e.anvil.pool_hashes().await?.is_empty());
+    poll_until("the monitor to send the same bytes again", || async {
+        Ok((e.anvil.pool_hashes().await? == [hash.clone()]).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(tx["hash"], hash);
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    Ok(())
+}
+
+async fn stuck_transactions_are_replaced_with_a_higher_fee(b: Backend) -> anyhow::Result<()> {
+    use alloy::{consensus::Transaction as _, providers::Provider};
+    let e = Evm::start(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n",
+        &["--no-mining"],
+    )
+    .await?;
+    let reply = e
+        .api()
+        .post("/send", &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "5"}))
+        .await?;
+    let id = submitted_id(&reply)?;
+    let first = reply.body["hash"].as_str().expect("hash").to_owned();
+    // Wait until the record names a replacement and the node holds it.
+    let (replaced, new) = poll_until("a replacement in the node's pool", || async {
+        let tx = e.tx(&id).await?;
+        let hash = tx["hash"].as_str().unwrap_or_default().to_owned();
+        if hash == first {
+            return Ok(None);
+        }
+        let known = e
+            .anvil
+            .provider()
+            .get_transaction_by_hash(hash.parse()?)
+            .await?;
+        Ok(known.map(|t| (tx, t)))
+    })
+    .await?;
+    assert!(
+        replaced["statusHistory"].to_string().contains("replaced"),
+        "{replaced}"
+    );
+    assert_eq!(new.nonce(), 0);
+    assert!(
+        new.max_fee_per_gas() > {
+            let old = e
+                .anvil
+                .provider()
+                .get_transaction_by_hash(first.parse()?)
+                .await?;
+            old.map_or(0, |o| o.max_fee_per_gas())
+        },
+        "the replacement pays more"
+    );
+    assert_eq!(
+        e.anvil.pool_hashes().await?.len(),
+        1,
+        "one transaction per nonce in the pool"
+    );
+    e.anvil.mine().await?;
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_ne!(tx["hash"], first);
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    assert_eq!(
+        e.anvil
+            .balance("0x1111111111111111111111111111111111111111".parse()?)
+            .await?,
+        U256::from(5u64)
+    );
+    Ok(())
+}
+
+async fn replacements_stop_at_the_fee_cap(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::start(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\nmax_fee_per_gas_gwei = 1\n",
+        &["--no-mining"],
+    )
+    .await?;
+    let reply = e
+        .api()
+        .post("/send", &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "5"}))
+        .await?;
+    let id = submitted_id(&reply)?;
+    let tx = e.wait_for(&id, "FEE_CAPPED").await?;
+    assert!(
+        tx["statusHistory"].to_string().contains("above the cap"),
+        "{tx}"
+    );
+    assert_eq!(tx["hash"], reply.body["hash"]);
+    // Still followed: once mined it is confirmed.
+    e.anvil.mine().await?;
+    e.wait_for(&id, "CONFIRMED").await?;
+    Ok(())
+}
+
+on_both_backends!(
+    balances_equal_the_nodes,
+    balances_fall_back_to_a_batch_without_multicall,
+    native_and_token_sends_move_exactly_the_amount,
+    doomed_writes_fail_before_signing_and_consume_no_nonce,
+    approvals_and_contract_calls_execute,
+    one_idempotency_key_gives_one_transaction,
+    concurrent_sends_mine_with_contiguous_nonces,
+    sends_outside_the_service_do_not_jam_the_next,
+    lost_transactions_are_rebroadcast,
+    stuck_transactions_are_replaced_with_a_higher_fee,
+    replacements_stop_at_the_fee_cap,
+);
