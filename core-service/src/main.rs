@@ -342,6 +342,8 @@ fn print_key(key: &ApiKey) {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Fault-injection points from FAILPOINTS, only in builds with the `failpoints` feature.
+    let _failpoints = fail::FailScenario::setup();
     let cli = Cli::parse();
     let mut config = Config::load(cli.config.as_deref())?;
     match &cli.command {

@@ -80,8 +80,13 @@ impl Anvil {
 
     /// Starts anvil with extra arguments (e.g. `--no-mining`).
     pub async fn start_with(args: &[&str]) -> anyhow::Result<Self> {
+        Self::start_on(0, args).await
+    }
+
+    /// Starts anvil on `port` (0: any free port) with extra arguments.
+    pub async fn start_on(port: u16, args: &[&str]) -> anyhow::Result<Self> {
         let mut child = Command::new(anvil_bin()?)
-            .args(["--host", "127.0.0.1", "--port", "0"])
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -113,6 +118,31 @@ impl Anvil {
     /// The node's JSON-RPC URL.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The node's port.
+    pub fn port(&self) -> anyhow::Result<u16> {
+        Ok(self
+            .url
+            .rsplit(':')
+            .next()
+            .context("no port in the URL")?
+            .parse()?)
+    }
+
+    /// Stops the node as Ctrl-C would, so that a node started with `--state` writes its
+    /// state out, and waits until it has exited.
+    pub async fn stop_gracefully(mut self) -> anyhow::Result<()> {
+        let pid = self._child.id().context("anvil already exited")?;
+        let status = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .await?;
+        anyhow::ensure!(status.success(), "kill -INT {pid} failed");
+        tokio::time::timeout(WAIT_TIMEOUT, self._child.wait())
+            .await
+            .context("waiting for anvil to exit")??;
+        Ok(())
     }
 
     /// The node, through alloy.

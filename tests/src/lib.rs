@@ -392,7 +392,20 @@ impl Service {
     /// Stops the service and starts it again on the same data dir and database; returns
     /// whether the new start printed an API key (it must not: the database is not empty).
     pub async fn restart(&mut self) -> anyhow::Result<bool> {
+        self.kill().await?;
+        self.relaunch(self.options.clone()).await
+    }
+
+    /// Kills the service with SIGKILL, as a crash would, and waits until it is gone.
+    pub async fn kill(&mut self) -> anyhow::Result<()> {
         self.child.kill().await?;
+        Ok(())
+    }
+
+    /// Starts the (killed) service again on the same data dir and database with `options`;
+    /// returns whether the start printed an API key.
+    pub async fn relaunch(&mut self, options: Options) -> anyhow::Result<bool> {
+        self.options = options;
         let cmd = serve_command(
             self.data_dir.path(),
             self.database_url.as_deref(),

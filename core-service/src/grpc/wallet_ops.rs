@@ -89,10 +89,11 @@ impl WalletOpsApi {
                 path,
                 &canonical,
                 &self.core.chains,
-                || {
+                async |ticket| {
                     self.core
                         .evm
-                        .submit(chain, &wallet, intent, Some((caller.user_id, key)))
+                        .submit(chain, &wallet, intent, Some(ticket))
+                        .await
                 },
             )
             .await?;

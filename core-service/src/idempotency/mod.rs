@@ -1,14 +1,15 @@
 //! Idempotent writes: a caller-supplied key makes a retried write return the first answer
 //! instead of acting twice.
 //!
-//! A key is claimed with one INSERT on the unique `(user, key)` row, so of two concurrent
-//! requests exactly one wins. Claiming happens only after authentication, validation and the
-//! wallet checks, so a request the caller can fix burns no key. A claim is never given back:
-//! once signing may have begun nobody can prove that nothing reached the chain, so a stored
-//! success is replayed, and anything else answers IDEMPOTENT_REPLAY (the caller retries a
-//! failed write with a new key). One exception makes crashes safe: when the request died after
-//! its transaction was signed and stored, the retry answers from that transaction record,
-//! which the monitor takes to the chain.
+//! The key is claimed by the same database transaction that allocates the nonce and stores
+//! the signed transaction: one INSERT on the unique `(user, key)` row, so of two concurrent
+//! requests exactly one commits, and the other rolls back (nonce included) and answers with
+//! the winner's transaction. Nothing is claimed before that point, so a request that dies
+//! before it signed leaves no claim behind and its retry simply runs; one that dies after
+//! it signed left its transaction, which the retry answers with and the monitor takes to
+//! the chain. A claim is never given back: a stored success is replayed, a request refused
+//! before signing (a revert, a shortfall) is recorded as failed, and a failed key answers
+//! IDEMPOTENT_REPLAY, so the caller retries with a new key.
 
 use std::time::Duration;
 
@@ -19,21 +20,20 @@ use uuid::Uuid;
 use crate::{
     app::IdempotencyKey,
     error::{Result, WalletOpsError},
-    store::{ClaimRow, Store},
+    store::{NewClaim, Store},
 };
 
-/// What claiming a key decided.
+/// What a key already stands for.
 #[derive(Debug)]
-pub enum Claim {
-    /// The key is this request's: do the work, then `succeed` or `fail`.
-    Won,
-    /// The same request succeeded before: answer with this stored response.
+pub enum Prior {
+    /// The same request succeeded: answer with this stored response.
     Replay(serde_json::Value),
-    /// The same request died after storing its signed transaction: answer from it.
+    /// The same request stored its signed transaction and has no stored response yet (it is
+    /// still broadcasting, or it died): answer from that transaction.
     Recover(Uuid),
 }
 
-/// Claims, replays and settles idempotency keys.
+/// Checks, claims and settles idempotency keys.
 #[derive(Debug, Clone)]
 pub struct Idempotency {
     store: Store,
@@ -51,82 +51,117 @@ pub fn request_hash(path: &str, canonical: &[u8]) -> String {
     hex::encode(h.finalize())
 }
 
+/// A write's claim on its key, claimed inside the signing transaction.
+#[derive(Debug)]
+pub struct Ticket {
+    pub(crate) claim: NewClaim,
+    /// The transaction the claim was committed with, once it is.
+    claimed: std::sync::OnceLock<Uuid>,
+}
+
+impl Ticket {
+    /// Notes that the claim was committed with transaction `id`.
+    pub(crate) fn claimed_with(&self, id: Uuid) {
+        let _ = self.claimed.set(id);
+    }
+}
+
 impl Idempotency {
     /// Keys over `store`, kept for `retention` after their claim.
     pub fn new(store: Store, retention: Duration) -> Self {
         Self { store, retention }
     }
 
-    /// Claims `key` of `user` for the request at `path` hashing to `hash`.
-    pub async fn claim(
-        &self,
-        user: Uuid,
-        key: IdempotencyKey,
-        path: &str,
-        hash: &str,
-    ) -> Result<Claim> {
+    /// The ticket of a request of `user` with `key` at `path`, hashing to `hash`.
+    pub fn ticket(&self, user: Uuid, key: IdempotencyKey, path: &str, hash: String) -> Ticket {
         let now = Utc::now();
-        let expires = now
-            + chrono::Duration::from_std(self.retention)
-                .unwrap_or_else(|_| chrono::Duration::days(1));
-        match self
-            .store
-            .claim_idempotency_key(user, key.uuid(), path, hash, now, expires)
-            .await?
-        {
-            ClaimRow::Won => Ok(Claim::Won),
-            ClaimRow::Taken(stored) if stored.request_hash != hash => {
-                Err(WalletOpsError::IdempotentBodyMismatch(format!(
-                    "Idempotency-Key {} was used with a different request; use a new key",
-                    key.uuid()
-                )))
-            }
-            ClaimRow::Taken(stored) => match (stored.state.as_str(), stored.response) {
-                ("succeeded", Some(response)) => Ok(Claim::Replay(response)),
-                ("failed", _) => Err(WalletOpsError::IdempotentReplay(format!(
-                    "the request with Idempotency-Key {} failed and is not retried under the same key ({}); send it again with a new key",
-                    key.uuid(),
-                    stored.error.unwrap_or_else(|| "no detail".to_owned())
-                ))),
-                _ => match stored.transaction_id {
-                    Some(id) => Ok(Claim::Recover(id)),
-                    None => Err(WalletOpsError::IdempotentReplay(format!(
-                        "the request with Idempotency-Key {} is still in progress and has no stored result",
-                        key.uuid()
-                    ))),
-                },
+        let keep = chrono::Duration::from_std(self.retention)
+            .unwrap_or_else(|_| chrono::Duration::days(1));
+        Ticket {
+            claim: NewClaim {
+                user,
+                key: key.uuid(),
+                path: path.to_owned(),
+                request_hash: hash,
+                created_at: now,
+                expires_at: now + keep,
             },
+            claimed: std::sync::OnceLock::new(),
         }
     }
 
-    /// Stores the success `response` of the request that claimed `key`.
-    pub async fn succeed(
-        &self,
-        user: Uuid,
-        key: IdempotencyKey,
-        response: serde_json::Value,
-    ) -> Result<()> {
-        self.store
-            .finish_idempotency_key(user, key.uuid(), "succeeded", Some(response), None)
-            .await
+    /// What the ticket's key already stands for: `None` when it is free. A different request
+    /// under the key is IDEMPOTENT_BODY_MISMATCH; a failed one is IDEMPOTENT_REPLAY.
+    pub async fn prior(&self, ticket: &Ticket) -> Result<Option<Prior>> {
+        let claim = &ticket.claim;
+        let Some(stored) = self
+            .store
+            .find_idempotency_key(claim.user, claim.key, Utc::now())
+            .await?
+        else {
+            return Ok(None);
+        };
+        if stored.request_hash != claim.request_hash {
+            return Err(WalletOpsError::IdempotentBodyMismatch(format!(
+                "Idempotency-Key {} was used with a different request; use a new key",
+                claim.key
+            )));
+        }
+        match (
+            stored.state.as_str(),
+            stored.response,
+            stored.transaction_id,
+        ) {
+            ("succeeded", Some(response), _) => Ok(Some(Prior::Replay(response))),
+            ("failed", _, _) => Err(WalletOpsError::IdempotentReplay(format!(
+                "the request with Idempotency-Key {} failed and is not retried under the same key ({}); send it again with a new key",
+                claim.key,
+                stored.error.unwrap_or_else(|| "no detail".to_owned())
+            ))),
+            (_, _, Some(id)) => Ok(Some(Prior::Recover(id))),
+            _ => Err(WalletOpsError::IdempotentReplay(format!(
+                "the request with Idempotency-Key {} has no stored result",
+                claim.key
+            ))),
+        }
     }
 
-    /// Records that the request that claimed `key` failed with `error`.
-    pub async fn fail(
-        &self,
-        user: Uuid,
-        key: IdempotencyKey,
-        error: &WalletOpsError,
-    ) -> Result<()> {
+    /// Stores the success `response` of the request that holds the ticket.
+    pub async fn succeed(&self, ticket: &Ticket, response: serde_json::Value) -> Result<()> {
+        let id = ticket.claimed.get().ok_or_else(|| {
+            WalletOpsError::Internal(anyhow::anyhow!("a write succeeded without its claim"))
+        })?;
         self.store
-            .finish_idempotency_key(
-                user,
-                key.uuid(),
-                "failed",
-                None,
-                Some(format!("{}: {error}", error.code())),
-            )
+            .finish_idempotency_key(&ticket.claim, *id, "succeeded", Some(response), None)
             .await
+            .map(drop)
+    }
+
+    /// Records that the request failed with `error`: its own claim is marked failed, or, when
+    /// it failed before it claimed (before signing), a failed claim is inserted.
+    pub async fn fail(&self, ticket: &Ticket, error: &WalletOpsError) -> Result<()> {
+        let detail = format!("{}: {error}", error.code());
+        match ticket.claimed.get() {
+            Some(id) => {
+                self.store
+                    .finish_idempotency_key(&ticket.claim, *id, "failed", None, Some(detail))
+                    .await?;
+            }
+            // Refused before signing: nothing can have reached the chain; the key is still
+            // recorded as used, unless a concurrent twin holds it already.
+            None => {
+                self.store
+                    .insert_idempotency_key(
+                        self.store.db(),
+                        &ticket.claim,
+                        "failed",
+                        None,
+                        Some(detail),
+                    )
+                    .await?;
+            }
+        }
+        Ok(())
     }
 
     /// Deletes claims past their retention.

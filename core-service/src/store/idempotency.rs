@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{Store, entities::idempotency_keys as keys};
 use crate::error::Result;
 
-/// A claimed key as stored.
+/// A key as stored.
 #[derive(Debug, Clone)]
 pub(crate) struct StoredClaim {
     pub(crate) request_hash: String,
@@ -19,45 +19,66 @@ pub(crate) struct StoredClaim {
     pub(crate) transaction_id: Option<Uuid>,
 }
 
-/// What claiming a key found.
-#[derive(Debug)]
-pub(crate) enum ClaimRow {
-    /// The key was free and is now this request's.
-    Won,
-    /// The key was claimed before.
-    Taken(StoredClaim),
+/// A key to claim, and for which request.
+#[derive(Debug, Clone)]
+pub(crate) struct NewClaim {
+    pub(crate) user: Uuid,
+    pub(crate) key: Uuid,
+    pub(crate) path: String,
+    pub(crate) request_hash: String,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) expires_at: DateTime<Utc>,
 }
 
 impl Store {
-    /// Claims `(user, key)` with one INSERT on the primary key: of two concurrent requests
-    /// exactly one inserts. A claim past its retention is deleted first, so the key may be
-    /// used again.
-    pub(crate) async fn claim_idempotency_key(
+    /// The claim of `(user, key)` that is still within its retention; an expired one is
+    /// deleted, so the key may be used again.
+    pub(crate) async fn find_idempotency_key(
         &self,
         user: Uuid,
         key: Uuid,
-        path: &str,
-        request_hash: &str,
         now: DateTime<Utc>,
-        expires_at: DateTime<Utc>,
-    ) -> Result<ClaimRow> {
+    ) -> Result<Option<StoredClaim>> {
         keys::Entity::delete_many()
             .filter(keys::Column::UserId.eq(user))
             .filter(keys::Column::Key.eq(key))
             .filter(keys::Column::ExpiresAt.lt(now))
             .exec(self.db())
             .await?;
+        Ok(keys::Entity::find_by_id((user, key))
+            .one(self.db())
+            .await?
+            .map(|m| StoredClaim {
+                request_hash: m.request_hash,
+                state: m.state,
+                response: m.response,
+                error: m.error,
+                transaction_id: m.transaction_id,
+            }))
+    }
+
+    /// Inserts the claim with one INSERT on the primary key, in `conn`'s transaction. Of two
+    /// concurrent claims exactly one inserts; the other gets `false` (ON CONFLICT DO NOTHING,
+    /// so a PostgreSQL transaction is not aborted by the conflict).
+    pub(crate) async fn insert_idempotency_key<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        claim: &NewClaim,
+        state: &str,
+        transaction_id: Option<Uuid>,
+        error: Option<String>,
+    ) -> Result<bool> {
         let row = keys::ActiveModel {
-            user_id: Set(user),
-            key: Set(key),
-            path: Set(path.to_owned()),
-            request_hash: Set(request_hash.to_owned()),
-            state: Set("in_progress".to_owned()),
+            user_id: Set(claim.user),
+            key: Set(claim.key),
+            path: Set(claim.path.clone()),
+            request_hash: Set(claim.request_hash.clone()),
+            state: Set(state.to_owned()),
             response: Set(None),
-            error: Set(None),
-            transaction_id: Set(None),
-            created_at: Set(now),
-            expires_at: Set(expires_at),
+            error: Set(error),
+            transaction_id: Set(transaction_id),
+            created_at: Set(claim.created_at),
+            expires_at: Set(claim.expires_at),
         };
         let inserted = keys::Entity::insert(row)
             .on_conflict(
@@ -65,63 +86,31 @@ impl Store {
                     .do_nothing()
                     .to_owned(),
             )
-            .exec_without_returning(self.db())
+            .exec_without_returning(conn)
             .await?;
-        if inserted == 1 {
-            return Ok(ClaimRow::Won);
-        }
-        let m = keys::Entity::find_by_id((user, key))
-            .one(self.db())
-            .await?
-            .ok_or_else(|| {
-                crate::WalletOpsError::Internal(anyhow::anyhow!(
-                    "idempotency key {key} vanished while claimed"
-                ))
-            })?;
-        Ok(ClaimRow::Taken(StoredClaim {
-            request_hash: m.request_hash,
-            state: m.state,
-            response: m.response,
-            error: m.error,
-            transaction_id: m.transaction_id,
-        }))
+        Ok(inserted == 1)
     }
 
-    /// Records how the claimed request ended.
+    /// Records how the request that claimed `claim` for transaction `transaction_id` ended;
+    /// only that request's own row is touched.
     pub(crate) async fn finish_idempotency_key(
         &self,
-        user: Uuid,
-        key: Uuid,
+        claim: &NewClaim,
+        transaction_id: Uuid,
         state: &str,
         response: Option<serde_json::Value>,
         error: Option<String>,
-    ) -> Result<()> {
-        keys::Entity::update_many()
+    ) -> Result<bool> {
+        let updated = keys::Entity::update_many()
             .col_expr(keys::Column::State, Expr::value(state))
             .col_expr(keys::Column::Response, Expr::value(response))
             .col_expr(keys::Column::Error, Expr::value(error))
-            .filter(keys::Column::UserId.eq(user))
-            .filter(keys::Column::Key.eq(key))
+            .filter(keys::Column::UserId.eq(claim.user))
+            .filter(keys::Column::Key.eq(claim.key))
+            .filter(keys::Column::TransactionId.eq(transaction_id))
             .exec(self.db())
             .await?;
-        Ok(())
-    }
-
-    /// Links the claimed key to the transaction it created, inside the signing transaction.
-    pub(crate) async fn link_idempotency_key<C: ConnectionTrait>(
-        &self,
-        conn: &C,
-        user: Uuid,
-        key: Uuid,
-        transaction_id: Uuid,
-    ) -> Result<()> {
-        keys::Entity::update_many()
-            .col_expr(keys::Column::TransactionId, Expr::value(transaction_id))
-            .filter(keys::Column::UserId.eq(user))
-            .filter(keys::Column::Key.eq(key))
-            .exec(conn)
-            .await?;
-        Ok(())
+        Ok(updated.rows_affected == 1)
     }
 
     /// Deletes claims past their retention.

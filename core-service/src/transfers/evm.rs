@@ -19,7 +19,6 @@ use uuid::Uuid;
 
 use super::Submission;
 use crate::{
-    app::IdempotencyKey,
     chains::{
         Chain,
         evm::{
@@ -28,6 +27,7 @@ use crate::{
         },
     },
     error::{Result, WalletOpsError},
+    idempotency::Ticket,
     signer::Signer,
     store::{Store, transactions::NewTransaction},
     transactions::{OpenTransaction, TxKind, TxStatus},
@@ -118,7 +118,7 @@ impl EvmPipeline {
         chain: &Chain,
         wallet: &DelegatedWallet,
         intent: EvmIntent,
-        claim: Option<(Uuid, IdempotencyKey)>,
+        ticket: Option<&Ticket>,
     ) -> Result<Submission> {
         let client = self.client(chain)?;
         let w = wallet.wallet();
@@ -210,17 +210,32 @@ impl EvmPipeline {
                     hash,
                     nonce: Some(nonce),
                     signed_payload: payload,
-                    idempotency_key: claim.map(|(_, k)| k.uuid()),
+                    idempotency_key: ticket.map(|t| t.claim.key),
                     note: Some(format!("signed with nonce {nonce}")),
                 },
             )
             .await?;
-        if let Some((user, key)) = claim {
-            self.store
-                .link_idempotency_key(&txn, user, key.uuid(), id)
-                .await?;
+        if let Some(ticket) = ticket {
+            // The claim commits with the signed transaction or not at all: losing it to a
+            // concurrent twin rolls back this nonce and this record.
+            if !self
+                .store
+                .insert_idempotency_key(&txn, &ticket.claim, "in_progress", Some(id), None)
+                .await?
+            {
+                txn.rollback().await?;
+                return Err(WalletOpsError::IdempotentReplay(format!(
+                    "Idempotency-Key {} was claimed by a concurrent request",
+                    ticket.claim.key
+                )));
+            }
         }
         txn.commit().await?;
+        if let Some(ticket) = ticket {
+            ticket.claimed_with(id);
+        }
+        // The crash tests stop the process here: signed and stored, not yet broadcast.
+        fail::fail_point!("evm-before-broadcast");
         self.first_broadcast(chain, wallet, &client, id).await
     }
 

@@ -2,14 +2,13 @@
 //! that sign, store and broadcast.
 //!
 //! The order is fixed (see the README's write path): the RPC has already authenticated,
-//! rate-limited, parsed every field and resolved a delegated wallet; `Writes::run` then claims
-//! the idempotency key and runs the pipeline, which simulates, allocates a nonce, signs and
-//! stores the signed bytes in one database transaction, and only then broadcasts.
+//! rate-limited, parsed every field and resolved a delegated wallet; `Writes::run` then looks
+//! up the idempotency key and runs the pipeline, which simulates, then claims the key,
+//! allocates a nonce, signs and stores the signed bytes in one database transaction, and
+//! only then broadcasts.
 
 pub mod calldata;
 pub mod evm;
-
-use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -18,7 +17,7 @@ use crate::{
     app::IdempotencyKey,
     chains::Registry,
     error::{Result, WalletOpsError},
-    idempotency::{Claim, Idempotency, request_hash},
+    idempotency::{Idempotency, Prior, Ticket, request_hash},
     store::Store,
 };
 
@@ -37,7 +36,7 @@ pub struct Submission {
     pub chain_name: String,
 }
 
-/// Runs writes inside their idempotency claim.
+/// Runs writes under their idempotency key.
 #[derive(Debug, Clone)]
 pub struct Writes {
     idempotency: Idempotency,
@@ -45,15 +44,16 @@ pub struct Writes {
 }
 
 impl Writes {
-    /// Writes over `store`, with claims kept by `idempotency`.
+    /// Writes over `store`, with keys kept by `idempotency`.
     pub fn new(store: Store, idempotency: Idempotency) -> Self {
         Self { idempotency, store }
     }
 
-    /// Claims `key` for the request (`path` and its canonical bytes), then runs `act` and
-    /// stores its outcome under the key. A replay returns the stored submission; a request
-    /// that died after storing its transaction is answered from that transaction.
-    pub async fn run<F, Fut>(
+    /// Runs `act` for the request (`path` and its canonical bytes) under `key`, unless the
+    /// key already stands for it: a stored success is replayed, a stored transaction is
+    /// answered from. `act` gets the ticket to claim inside its signing transaction; when a
+    /// concurrent twin claims first, its answer is this request's answer too.
+    pub async fn run<F>(
         &self,
         user: Uuid,
         key: IdempotencyKey,
@@ -63,15 +63,44 @@ impl Writes {
         act: F,
     ) -> Result<Submission>
     where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Submission>>,
+        F: AsyncFnOnce(&Ticket) -> Result<Submission>,
     {
-        let hash = request_hash(path, canonical);
-        match self.idempotency.claim(user, key, path, &hash).await? {
-            Claim::Replay(stored) => serde_json::from_value(stored).map_err(|e| {
+        let ticket = self
+            .idempotency
+            .ticket(user, key, path, request_hash(path, canonical));
+        if let Some(prior) = self.idempotency.prior(&ticket).await? {
+            return self.answer(user, prior, chains).await;
+        }
+        match act(&ticket).await {
+            Ok(submission) => {
+                let stored = serde_json::to_value(&submission).map_err(|e| {
+                    WalletOpsError::Internal(anyhow::anyhow!("response unstorable: {e}"))
+                })?;
+                self.idempotency.succeed(&ticket, stored).await?;
+                Ok(submission)
+            }
+            Err(err @ WalletOpsError::IdempotentReplay(_)) => {
+                // The claim was lost to a concurrent twin: answer as it will.
+                match self.idempotency.prior(&ticket).await? {
+                    Some(prior) => self.answer(user, prior, chains).await,
+                    None => Err(err),
+                }
+            }
+            Err(err) => {
+                if let Err(e) = self.idempotency.fail(&ticket, &err).await {
+                    tracing::error!(error = ?e, "recording a failed write");
+                }
+                Err(err)
+            }
+        }
+    }
+
+    async fn answer(&self, user: Uuid, prior: Prior, chains: &Registry) -> Result<Submission> {
+        match prior {
+            Prior::Replay(stored) => serde_json::from_value(stored).map_err(|e| {
                 WalletOpsError::Internal(anyhow::anyhow!("stored response unreadable: {e}"))
             }),
-            Claim::Recover(id) => {
+            Prior::Recover(id) => {
                 let tx = self
                     .store
                     .find_transaction(user, id)
@@ -89,21 +118,6 @@ impl Writes {
                     chain_name: chain.name().to_owned(),
                 })
             }
-            Claim::Won => match act().await {
-                Ok(submission) => {
-                    let stored = serde_json::to_value(&submission).map_err(|e| {
-                        WalletOpsError::Internal(anyhow::anyhow!("response unstorable: {e}"))
-                    })?;
-                    self.idempotency.succeed(user, key, stored).await?;
-                    Ok(submission)
-                }
-                Err(err) => {
-                    if let Err(e) = self.idempotency.fail(user, key, &err).await {
-                        tracing::error!(error = ?e, "recording a failed write");
-                    }
-                    Err(err)
-                }
-            },
         }
     }
 }

@@ -4,6 +4,7 @@
 mod api_keys;
 mod authentication;
 mod cli;
+mod crash;
 mod errors;
 mod evm;
 mod rate_limits;

@@ -1,0 +1,240 @@
+//! Exactly once across crashes: the service killed with SIGKILL between signing and
+//! broadcasting, killed at random moments of a run of keyed sends while the client retries
+//! each key, and the chain node stopped in the middle of a send. Each must leave exactly one
+//! transaction per idempotency key.
+
+use alloy::primitives::{Address, U256};
+use reqwest::Method;
+use serde_json::json;
+use walletops_tests::{Backend, Options, Service, anvil::Anvil, on_both_backends, poll_until};
+
+const TO: &str = "0x1111111111111111111111111111111111111111";
+
+fn options(anvil: &Anvil, failpoints: Option<&str>) -> Options {
+    Options {
+        config_toml: Some(format!(
+            "{}\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n",
+            anvil.chain_toml()
+        )),
+        env: failpoints
+            .map(|f| vec![("FAILPOINTS".to_owned(), f.to_owned())])
+            .unwrap_or_default(),
+    }
+}
+
+async fn funded_wallet(svc: &Service, anvil: &Anvil) -> anyhow::Result<Address> {
+    let reply = svc
+        .rest(&svc.api_key)
+        .get("/wallets?chain=ethereum&defaultOnly=true")
+        .await?;
+    let wallet: Address = reply.body["wallets"][0]["address"]
+        .as_str()
+        .expect("an EVM wallet")
+        .parse()?;
+    anvil
+        .set_balance(wallet, U256::from(10u128.pow(20)))
+        .await?;
+    Ok(wallet)
+}
+
+/// Sends with `key` until the service answers 200, retrying across restarts; returns the id.
+async fn send_until_accepted(svc: &Service, key: &str, amount: u64) -> anyhow::Result<String> {
+    let body = json!({"chain": "anvil", "to": TO, "asset": "native", "amount": amount.to_string()})
+        .to_string();
+    poll_until(
+        &format!("the send with key {key} to be accepted"),
+        || async {
+            let reply = svc
+                .rest(&svc.api_key)
+                .request(
+                    Method::POST,
+                    "/send",
+                    &[("Idempotency-Key", key)],
+                    Some(&body),
+                )
+                .await;
+            match reply {
+                Ok(r) if r.status == 200 => {
+                    Ok(Some(r.body["id"].as_str().unwrap_or_default().to_owned()))
+                }
+                Ok(r) if r.status.is_server_error() => Ok(None),
+                Ok(r) => anyhow::bail!("key {key}: {} {}", r.status, r.text),
+                Err(_) => Ok(None),
+            }
+        },
+    )
+    .await
+}
+
+async fn stored_transactions(svc: &Service) -> anyhow::Result<i64> {
+    use sea_orm::{ConnectionTrait, Statement};
+    let db = svc.database().await?;
+    let row = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT COUNT(*) AS n FROM transactions".to_owned(),
+        ))
+        .await?
+        .expect("a count");
+    Ok(row.try_get::<i64>("", "n")?)
+}
+
+async fn killed_between_signing_and_broadcast(b: Backend) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let mut svc =
+        Service::start_with(b, options(&anvil, Some("evm-before-broadcast=pause"))).await?;
+    let wallet = funded_wallet(&svc, &anvil).await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let api = svc.rest(&svc.api_key);
+    let (k, body) = (
+        key.clone(),
+        json!({"chain": "anvil", "to": TO, "asset": "native", "amount": "777"}).to_string(),
+    );
+    let hung = tokio::spawn(async move {
+        api.request(
+            Method::POST,
+            "/send",
+            &[("Idempotency-Key", &k)],
+            Some(&body),
+        )
+        .await
+    });
+    poll_until("the signed transaction to be stored", || async {
+        Ok((stored_transactions(&svc).await? == 1).then_some(()))
+    })
+    .await?;
+    assert_eq!(anvil.nonce(wallet).await?, 0);
+    assert!(
+        anvil.pool_hashes().await?.is_empty(),
+        "nothing broadcast yet"
+    );
+    svc.kill().await?;
+    assert!(
+        hung.await?
+            .map(|r| r.status.is_server_error())
+            .unwrap_or(true),
+        "the caller got no success from the killed service"
+    );
+    svc.relaunch(options(&anvil, None)).await?;
+    // The retry answers with the stored transaction; the monitor sends it.
+    let id = send_until_accepted(&svc, &key, 777).await?;
+    poll_until("the stored transaction to be mined", || async {
+        Ok((anvil.nonce(wallet).await? == 1).then_some(()))
+    })
+    .await?;
+    let again = send_until_accepted(&svc, &key, 777).await?;
+    assert_eq!(again, id);
+    assert_eq!(stored_transactions(&svc).await?, 1);
+    assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(777u64));
+    Ok(())
+}
+
+async fn killed_at_random_moments_of_keyed_sends(b: Backend) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let mut svc = Service::start_with(b, options(&anvil, None)).await?;
+    let wallet = funded_wallet(&svc, &anvil).await?;
+    let keys: Vec<String> = (0..8).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    let mut ids = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let amount = 1000 + i as u64;
+        let api = svc.rest(&svc.api_key);
+        let (k, body) = (
+            key.clone(),
+            json!({"chain": "anvil", "to": TO, "asset": "native", "amount": amount.to_string()})
+                .to_string(),
+        );
+        let inflight = tokio::spawn(async move {
+            api.request(
+                Method::POST,
+                "/send",
+                &[("Idempotency-Key", &k)],
+                Some(&body),
+            )
+            .await
+        });
+        // Kill at a random moment of the request: before, during or after it.
+        let jitter = (uuid::Uuid::new_v4().as_u128() % 40) as u64;
+        tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
+        svc.kill().await?;
+        let _ = inflight.await;
+        svc.relaunch(options(&anvil, None)).await?;
+        ids.push(send_until_accepted(&svc, key, amount).await?);
+    }
+    poll_until("every keyed send to be mined", || async {
+        Ok((anvil.nonce(wallet).await? >= keys.len() as u64).then_some(()))
+    })
+    .await?;
+    let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        keys.len(),
+        "one transaction per key: {ids:?}"
+    );
+    assert_eq!(
+        anvil.nonce(wallet).await?,
+        keys.len() as u64,
+        "no duplicate reached the chain"
+    );
+    assert_eq!(stored_transactions(&svc).await?, keys.len() as i64);
+    let total: u64 = (0..keys.len() as u64).map(|i| 1000 + i).sum();
+    assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(total));
+    Ok(())
+}
+
+async fn node_stopped_mid_send_gives_no_duplicate(b: Backend) -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let state_file = state.path().join("anvil.json");
+    let state_arg = state_file.display().to_string();
+    let anvil = Anvil::start_with(&["--state", &state_arg]).await?;
+    let port = anvil.port()?;
+    // The request pauses two seconds between storing and broadcasting: the node stops then.
+    let mut svc =
+        Service::start_with(b, options(&anvil, Some("evm-before-broadcast=sleep(2000)"))).await?;
+    let wallet = funded_wallet(&svc, &anvil).await?;
+    anvil.mine().await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let api = svc.rest(&svc.api_key);
+    let (k, body) = (
+        key.clone(),
+        json!({"chain": "anvil", "to": TO, "asset": "native", "amount": "4242"}).to_string(),
+    );
+    let inflight = tokio::spawn(async move {
+        api.request(
+            Method::POST,
+            "/send",
+            &[("Idempotency-Key", &k)],
+            Some(&body),
+        )
+        .await
+    });
+    poll_until("the signed transaction to be stored", || async {
+        Ok((stored_transactions(&svc).await? == 1).then_some(()))
+    })
+    .await?;
+    anvil.stop_gracefully().await?;
+    // The broadcast meets a dead node: the outcome is unknown, the answer still SUBMITTED.
+    let reply = inflight.await??;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
+    svc.kill().await?;
+    let anvil = Anvil::start_on(port, &["--state", &state_arg]).await?;
+    svc.relaunch(options(&anvil, None)).await?;
+    poll_until("the monitor to send the stored transaction", || async {
+        Ok((anvil.nonce(wallet).await? == 1).then_some(()))
+    })
+    .await?;
+    assert_eq!(send_until_accepted(&svc, &key, 4242).await?, id);
+    let tx = svc.rest(&svc.api_key).get(&format!("/tx/{id}")).await?;
+    assert_eq!(
+        tx.body["hash"], reply.body["hash"],
+        "the same signed bytes were sent"
+    );
+    assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(4242u64));
+    Ok(())
+}
+
+on_both_backends!(
+    killed_between_signing_and_broadcast,
+    killed_at_random_moments_of_keyed_sends,
+    node_stopped_mid_send_gives_no_duplicate,
+);
