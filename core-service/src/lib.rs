@@ -9,6 +9,7 @@ pub mod balances;
 pub mod bootstrap;
 pub mod chains;
 pub mod config;
+pub mod devnet;
 pub mod error;
 pub mod grpc;
 pub mod idempotency;

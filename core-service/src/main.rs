@@ -14,6 +14,7 @@ use walletops_core::{
     bootstrap::FIRST_USER,
     chains::ChainFamily,
     config::LogFormat,
+    devnet,
 };
 
 #[derive(Debug, Parser)]
@@ -50,10 +51,20 @@ struct DataDir {
     data_dir: Option<PathBuf>,
 }
 
+#[derive(Debug, Args, Default)]
+struct ServeArgs {
+    #[command(flatten)]
+    addrs: Addrs,
+    /// Also start a local anvil node as chain `anvil` (from the project's npm install), fund
+    /// the first user's EVM wallet and print a ready curl line.
+    #[arg(long)]
+    dev: bool,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the core and the REST edge in one process.
-    Serve(Addrs),
+    Serve(ServeArgs),
     /// Run the gRPC core alone.
     Core(Addrs),
     /// Run the REST edge alone, forwarding to a core.
@@ -238,9 +249,11 @@ async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
         .with_context(|| format!("binding the {what} listener to {addr}"))
 }
 
-/// Opens the core and, on an empty database, makes and prints the first user's key.
-async fn open_core(config: Config) -> anyhow::Result<Core> {
+/// Opens the core and, on an empty database, makes and prints the first user's key, which
+/// it also returns (for the dev curl line).
+async fn open_core(config: Config) -> anyhow::Result<(Core, Option<String>)> {
     let core = Core::open(config).await?;
+    let mut key = None;
     if let Some(first) = core.bootstrap().await? {
         println!(
             "First start: created user {:?} and its first API key.",
@@ -251,8 +264,32 @@ async fn open_core(config: Config) -> anyhow::Result<Core> {
         for w in &first.wallets {
             println!("Wallet ({}, default, delegated): {}", w.family, w.address);
         }
+        key = Some(first.secret.expose().to_owned());
     }
-    Ok(core)
+    Ok((core, key))
+}
+
+/// Funds the first user's default EVM wallet on the dev node; returns its address.
+async fn fund_dev_wallet(core: &Core, node: &devnet::DevNode) -> anyhow::Result<Option<String>> {
+    let Ok(owner) = core.find_user(FIRST_USER).await else {
+        return Ok(None);
+    };
+    let filter = walletops_core::store::WalletFilter {
+        family: Some(ChainFamily::Evm),
+        default_only: true,
+        automation_only: false,
+    };
+    let Some(wallet) = core
+        .wallets
+        .list(owner.id, filter)
+        .await?
+        .into_iter()
+        .next()
+    else {
+        return Ok(None);
+    };
+    node.fund(&wallet.address).await?;
+    Ok(Some(wallet.address))
 }
 
 fn spawn_pruner(core: &Core, stop: watch::Receiver<bool>) {
@@ -270,8 +307,24 @@ fn spawn_pruner(core: &Core, stop: watch::Receiver<bool>) {
     });
 }
 
-async fn run_servers(config: Config, with_core: bool, with_edge: bool) -> anyhow::Result<()> {
+async fn run_servers(
+    mut config: Config,
+    with_core: bool,
+    with_edge: bool,
+    dev: bool,
+) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
+    let dev_node = if dev {
+        let node = devnet::DevNode::start_anvil().await?;
+        config
+            .chains
+            .insert(devnet::ANVIL_SLUG.to_owned(), node.chain());
+        Some(node)
+    } else {
+        None
+    };
+    let mut first_key = None;
+    let mut dev_wallet = None;
     let mut tasks = tokio::task::JoinSet::new();
     let mut core_url = config.core_url.clone();
     let http = if with_edge {
@@ -283,7 +336,19 @@ async fn run_servers(config: Config, with_core: bool, with_edge: bool) -> anyhow
         let grpc = bind(config.grpc_addr, "gRPC").await?;
         let grpc_addr = grpc.local_addr()?;
         core_url = format!("http://{}", dialable(grpc_addr));
-        let core = open_core(config.clone()).await?;
+        let (core, key) = open_core(config.clone()).await?;
+        first_key = key;
+        if let Some(node) = &dev_node {
+            dev_wallet = fund_dev_wallet(&core, node).await?;
+            println!(
+                "Dev chain `anvil` (chain id 31337) at {}{}",
+                node.url(),
+                dev_wallet
+                    .as_ref()
+                    .map(|w| format!("; wallet {w} funded with 1000 ETH"))
+                    .unwrap_or_default()
+            );
+        }
         spawn_pruner(&core, stop_rx.clone());
         tokio::spawn(core.monitor().run(on_stop(stop_rx.clone())));
         println!("gRPC listening on {grpc_addr}");
@@ -302,6 +367,17 @@ async fn run_servers(config: Config, with_core: bool, with_edge: bool) -> anyhow
         println!(
             "REST listening on http://{http_addr} (API under /api/v1, forwarding to {core_url})"
         );
+        if dev_wallet.is_some() {
+            let key = first_key
+                .clone()
+                .unwrap_or_else(|| "$WALLETOPS_API_KEY".to_owned());
+            let body = r#"{"chain":"anvil","to":"0x1111111111111111111111111111111111111111","asset":"native","amount":"1000000000000000"}"#;
+            println!("Try a send on the dev chain:");
+            println!(
+                "curl -s -X POST http://{}/api/v1/send -H \"x-api-key: {key}\" -H \"Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)\" -H 'content-type: application/json' -d '{body}'",
+                dialable(http_addr)
+            );
+        }
         let stop = on_stop(stop_rx.clone());
         tasks.spawn(async move {
             walletops_edge::serve(http, router, stop)
@@ -347,7 +423,8 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let mut config = Config::load(cli.config.as_deref())?;
     match &cli.command {
-        Command::Serve(a) | Command::Core(a) => a.apply(&mut config),
+        Command::Serve(a) => a.addrs.apply(&mut config),
+        Command::Core(a) => a.apply(&mut config),
         Command::Edge {
             core_url,
             http_addr,
@@ -366,9 +443,9 @@ async fn main() -> anyhow::Result<()> {
     }
     init_tracing(config.log_format);
     match cli.command {
-        Command::Serve(_) => run_servers(config, true, true).await,
-        Command::Core(_) => run_servers(config, true, false).await,
-        Command::Edge { .. } => run_servers(config, false, true).await,
+        Command::Serve(args) => run_servers(config, true, true, args.dev).await,
+        Command::Core(_) => run_servers(config, true, false, false).await,
+        Command::Edge { .. } => run_servers(config, false, true, false).await,
         Command::Migrate(_) => {
             Core::open(config).await?;
             println!("migrations are up to date");

@@ -232,8 +232,13 @@ impl Store {
             .column(txs::Column::Id)
             .filter(txs::Column::Status.is_in(open))
             .filter(free.clone())
-            // A record this young is still in the hands of the request that made it.
-            .filter(txs::Column::CreatedAt.lt(younger_than))
+            // A record this young, not yet broadcast, is still in the hands of the request
+            // that made it; once broadcast it is the monitor's at once.
+            .filter(
+                Condition::any()
+                    .add(txs::Column::CreatedAt.lt(younger_than))
+                    .add(txs::Column::LastBroadcastAt.is_not_null()),
+            )
             .order_by_asc(txs::Column::CreatedAt)
             .limit(limit)
             .into_tuple()

@@ -124,3 +124,66 @@ on_both_backends!(
     admin_commands_manage_users_and_keys,
     core_and_edge_run_as_separate_processes,
 );
+
+/// `walletops serve --dev` starts a funded local chain and prints a curl line that works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
+    let data = tempfile::tempdir()?;
+    let mut cmd = Command::new(walletops_bin()?);
+    cmd.args([
+        "serve",
+        "--dev",
+        "--http-addr",
+        "127.0.0.1:0",
+        "--grpc-addr",
+        "127.0.0.1:0",
+    ])
+    .env("WALLETOPS_DATA_DIR", data.path())
+    .env("RUST_LOG", "warn")
+    .env_remove("DATABASE_URL")
+    .env_remove("WALLETOPS_DATABASE_URL")
+    .env("WALLETOPS_MONITOR__POLL_INTERVAL_MS", "100")
+    .current_dir(walletops_tests::workspace_root());
+    let dev = launch(cmd, &["REST listening on ", "curl "]).await?;
+    let key = dev.value("API key: ").expect("first start prints the key");
+    let curl = dev
+        .lines
+        .iter()
+        .find(|l| l.starts_with("curl "))
+        .expect("a curl line");
+    assert!(curl.contains(&key), "{curl}");
+    let url = curl
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("a URL");
+    let body = curl
+        .rsplit_once(" -d '")
+        .map(|(_, b)| b.trim_end_matches('\''))
+        .expect("a body");
+    let client = reqwest::Client::new();
+    let reply: serde_json::Value = client
+        .post(url)
+        .header("x-api-key", &key)
+        .header("Idempotency-Key", uuid::Uuid::new_v4().to_string())
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await?
+        .json()
+        .await?;
+    assert_eq!(reply["status"], "SUBMITTED", "{reply}");
+    let id = reply["id"].as_str().expect("id").to_owned();
+    let tx_url = format!("{}/api/v1/tx/{id}", dev.http()?);
+    walletops_tests::poll_until("the dev send to be confirmed", || async {
+        let tx: serde_json::Value = client
+            .get(&tx_url)
+            .header("x-api-key", &key)
+            .send()
+            .await?
+            .json()
+            .await?;
+        Ok((tx["status"] == "CONFIRMED").then_some(()))
+    })
+    .await?;
+    Ok(())
+}
