@@ -609,7 +609,112 @@ async fn replacements_stop_at_the_fee_cap(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn dropped_transactions_get_their_nonce_filled(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::start(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
+        &["--no-mining"],
+    )
+    .await?;
+    let to: Address = "0x1111111111111111111111111111111111111111".parse()?;
+    let big = e
+        .api()
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": to, "asset": "native", "amount": ETH.to_string()}),
+        )
+        .await?;
+    let big_id = submitted_id(&big)?;
+    let small = e
+        .api()
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": to, "asset": "native", "amount": "1"}),
+        )
+        .await?;
+    let small_id = submitted_id(&small)?;
+    // The node loses the first transaction, and the wallet can no longer pay for it: its
+    // nonce 0 would strand the second one forever.
+    e.anvil.set_balance(e.wallet, U256::from(ETH / 100)).await?;
+    e.anvil
+        .drop_transaction(big.body["hash"].as_str().expect("hash"))
+        .await?;
+    let dropped = e.wait_for(&big_id, "DROPPED").await?;
+    assert!(
+        dropped["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_lowercase()
+            .contains("insufficient funds"),
+        "{dropped}"
+    );
+    poll_until(
+        "a filler for nonce 0 and the second send in the pool",
+        || async { Ok((e.anvil.pool_hashes().await?.len() == 2).then_some(())) },
+    )
+    .await?;
+    e.anvil.mine().await?;
+    e.wait_for(&small_id, "CONFIRMED").await?;
+    assert_eq!(
+        e.anvil.nonce(e.wallet).await?,
+        2,
+        "nonce 0 was filled, nonce 1 mined"
+    );
+    assert_eq!(
+        e.anvil.balance(to).await?,
+        U256::from(1u64),
+        "only the small send moved value"
+    );
+    Ok(())
+}
+
+async fn grpc_writes_share_the_pipeline(b: Backend) -> anyhow::Result<()> {
+    use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
+    let e = Evm::start(b, "", &[]).await?;
+    let counter = e.anvil.deploy_counter().await?;
+    let mut client = WalletOpsServiceClient::new(e.svc.channel().await?);
+    let key = uuid::Uuid::new_v4().to_string();
+    let call = || -> anyhow::Result<tonic::Request<pb::CallContractRequest>> {
+        let mut req = walletops_tests::with_key(
+            pb::CallContractRequest {
+                chain: "anvil".to_owned(),
+                to: counter.to_string(),
+                function: Some("add(uint256)".to_owned()),
+                args: Some(prost_types::ListValue {
+                    values: vec![prost_types::Value {
+                        kind: Some(prost_types::value::Kind::StringValue("40".to_owned())),
+                    }],
+                }),
+                ..Default::default()
+            },
+            &e.svc.api_key,
+        )?;
+        req.metadata_mut().insert("idempotency-key", key.parse()?);
+        Ok(req)
+    };
+    let first = client
+        .call_contract(call()?)
+        .await?
+        .into_inner()
+        .submission
+        .expect("submission");
+    assert_eq!(first.status(), pb::SubmissionStatus::Submitted);
+    let again = client
+        .call_contract(call()?)
+        .await?
+        .into_inner()
+        .submission
+        .expect("submission");
+    assert_eq!(again, first, "a retry over gRPC replays the stored answer");
+    e.wait_for(&first.id, "CONFIRMED").await?;
+    assert_eq!(e.anvil.counter_state(counter).await?.0, U256::from(40u64));
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    Ok(())
+}
+
 on_both_backends!(
+    dropped_transactions_get_their_nonce_filled,
+    grpc_writes_share_the_pipeline,
     balances_equal_the_nodes,
     balances_fall_back_to_a_batch_without_multicall,
     native_and_token_sends_move_exactly_the_amount,
