@@ -10,7 +10,7 @@ use crate::{
     auth::{ApiKeys, Caller},
     balances::Balances,
     chains::Registry,
-    chains::evm::EvmClients,
+    chains::{evm::EvmClients, solana::SolanaClients},
     config::Config,
     error::{Result, WalletOpsError},
     idempotency::Idempotency,
@@ -20,7 +20,7 @@ use crate::{
     signer::{LocalSigner, Signer},
     store::Store,
     transactions::Transactions,
-    transfers::{Writes, evm::EvmPipeline},
+    transfers::{Writes, evm::EvmPipeline, solana::SolanaPipeline},
     wallets::Wallets,
 };
 
@@ -49,6 +49,8 @@ pub struct Parts {
     pub writes: Writes,
     /// The EVM write pipeline.
     pub evm: EvmPipeline,
+    /// The Solana write pipeline.
+    pub solana: SolanaPipeline,
     /// Balance reads.
     pub balances: Balances,
     /// Idempotency keys.
@@ -87,6 +89,7 @@ impl Core {
         let chains = Arc::new(Registry::new(&config.chains)?);
         let signer: Arc<dyn Signer> = Arc::new(LocalSigner::new(keystore.clone(), store.clone()));
         let evm_clients = Arc::new(EvmClients::default());
+        let solana_clients = Arc::new(SolanaClients::default());
         let idempotency = Idempotency::new(
             store.clone(),
             std::time::Duration::from_secs(config.idempotency_retention_secs),
@@ -98,7 +101,8 @@ impl Core {
             transactions: Transactions::new(store.clone()),
             writes: Writes::new(store.clone(), idempotency.clone()),
             evm: EvmPipeline::new(store.clone(), signer.clone(), evm_clients.clone()),
-            balances: Balances::new(evm_clients),
+            balances: Balances::new(evm_clients, solana_clients.clone()),
+            solana: SolanaPipeline::new(store.clone(), signer.clone(), solana_clients),
             idempotency,
             signer,
             chains,
@@ -114,6 +118,7 @@ impl Core {
             self.chains.clone(),
             self.wallets.clone(),
             self.evm.clone(),
+            self.solana.clone(),
             self.idempotency.clone(),
             self.config.monitor.clone(),
         )

@@ -1,6 +1,8 @@
 //! `walletops serve --dev`: a local playground. It starts an anvil node from the project's
-//! own npm install as chain `anvil` and funds the first user's EVM wallet, so a newcomer can
-//! send a real transaction in the first minute, with no internet.
+//! own npm install as chain `anvil`, and the Solana test node (litesvm behind JSON-RPC, the
+//! `walletops-solana-node` binary built beside `walletops`) as chain `solana-devnet`, and
+//! funds the first user's wallets, so a newcomer can send real transactions in the first
+//! minute, with no internet.
 
 use std::{path::PathBuf, process::Stdio, time::Duration};
 
@@ -18,6 +20,10 @@ use crate::chains::{ChainConfig, ChainFamily};
 
 /// Slug of the local EVM chain.
 pub const ANVIL_SLUG: &str = "anvil";
+/// Slug the local Solana node stands in for.
+pub const SOLANA_SLUG: &str = "solana-devnet";
+/// What the first user's Solana wallet is funded with: 100 SOL.
+const FUNDING_LAMPORTS: u64 = 100_000_000_000;
 /// Chain id anvil uses.
 const ANVIL_CHAIN_ID: i64 = 31337;
 /// What the first user's EVM wallet is funded with: 1000 ETH.
@@ -48,33 +54,96 @@ fn anvil_bin() -> anyhow::Result<PathBuf> {
         })
 }
 
+/// The Solana test node binary: `WALLETOPS_SOLANA_NODE_BIN`, else `walletops-solana-node`
+/// beside this executable (`cargo build --workspace --bins` builds both).
+fn solana_node_bin() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("WALLETOPS_SOLANA_NODE_BIN") {
+        return Some(PathBuf::from(bin));
+    }
+    let beside = std::env::current_exe()
+        .ok()?
+        .parent()?
+        .join("walletops-solana-node");
+    beside.exists().then_some(beside)
+}
+
+/// Spawns `cmd` and waits for the line that starts with `prefix`; returns the child and the
+/// rest of that line.
+async fn spawn_until(
+    mut cmd: Command,
+    what: &str,
+    prefix: &str,
+) -> anyhow::Result<(Child, String)> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {what}"))?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let rest = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await? {
+            if let Some(rest) = line.strip_prefix(prefix) {
+                return Ok::<_, anyhow::Error>(rest.trim().to_owned());
+            }
+        }
+        bail!("{what} exited before it was listening")
+    })
+    .await
+    .with_context(|| format!("waiting for {what}"))??;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, rest))
+}
+
 impl DevNode {
     /// Starts anvil on a free loopback port.
     pub async fn start_anvil() -> anyhow::Result<Self> {
-        let mut child = Command::new(anvil_bin()?)
-            .args(["--host", "127.0.0.1", "--port", "0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .context("starting anvil")?;
-        let stdout = child.stdout.take().context("anvil has no stdout")?;
-        let mut lines = BufReader::new(stdout).lines();
-        let addr = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await? {
-                if let Some(addr) = line.strip_prefix("Listening on ") {
-                    return Ok::<_, anyhow::Error>(addr.trim().to_owned());
-                }
-            }
-            bail!("anvil exited before it was listening")
-        })
-        .await
-        .context("waiting for anvil")??;
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let mut cmd = Command::new(anvil_bin()?);
+        cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+        let (child, addr) = spawn_until(cmd, "anvil", "Listening on ").await?;
         Ok(Self {
             _child: child,
             url: format!("http://{addr}"),
         })
+    }
+
+    /// Starts the Solana test node on a free loopback port, when its binary was built.
+    pub async fn start_solana() -> anyhow::Result<Option<Self>> {
+        let Some(bin) = solana_node_bin() else {
+            return Ok(None);
+        };
+        let mut cmd = Command::new(bin);
+        cmd.args(["--addr", "127.0.0.1:0"]);
+        let (child, url) =
+            spawn_until(cmd, "the Solana test node", "Solana JSON-RPC listening on ").await?;
+        Ok(Some(Self { _child: child, url }))
+    }
+
+    /// The chain entry that points `solana-devnet` at this (Solana) node, with explorer
+    /// links to the explorer's custom-cluster view of it.
+    pub fn solana_chain(&self) -> ChainConfig {
+        ChainConfig {
+            family: Some(ChainFamily::Solana),
+            chain_id: None,
+            name: Some("Solana Devnet (local)".to_owned()),
+            explorer_tx_url: Some(format!(
+                "https://explorer.solana.com/tx/{{hash}}?cluster=custom&customUrl={}",
+                self.url
+            )),
+            rpc_url: Some(self.url.clone()),
+            native_symbol: None,
+        }
+    }
+
+    /// Gives Solana `address` 100 SOL, through the node's `requestAirdrop`.
+    pub async fn airdrop(&self, address: &str) -> anyhow::Result<()> {
+        let pubkey: solana_pubkey::Pubkey = address.parse().context("funding address")?;
+        let rpc = solana_rpc_client::nonblocking::rpc_client::RpcClient::new(self.url.clone());
+        rpc.request_airdrop(&pubkey, FUNDING_LAMPORTS)
+            .await
+            .context("funding the Solana wallet")?;
+        Ok(())
     }
 
     /// The chain entry that points `anvil` at this node.

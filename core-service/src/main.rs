@@ -269,27 +269,23 @@ async fn open_core(config: Config) -> anyhow::Result<(Core, Option<String>)> {
     Ok((core, key))
 }
 
-/// Funds the first user's default EVM wallet on the dev node; returns its address.
-async fn fund_dev_wallet(core: &Core, node: &devnet::DevNode) -> anyhow::Result<Option<String>> {
+/// The first user's default wallet of `family`, if any.
+async fn first_wallet(core: &Core, family: ChainFamily) -> anyhow::Result<Option<String>> {
     let Ok(owner) = core.find_user(FIRST_USER).await else {
         return Ok(None);
     };
     let filter = walletops_core::store::WalletFilter {
-        family: Some(ChainFamily::Evm),
+        family: Some(family),
         default_only: true,
         automation_only: false,
     };
-    let Some(wallet) = core
+    Ok(core
         .wallets
         .list(owner.id, filter)
         .await?
         .into_iter()
         .next()
-    else {
-        return Ok(None);
-    };
-    node.fund(&wallet.address).await?;
-    Ok(Some(wallet.address))
+        .map(|w| w.address))
 }
 
 fn spawn_pruner(core: &Core, stop: watch::Receiver<bool>) {
@@ -314,15 +310,27 @@ async fn run_servers(
     dev: bool,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let dev_node = if dev {
+    let (dev_node, dev_solana) = if dev {
         let node = devnet::DevNode::start_anvil().await?;
         config
             .chains
             .insert(devnet::ANVIL_SLUG.to_owned(), node.chain());
-        Some(node)
+        let solana = devnet::DevNode::start_solana().await?;
+        match &solana {
+            Some(s) => {
+                config
+                    .chains
+                    .insert(devnet::SOLANA_SLUG.to_owned(), s.solana_chain());
+            }
+            None => println!(
+                "The Solana test node is not built (cargo build --workspace --bins): Solana chains keep their public RPC URLs."
+            ),
+        }
+        (Some(node), solana)
     } else {
-        None
+        (None, None)
     };
+    let mut dev_solana_wallet = None;
     let mut first_key = None;
     let mut dev_wallet = None;
     let mut tasks = tokio::task::JoinSet::new();
@@ -338,8 +346,21 @@ async fn run_servers(
         core_url = format!("http://{}", dialable(grpc_addr));
         let (core, key) = open_core(config.clone()).await?;
         first_key = key;
+        if let Some(node) = &dev_solana
+            && let Some(wallet) = first_wallet(&core, ChainFamily::Solana).await?
+        {
+            node.airdrop(&wallet).await?;
+            println!(
+                "Dev chain `solana-devnet` (litesvm) at {}; wallet {wallet} funded with 100 SOL",
+                node.url()
+            );
+            dev_solana_wallet = Some(wallet);
+        }
         if let Some(node) = &dev_node {
-            dev_wallet = fund_dev_wallet(&core, node).await?;
+            dev_wallet = first_wallet(&core, ChainFamily::Evm).await?;
+            if let Some(wallet) = &dev_wallet {
+                node.fund(wallet).await?;
+            }
             println!(
                 "Dev chain `anvil` (chain id 31337) at {}{}",
                 node.url(),
@@ -377,6 +398,14 @@ async fn run_servers(
                 "curl -s -X POST http://{}/api/v1/send -H \"x-api-key: {key}\" -H \"Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)\" -H 'content-type: application/json' -d '{body}'",
                 dialable(http_addr)
             );
+            if dev_solana_wallet.is_some() {
+                let body = r#"{"chain":"solana-devnet","to":"11111111111111111111111111111112","asset":"native","amount":"1000000"}"#;
+                println!(
+                    "curl -s -X POST http://{}/api/v1/send -H \"x-api-key: {key}\" -H \"Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)\" -H 'content-type: application/json' -d '{body}'",
+                    dialable(http_addr)
+                );
+            }
+            println!("Dev playground ready.");
         }
         let stop = on_stop(stop_rx.clone());
         tasks.spawn(async move {

@@ -11,6 +11,7 @@ mod m20261123_000004_create_signer_keys;
 mod m20261123_000005_create_transactions;
 mod m20261123_000006_create_idempotency_keys;
 mod m20261123_000007_create_evm_nonces;
+mod m20261123_000008_add_transactions_valid_until;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000005_create_transactions::Migration),
             Box::new(m20261123_000006_create_idempotency_keys::Migration),
             Box::new(m20261123_000007_create_evm_nonces::Migration),
+            Box::new(m20261123_000008_add_transactions_valid_until::Migration),
         ]
     }
 }

@@ -3,16 +3,19 @@
 //! native balance and every token's balance, decimals and symbol come from one `eth_call` to
 //! Multicall3 (`aggregate3`), or one JSON-RPC batch where Multicall3 is absent.
 
-use std::{sync::Arc, time::Duration};
+use std::{str::FromStr, sync::Arc, time::Duration};
 
 use alloy::primitives::{Address, U256};
 use chrono::{DateTime, Utc};
 use moka::sync::Cache;
 
+use solana_pubkey::Pubkey;
+
 use crate::{
     chains::{
         Chain, ChainFamily, WalletAddress,
         evm::{EvmClients, TokenReading},
+        solana::{Holding, MintInfo, SolanaClients},
     },
     error::{Result, Violations, WalletOpsError},
     wallets::Wallet,
@@ -22,8 +25,31 @@ use crate::{
 const NATIVE_TTL: Duration = Duration::from_secs(15);
 /// How long a token balance is served from the cache.
 const TOKEN_TTL: Duration = Duration::from_secs(45);
-/// Symbol reported for a token whose `symbol()` does not answer.
+/// Symbol reported for a token whose symbol is not known: an ERC20 whose `symbol()` does not
+/// answer, or an SPL mint missing from the known-token table.
 pub const UNKNOWN_SYMBOL: &str = "UNKNOWN";
+
+/// Symbols of well-known SPL mints. SPL mints carry no symbol of their own (it lives in
+/// separate metadata accounts), so others are reported as `UNKNOWN`.
+const KNOWN_SPL: &[(&str, &str)] = &[
+    ("So11111111111111111111111111111111111111112", "SOL"),
+    ("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "USDC"),
+    ("Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB", "USDT"),
+    ("4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU", "USDC"),
+    ("JUPyiwrYJFskUPiHa7hKeqbbqngs4DpszrwEJKsJtXjT", "JUP"),
+    ("DezXAZ8z7PnrnRJjz3wXBoRgixCa6xjnB7YaB1pPB263", "BONK"),
+    ("mSoLzYCxHdYgdzU16g5QSh3i5K3z3KZK7ytfqcJm7So", "mSOL"),
+    ("7dHbWXmci3dT8UFYWYZweBLXgycu7Y3iL6trKn1Y4ARj", "stSOL"),
+    ("2b1kV6DkPAnxd5ixfnxCpjxmKwqjjaYmCZfHsFu24GXo", "PYUSD"),
+];
+
+fn spl_symbol(mint: &Pubkey) -> String {
+    let mint = mint.to_string();
+    KNOWN_SPL
+        .iter()
+        .find(|(m, _)| *m == mint)
+        .map_or_else(|| UNKNOWN_SYMBOL.to_owned(), |(_, s)| (*s).to_owned())
+}
 
 /// One balance, as the contract's Balance resource has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,15 +81,25 @@ type TokenKey = (String, String, Address);
 #[derive(Debug, Clone)]
 pub struct Balances {
     clients: Arc<EvmClients>,
+    solana: Arc<SolanaClients>,
     native: Cache<NativeKey, (U256, DateTime<Utc>)>,
     tokens: Cache<TokenKey, (TokenReading, DateTime<Utc>)>,
+    holdings: Cache<NativeKey, (Vec<Holding>, DateTime<Utc>)>,
+    /// Mints do not change program or decimals: kept without expiry (bounded in size).
+    mints: Cache<Pubkey, MintInfo>,
 }
 
 impl Balances {
     /// Balances read with `clients`.
-    pub fn new(clients: Arc<EvmClients>) -> Self {
+    pub fn new(clients: Arc<EvmClients>, solana: Arc<SolanaClients>) -> Self {
         Self {
             clients,
+            solana,
+            holdings: Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(TOKEN_TTL)
+                .build(),
+            mints: Cache::new(100_000),
             native: Cache::builder()
                 .max_capacity(100_000)
                 .time_to_live(NATIVE_TTL)
@@ -90,10 +126,10 @@ impl Balances {
                 self.read_evm(chain, wallet, tokens, include_zero, fresh)
                     .await
             }
-            ChainFamily::Solana => Err(WalletOpsError::ServiceUnavailable(format!(
-                "balance reads on {} are not available yet: this build does not include the Solana chain client",
-                chain.slug()
-            ))),
+            ChainFamily::Solana => {
+                self.read_solana(chain, wallet, tokens, include_zero, fresh)
+                    .await
+            }
         }
     }
 
@@ -191,6 +227,106 @@ impl Balances {
             });
         }
         bad.finish()?;
+        if !include_zero {
+            out.retain(|b| !b.raw.is_zero());
+        }
+        Ok(out)
+    }
+
+    async fn read_solana(
+        &self,
+        chain: &Chain,
+        wallet: &Wallet,
+        tokens: &[WalletAddress],
+        include_zero: bool,
+        fresh: bool,
+    ) -> Result<Vec<Balance>> {
+        let owner = Pubkey::from_str(&wallet.address).map_err(|_| {
+            WalletOpsError::Internal(anyhow::anyhow!(
+                "stored address {} unreadable",
+                wallet.address
+            ))
+        })?;
+        let client = self.solana.get(chain.rpc_url());
+        let key = (chain.slug().to_owned(), wallet.address.clone());
+        let native = match self.native.get(&key).filter(|_| !fresh) {
+            Some(hit) => hit,
+            None => {
+                let read = (U256::from(client.balance(&owner).await?), Utc::now());
+                self.native.insert(key.clone(), read);
+                read
+            }
+        };
+        let (holdings, held_at) = match self.holdings.get(&key).filter(|_| !fresh) {
+            Some(hit) => hit,
+            None => {
+                let read = (client.holdings(&owner).await?, Utc::now());
+                self.holdings.insert(key.clone(), read.clone());
+                read
+            }
+        };
+        let entry = |mint: &Pubkey, amount: u64, decimals: u8| Balance {
+            family: ChainFamily::Solana,
+            chain_id: chain.chain_id(),
+            address: wallet.address.clone(),
+            asset: "spl",
+            token: Some(mint.to_string()),
+            raw: U256::from(amount),
+            decimals: u32::from(decimals),
+            symbol: spl_symbol(mint),
+            updated_at: held_at,
+        };
+        let mut out = vec![Balance {
+            family: ChainFamily::Solana,
+            chain_id: chain.chain_id(),
+            address: wallet.address.clone(),
+            asset: "native",
+            token: None,
+            raw: native.0,
+            decimals: chain.native_decimals(),
+            symbol: chain.native_symbol().to_owned(),
+            updated_at: native.1,
+        }];
+        if tokens.is_empty() {
+            out.extend(
+                holdings
+                    .iter()
+                    .map(|h| entry(&h.mint, h.amount, h.decimals)),
+            );
+        } else {
+            let wanted: Vec<Pubkey> = tokens
+                .iter()
+                .filter_map(|t| Pubkey::from_str(t.as_str()).ok())
+                .collect();
+            // Decimals of requested mints the wallet does not hold come from the mints.
+            let unknown: Vec<Pubkey> = wanted
+                .iter()
+                .filter(|m| !holdings.iter().any(|h| h.mint == **m) && !self.mints.contains_key(*m))
+                .copied()
+                .collect();
+            for (mint, info) in unknown.iter().zip(client.mints(&unknown).await?) {
+                if let Some(info) = info {
+                    self.mints.insert(*mint, info);
+                }
+            }
+            let mut bad = Violations::default();
+            for (i, mint) in wanted.iter().enumerate() {
+                match holdings.iter().find(|h| h.mint == *mint) {
+                    Some(h) => out.push(entry(mint, h.amount, h.decimals)),
+                    None => match self.mints.get(mint) {
+                        Some(info) => out.push(entry(mint, 0, info.decimals)),
+                        None => bad.push(
+                            &format!("tokens[{i}]"),
+                            format!(
+                                "{mint} is not an SPL Token or Token-2022 mint on {}",
+                                chain.slug()
+                            ),
+                        ),
+                    },
+                }
+            }
+            bad.finish()?;
+        }
         if !include_zero {
             out.retain(|b| !b.raw.is_zero());
         }

@@ -18,7 +18,7 @@ use crate::{
     ratelimit::Budget,
     store::WalletFilter,
     transactions::TxKind,
-    transfers::{Submission, calldata, evm::EvmIntent},
+    transfers::{Submission, calldata, evm::EvmIntent, solana::SolanaIntent},
     wallets::DelegatedWallet,
 };
 
@@ -101,6 +101,42 @@ impl WalletOpsApi {
     }
 }
 
+impl WalletOpsApi {
+    /// Runs a validated Solana send in its idempotency claim.
+    async fn submit_solana(
+        &self,
+        write: Write<'_>,
+        intent: SolanaIntent,
+    ) -> Result<pb::Submission> {
+        let Write {
+            caller,
+            key,
+            path,
+            canonical,
+            chain,
+            wallet,
+        } = write;
+        let submission = self
+            .core
+            .writes
+            .run(
+                caller.user_id,
+                key,
+                path,
+                &canonical,
+                &self.core.chains,
+                async |ticket| {
+                    self.core
+                        .solana
+                        .submit(chain, &wallet, intent, Some(ticket))
+                        .await
+                },
+            )
+            .await?;
+        Ok(to_pb(submission))
+    }
+}
+
 fn to_pb(s: Submission) -> pb::Submission {
     pb::Submission {
         id: s.id.to_string(),
@@ -109,15 +145,6 @@ fn to_pb(s: Submission) -> pb::Submission {
         explorer_url: s.explorer_url,
         chain_name: s.chain_name,
     }
-}
-
-/// The answer of every write whose chain work is not built yet.
-fn not_built(chain: &Chain, what: &str) -> WalletOpsError {
-    WalletOpsError::ServiceUnavailable(format!(
-        "{what} on {} is not available yet: this build does not include the {} signing pipeline",
-        chain.slug(),
-        chain.family()
-    ))
 }
 
 fn non_empty(v: Option<&String>) -> Option<&str> {
@@ -284,13 +311,41 @@ impl WalletOpsService for WalletOpsApi {
                 WalletOpsError::Internal(anyhow::anyhow!("validated fields missing")).into(),
             );
         };
-        if family != ChainFamily::Evm {
-            return Err(not_built(chain, "sending").into());
+        let write = Write {
+            caller,
+            key,
+            path: "/send",
+            canonical,
+            chain,
+            wallet,
+        };
+        if family == ChainFamily::Solana {
+            let solana_key = |a: &WalletAddress| {
+                a.as_str().parse::<solana_pubkey::Pubkey>().map_err(|_| {
+                    WalletOpsError::Internal(anyhow::anyhow!("parsed address {a} unreadable"))
+                })
+            };
+            let amount = u64::try_from(amount).map_err(|_| {
+                WalletOpsError::invalid("amount", "must fit an unsigned 64-bit integer")
+            })?;
+            let intent = SolanaIntent {
+                to: solana_key(&to)?,
+                mint: token.as_ref().map(solana_key).transpose()?,
+                amount,
+                request: serde_json::json!({
+                    "chain": chain.slug(), "from": write.wallet.wallet().address,
+                    "to": to.as_str(), "asset": asset.as_str_name(),
+                    "token": token.as_ref().map(WalletAddress::as_str), "amount": amount.to_string(),
+                }),
+            };
+            return Ok(Response::new(pb::SendResponse {
+                submission: Some(self.submit_solana(write, intent).await?),
+            }));
         }
         let to = evm_address(&to)?;
         let token = token.as_ref().map(evm_address).transpose()?;
         let request_json = serde_json::json!({
-            "chain": chain.slug(), "from": wallet.wallet().address, "to": to.to_checksum(None),
+            "chain": chain.slug(), "from": write.wallet.wallet().address, "to": to.to_checksum(None),
             "asset": asset.as_str_name(), "token": token.map(|t| t.to_checksum(None)),
             "amount": amount.to_string(),
         });
@@ -319,14 +374,6 @@ impl WalletOpsService for WalletOpsApi {
                 token_debit: Some((token, amount)),
                 request: request_json,
             },
-        };
-        let write = Write {
-            caller,
-            key,
-            path: "/send",
-            canonical,
-            chain,
-            wallet,
         };
         Ok(Response::new(pb::SendResponse {
             submission: Some(self.submit_evm(write, intent).await?),

@@ -21,13 +21,17 @@ use crate::{
     chains::{
         ChainFamily, Registry,
         evm::{BroadcastOutcome, Fees, Rejection},
+        solana::{SendOutcome, SignatureState},
     },
     config::MonitorConfig,
     error::{Result, WalletOpsError},
     idempotency::Idempotency,
     store::Store,
     transactions::{OpenTransaction, TxStatus},
-    transfers::evm::{EvmPipeline, decode_payload},
+    transfers::{
+        evm::{EvmPipeline, decode_payload},
+        solana::SolanaPipeline,
+    },
     wallets::Wallets,
 };
 
@@ -46,6 +50,7 @@ pub struct Monitor {
     chains: Arc<Registry>,
     wallets: Wallets,
     evm: EvmPipeline,
+    solana: SolanaPipeline,
     idempotency: Idempotency,
     config: MonitorConfig,
 }
@@ -62,6 +67,7 @@ impl Monitor {
         chains: Arc<Registry>,
         wallets: Wallets,
         evm: EvmPipeline,
+        solana: SolanaPipeline,
         idempotency: Idempotency,
         config: MonitorConfig,
     ) -> Self {
@@ -71,6 +77,7 @@ impl Monitor {
             chains,
             wallets,
             evm,
+            solana,
             idempotency,
             config,
         }
@@ -124,8 +131,8 @@ impl Monitor {
             return Ok(());
         }
         let chain = self.chains.resolve(&open.chain)?.clone();
-        if chain.family() != ChainFamily::Evm {
-            return Ok(());
+        if chain.family() == ChainFamily::Solana {
+            return self.follow_solana(&chain, open).await;
         }
         let client = self.evm.client(&chain)?;
         let from = open
@@ -224,6 +231,97 @@ impl Monitor {
             self.replace(&wallet, &open, &client).await?;
         }
         Ok(())
+    }
+
+    /// Follows a Solana transfer: settled from its signatures' statuses; never seen and its
+    /// blockhash expired (and only then), re-signed with a new one; otherwise sent again,
+    /// which a node that has it ignores.
+    async fn follow_solana(
+        &self,
+        chain: &crate::chains::Chain,
+        open: OpenTransaction,
+    ) -> Result<()> {
+        let client = self.solana.client(chain);
+        let signatures: Vec<solana_signature::Signature> = open
+            .hashes
+            .iter()
+            .map(|h| {
+                h.parse().map_err(|_| {
+                    WalletOpsError::Internal(anyhow::anyhow!("stored signature {h} unreadable"))
+                })
+            })
+            .collect::<Result<_>>()?;
+        // The height is read before the statuses: a signature processed before this read
+        // shows in the statuses read after it.
+        let height = client.block_height().await?;
+        let states = client.statuses(&signatures).await?;
+        for (hash, state) in open.hashes.iter().zip(&states) {
+            let (status, error) = match state {
+                SignatureState::Succeeded => (TxStatus::Confirmed, None),
+                SignatureState::Failed(e) => (TxStatus::Reverted, Some(e.clone())),
+                SignatureState::Processed => return Ok(()),
+                SignatureState::Unseen => continue,
+            };
+            let txn = self.store.begin().await?;
+            self.store
+                .settle_transaction(&txn, &open, status, error, None, Some(hash))
+                .await?;
+            txn.commit().await?;
+            return Ok(());
+        }
+        let wallet = match self.wallets.delegated_by_id(open.wallet_id).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(id = %open.id, error = %e, "cannot maintain transaction");
+                return Ok(());
+            }
+        };
+        let expired = open.valid_until.is_some_and(|valid| height > valid);
+        if expired {
+            self.solana
+                .resign_with_new_blockhash(&wallet, &client, &open, "its blockhash expired unseen")
+                .await?;
+            return self.send_solana(&client, open.id).await;
+        }
+        let resend_after = chrono::Duration::seconds(2);
+        if open
+            .last_broadcast_at
+            .is_none_or(|at| Utc::now() - at >= resend_after)
+        {
+            self.send_solana(&client, open.id).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends the current payload of Solana record `id`.
+    async fn send_solana(
+        &self,
+        client: &crate::chains::solana::SolanaClient,
+        id: Uuid,
+    ) -> Result<()> {
+        let Some(open) = self.store.open_transaction(id).await? else {
+            return Ok(());
+        };
+        let tx = crate::transfers::solana::decode(&open.signed_payload)?;
+        match client.send(&tx).await {
+            SendOutcome::Accepted => self.store.record_broadcast(id, Utc::now()).await,
+            // Unknown blockhash: handled once the height passes its validity.
+            SendOutcome::BlockhashExpired | SendOutcome::Unknown(_) => Ok(()),
+            SendOutcome::Rejected { why, .. } => {
+                let status = if open.last_broadcast_at.is_some() {
+                    TxStatus::Dropped
+                } else {
+                    TxStatus::Failed
+                };
+                self.solana
+                    .fail(
+                        &open,
+                        status,
+                        &format!("the node refused the transfer: {why}"),
+                    )
+                    .await
+            }
+        }
     }
 
     /// Replaces `open` with a higher fee, or marks it FEE_CAPPED when the cap forbids it.

@@ -31,6 +31,8 @@ pub(crate) struct NewTransaction {
     pub(crate) signed_payload: Vec<u8>,
     pub(crate) idempotency_key: Option<Uuid>,
     pub(crate) note: Option<String>,
+    /// Solana: the last block height at which the payload's blockhash is valid.
+    pub(crate) valid_until: Option<u64>,
 }
 
 fn enum_text<T: serde::Serialize>(v: T) -> String {
@@ -90,6 +92,7 @@ impl Store {
             last_broadcast_at: Set(None),
             lease_owner: Set(None),
             lease_until: Set(None),
+            valid_until_height: Set(new.valid_until.map(to_i64).transpose()?),
         }
         .insert(conn)
         .await?;
@@ -104,6 +107,7 @@ impl Store {
         conn: &C,
         open: &OpenTransaction,
         nonce: Option<u64>,
+        valid_until: Option<u64>,
         payload: Vec<u8>,
         hash: &str,
         status: TxStatus,
@@ -118,6 +122,10 @@ impl Store {
             .col_expr(
                 txs::Column::Nonce,
                 Expr::value(nonce.map(to_i64).transpose()?),
+            )
+            .col_expr(
+                txs::Column::ValidUntilHeight,
+                Expr::value(valid_until.map(to_i64).transpose()?),
             )
             .col_expr(txs::Column::Hashes, Expr::value(serde_json::json!(hashes)))
             .col_expr(txs::Column::Status, Expr::value(enum_text(status)))

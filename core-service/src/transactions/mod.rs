@@ -157,6 +157,8 @@ pub struct OpenTransaction {
     pub last_broadcast_at: Option<DateTime<Utc>>,
     /// When the record was made.
     pub created_at: DateTime<Utc>,
+    /// Solana: the last block height at which the payload's blockhash is valid.
+    pub valid_until: Option<u64>,
 }
 
 impl TryFrom<transactions::Model> for OpenTransaction {
@@ -189,6 +191,10 @@ impl TryFrom<transactions::Model> for OpenTransaction {
             history: m.status_history,
             last_broadcast_at: m.last_broadcast_at,
             created_at: m.created_at,
+            valid_until: m
+                .valid_until_height
+                .map(|n| u64::try_from(n).map_err(|_| corrupt("valid_until_height")))
+                .transpose()?,
         })
     }
 }

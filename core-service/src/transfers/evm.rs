@@ -212,28 +212,11 @@ impl EvmPipeline {
                     signed_payload: payload,
                     idempotency_key: ticket.map(|t| t.claim.key),
                     note: Some(format!("signed with nonce {nonce}")),
+                    valid_until: None,
                 },
             )
             .await?;
-        if let Some(ticket) = ticket {
-            // The claim commits with the signed transaction or not at all: losing it to a
-            // concurrent twin rolls back this nonce and this record.
-            if !self
-                .store
-                .insert_idempotency_key(&txn, &ticket.claim, "in_progress", Some(id), None)
-                .await?
-            {
-                txn.rollback().await?;
-                return Err(WalletOpsError::IdempotentReplay(format!(
-                    "Idempotency-Key {} was claimed by a concurrent request",
-                    ticket.claim.key
-                )));
-            }
-        }
-        txn.commit().await?;
-        if let Some(ticket) = ticket {
-            ticket.claimed_with(id);
-        }
+        super::commit_with_claim(&self.store, txn, ticket, id).await?;
         // The crash tests stop the process here: signed and stored, not yet broadcast.
         fail::fail_point!("evm-before-broadcast");
         self.first_broadcast(chain, wallet, &client, id).await
@@ -328,6 +311,7 @@ impl EvmPipeline {
                 &txn,
                 open,
                 Some(nonce),
+                None,
                 payload,
                 &hash,
                 TxStatus::Submitted,
@@ -353,7 +337,7 @@ impl EvmPipeline {
         let (payload, hash) = self.sign(wallet, tx).await?;
         let txn = self.store.begin().await?;
         self.store
-            .resign_transaction(&txn, open, open.nonce, payload, &hash, status, note)
+            .resign_transaction(&txn, open, open.nonce, None, payload, &hash, status, note)
             .await?;
         txn.commit().await?;
         Ok(())
@@ -416,6 +400,7 @@ impl EvmPipeline {
                             signed_payload: payload,
                             idempotency_key: None,
                             note: Some(format!("fills nonce {nonce} of transaction {}", open.id)),
+                            valid_until: None,
                         },
                     )
                     .await?;

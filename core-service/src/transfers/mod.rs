@@ -9,6 +9,7 @@
 
 pub mod calldata;
 pub mod evm;
+pub mod solana;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -34,6 +35,34 @@ pub struct Submission {
     pub explorer_url: Option<String>,
     /// Display name of the chain.
     pub chain_name: String,
+}
+
+/// Commits the signing transaction `txn` of record `id` together with `ticket`'s claim: the
+/// claim commits with the signed transaction or not at all. Losing it to a concurrent twin
+/// rolls back this record and its nonce and answers IDEMPOTENT_REPLAY, which `Writes::run`
+/// turns into the twin's answer.
+pub(crate) async fn commit_with_claim(
+    store: &Store,
+    txn: sea_orm::DatabaseTransaction,
+    ticket: Option<&Ticket>,
+    id: Uuid,
+) -> Result<()> {
+    if let Some(ticket) = ticket
+        && !store
+            .insert_idempotency_key(&txn, &ticket.claim, "in_progress", Some(id), None)
+            .await?
+    {
+        txn.rollback().await?;
+        return Err(WalletOpsError::IdempotentReplay(format!(
+            "Idempotency-Key {} was claimed by a concurrent request",
+            ticket.claim.key
+        )));
+    }
+    txn.commit().await?;
+    if let Some(ticket) = ticket {
+        ticket.claimed_with(id);
+    }
+    Ok(())
 }
 
 /// Runs writes under their idempotency key.

@@ -144,46 +144,50 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
     .env_remove("WALLETOPS_DATABASE_URL")
     .env("WALLETOPS_MONITOR__POLL_INTERVAL_MS", "100")
     .current_dir(walletops_tests::workspace_root());
-    let dev = launch(cmd, &["REST listening on ", "curl "]).await?;
+    let dev = launch(cmd, &["REST listening on ", "Dev playground ready"]).await?;
     let key = dev.value("API key: ").expect("first start prints the key");
-    let curl = dev
+    let curls: Vec<&String> = dev
         .lines
         .iter()
-        .find(|l| l.starts_with("curl "))
-        .expect("a curl line");
-    assert!(curl.contains(&key), "{curl}");
-    let url = curl
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("a URL");
-    let body = curl
-        .rsplit_once(" -d '")
-        .map(|(_, b)| b.trim_end_matches('\''))
-        .expect("a body");
+        .filter(|l| l.starts_with("curl "))
+        .collect();
+    // One line for anvil, one for the Solana test node (built beside walletops).
+    assert_eq!(curls.len(), 2, "{:?}", dev.lines);
     let client = reqwest::Client::new();
-    let reply: serde_json::Value = client
-        .post(url)
-        .header("x-api-key", &key)
-        .header("Idempotency-Key", uuid::Uuid::new_v4().to_string())
-        .header("content-type", "application/json")
-        .body(body.to_owned())
-        .send()
-        .await?
-        .json()
-        .await?;
-    assert_eq!(reply["status"], "SUBMITTED", "{reply}");
-    let id = reply["id"].as_str().expect("id").to_owned();
-    let tx_url = format!("{}/api/v1/tx/{id}", dev.http()?);
-    walletops_tests::poll_until("the dev send to be confirmed", || async {
-        let tx: serde_json::Value = client
-            .get(&tx_url)
+    for curl in curls {
+        assert!(curl.contains(&key), "{curl}");
+        let url = curl
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .expect("a URL");
+        let body = curl
+            .rsplit_once(" -d '")
+            .map(|(_, b)| b.trim_end_matches('\''))
+            .expect("a body");
+        let reply: serde_json::Value = client
+            .post(url)
             .header("x-api-key", &key)
+            .header("Idempotency-Key", uuid::Uuid::new_v4().to_string())
+            .header("content-type", "application/json")
+            .body(body.to_owned())
             .send()
             .await?
             .json()
             .await?;
-        Ok((tx["status"] == "CONFIRMED").then_some(()))
-    })
-    .await?;
+        assert_eq!(reply["status"], "SUBMITTED", "{reply}");
+        let id = reply["id"].as_str().expect("id").to_owned();
+        let tx_url = format!("{}/api/v1/tx/{id}", dev.http()?);
+        walletops_tests::poll_until("the dev send to be confirmed", || async {
+            let tx: serde_json::Value = client
+                .get(&tx_url)
+                .header("x-api-key", &key)
+                .send()
+                .await?
+                .json()
+                .await?;
+            Ok((tx["status"] == "CONFIRMED").then_some(()))
+        })
+        .await?;
+    }
     Ok(())
 }

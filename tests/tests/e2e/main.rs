@@ -9,5 +9,6 @@ mod errors;
 mod evm;
 mod rate_limits;
 mod request_ids;
+mod solana;
 mod surfaces;
 mod wallets;

@@ -1,0 +1,314 @@
+//! The Solana chain client over the Solana RPC client: SOL and SPL balances (Token and
+//! Token-2022, one `getTokenAccountsByOwner` per token program), mints, blockhashes, fees,
+//! sending with its outcome classified, and signature statuses.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    str::FromStr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use solana_commitment_config::CommitmentConfig;
+use solana_hash::Hash;
+use solana_pubkey::Pubkey;
+use solana_rpc_client::nonblocking::rpc_client::RpcClient;
+use solana_rpc_client_api::{
+    client_error::{Error as ClientError, ErrorKind},
+    config::RpcSendTransactionConfig,
+    request::{RpcError, RpcResponseErrorData, TokenAccountsFilter},
+};
+use solana_signature::Signature;
+use solana_transaction::Transaction;
+use spl_token_2022_interface::{extension::StateWithExtensions, state::Mint};
+
+use crate::error::WalletOpsError;
+
+/// The two SPL token programs.
+pub const TOKEN_PROGRAMS: [Pubkey; 2] = [spl_token_interface::ID, spl_token_2022_interface::ID];
+
+/// How long one node call may take before it counts as failed.
+const RPC_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// What the node said to a sent transaction.
+#[derive(Debug)]
+pub enum SendOutcome {
+    /// Accepted for processing.
+    Accepted,
+    /// Its blockhash is unknown or expired: it can never be processed as signed.
+    BlockhashExpired,
+    /// Refused for good (preflight failed): why, with the program logs.
+    Rejected {
+        /// The node's message and logs.
+        why: String,
+        /// The failure looks like a shortfall of lamports or tokens.
+        insufficient: bool,
+    },
+    /// No answer: it may or may not have arrived.
+    Unknown(String),
+}
+
+/// A signature's status as the node reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignatureState {
+    /// Never seen (or long forgotten).
+    Unseen,
+    /// Processed, not yet confirmed.
+    Processed,
+    /// Confirmed or finalized without error.
+    Succeeded,
+    /// Confirmed or finalized with this error.
+    Failed(String),
+}
+
+/// A mint's program and decimals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MintInfo {
+    /// SPL Token or Token-2022.
+    pub program: Pubkey,
+    /// Decimals.
+    pub decimals: u8,
+}
+
+/// The balance of one mint held by an owner, over all its token accounts of that mint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holding {
+    /// The mint.
+    pub mint: Pubkey,
+    /// Base units.
+    pub amount: u64,
+    /// Decimals of the mint.
+    pub decimals: u8,
+}
+
+/// A client of one Solana cluster.
+#[derive(Clone)]
+pub struct SolanaClient {
+    rpc: Arc<RpcClient>,
+}
+
+impl std::fmt::Debug for SolanaClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SolanaClient({})", self.rpc.url())
+    }
+}
+
+/// Solana clients by RPC URL, made on first use.
+#[derive(Debug, Default)]
+pub struct SolanaClients {
+    clients: Mutex<HashMap<String, SolanaClient>>,
+}
+
+impl SolanaClients {
+    /// The client for `rpc_url`.
+    pub fn get(&self, rpc_url: &str) -> SolanaClient {
+        let mut clients = self
+            .clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        clients
+            .entry(rpc_url.to_owned())
+            .or_insert_with(|| SolanaClient {
+                rpc: Arc::new(RpcClient::new_with_timeout_and_commitment(
+                    rpc_url.to_owned(),
+                    RPC_TIMEOUT,
+                    CommitmentConfig::confirmed(),
+                )),
+            })
+            .clone()
+    }
+}
+
+fn rpc_failed(what: &str, err: impl std::fmt::Display) -> WalletOpsError {
+    WalletOpsError::ProviderRpcError(format!("the Solana node failed to {what}: {err}"))
+}
+
+/// Whether `err` is the node's answer (as opposed to no answer at all).
+fn answered(err: &ClientError) -> bool {
+    matches!(
+        err.kind(),
+        ErrorKind::RpcError(_) | ErrorKind::TransactionError(_)
+    )
+}
+
+impl SolanaClient {
+    /// Lamports held by `owner`.
+    pub async fn balance(&self, owner: &Pubkey) -> Result<u64, WalletOpsError> {
+        self.rpc
+            .get_balance(owner)
+            .await
+            .map_err(|e| rpc_failed("read a balance", e))
+    }
+
+    /// Every token holding of `owner` under both token programs, summed per mint: one
+    /// `getTokenAccountsByOwner` (jsonParsed) per program.
+    pub async fn holdings(&self, owner: &Pubkey) -> Result<Vec<Holding>, WalletOpsError> {
+        let mut by_mint: BTreeMap<Pubkey, (u64, u8)> = BTreeMap::new();
+        for program in TOKEN_PROGRAMS {
+            let accounts = self
+                .rpc
+                .get_token_accounts_by_owner(owner, TokenAccountsFilter::ProgramId(program))
+                .await
+                .map_err(|e| rpc_failed("read token accounts", e))?;
+            for keyed in accounts {
+                let data = serde_json::to_value(&keyed.account.data)
+                    .map_err(|e| rpc_failed("decode a token account", e))?;
+                let info = data
+                    .pointer("/parsed/info")
+                    .ok_or_else(|| rpc_failed("decode a token account", "not jsonParsed"))?;
+                let mint = info["mint"]
+                    .as_str()
+                    .and_then(|m| Pubkey::from_str(m).ok())
+                    .ok_or_else(|| rpc_failed("decode a token account", "no mint"))?;
+                let amount: u64 = info["tokenAmount"]["amount"]
+                    .as_str()
+                    .and_then(|a| a.parse().ok())
+                    .ok_or_else(|| rpc_failed("decode a token account", "no amount"))?;
+                let decimals = info["tokenAmount"]["decimals"].as_u64().unwrap_or(0) as u8;
+                let entry = by_mint.entry(mint).or_insert((0, decimals));
+                entry.0 = entry.0.saturating_add(amount);
+            }
+        }
+        Ok(by_mint
+            .into_iter()
+            .map(|(mint, (amount, decimals))| Holding {
+                mint,
+                amount,
+                decimals,
+            })
+            .collect())
+    }
+
+    /// The program and decimals of each of `mints` (`None` where it is not a mint), in one
+    /// `getMultipleAccounts`.
+    pub async fn mints(&self, mints: &[Pubkey]) -> Result<Vec<Option<MintInfo>>, WalletOpsError> {
+        if mints.is_empty() {
+            return Ok(Vec::new());
+        }
+        let accounts = self
+            .rpc
+            .get_multiple_accounts(mints)
+            .await
+            .map_err(|e| rpc_failed("read mints", e))?;
+        Ok(accounts
+            .into_iter()
+            .map(|a| {
+                let a = a?;
+                if !TOKEN_PROGRAMS.contains(&a.owner) {
+                    return None;
+                }
+                let state = StateWithExtensions::<Mint>::unpack(&a.data).ok()?;
+                Some(MintInfo {
+                    program: a.owner,
+                    decimals: state.base.decimals,
+                })
+            })
+            .collect())
+    }
+
+    /// Whether `account` exists.
+    pub async fn exists(&self, account: &Pubkey) -> Result<bool, WalletOpsError> {
+        let found = self
+            .rpc
+            .get_account_with_commitment(account, CommitmentConfig::confirmed())
+            .await
+            .map_err(|e| rpc_failed("read an account", e))?;
+        Ok(found.value.is_some())
+    }
+
+    /// Lamports that make an account of `len` bytes rent-exempt.
+    pub async fn rent_exempt(&self, len: usize) -> Result<u64, WalletOpsError> {
+        self.rpc
+            .get_minimum_balance_for_rent_exemption(len)
+            .await
+            .map_err(|e| rpc_failed("read the rent", e))
+    }
+
+    /// The latest blockhash and the last block height at which it is valid.
+    pub async fn blockhash(&self) -> Result<(Hash, u64), WalletOpsError> {
+        self.rpc
+            .get_latest_blockhash_with_commitment(CommitmentConfig::confirmed())
+            .await
+            .map_err(|e| rpc_failed("read a blockhash", e))
+    }
+
+    /// The current block height.
+    pub async fn block_height(&self) -> Result<u64, WalletOpsError> {
+        self.rpc
+            .get_block_height()
+            .await
+            .map_err(|e| rpc_failed("read the block height", e))
+    }
+
+    /// The fee of `tx`'s message.
+    pub async fn fee(&self, tx: &Transaction) -> Result<u64, WalletOpsError> {
+        self.rpc
+            .get_fee_for_message(&tx.message)
+            .await
+            .map_err(|e| rpc_failed("read a fee", e))
+    }
+
+    /// Sends `tx` with preflight simulation, so a doomed transaction is refused here.
+    pub async fn send(&self, tx: &Transaction) -> SendOutcome {
+        let config = RpcSendTransactionConfig {
+            skip_preflight: false,
+            preflight_commitment: Some(CommitmentConfig::confirmed().commitment),
+            max_retries: Some(0),
+            ..RpcSendTransactionConfig::default()
+        };
+        match self.rpc.send_transaction_with_config(tx, config).await {
+            Ok(_) => SendOutcome::Accepted,
+            Err(e) if answered(&e) => classify(&e),
+            Err(e) => SendOutcome::Unknown(e.to_string()),
+        }
+    }
+
+    /// The state of each of `signatures`, searching the history.
+    pub async fn statuses(
+        &self,
+        signatures: &[Signature],
+    ) -> Result<Vec<SignatureState>, WalletOpsError> {
+        let answer = self
+            .rpc
+            .get_signature_statuses_with_history(signatures)
+            .await
+            .map_err(|e| rpc_failed("read signature statuses", e))?;
+        Ok(answer
+            .value
+            .into_iter()
+            .map(|s| match s {
+                None => SignatureState::Unseen,
+                Some(s) => match (
+                    &s.err,
+                    s.satisfies_commitment(CommitmentConfig::confirmed()),
+                ) {
+                    (_, false) => SignatureState::Processed,
+                    (None, true) => SignatureState::Succeeded,
+                    (Some(err), true) => SignatureState::Failed(err.to_string()),
+                },
+            })
+            .collect())
+    }
+}
+
+/// Classifies a node's refusal of a sent transaction.
+fn classify(err: &ClientError) -> SendOutcome {
+    let mut why = err.to_string();
+    if let ErrorKind::RpcError(RpcError::RpcResponseError {
+        data: RpcResponseErrorData::SendTransactionPreflightFailure(sim),
+        ..
+    }) = err.kind()
+        && let Some(logs) = &sim.logs
+    {
+        why = format!("{why}; logs: {}", logs.join(" | "));
+    }
+    let lower = why.to_ascii_lowercase();
+    if lower.contains("blockhash not found") || lower.contains("blockhashnotfound") {
+        SendOutcome::BlockhashExpired
+    } else {
+        SendOutcome::Rejected {
+            insufficient: lower.contains("insufficient"),
+            why,
+        }
+    }
+}

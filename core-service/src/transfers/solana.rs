@@ -1,0 +1,365 @@
+//! The Solana write pipeline: SOL transfers and SPL `transfer_checked` (creating the
+//! recipient's associated token account idempotently, paid by the sender), through the same
+//! exactly-once frame as EVM: funds checked before signing, the signed transaction and its
+//! signature stored (with the idempotency claim) before it is sent.
+//!
+//! **Invariant:** a transfer is re-signed with a new blockhash only when its blockhash has
+//! expired (the block height is past its last valid height) and its signature was never
+//! seen: only then can the old bytes never be processed.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use solana_hash::Hash;
+use solana_message::Message;
+use solana_pubkey::Pubkey;
+use solana_signature::Signature;
+use solana_transaction::Transaction;
+use spl_associated_token_account_interface::{
+    address::get_associated_token_address_with_program_id,
+    instruction::create_associated_token_account_idempotent,
+};
+use uuid::Uuid;
+
+use super::Submission;
+use crate::{
+    chains::{
+        Chain,
+        solana::{SendOutcome, SolanaClient, SolanaClients},
+    },
+    error::{Result, WalletOpsError},
+    idempotency::Ticket,
+    signer::Signer,
+    store::{Store, transactions::NewTransaction},
+    transactions::{OpenTransaction, TxKind, TxStatus},
+    wallets::DelegatedWallet,
+};
+
+/// Times a fresh transfer is re-signed when the node does not know its blockhash any more.
+const BLOCKHASH_ATTEMPTS: usize = 3;
+
+/// What a Solana send moves, parsed and ready.
+#[derive(Debug, Clone)]
+pub struct SolanaIntent {
+    /// The recipient (the owner, for SPL).
+    pub to: Pubkey,
+    /// The mint, for SPL; `None` for SOL.
+    pub mint: Option<Pubkey>,
+    /// Lamports or token base units.
+    pub amount: u64,
+    /// The request as received, kept with the record for audit.
+    pub request: serde_json::Value,
+}
+
+/// The Solana pipeline.
+#[derive(Debug, Clone)]
+pub struct SolanaPipeline {
+    store: Store,
+    signer: Arc<dyn Signer>,
+    clients: Arc<SolanaClients>,
+}
+
+fn pubkey(a: &str) -> Result<Pubkey> {
+    a.parse()
+        .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("stored address {a} unreadable")))
+}
+
+fn encode(tx: &Transaction) -> Result<Vec<u8>> {
+    wincode::serialize(tx)
+        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("encoding a transaction: {e}")))
+}
+
+/// Decodes a stored Solana payload.
+pub(crate) fn decode(payload: &[u8]) -> Result<Transaction> {
+    wincode::deserialize(payload)
+        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("stored payload: {e}")))
+}
+
+impl SolanaPipeline {
+    /// A pipeline signing with `signer`.
+    pub fn new(store: Store, signer: Arc<dyn Signer>, clients: Arc<SolanaClients>) -> Self {
+        Self {
+            store,
+            signer,
+            clients,
+        }
+    }
+
+    /// The client of `chain`.
+    pub fn client(&self, chain: &Chain) -> SolanaClient {
+        self.clients.get(chain.rpc_url())
+    }
+
+    /// Signs `message` (with `blockhash` set) for `wallet`: the wallet is the only signer.
+    async fn sign(
+        &self,
+        wallet: &DelegatedWallet,
+        mut message: Message,
+        blockhash: Hash,
+    ) -> Result<(Transaction, String)> {
+        message.recent_blockhash = blockhash;
+        let bytes = message.serialize();
+        let signature = Signature::from(self.signer.sign_solana(wallet, &bytes).await?);
+        Ok((
+            Transaction {
+                signatures: vec![signature],
+                message,
+            },
+            signature.to_string(),
+        ))
+    }
+
+    /// Submits `intent` from `wallet` on `chain`: check funds, sign and store, send.
+    pub async fn submit(
+        &self,
+        chain: &Chain,
+        wallet: &DelegatedWallet,
+        intent: SolanaIntent,
+        ticket: Option<&Ticket>,
+    ) -> Result<Submission> {
+        let client = self.client(chain);
+        let w = wallet.wallet();
+        let from = pubkey(&w.address)?;
+        let (instructions, rent, token) = match intent.mint {
+            None => (
+                vec![solana_system_interface::instruction::transfer(
+                    &from,
+                    &intent.to,
+                    intent.amount,
+                )],
+                0,
+                None,
+            ),
+            Some(mint) => {
+                let info = client
+                    .mints(&[mint])
+                    .await?
+                    .into_iter()
+                    .next()
+                    .flatten()
+                    .ok_or_else(|| {
+                        WalletOpsError::invalid(
+                            "token",
+                            format!(
+                                "{mint} is not an SPL Token or Token-2022 mint on {}",
+                                chain.slug()
+                            ),
+                        )
+                    })?;
+                let held = client
+                    .holdings(&from)
+                    .await?
+                    .into_iter()
+                    .find(|h| h.mint == mint)
+                    .map_or(0, |h| h.amount);
+                if held < intent.amount {
+                    return Err(WalletOpsError::InsufficientFunds(format!(
+                        "wallet {} holds {held} of {mint}, less than {}",
+                        w.address, intent.amount
+                    )));
+                }
+                let source =
+                    get_associated_token_address_with_program_id(&from, &mint, &info.program);
+                let dest =
+                    get_associated_token_address_with_program_id(&intent.to, &mint, &info.program);
+                // A new recipient account is paid by the sender: it needs its rent too.
+                let rent = if client.exists(&dest).await? {
+                    0
+                } else {
+                    client
+                        .rent_exempt(token_account_len(&info.program)?)
+                        .await?
+                };
+                let transfer = spl_token_2022_interface::instruction::transfer_checked(
+                    &info.program,
+                    &source,
+                    &mint,
+                    &dest,
+                    &from,
+                    &[],
+                    intent.amount,
+                    info.decimals,
+                )
+                .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("transfer_checked: {e}")))?;
+                (
+                    vec![
+                        create_associated_token_account_idempotent(
+                            &from,
+                            &intent.to,
+                            &mint,
+                            &info.program,
+                        ),
+                        transfer,
+                    ],
+                    rent,
+                    Some(mint),
+                )
+            }
+        };
+        let (blockhash, valid_until) = client.blockhash().await?;
+        let message = Message::new_with_blockhash(&instructions, Some(&from), &blockhash);
+        let fee = client
+            .fee(&Transaction::new_unsigned(message.clone()))
+            .await?;
+        let lamports = client.balance(&from).await?;
+        let sol_out = if token.is_none() { intent.amount } else { 0 };
+        let needed = sol_out.saturating_add(fee).saturating_add(rent);
+        if lamports < needed {
+            return Err(WalletOpsError::InsufficientFunds(format!(
+                "wallet {} holds {lamports} lamports, less than amount, fee and rent ({needed})",
+                w.address
+            )));
+        }
+        let id = Uuid::now_v7();
+        self.signer.prepare(wallet).await?;
+        let txn = self.store.begin().await?;
+        let (tx, signature) = self.sign(wallet, message, blockhash).await?;
+        self.store
+            .insert_transaction(
+                &txn,
+                NewTransaction {
+                    id,
+                    user_id: w.user_id,
+                    wallet_id: w.id,
+                    chain: chain.slug().to_owned(),
+                    chain_id: chain.chain_id(),
+                    kind: TxKind::Send,
+                    from: w.address.clone(),
+                    to: intent.to.to_string(),
+                    asset: Some(if token.is_some() { "spl" } else { "native" }.to_owned()),
+                    token: token.map(|t| t.to_string()),
+                    amount: Some(intent.amount.to_string()),
+                    request: intent.request,
+                    hash: signature,
+                    nonce: None,
+                    signed_payload: encode(&tx)?,
+                    idempotency_key: ticket.map(|t| t.claim.key),
+                    note: Some(format!(
+                        "signed with a blockhash valid to block height {valid_until}"
+                    )),
+                    valid_until: Some(valid_until),
+                },
+            )
+            .await?;
+        super::commit_with_claim(&self.store, txn, ticket, id).await?;
+        fail::fail_point!("solana-before-send");
+        self.first_send(chain, wallet, &client, id).await
+    }
+
+    async fn first_send(
+        &self,
+        chain: &Chain,
+        wallet: &DelegatedWallet,
+        client: &SolanaClient,
+        id: Uuid,
+    ) -> Result<Submission> {
+        for attempt in 0..=BLOCKHASH_ATTEMPTS {
+            let open = self.open(id).await?;
+            match client.send(&decode(&open.signed_payload)?).await {
+                SendOutcome::Accepted => {
+                    self.store.record_broadcast(id, Utc::now()).await?;
+                    return Ok(super::evm::submission(chain, &open));
+                }
+                SendOutcome::Unknown(why) => {
+                    tracing::warn!(%id, %why, "send outcome unknown; the monitor takes over");
+                    return Ok(super::evm::submission(chain, &open));
+                }
+                // Refused for its blockhash: never processed, so it may be signed again.
+                SendOutcome::BlockhashExpired if attempt < BLOCKHASH_ATTEMPTS => {
+                    self.resign_with_new_blockhash(
+                        wallet,
+                        client,
+                        &open,
+                        "the node no longer knows its blockhash",
+                    )
+                    .await?;
+                }
+                SendOutcome::BlockhashExpired => {
+                    let err = WalletOpsError::SendFailed(
+                        "the node kept refusing fresh blockhashes".to_owned(),
+                    );
+                    self.fail(&open, TxStatus::Failed, &err.to_string()).await?;
+                    return Err(err);
+                }
+                SendOutcome::Rejected { why, insufficient } => {
+                    let err = if insufficient {
+                        WalletOpsError::InsufficientFunds(format!(
+                            "the node refused the transfer: {why}"
+                        ))
+                    } else {
+                        WalletOpsError::SendFailed(format!("the node refused the transfer: {why}"))
+                    };
+                    self.fail(&open, TxStatus::Failed, &err.to_string()).await?;
+                    return Err(err);
+                }
+            }
+        }
+        Err(WalletOpsError::Internal(anyhow::anyhow!(
+            "unreachable send loop end"
+        )))
+    }
+
+    async fn open(&self, id: Uuid) -> Result<OpenTransaction> {
+        self.store
+            .open_transaction(id)
+            .await?
+            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("transaction {id} vanished")))
+    }
+
+    /// Re-signs `open` with a fresh blockhash. Callers make sure the old bytes can never be
+    /// processed (their blockhash expired and the signature was never seen).
+    pub(crate) async fn resign_with_new_blockhash(
+        &self,
+        wallet: &DelegatedWallet,
+        client: &SolanaClient,
+        open: &OpenTransaction,
+        why: &str,
+    ) -> Result<()> {
+        let old = decode(&open.signed_payload)?;
+        let (blockhash, valid_until) = client.blockhash().await?;
+        let (tx, signature) = self.sign(wallet, old.message, blockhash).await?;
+        let txn = self.store.begin().await?;
+        self.store
+            .resign_transaction(
+                &txn,
+                open,
+                None,
+                Some(valid_until),
+                encode(&tx)?,
+                &signature,
+                TxStatus::Submitted,
+                format!("{why}; re-signed with a blockhash valid to block height {valid_until}"),
+            )
+            .await?;
+        txn.commit().await?;
+        Ok(())
+    }
+
+    /// Ends `open` as `status` with `error` (Solana has no nonce to give back).
+    pub(crate) async fn fail(
+        &self,
+        open: &OpenTransaction,
+        status: TxStatus,
+        error: &str,
+    ) -> Result<()> {
+        let txn = self.store.begin().await?;
+        self.store
+            .settle_transaction(&txn, open, status, Some(error.to_owned()), None, None)
+            .await?;
+        txn.commit().await?;
+        Ok(())
+    }
+}
+
+/// The size of an associated token account of `program` (Token-2022's carry the
+/// ImmutableOwner extension).
+fn token_account_len(program: &Pubkey) -> Result<usize> {
+    use spl_token_2022_interface::extension::ExtensionType;
+    let extensions: &[ExtensionType] = if *program == spl_token_2022_interface::ID {
+        &[ExtensionType::ImmutableOwner]
+    } else {
+        &[]
+    };
+    ExtensionType::try_calculate_account_len::<spl_token_2022_interface::state::Account>(extensions)
+        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("account size: {e}")))
+}

@@ -1,0 +1,297 @@
+//! Solana balances and sends against the litesvm node behind JSON-RPC, through the real RPC
+//! client on both sides: SOL and SPL (Token and Token-2022) move exactly the amount, the
+//! recipient's token account is created when missing, shortfalls change nothing, one
+//! idempotency key gives one transfer, and an expired blockhash is handled without a
+//! duplicate.
+
+use std::str::FromStr;
+
+use serde_json::{Value, json};
+use solana_keypair::Keypair;
+use solana_pubkey::Pubkey;
+use solana_rpc_client::nonblocking::rpc_client::RpcClient;
+use solana_signer::Signer;
+use walletops_tests::{
+    Backend, Options, Rest, Service, on_both_backends, poll_until,
+    solana_node::{self as client, SolanaNode},
+};
+
+const SOL: u64 = 1_000_000_000;
+
+struct Sol {
+    node: SolanaNode,
+    rpc: RpcClient,
+    svc: Service,
+    wallet: Pubkey,
+    /// Pays for mints in tests; holds their mint authority.
+    payer: Keypair,
+}
+
+impl Sol {
+    async fn start(b: Backend, extra_toml: &str) -> anyhow::Result<Self> {
+        let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
+        let svc = Service::start_with(
+            b,
+            Options {
+                config_toml: Some(format!(
+                    "[chains.solana-devnet]\nrpc_url = \"{}\"\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n{extra_toml}",
+                    node.url()
+                )),
+                ..Options::default()
+            },
+        )
+        .await?;
+        let reply = svc
+            .rest(&svc.api_key)
+            .get("/wallets?chain=solana&defaultOnly=true")
+            .await?;
+        let wallet = Pubkey::from_str(
+            reply.body["wallets"][0]["address"]
+                .as_str()
+                .expect("wallet"),
+        )?;
+        node.airdrop(&wallet, 10 * SOL)?;
+        let payer = Keypair::new();
+        node.airdrop(&payer.pubkey(), 10 * SOL)?;
+        let rpc = RpcClient::new(node.url());
+        Ok(Self {
+            node,
+            rpc,
+            svc,
+            wallet,
+            payer,
+        })
+    }
+
+    fn api(&self) -> Rest {
+        self.svc.rest(&self.svc.api_key)
+    }
+
+    async fn wait_for(&self, id: &str, status: &str) -> anyhow::Result<Value> {
+        poll_until(&format!("transaction {id} to become {status}"), || async {
+            let tx = self.api().get(&format!("/tx/{id}")).await?.body;
+            Ok((tx["status"] == status).then_some(tx))
+        })
+        .await
+    }
+
+    async fn send(&self, body: Value) -> anyhow::Result<String> {
+        let reply = self.api().post("/send", &body).await?;
+        anyhow::ensure!(reply.status == 200, "{} {}", reply.status, reply.text);
+        anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{}", reply.text);
+        Ok(reply.body["id"].as_str().unwrap_or_default().to_owned())
+    }
+}
+
+async fn balances_equal_the_nodes(b: Backend) -> anyhow::Result<()> {
+    let s = Sol::start(b, "").await?;
+    let usdc = client::create_mint(&s.rpc, &s.payer, &spl_token_interface::ID, 6).await?;
+    let t22 = client::create_mint(&s.rpc, &s.payer, &spl_token_2022_interface::ID, 9).await?;
+    let unheld = client::create_mint(&s.rpc, &s.payer, &spl_token_interface::ID, 2).await?;
+    client::mint_to(&s.rpc, &s.payer, &usdc, &s.wallet, 1_500_000).await?;
+    client::mint_to(&s.rpc, &s.payer, &t22, &s.wallet, 42).await?;
+    let reply = s.api().get("/wallets/balances?chain=solana-devnet").await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let balances = reply.body["balances"].as_array().expect("balances").clone();
+    assert_eq!(balances.len(), 3, "{balances:?}");
+    assert_eq!(balances[0]["asset"], "native");
+    assert_eq!(
+        balances[0]["raw"],
+        s.rpc.get_balance(&s.wallet).await?.to_string()
+    );
+    assert_eq!(balances[0]["decimals"], 9);
+    assert_eq!(balances[0]["symbol"], "SOL");
+    assert_eq!(balances[0]["chainId"], -3);
+    assert_eq!(balances[0]["chainType"], "solana");
+    let find = |mint: &Pubkey| {
+        balances
+            .iter()
+            .find(|b| b["token"] == mint.to_string())
+            .cloned()
+            .expect("a balance of the mint")
+    };
+    assert_eq!(find(&usdc)["raw"], "1500000");
+    assert_eq!(find(&usdc)["decimals"], 6);
+    assert_eq!(find(&usdc)["asset"], "spl");
+    assert_eq!(find(&usdc)["symbol"], "UNKNOWN");
+    assert_eq!(find(&t22)["raw"], "42");
+    assert_eq!(find(&t22)["decimals"], 9);
+    // The tokens filter keeps the requested order; a mint not held shows only with
+    // includeZero, with its decimals from the mint.
+    let path = format!("/wallets/balances?chain=solana-devnet&tokens={t22},{unheld}");
+    let filtered = s.api().get(&path).await?;
+    assert_eq!(filtered.body["balances"].as_array().map(Vec::len), Some(2));
+    assert_eq!(filtered.body["balances"][1]["token"], t22.to_string());
+    let all = s.api().get(&format!("{path}&includeZero=true")).await?;
+    assert_eq!(all.body["balances"][2]["raw"], "0");
+    assert_eq!(all.body["balances"][2]["decimals"], 2);
+    // Cached until fresh=true.
+    s.node.airdrop(&s.wallet, SOL)?;
+    let cached = s.api().get("/wallets/balances?chain=solana-devnet").await?;
+    assert_eq!(cached.body["balances"][0]["raw"], balances[0]["raw"]);
+    let fresh = s
+        .api()
+        .get("/wallets/balances?chain=solana-devnet&fresh=true")
+        .await?;
+    assert_eq!(
+        fresh.body["balances"][0]["raw"],
+        s.rpc.get_balance(&s.wallet).await?.to_string()
+    );
+    // Something that is not a mint is named.
+    let bad = s
+        .api()
+        .get(&format!(
+            "/wallets/balances?chain=solana-devnet&tokens={}",
+            Keypair::new().pubkey()
+        ))
+        .await?;
+    bad.assert_error(400, "INVALID_INPUT")?;
+    assert!(bad.text.contains("tokens[0]"), "{}", bad.text);
+    Ok(())
+}
+
+async fn sol_and_spl_sends_move_exactly_the_amount(b: Backend) -> anyhow::Result<()> {
+    let s = Sol::start(b, "").await?;
+    let to = Keypair::new().pubkey();
+    let id = s
+        .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "12345678"}))
+        .await?;
+    let tx = s.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(s.rpc.get_balance(&to).await?, 12_345_678);
+    assert_eq!(tx["chainId"], -3);
+    assert_eq!(tx["asset"], "native");
+    let signature = tx["hash"].as_str().expect("signature");
+    assert!(
+        tx["explorerUrl"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with(&format!("{signature}?cluster=devnet")),
+        "{tx}"
+    );
+    // SPL: the recipient has no token account first, then has one; Token and Token-2022.
+    for program in [spl_token_interface::ID, spl_token_2022_interface::ID] {
+        let mint = client::create_mint(&s.rpc, &s.payer, &program, 6).await?;
+        client::mint_to(&s.rpc, &s.payer, &mint, &s.wallet, 1_000_000).await?;
+        for (amount, expected) in [(250_000u64, 250_000u64), (100_000, 350_000)] {
+            let id = s
+                .send(
+                    json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "spl",
+                              "token": mint.to_string(), "amount": amount.to_string()}),
+                )
+                .await?;
+            let tx = s.wait_for(&id, "CONFIRMED").await?;
+            assert_eq!(tx["token"], mint.to_string());
+            assert_eq!(client::token_balance(&s.rpc, &to, &mint).await?, expected);
+        }
+        assert_eq!(
+            client::token_balance(&s.rpc, &s.wallet, &mint).await?,
+            650_000
+        );
+    }
+    Ok(())
+}
+
+async fn shortfalls_change_nothing(b: Backend) -> anyhow::Result<()> {
+    let s = Sol::start(b, "").await?;
+    let to = Keypair::new().pubkey();
+    let before = s.rpc.get_balance(&s.wallet).await?;
+    s.api()
+        .post("/send", &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": (100 * SOL).to_string()}))
+        .await?
+        .assert_error(400, "INSUFFICIENT_FUNDS")?;
+    let mint = client::create_mint(&s.rpc, &s.payer, &spl_token_interface::ID, 6).await?;
+    client::mint_to(&s.rpc, &s.payer, &mint, &s.wallet, 10).await?;
+    s.api()
+        .post("/send", &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "spl", "token": mint.to_string(), "amount": "11"}))
+        .await?
+        .assert_error(400, "INSUFFICIENT_FUNDS")?;
+    assert_eq!(
+        s.rpc.get_balance(&s.wallet).await?,
+        before,
+        "no fee was paid"
+    );
+    assert_eq!(s.rpc.get_balance(&to).await?, 0);
+    assert_eq!(client::token_balance(&s.rpc, &s.wallet, &mint).await?, 10);
+    // An SPL amount past u64 is refused as input.
+    let reply = s
+        .api()
+        .post("/send", &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "spl", "token": mint.to_string(), "amount": "18446744073709551616"}))
+        .await?;
+    reply.assert_error(400, "INVALID_INPUT")?;
+    assert!(reply.text.contains("amount"), "{}", reply.text);
+    Ok(())
+}
+
+async fn one_idempotency_key_gives_one_transfer(b: Backend) -> anyhow::Result<()> {
+    let s = Sol::start(b, "").await?;
+    let to = Keypair::new().pubkey();
+    let key = uuid::Uuid::new_v4().to_string();
+    let body = json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "5000000"})
+        .to_string();
+    let api = s.api();
+    let replies = futures::future::join_all((0..20).map(|_| {
+        let (api, key, body) = (api.clone(), key.clone(), body.clone());
+        async move {
+            api.request(
+                reqwest::Method::POST,
+                "/send",
+                &[("Idempotency-Key", &key)],
+                Some(&body),
+            )
+            .await
+        }
+    }))
+    .await;
+    let mut ids = std::collections::BTreeSet::new();
+    for reply in replies {
+        let reply = reply?;
+        anyhow::ensure!(reply.status == 200, "{}", reply.text);
+        ids.insert(reply.body["id"].as_str().unwrap_or_default().to_owned());
+    }
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let id = ids.into_iter().next().expect("one id");
+    s.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(
+        s.rpc.get_balance(&to).await?,
+        5_000_000,
+        "exactly one transfer"
+    );
+    Ok(())
+}
+
+async fn expired_blockhash_is_re_signed_without_a_duplicate(b: Backend) -> anyhow::Result<()> {
+    let s = Sol::start(b, "").await?;
+    let to = Keypair::new().pubkey();
+    // The cluster loses the transfer, then its blockhash expires.
+    client::drop_transactions(&s.rpc, 1).await?;
+    let reply = s
+        .api()
+        .post("/send", &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
+        .await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let id = reply.body["id"].as_str().expect("id").to_owned();
+    let first = reply.body["hash"].as_str().expect("signature").to_owned();
+    client::expire_blockhash(&s.rpc).await?;
+    let tx = s.wait_for(&id, "CONFIRMED").await?;
+    assert_ne!(tx["hash"], first, "the transfer was signed again");
+    assert!(tx["statusHistory"].to_string().contains("expired"), "{tx}");
+    assert_eq!(
+        s.rpc.get_balance(&to).await?,
+        1_000_000,
+        "exactly one transfer"
+    );
+    let statuses = s.rpc.get_signature_statuses(&[first.parse()?]).await?;
+    assert!(
+        statuses.value[0].is_none(),
+        "the first signature never landed"
+    );
+    Ok(())
+}
+
+on_both_backends!(
+    balances_equal_the_nodes,
+    sol_and_spl_sends_move_exactly_the_amount,
+    shortfalls_change_nothing,
+    one_idempotency_key_gives_one_transfer,
+    expired_blockhash_is_re_signed_without_a_duplicate,
+);
