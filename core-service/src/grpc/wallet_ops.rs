@@ -15,6 +15,7 @@ use crate::{
     auth::Caller,
     chains::{AmountKind, Chain, ChainFamily, WalletAddress, parse_amount},
     error::{Result, Violations, WalletOpsError},
+    idempotency::Ticket,
     ratelimit::Budget,
     store::WalletFilter,
     transactions::TxKind,
@@ -70,8 +71,12 @@ impl WalletOpsApi {
         Ok(chain)
     }
 
-    /// Runs a validated EVM write in its idempotency claim.
-    async fn submit_evm(&self, write: Write<'_>, intent: EvmIntent) -> Result<pb::Submission> {
+    /// Runs a validated write under its idempotency key: `act` signs and sends it, and
+    /// claims the key with the ticket it is given.
+    async fn submit<F>(&self, write: Write<'_>, act: F) -> Result<pb::Submission>
+    where
+        F: AsyncFnOnce(&Chain, &DelegatedWallet, &Ticket) -> Result<Submission>,
+    {
         let Write {
             caller,
             key,
@@ -89,51 +94,36 @@ impl WalletOpsApi {
                 path,
                 &canonical,
                 &self.core.chains,
-                async |ticket| {
-                    self.core
-                        .evm
-                        .submit(chain, &wallet, intent, Some(ticket))
-                        .await
-                },
+                async |ticket| act(chain, &wallet, ticket).await,
             )
             .await?;
         Ok(to_pb(submission))
     }
-}
 
-impl WalletOpsApi {
-    /// Runs a validated Solana send in its idempotency claim.
+    /// Runs a validated EVM write.
+    async fn submit_evm(&self, write: Write<'_>, intent: EvmIntent) -> Result<pb::Submission> {
+        self.submit(write, async |chain, wallet, ticket| {
+            self.core
+                .evm
+                .submit(chain, wallet, intent, Some(ticket))
+                .await
+        })
+        .await
+    }
+
+    /// Runs a validated Solana send.
     async fn submit_solana(
         &self,
         write: Write<'_>,
         intent: SolanaIntent,
     ) -> Result<pb::Submission> {
-        let Write {
-            caller,
-            key,
-            path,
-            canonical,
-            chain,
-            wallet,
-        } = write;
-        let submission = self
-            .core
-            .writes
-            .run(
-                caller.user_id,
-                key,
-                path,
-                &canonical,
-                &self.core.chains,
-                async |ticket| {
-                    self.core
-                        .solana
-                        .submit(chain, &wallet, intent, Some(ticket))
-                        .await
-                },
-            )
-            .await?;
-        Ok(to_pb(submission))
+        self.submit(write, async |chain, wallet, ticket| {
+            self.core
+                .solana
+                .submit(chain, wallet, intent, Some(ticket))
+                .await
+        })
+        .await
     }
 }
 

@@ -192,6 +192,13 @@ impl Store {
         Ok(())
     }
 
+    /// Transaction `id`, which the caller knows exists (it stored it).
+    pub(crate) async fn stored_transaction(&self, id: Uuid) -> Result<OpenTransaction> {
+        self.open_transaction(id)
+            .await?
+            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("transaction {id} vanished")))
+    }
+
     /// The open (or any) transaction `id` with what the monitor needs.
     pub(crate) async fn open_transaction(&self, id: Uuid) -> Result<Option<OpenTransaction>> {
         txs::Entity::find_by_id(id)

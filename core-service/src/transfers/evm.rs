@@ -232,15 +232,15 @@ impl EvmPipeline {
         id: Uuid,
     ) -> Result<Submission> {
         for attempt in 0..=RESYNC_ATTEMPTS {
-            let open = self.open(id).await?;
+            let open = self.store.stored_transaction(id).await?;
             match client.broadcast(&open.signed_payload).await {
                 BroadcastOutcome::Accepted => {
                     self.store.record_broadcast(id, Utc::now()).await?;
-                    return Ok(submission(chain, &open));
+                    return Ok(Submission::of(chain, &open));
                 }
                 BroadcastOutcome::Unknown(why) => {
                     tracing::warn!(%id, %why, "broadcast outcome unknown; the monitor takes over");
-                    return Ok(submission(chain, &open));
+                    return Ok(Submission::of(chain, &open));
                 }
                 BroadcastOutcome::Rejected(
                     Rejection::NonceTooLow(why) | Rejection::Underpriced(why),
@@ -274,13 +274,6 @@ impl EvmPipeline {
         Err(WalletOpsError::Internal(anyhow::anyhow!(
             "unreachable resync loop end"
         )))
-    }
-
-    async fn open(&self, id: Uuid) -> Result<OpenTransaction> {
-        self.store
-            .open_transaction(id)
-            .await?
-            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("transaction {id} vanished")))
     }
 
     /// Re-signs `open` with the next free nonce, moving the ledger past the chain's pending
@@ -408,16 +401,5 @@ impl EvmPipeline {
         }
         txn.commit().await?;
         Ok(())
-    }
-}
-
-/// The submission result of `open` on `chain`.
-pub(crate) fn submission(chain: &Chain, open: &OpenTransaction) -> Submission {
-    let hash = open.hashes.last().cloned();
-    Submission {
-        id: open.id,
-        explorer_url: hash.as_deref().and_then(|h| chain.explorer_url(h)),
-        hash,
-        chain_name: chain.name().to_owned(),
     }
 }

@@ -37,6 +37,22 @@ pub struct Submission {
     pub chain_name: String,
 }
 
+impl Submission {
+    /// The submission result of the stored transaction `open` on `chain`.
+    pub(crate) fn of(
+        chain: &crate::chains::Chain,
+        open: &crate::transactions::OpenTransaction,
+    ) -> Self {
+        let hash = open.hashes.last().cloned();
+        Self {
+            id: open.id,
+            explorer_url: hash.as_deref().and_then(|h| chain.explorer_url(h)),
+            hash,
+            chain_name: chain.name().to_owned(),
+        }
+    }
+}
+
 /// Commits the signing transaction `txn` of record `id` together with `ticket`'s claim: the
 /// claim commits with the signed transaction or not at all. Losing it to a concurrent twin
 /// rolls back this record and its nonce and answers IDEMPOTENT_REPLAY, which `Writes::run`

@@ -254,15 +254,15 @@ impl SolanaPipeline {
         id: Uuid,
     ) -> Result<Submission> {
         for attempt in 0..=BLOCKHASH_ATTEMPTS {
-            let open = self.open(id).await?;
+            let open = self.store.stored_transaction(id).await?;
             match client.send(&decode(&open.signed_payload)?).await {
                 SendOutcome::Accepted => {
                     self.store.record_broadcast(id, Utc::now()).await?;
-                    return Ok(super::evm::submission(chain, &open));
+                    return Ok(Submission::of(chain, &open));
                 }
                 SendOutcome::Unknown(why) => {
                     tracing::warn!(%id, %why, "send outcome unknown; the monitor takes over");
-                    return Ok(super::evm::submission(chain, &open));
+                    return Ok(Submission::of(chain, &open));
                 }
                 // Refused for its blockhash: never processed, so it may be signed again.
                 SendOutcome::BlockhashExpired if attempt < BLOCKHASH_ATTEMPTS => {
@@ -297,13 +297,6 @@ impl SolanaPipeline {
         Err(WalletOpsError::Internal(anyhow::anyhow!(
             "unreachable send loop end"
         )))
-    }
-
-    async fn open(&self, id: Uuid) -> Result<OpenTransaction> {
-        self.store
-            .open_transaction(id)
-            .await?
-            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("transaction {id} vanished")))
     }
 
     /// Re-signs `open` with a fresh blockhash. Callers make sure the old bytes can never be

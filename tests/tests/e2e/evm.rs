@@ -198,6 +198,13 @@ async fn native_and_token_sends_move_exactly_the_amount(b: Backend) -> anyhow::R
         .filter_map(|h| h["status"].as_str())
         .collect();
     assert_eq!(history, ["SUBMITTED", "CONFIRMED"]);
+    // Another user cannot see it: the same 404 as an unknown id.
+    let bob = e.svc.create_user("bob").await?;
+    e.svc
+        .rest(&bob)
+        .get(&format!("/tx/{id}"))
+        .await?
+        .assert_error(404, "NOT_FOUND")?;
     // The sender paid the amount plus the fee, nothing more.
     let receipt = e
         .anvil
