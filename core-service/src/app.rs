@@ -2,6 +2,8 @@
 
 use std::{ops::Deref, str::FromStr, sync::Arc};
 
+use anyhow::Context;
+
 use tonic::metadata::MetadataMap;
 use uuid::Uuid;
 use walletops_proto::{API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER};
@@ -94,9 +96,15 @@ impl Core {
             store.clone(),
             std::time::Duration::from_secs(config.idempotency_retention_secs),
         );
+        let limiter = match &config.redis_url {
+            Some(url) => RateLimiter::redis(config.rate_limits.clone(), url.expose())
+                .await
+                .context("connecting to Redis (redis_url) for the rate limits")?,
+            None => RateLimiter::new(config.rate_limits.clone()),
+        };
         Ok(Self(Arc::new(Parts {
             keys: ApiKeys::new(store.clone()),
-            limiter: RateLimiter::new(config.rate_limits.clone()),
+            limiter,
             wallets: Wallets::new(store.clone(), keystore),
             transactions: Transactions::new(store.clone()),
             writes: Writes::new(store.clone(), idempotency.clone()),
@@ -136,7 +144,7 @@ impl Core {
         };
         let caller = self.keys.authenticate(presented).await?;
         tracing::Span::current().record("key", caller.key_prefix.as_str());
-        self.limiter.admit(caller.user_id, budget)?;
+        self.limiter.admit(caller.user_id, budget).await?;
         Ok(caller)
     }
 

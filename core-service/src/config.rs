@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::chains::ChainConfig;
 
+/// `WALLETOPS_*` variables that are not options: the config file's path, the dev tools'
+/// locations, and the test harness's own (`WALLETOPS_TEST_*`, `WALLETOPS_BIN`).
+const NOT_OPTIONS: [&str; 4] = ["config", "anvil_bin", "solana_node_bin", "bin"];
+
 /// Everything WalletOps can be told.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -35,6 +39,9 @@ pub struct Config {
     pub core_url: String,
     /// Per-user request budgets.
     pub rate_limits: RateLimits,
+    /// Redis for the rate limits (`redis://host:port`), so every core draws from one budget;
+    /// none: each core counts in its own memory.
+    pub redis_url: Option<Secret>,
     /// Longest time one request may take in the edge and in the core, in seconds.
     pub request_timeout_secs: u64,
     /// Largest accepted REST request body, in bytes.
@@ -89,6 +96,7 @@ impl Default for Config {
             admin_token: None,
             core_url: "http://127.0.0.1:50051".to_owned(),
             rate_limits: RateLimits::default(),
+            redis_url: None,
             request_timeout_secs: 30,
             max_body_bytes: 1024 * 1024,
             log_format: LogFormat::Text,
@@ -164,8 +172,11 @@ impl Config {
             .merge(Env::raw().only(&["DATABASE_URL"]))
             .merge(
                 Env::prefixed("WALLETOPS_")
-                    // WALLETOPS_CONFIG names the file; it is not an option inside it.
-                    .filter(|key| key.as_str() != "config")
+                    // Variables that steer the process, not options of the file.
+                    .filter(|key| {
+                        let key = key.as_str().to_ascii_lowercase();
+                        !NOT_OPTIONS.contains(&key.as_str()) && !key.starts_with("test_")
+                    })
                     .split("__"),
             )
             .extract()?;
@@ -224,5 +235,6 @@ mod tests {
         assert_eq!(c.rate_limits.reads_per_minute, 60);
         std::fs::write(&path, "no_such_option = 1\n").expect("write");
         assert!(Config::load(Some(&path)).is_err());
+        assert!(NOT_OPTIONS.contains(&"anvil_bin"));
     }
 }

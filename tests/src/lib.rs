@@ -83,19 +83,20 @@ pub fn walletops_bin() -> anyhow::Result<PathBuf> {
         return Ok(PathBuf::from(path));
     }
     let exe = std::env::current_exe()?;
-    // target/<profile>/deps/<test> -> target/<profile>/walletops
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .context("locating the target directory")?;
-    let bin = profile_dir.join("walletops");
-    if !bin.exists() {
-        bail!(
-            "{} is missing: build it with `cargo build --workspace --bins` (scripts/test does)",
-            bin.display()
-        );
-    }
-    Ok(bin)
+    // A bin runs from target/<profile>/, a test from target/<profile>/deps/.
+    let beside = exe.parent().context("locating the target directory")?;
+    let candidates = [Some(beside), beside.parent()];
+    candidates
+        .into_iter()
+        .flatten()
+        .map(|dir| dir.join("walletops"))
+        .find(|bin| bin.exists())
+        .with_context(|| {
+            format!(
+                "no walletops binary beside {}: build it with `cargo build --workspace --bins` (scripts/test does)",
+                exe.display()
+            )
+        })
 }
 
 /// The grpcurl the test command installs into `.venv`.
@@ -419,6 +420,17 @@ impl Service {
         Ok(printed_key)
     }
 
+    /// Starts a second `walletops serve` over the same data dir and database (a second
+    /// core and edge, as behind a load balancer).
+    pub async fn sibling(&self) -> anyhow::Result<Launched> {
+        let cmd = serve_command(
+            self.data_dir.path(),
+            self.database_url.as_deref(),
+            &self.options,
+        )?;
+        launch(cmd, &["REST listening on ", "gRPC listening on "]).await
+    }
+
     /// The environment a CLI run against this service's data needs.
     pub fn cli_env(&self) -> Vec<(String, String)> {
         let mut env = vec![(
@@ -528,6 +540,15 @@ impl Reply {
 }
 
 impl Rest {
+    /// A client of the edge at `http` (e.g. `http://127.0.0.1:8080`) acting with `key`.
+    pub fn new(http: &str, key: &str) -> Rest {
+        Rest {
+            base: format!("{http}/api/v1"),
+            key: Some(key.to_owned()),
+            client: reqwest::Client::new(),
+        }
+    }
+
     /// The same client acting with another key.
     pub fn with_key(&self, key: &str) -> Rest {
         Rest {

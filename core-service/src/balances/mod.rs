@@ -14,7 +14,7 @@ use solana_pubkey::Pubkey;
 use crate::{
     chains::{
         Chain, ChainFamily, WalletAddress,
-        evm::{EvmClients, TokenReading},
+        evm::{EvmClients, TokenQuery, TokenReading},
         solana::{Holding, MintInfo, SolanaClients},
     },
     error::{Result, Violations, WalletOpsError},
@@ -87,6 +87,8 @@ pub struct Balances {
     holdings: Cache<NativeKey, (Vec<Holding>, DateTime<Utc>)>,
     /// Mints do not change program or decimals: kept without expiry (bounded in size).
     mints: Cache<Pubkey, MintInfo>,
+    /// ERC20 decimals and symbols do not change either: read once per chain and token.
+    erc20_meta: Cache<(String, Address), (Option<u8>, Option<String>)>,
 }
 
 impl Balances {
@@ -100,6 +102,7 @@ impl Balances {
                 .time_to_live(TOKEN_TTL)
                 .build(),
             mints: Cache::new(100_000),
+            erc20_meta: Cache::new(100_000),
             native: Cache::builder()
                 .max_capacity(100_000)
                 .time_to_live(NATIVE_TTL)
@@ -167,15 +170,32 @@ impl Balances {
             (Some(hit), true) => hit,
             _ => {
                 let client = self.clients.get(chain.rpc_url())?;
+                let meta_key = |t: Address| (chain.slug().to_owned(), t);
+                let queries: Vec<TokenQuery> = missing
+                    .iter()
+                    .map(|t| TokenQuery {
+                        token: *t,
+                        meta: !self.erc20_meta.contains_key(&meta_key(*t)),
+                    })
+                    .collect();
                 let read = if self.clients.has_multicall(chain.rpc_url(), &client).await? {
-                    client.balances_multicall(owner, &missing).await?
+                    client.balances_multicall(owner, &queries).await?
                 } else {
-                    client.balances_batch(owner, &missing).await?
+                    client.balances_batch(owner, &queries).await?
                 };
                 let at = Utc::now();
                 let (native, readings) = read;
                 self.native.insert(native_key.clone(), (native, at));
-                for r in readings {
+                for (query, mut r) in queries.iter().zip(readings) {
+                    // Metadata is remembered only from a token that answered balanceOf.
+                    if query.meta && r.balance.is_some() {
+                        self.erc20_meta
+                            .insert(meta_key(r.token), (r.decimals, r.symbol.clone()));
+                    } else if let Some((decimals, symbol)) = self.erc20_meta.get(&meta_key(r.token))
+                    {
+                        r.decimals = decimals;
+                        r.symbol = symbol;
+                    }
                     self.tokens.insert(token_key(r.token), (r, at));
                 }
                 (native, at)

@@ -1,7 +1,11 @@
 //! The EVM chain client over alloy: balances through Multicall3, gas and fee estimation with
 //! simulation, nonces, broadcasting with its outcome classified, receipts.
 
-use std::{collections::HashMap, sync::Mutex, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use alloy::{
     eips::BlockId,
@@ -84,7 +88,12 @@ pub struct Fees {
 pub struct EvmClient {
     provider: RootProvider,
     rpc: alloy::rpc::client::RpcClient,
+    /// Fees move once a block: one estimate serves every send of the next second.
+    fees: Arc<Mutex<Option<(std::time::Instant, Fees)>>>,
 }
+
+/// How long a fee estimate is reused.
+const FEES_FRESH_FOR: Duration = Duration::from_secs(1);
 
 /// EVM clients by RPC URL, made on first use.
 #[derive(Debug, Default)]
@@ -110,6 +119,7 @@ impl EvmClients {
         let client = EvmClient {
             provider: RootProvider::new(rpc.clone()),
             rpc,
+            fees: Arc::new(Mutex::new(None)),
         };
         clients.insert(rpc_url.to_owned(), client.clone());
         Ok(client)
@@ -191,12 +201,13 @@ impl EvmClient {
         .await
     }
 
-    /// The native balance of `owner` and `tokens`' balances, decimals and symbols in one
-    /// `eth_call` to Multicall3's `aggregate3` (each call allowed to fail on its own).
+    /// The native balance of `owner` and, for each query, the token's balance (and, where
+    /// asked, its decimals and symbol) in one `eth_call` to Multicall3's `aggregate3`, each
+    /// call allowed to fail on its own.
     pub async fn balances_multicall(
         &self,
         owner: Address,
-        tokens: &[Address],
+        queries: &[TokenQuery],
     ) -> Result<(U256, Vec<TokenReading>), WalletOpsError> {
         let mut calls = vec![IMulticall3::Call3 {
             target: MULTICALL3,
@@ -205,19 +216,13 @@ impl EvmClient {
                 .abi_encode()
                 .into(),
         }];
-        for token in tokens {
-            for data in [
-                IERC20::balanceOfCall { owner }.abi_encode(),
-                IERC20::decimalsCall {}.abi_encode(),
-                IERC20::symbolCall {}.abi_encode(),
-            ] {
-                calls.push(IMulticall3::Call3 {
-                    target: *token,
-                    allowFailure: true,
-                    callData: data.into(),
-                });
-            }
-        }
+        calls.extend(
+            token_calls(owner, queries).map(|(target, data)| IMulticall3::Call3 {
+                target,
+                allowFailure: true,
+                callData: data.into(),
+            }),
+        );
         let request = TransactionRequest::default()
             .to(MULTICALL3)
             .input(IMulticall3::aggregate3Call { calls }.abi_encode().into());
@@ -228,20 +233,11 @@ impl EvmClient {
             .first()
             .and_then(|r| IMulticall3::getEthBalanceCall::abi_decode_returns(&r.returnData).ok())
             .ok_or_else(|| rpc_failed("read the native balance", "no answer"))?;
-        let readings = tokens
-            .iter()
-            .enumerate()
-            .map(|(i, token)| {
-                let at = |k: usize| results.get(1 + 3 * i + k).filter(|r| r.success);
-                decode_reading(
-                    *token,
-                    at(0).map(|r| &r.returnData[..]),
-                    at(1).map(|r| &r.returnData[..]),
-                    at(2).map(|r| &r.returnData[..]),
-                )
-            })
-            .collect();
-        Ok((native, readings))
+        let answers = results
+            .into_iter()
+            .skip(1)
+            .map(|r| r.success.then_some(r.returnData));
+        Ok((native, readings(queries, answers)))
     }
 
     /// The same reads as `balances_multicall` for a chain without Multicall3: one JSON-RPC
@@ -249,47 +245,30 @@ impl EvmClient {
     pub async fn balances_batch(
         &self,
         owner: Address,
-        tokens: &[Address],
+        queries: &[TokenQuery],
     ) -> Result<(U256, Vec<TokenReading>), WalletOpsError> {
         let mut batch = self.rpc.new_batch();
         let native = batch
             .add_call::<_, U256>("eth_getBalance", &(owner, BlockId::latest()))
             .map_err(|e| rpc_failed("build a batch", e))?;
         let mut waiters = Vec::new();
-        for token in tokens {
-            let mut per_token = Vec::new();
-            for data in [
-                IERC20::balanceOfCall { owner }.abi_encode(),
-                IERC20::decimalsCall {}.abi_encode(),
-                IERC20::symbolCall {}.abi_encode(),
-            ] {
-                let req = TransactionRequest::default()
-                    .to(*token)
-                    .input(Bytes::from(data).into());
-                per_token.push(
-                    batch
-                        .add_call::<_, Bytes>("eth_call", &(req, BlockId::latest()))
-                        .map_err(|e| rpc_failed("build a batch", e))?,
-                );
-            }
-            waiters.push((*token, per_token));
+        for (target, data) in token_calls(owner, queries) {
+            let req = TransactionRequest::default()
+                .to(target)
+                .input(Bytes::from(data).into());
+            waiters.push(
+                batch
+                    .add_call::<_, Bytes>("eth_call", &(req, BlockId::latest()))
+                    .map_err(|e| rpc_failed("build a batch", e))?,
+            );
         }
         timed("read balances", batch.send()).await?;
         let native = timed("read the native balance", native).await?;
-        let mut readings = Vec::new();
-        for (token, waits) in waiters {
-            let mut answers = Vec::new();
-            for w in waits {
-                answers.push(w.await.ok());
-            }
-            readings.push(decode_reading(
-                token,
-                answers.first().and_then(|a| a.as_ref().map(|b| &b[..])),
-                answers.get(1).and_then(|a| a.as_ref().map(|b| &b[..])),
-                answers.get(2).and_then(|a| a.as_ref().map(|b| &b[..])),
-            ));
+        let mut answers = Vec::with_capacity(waiters.len());
+        for w in waiters {
+            answers.push(w.await.ok());
         }
-        Ok((native, readings))
+        Ok((native, readings(queries, answers.into_iter())))
     }
 
     /// The sender's next nonce counting its pending transactions.
@@ -316,8 +295,28 @@ impl EvmClient {
         .await
     }
 
-    /// Current EIP-1559 fees, or the legacy gas price where the chain has no base fee.
+    /// Current EIP-1559 fees (at most a second old), or the legacy gas price where the chain
+    /// has no base fee.
     pub async fn fees(&self) -> Result<Fees, WalletOpsError> {
+        let cached = *self
+            .fees
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, fees)) = cached
+            && at.elapsed() < FEES_FRESH_FOR
+        {
+            return Ok(fees);
+        }
+        let fees = self.fetch_fees().await?;
+        *self
+            .fees
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((std::time::Instant::now(), fees));
+        Ok(fees)
+    }
+
+    async fn fetch_fees(&self) -> Result<Fees, WalletOpsError> {
         match tokio::time::timeout(RPC_TIMEOUT, self.provider.estimate_eip1559_fees()).await {
             Ok(Ok(est)) => Ok(Fees {
                 max_fee_per_gas: est.max_fee_per_gas,
@@ -337,19 +336,23 @@ impl EvmClient {
         }
     }
 
-    /// Simulates the call and returns its gas. A revert is `SEND_FAILED` with the node's
-    /// reason; a shortfall is `INSUFFICIENT_FUNDS`: nothing has been signed at this point.
+    /// Simulates the call at `fees` and returns its gas. The node checks that the sender can
+    /// pay value plus gas at those fees: a shortfall is `INSUFFICIENT_FUNDS`, a revert
+    /// `SEND_FAILED` with the node's reason; nothing has been signed at this point.
     pub async fn estimate_gas(
         &self,
         from: Address,
         to: Address,
         value: U256,
         input: &Bytes,
+        fees: Fees,
     ) -> Result<u64, WalletOpsError> {
         let request = TransactionRequest::default()
             .from(from)
             .to(to)
             .value(value)
+            .max_fee_per_gas(fees.max_fee_per_gas)
+            .max_priority_fee_per_gas(fees.max_priority_fee_per_gas)
             .input(input.clone().into());
         match tokio::time::timeout(
             RPC_TIMEOUT,
@@ -444,6 +447,55 @@ pub fn erc20_balance_of(owner: Address) -> Bytes {
 /// Decodes a `balanceOf` answer.
 pub fn decode_balance(data: &[u8]) -> Option<U256> {
     IERC20::balanceOfCall::abi_decode_returns(data).ok()
+}
+
+/// One token to read: its balance always, its decimals and symbol when `meta` is set (they
+/// do not change, so a caller that knows them skips two calls per token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenQuery {
+    /// The token.
+    pub token: Address,
+    /// Also read `decimals()` and `symbol()`.
+    pub meta: bool,
+}
+
+/// The calls of `queries`, in order: `balanceOf`, then `decimals` and `symbol` where asked.
+fn token_calls(
+    owner: Address,
+    queries: &[TokenQuery],
+) -> impl Iterator<Item = (Address, Vec<u8>)> + '_ {
+    queries.iter().flat_map(move |q| {
+        let mut calls = vec![(q.token, IERC20::balanceOfCall { owner }.abi_encode())];
+        if q.meta {
+            calls.push((q.token, IERC20::decimalsCall {}.abi_encode()));
+            calls.push((q.token, IERC20::symbolCall {}.abi_encode()));
+        }
+        calls
+    })
+}
+
+/// The readings of `queries` from the answers of `token_calls`, in the same order.
+fn readings(
+    queries: &[TokenQuery],
+    mut answers: impl Iterator<Item = Option<Bytes>>,
+) -> Vec<TokenReading> {
+    queries
+        .iter()
+        .map(|q| {
+            let balance = answers.next().flatten();
+            let (decimals, symbol) = if q.meta {
+                (answers.next().flatten(), answers.next().flatten())
+            } else {
+                (None, None)
+            };
+            decode_reading(
+                q.token,
+                balance.as_ref().map(|b| &b[..]),
+                decimals.as_ref().map(|b| &b[..]),
+                symbol.as_ref().map(|b| &b[..]),
+            )
+        })
+        .collect()
 }
 
 fn decode_reading(

@@ -7,6 +7,12 @@
 //! token bucket (GCRA, as in `governor`) refills one request every 60/N seconds instead, so
 //! the 16th write of a minute could pass whenever the first fifteen took more than four
 //! seconds; that is why this module does not use one.
+//!
+//! The window lives in this process by default. With `redis_url` set it lives in Redis, in
+//! one sorted set per user and budget updated by one Lua script (one round trip, atomic,
+//! timed by the Redis clock), so every core draws from the same budget. If Redis stops
+//! answering, requests are admitted (and a warning logged): an outage of the limiter must
+//! not become an outage of the service.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -42,20 +48,73 @@ impl Budget {
     }
 }
 
-/// Admits or refuses requests per user and budget, in this process.
-#[derive(Debug)]
+/// The sliding window in Redis: drop entries older than the window, count, and either add
+/// this request or answer the milliseconds until the oldest entry leaves.
+const REDIS_WINDOW: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], window)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(oldest[2]) + window - now)
+"#;
+
+/// Where the windows are kept.
+enum Windows {
+    /// In this process.
+    Local(Mutex<HashMap<(Uuid, Budget), VecDeque<Instant>>>),
+    /// In Redis, shared by every core.
+    Redis {
+        connection: redis::aio::ConnectionManager,
+        script: redis::Script,
+    },
+}
+
+/// Admits or refuses requests per user and budget.
 pub struct RateLimiter {
     limits: RateLimits,
-    admitted: Mutex<HashMap<(Uuid, Budget), VecDeque<Instant>>>,
+    windows: Windows,
+}
+
+impl std::fmt::Debug for RateLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.windows {
+            Windows::Local(_) => "local",
+            Windows::Redis { .. } => "redis",
+        };
+        f.debug_struct("RateLimiter")
+            .field("limits", &self.limits)
+            .field("windows", &kind)
+            .finish()
+    }
 }
 
 impl RateLimiter {
-    /// A limiter with the given budgets.
+    /// A limiter that counts in this process.
     pub fn new(limits: RateLimits) -> Self {
         Self {
             limits,
-            admitted: Mutex::new(HashMap::new()),
+            windows: Windows::Local(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// A limiter that counts in the Redis at `url`, shared by every core that uses it.
+    pub async fn redis(limits: RateLimits, url: &str) -> anyhow::Result<Self> {
+        let client = redis::Client::open(url)?;
+        let connection = redis::aio::ConnectionManager::new(client).await?;
+        Ok(Self {
+            limits,
+            windows: Windows::Redis {
+                connection,
+                script: redis::Script::new(REDIS_WINDOW),
+            },
+        })
     }
 
     fn limit(&self, budget: Budget) -> u32 {
@@ -65,16 +124,50 @@ impl RateLimiter {
         }
     }
 
-    /// Admits one request of `user` against `budget`, or answers `RATE_LIMITED` with the
-    /// time until one would be admitted.
-    pub fn admit(&self, user: Uuid, budget: Budget) -> Result<()> {
-        self.admit_at(user, budget, Instant::now())
+    fn refused(&self, budget: Budget, retry_after: Duration) -> WalletOpsError {
+        WalletOpsError::RateLimited {
+            kind: budget.as_str(),
+            limit: self.limit(budget),
+            retry_after,
+        }
     }
 
-    fn admit_at(&self, user: Uuid, budget: Budget, now: Instant) -> Result<()> {
+    /// Admits one request of `user` against `budget`, or answers `RATE_LIMITED` with the
+    /// time until one would be admitted.
+    pub async fn admit(&self, user: Uuid, budget: Budget) -> Result<()> {
+        match &self.windows {
+            Windows::Local(admitted) => self.admit_at(admitted, user, budget, Instant::now()),
+            Windows::Redis { connection, script } => {
+                let key = format!("walletops:ratelimit:{user}:{}", budget.as_str());
+                let mut connection = connection.clone();
+                let wait: redis::RedisResult<u64> = script
+                    .key(key)
+                    .arg(WINDOW.as_millis() as u64)
+                    .arg(self.limit(budget))
+                    .arg(Uuid::now_v7().to_string())
+                    .invoke_async(&mut connection)
+                    .await;
+                match wait {
+                    Ok(0) => Ok(()),
+                    Ok(ms) => Err(self.refused(budget, Duration::from_millis(ms))),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "rate limiter unreachable; admitting");
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+
+    fn admit_at(
+        &self,
+        admitted: &Mutex<HashMap<(Uuid, Budget), VecDeque<Instant>>>,
+        user: Uuid,
+        budget: Budget,
+        now: Instant,
+    ) -> Result<()> {
         let limit = self.limit(budget);
-        let mut admitted = self
-            .admitted
+        let mut admitted = admitted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let log = admitted.entry((user, budget)).or_default();
@@ -99,11 +192,14 @@ impl RateLimiter {
         })
     }
 
-    /// Forgets users with nothing in the window, so memory follows active users only.
+    /// Forgets users with nothing in the window, so memory follows active users only (Redis
+    /// expires its own keys).
     pub fn prune(&self) {
+        let Windows::Local(admitted) = &self.windows else {
+            return;
+        };
         let now = Instant::now();
-        let mut admitted = self
-            .admitted
+        let mut admitted = admitted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         admitted.retain(|_, log| log.back().is_some_and(|t| now.duration_since(*t) < WINDOW));
@@ -124,13 +220,16 @@ mod tests {
     #[test]
     fn refuses_past_the_budget_until_the_oldest_leaves_the_window() {
         let l = limiter();
+        let Windows::Local(w) = &l.windows else {
+            panic!("local")
+        };
         let user = Uuid::now_v7();
         let t0 = Instant::now();
         for i in 0..3 {
-            l.admit_at(user, Budget::Write, t0 + Duration::from_secs(i))
+            l.admit_at(w, user, Budget::Write, t0 + Duration::from_secs(i))
                 .expect("within budget");
         }
-        let refused = l.admit_at(user, Budget::Write, t0 + Duration::from_secs(10));
+        let refused = l.admit_at(w, user, Budget::Write, t0 + Duration::from_secs(10));
         match refused {
             Err(WalletOpsError::RateLimited {
                 retry_after, limit, ..
@@ -141,20 +240,23 @@ mod tests {
             other => panic!("expected RATE_LIMITED, got {other:?}"),
         }
         // Reads and other users draw from their own budgets.
-        l.admit_at(user, Budget::Read, t0).expect("reads apart");
-        l.admit_at(Uuid::now_v7(), Budget::Write, t0)
+        l.admit_at(w, user, Budget::Read, t0).expect("reads apart");
+        l.admit_at(w, Uuid::now_v7(), Budget::Write, t0)
             .expect("other user apart");
         // Once the first write is a minute old, one more is admitted, and only one.
-        l.admit_at(user, Budget::Write, t0 + WINDOW)
+        l.admit_at(w, user, Budget::Write, t0 + WINDOW)
             .expect("window moved");
-        assert!(l.admit_at(user, Budget::Write, t0 + WINDOW).is_err());
+        assert!(l.admit_at(w, user, Budget::Write, t0 + WINDOW).is_err());
     }
 
-    #[test]
-    fn prune_forgets_idle_users() {
+    #[tokio::test]
+    async fn prune_forgets_idle_users() {
         let l = limiter();
-        l.admit(Uuid::now_v7(), Budget::Read).expect("admit");
+        l.admit(Uuid::now_v7(), Budget::Read).await.expect("admit");
         l.prune();
-        assert_eq!(l.admitted.lock().expect("lock").len(), 1);
+        let Windows::Local(w) = &l.windows else {
+            panic!("local")
+        };
+        assert_eq!(w.lock().expect("lock").len(), 1);
     }
 }

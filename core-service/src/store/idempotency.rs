@@ -39,22 +39,26 @@ impl Store {
         key: Uuid,
         now: DateTime<Utc>,
     ) -> Result<Option<StoredClaim>> {
-        keys::Entity::delete_many()
-            .filter(keys::Column::UserId.eq(user))
-            .filter(keys::Column::Key.eq(key))
-            .filter(keys::Column::ExpiresAt.lt(now))
-            .exec(self.db())
-            .await?;
-        Ok(keys::Entity::find_by_id((user, key))
-            .one(self.db())
-            .await?
-            .map(|m| StoredClaim {
-                request_hash: m.request_hash,
-                state: m.state,
-                response: m.response,
-                error: m.error,
-                transaction_id: m.transaction_id,
-            }))
+        let Some(found) = keys::Entity::find_by_id((user, key)).one(self.db()).await? else {
+            return Ok(None);
+        };
+        // Only a claim past its retention costs a write; the usual lookup is a read.
+        if found.expires_at < now {
+            keys::Entity::delete_many()
+                .filter(keys::Column::UserId.eq(user))
+                .filter(keys::Column::Key.eq(key))
+                .filter(keys::Column::ExpiresAt.lt(now))
+                .exec(self.db())
+                .await?;
+            return Ok(None);
+        }
+        Ok(Some(found).map(|m| StoredClaim {
+            request_hash: m.request_hash,
+            state: m.state,
+            response: m.response,
+            error: m.error,
+            transaction_id: m.transaction_id,
+        }))
     }
 
     /// Inserts the claim with one INSERT on the primary key, in `conn`'s transaction. Of two

@@ -138,8 +138,9 @@ impl EvmPipeline {
                 )));
             }
         }
+        let fees = client.fees().await?;
         let estimated = client
-            .estimate_gas(from, intent.to, intent.value, &intent.input)
+            .estimate_gas(from, intent.to, intent.value, &intent.input, fees)
             .await?;
         // Contract calls get headroom: state can move between simulation and inclusion.
         let gas = if intent.input.is_empty() {
@@ -147,14 +148,16 @@ impl EvmPipeline {
         } else {
             estimated.saturating_add(estimated / 5)
         };
-        let fees = client.fees().await?;
-        let balance = client.balance(from).await?;
-        let cost = intent.value + U256::from(gas) * U256::from(fees.max_fee_per_gas);
-        if balance < cost {
-            return Err(WalletOpsError::InsufficientFunds(format!(
-                "wallet {} holds {balance} wei, less than value plus maximum fee ({cost} wei)",
-                w.address
-            )));
+        // The node checked value plus the estimated gas; the headroom must be affordable too.
+        if gas > estimated {
+            let balance = client.balance(from).await?;
+            let cost = intent.value + U256::from(gas) * U256::from(fees.max_fee_per_gas);
+            if balance < cost {
+                return Err(WalletOpsError::InsufficientFunds(format!(
+                    "wallet {} holds {balance} wei, less than value plus maximum fee ({cost} wei)",
+                    w.address
+                )));
+            }
         }
         let floor = if self
             .store

@@ -141,7 +141,44 @@ async fn budgets_come_from_the_config_file_and_environment(b: Backend) -> anyhow
 }
 
 on_both_backends!(
+    budgets_are_shared_through_redis,
     sixteenth_write_of_a_minute_is_refused_across_keys,
     sixty_first_read_of_a_minute_is_refused_across_keys,
     budgets_come_from_the_config_file_and_environment,
 );
+
+/// With `redis_url`, every core draws from one budget: writes spread over two services over
+/// one database and one Redis are counted together.
+async fn budgets_are_shared_through_redis(b: Backend) -> anyhow::Result<()> {
+    let redis = std::env::var("WALLETOPS_TEST_REDIS")
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+    let svc = Service::start_with(
+        b,
+        Options {
+            env: vec![("WALLETOPS_REDIS_URL".to_owned(), redis)],
+            ..Options::default()
+        },
+    )
+    .await?;
+    let other = svc.sibling().await?;
+    let (a, b2) = (
+        svc.rest(&svc.api_key),
+        Rest::new(&other.http()?, &svc.api_key),
+    );
+    for i in 0..15 {
+        let api = if i % 2 == 0 { &a } else { &b2 };
+        let reply = quote(api).await?;
+        assert_eq!(
+            reply.status,
+            503,
+            "write {} was refused: {}",
+            i + 1,
+            reply.text
+        );
+    }
+    assert_retry_after(&quote(&b2).await?)?;
+    assert_retry_after(&quote(&a).await?)?;
+    // Reads still pass on both.
+    assert_eq!(b2.get("/wallets").await?.status, 200);
+    Ok(())
+}

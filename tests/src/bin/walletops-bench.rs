@@ -1,0 +1,557 @@
+//! `walletops-bench`: send throughput of WalletOps against raw `eth_sendRawTransaction`, and
+//! balance-read latency for 1 and 50 tokens, measured side by side in one run on one anvil.
+//!
+//! Build both binaries with the same profile and run the bench from beside `walletops`:
+//!
+//! ```sh
+//! cargo build --release --workspace --bins && ./target/release/walletops-bench
+//! ```
+//!
+//! Exits non-zero when a send fails or the chain shows a nonce gap or a duplicate; a missed
+//! speed goal is only reported.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    future::Future,
+    process::ExitCode,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use alloy::{
+    consensus::{SignableTransaction, Transaction as _, TxEip1559, TxEnvelope},
+    eips::eip2718::Encodable2718,
+    primitives::{Address, B256, TxKind, U256},
+    providers::Provider,
+    signers::{SignerSync, local::PrivateKeySigner},
+};
+use anyhow::{Context, bail, ensure};
+use clap::Parser;
+use futures::{StreamExt, TryStreamExt};
+use serde_json::{Value, json};
+use walletops_tests::{Backend, Options, Rest, Service, anvil::Anvil, poll_until, walletops_bin};
+
+/// One ether in wei.
+const ETH: u128 = 1_000_000_000_000_000_000;
+
+/// Where every benchmark transfer goes.
+const RECIPIENT: Address = alloy::primitives::address!("1111111111111111111111111111111111111111");
+
+/// Wei moved by each benchmark transfer.
+const AMOUNT_WEI: u64 = 1000;
+
+/// Gas of a plain transfer to an account without code.
+const TRANSFER_GAS: u64 = 21_000;
+
+/// Tokens in the large balance read: the most one request may name.
+const TOKENS: usize = 50;
+
+/// Untimed requests of each balance read before measuring, so that connections, chain
+/// clients and token metadata are set up in both cases alike.
+const WARMUP_READS: usize = 5;
+
+/// Throughput goal: WalletOps sends/s over raw sends/s.
+const SEND_RATIO_GOAL: f64 = 0.7;
+
+/// Latency goal: 50-token median over 1-token median.
+const READ_RATIO_GOAL: f64 = 1.5;
+
+/// Command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "walletops-bench",
+    about = "WalletOps send throughput against raw eth_sendRawTransaction, and balance-read latency, on one anvil"
+)]
+struct Args {
+    /// Native transfers in each throughput run.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+    sends: u64,
+    /// Concurrent clients in each throughput run.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    concurrency: u64,
+    /// Timed requests of each balance read.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
+    reads: u64,
+}
+
+/// The WalletOps throughput run and what the chain shows of it.
+#[derive(Debug)]
+struct SendRun {
+    elapsed: Duration,
+    /// Nonces in `0..N` that no returned hash was mined with.
+    gaps: usize,
+    /// Hashes returned twice, nonces mined twice, and transactions beyond the N requested.
+    duplicates: usize,
+    /// Returned hashes the chain does not hold as a mined transaction of the wallet.
+    missing: usize,
+}
+
+/// Latencies of one kind of balance read.
+#[derive(Debug)]
+struct Latency {
+    median: Duration,
+    p95: Duration,
+}
+
+impl Latency {
+    /// Nearest-rank median and p95 of `samples`.
+    fn of(mut samples: Vec<Duration>) -> Self {
+        samples.sort_unstable();
+        let rank = |p: f64| {
+            let n = samples.len();
+            let idx = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
+            samples[idx]
+        };
+        Self {
+            median: rank(0.5),
+            p95: rank(0.95),
+        }
+    }
+}
+
+/// Everything the summary prints.
+#[derive(Debug)]
+struct Report {
+    sends: u64,
+    walletops: SendRun,
+    raw: Duration,
+    one_token: Latency,
+    all_tokens: Latency,
+}
+
+impl Report {
+    /// WalletOps sends per second.
+    fn walletops_rate(&self) -> f64 {
+        self.sends as f64 / self.walletops.elapsed.as_secs_f64()
+    }
+
+    /// Raw sends per second.
+    fn raw_rate(&self) -> f64 {
+        self.sends as f64 / self.raw.as_secs_f64()
+    }
+
+    /// Whether the chain shows a correctness failure of the WalletOps run.
+    fn failed(&self) -> bool {
+        self.walletops.gaps > 0 || self.walletops.duplicates > 0 || self.walletops.missing > 0
+    }
+
+    /// Prints the summary table.
+    fn print(&self) {
+        let send_ratio = self.walletops_rate() / self.raw_rate();
+        let read_ratio = self.all_tokens.median.as_secs_f64() / self.one_token.median.as_secs_f64();
+        let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+        println!();
+        println!("== summary ({} sends) ==", self.sends);
+        println!(
+            "WalletOps sends/s      {:>9.1}   ({:.3} s)",
+            self.walletops_rate(),
+            self.walletops.elapsed.as_secs_f64()
+        );
+        println!(
+            "raw sendRawTransaction {:>9.1}   ({:.3} s)",
+            self.raw_rate(),
+            self.raw.as_secs_f64()
+        );
+        println!(
+            "ratio                  {send_ratio:>9.2}   (goal >= {SEND_RATIO_GOAL}: {})   gaps {}  duplicates {}{}",
+            verdict(send_ratio >= SEND_RATIO_GOAL),
+            self.walletops.gaps,
+            self.walletops.duplicates,
+            if self.walletops.missing > 0 {
+                format!("  missing {}", self.walletops.missing)
+            } else {
+                String::new()
+            }
+        );
+        println!(
+            "balance read 1 token   median {:>7.2} ms  p95 {:>7.2} ms",
+            ms(self.one_token.median),
+            ms(self.one_token.p95)
+        );
+        println!(
+            "balance read {TOKENS} tokens median {:>7.2} ms  p95 {:>7.2} ms",
+            ms(self.all_tokens.median),
+            ms(self.all_tokens.p95)
+        );
+        println!(
+            "ratio                  {read_ratio:>9.2}   (goal <= {READ_RATIO_GOAL}: {})",
+            verdict(read_ratio <= READ_RATIO_GOAL)
+        );
+        if self.failed() {
+            println!("FAILED: the chain shows gaps, duplicates or missing transactions");
+        }
+    }
+}
+
+/// `d` in milliseconds.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&args)) {
+        Ok(report) => {
+            report.print();
+            if report.failed() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Sets up anvil and the service, runs the three measurements and returns their figures.
+async fn run(args: &Args) -> anyhow::Result<Report> {
+    let n = args.sends;
+    let concurrency = usize::try_from(args.concurrency)?;
+    println!(
+        "walletops-bench ({} build): {n} sends, {concurrency} concurrent clients, {} reads per balance case",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        args.reads,
+    );
+    println!("measuring {}", walletops_bin()?.display());
+    let anvil = Anvil::start().await?;
+    anvil.install_multicall().await?;
+    // The bench measures the pipeline, not the per-user budgets.
+    let svc = Service::start_with(
+        Backend::Sqlite,
+        Options {
+            config_toml: Some(format!(
+                "{}\n[rate_limits]\nwrites_per_minute = 1000000\nreads_per_minute = 1000000\n",
+                anvil.chain_toml()
+            )),
+            ..Options::default()
+        },
+    )
+    .await?;
+    let api = &svc.rest(&svc.api_key);
+    let wallet = default_evm_wallet(api).await?;
+    anvil.set_balance(wallet, U256::from(1000 * ETH)).await?;
+    println!(
+        "anvil at {}, walletops at {}, wallet {wallet}",
+        anvil.url(),
+        svc.http
+    );
+
+    println!("throughput A: {n} sends through POST /api/v1/send ...");
+    let walletops = walletops_sends(&anvil, api, wallet, n, concurrency).await?;
+    println!(
+        "  {:.1} sends/s, gaps {}, duplicates {}, missing {}",
+        n as f64 / walletops.elapsed.as_secs_f64(),
+        walletops.gaps,
+        walletops.duplicates,
+        walletops.missing
+    );
+
+    println!("throughput B: {n} pre-signed eth_sendRawTransaction ...");
+    let raw = raw_sends(&anvil, n, concurrency).await?;
+    println!("  {:.1} sends/s", n as f64 / raw.as_secs_f64());
+
+    println!("balance reads: deploying {TOKENS} tokens ...");
+    let (one_token, all_tokens) = balance_reads(&anvil, api, wallet, args.reads).await?;
+
+    Ok(Report {
+        sends: n,
+        walletops,
+        raw,
+        one_token,
+        all_tokens,
+    })
+}
+
+/// The address of the user's default EVM wallet.
+async fn default_evm_wallet(api: &Rest) -> anyhow::Result<Address> {
+    let reply = api.get("/wallets?chain=ethereum&defaultOnly=true").await?;
+    ensure!(reply.status == 200, "GET /wallets: {}", reply.text);
+    Ok(reply.body["wallets"][0]["address"]
+        .as_str()
+        .context("no default EVM wallet")?
+        .parse()?)
+}
+
+/// Runs `op(0..n)` on `concurrency` clients that each take the next index as soon as their
+/// previous call answered; returns the time from the first call to the last answer and the
+/// results in index order. Every call is timed, failed or not.
+async fn drive<T, F, Fut>(
+    n: u64,
+    concurrency: usize,
+    op: F,
+) -> anyhow::Result<(Duration, Vec<anyhow::Result<T>>)>
+where
+    T: Send + 'static,
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = anyhow::Result<T>> + Send,
+{
+    let n = usize::try_from(n)?;
+    let op = Arc::new(op);
+    let next = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    // Separate tasks, not one polled stream, so both runtime threads issue requests.
+    let workers: Vec<_> = (0..concurrency.min(n))
+        .map(|_| {
+            let (op, next) = (op.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut done = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let result = op(i).await;
+                    done.push((i, result, Instant::now()));
+                }
+                done
+            })
+        })
+        .collect();
+    let mut results: Vec<Option<anyhow::Result<T>>> = (0..n).map(|_| None).collect();
+    let mut last = start;
+    for worker in workers {
+        for (i, result, at) in worker.await? {
+            last = last.max(at);
+            results[i] = Some(result);
+        }
+    }
+    let results = results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(anyhow::anyhow!("never sent"))))
+        .collect();
+    Ok((last - start, results))
+}
+
+/// The values of `results`, or an error naming how many failed and the first few causes.
+fn all_ok<T>(results: Vec<anyhow::Result<T>>, what: &str) -> anyhow::Result<Vec<T>> {
+    let total = results.len();
+    let mut values = Vec::with_capacity(total);
+    let mut errors = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(v) => values.push(v),
+            Err(e) => errors.push(format!("#{i}: {e:#}")),
+        }
+    }
+    if !errors.is_empty() {
+        bail!(
+            "{} of {total} {what} failed; first: {}",
+            errors.len(),
+            errors
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+    Ok(values)
+}
+
+/// Throughput A: `n` native sends through REST with distinct Idempotency-Keys, then the
+/// chain's view of them.
+async fn walletops_sends(
+    anvil: &Anvil,
+    api: &Rest,
+    wallet: Address,
+    n: u64,
+    concurrency: usize,
+) -> anyhow::Result<SendRun> {
+    ensure!(
+        anvil.nonce(wallet).await? == 0,
+        "the wallet has sent before the bench"
+    );
+    let body = json!({"chain": "anvil", "to": RECIPIENT, "asset": "native",
+                      "amount": AMOUNT_WEI.to_string()});
+    let client = api.clone();
+    // `Rest::post` gives every request a fresh Idempotency-Key.
+    let (elapsed, results) = drive(n, concurrency, move |_| {
+        let (api, body) = (client.clone(), body.clone());
+        async move {
+            let reply = api.post("/send", &body).await?;
+            ensure!(reply.status == 200, "{} {}", reply.status, reply.text);
+            let hash = reply.body["hash"]
+                .as_str()
+                .with_context(|| format!("no hash in {}", reply.text))?;
+            Ok(hash.parse::<B256>()?)
+        }
+    })
+    .await?;
+    let hashes = all_ok(results, "sends")?;
+
+    poll_until(&format!("the wallet's nonce to reach {n}"), || async {
+        Ok((anvil.nonce(wallet).await? >= n).then_some(()))
+    })
+    .await?;
+    let on_chain = anvil.nonce(wallet).await?;
+
+    // Look every returned hash up once: the mined transaction's nonce, if it is the wallet's.
+    let distinct: BTreeSet<B256> = hashes.iter().copied().collect();
+    let lookups: Vec<Option<u64>> = futures::stream::iter(distinct.iter().copied())
+        .map(|hash| async move {
+            let tx = anvil.provider().get_transaction_by_hash(hash).await?;
+            Ok::<_, anyhow::Error>(tx.and_then(|tx| {
+                (tx.block_number.is_some() && tx.inner.signer() == wallet).then(|| tx.inner.nonce())
+            }))
+        })
+        .buffer_unordered(concurrency)
+        .try_collect()
+        .await?;
+    let missing = lookups.iter().filter(|l| l.is_none()).count();
+    let mut per_nonce: BTreeMap<u64, usize> = BTreeMap::new();
+    for nonce in lookups.into_iter().flatten() {
+        *per_nonce.entry(nonce).or_default() += 1;
+    }
+    let gaps = (0..n).filter(|k| !per_nonce.contains_key(k)).count();
+    let duplicates = (hashes.len() - distinct.len())
+        + per_nonce.values().map(|c| c - 1).sum::<usize>()
+        + usize::try_from(on_chain.saturating_sub(n))?;
+    Ok(SendRun {
+        elapsed,
+        gaps,
+        duplicates,
+        missing,
+    })
+}
+
+/// Throughput B: `n` transfers from a fresh local key, signed and encoded before the clock
+/// starts, sent with `eth_sendRawTransaction`.
+async fn raw_sends(anvil: &Anvil, n: u64, concurrency: usize) -> anyhow::Result<Duration> {
+    let signer = PrivateKeySigner::random();
+    let from = signer.address();
+    anvil.set_balance(from, U256::from(1000 * ETH)).await?;
+    let chain_id = anvil.provider().get_chain_id().await?;
+    let fees = anvil.provider().estimate_eip1559_fees().await?;
+    let mut bodies = Vec::new();
+    let mut expected = Vec::new();
+    for nonce in 0..n {
+        let tx = TxEip1559 {
+            chain_id,
+            nonce,
+            gas_limit: TRANSFER_GAS,
+            max_fee_per_gas: fees.max_fee_per_gas,
+            max_priority_fee_per_gas: fees.max_priority_fee_per_gas,
+            to: TxKind::Call(RECIPIENT),
+            value: U256::from(AMOUNT_WEI),
+            access_list: Default::default(),
+            input: Default::default(),
+        };
+        let signature = signer.sign_hash_sync(&tx.signature_hash())?;
+        let signed = tx.into_signed(signature);
+        expected.push(*signed.hash());
+        let raw = TxEnvelope::from(signed).encoded_2718();
+        // The whole request body is built now too, so the clock sees only the round trips.
+        bodies.push(
+            json!({"jsonrpc": "2.0", "id": nonce, "method": "eth_sendRawTransaction",
+                   "params": [alloy::primitives::hex::encode_prefixed(raw)]})
+            .to_string(),
+        );
+    }
+    let bodies = Arc::new(bodies);
+    let http = reqwest::Client::new();
+    let url = anvil.url().to_owned();
+    let (elapsed, results) = drive(n, concurrency, move |i| {
+        let (http, url, bodies) = (http.clone(), url.clone(), bodies.clone());
+        async move {
+            let reply: Value = http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(bodies[i].clone())
+                .send()
+                .await?
+                .json()
+                .await?;
+            if let Some(err) = reply.get("error") {
+                bail!("eth_sendRawTransaction: {err}");
+            }
+            Ok(reply["result"]
+                .as_str()
+                .context("no hash in the answer")?
+                .parse::<B256>()?)
+        }
+    })
+    .await?;
+    let hashes = all_ok(results, "raw sends")?;
+    ensure!(
+        hashes == expected,
+        "the node answered other hashes than the signed ones"
+    );
+    poll_until(&format!("the raw sender's nonce to reach {n}"), || async {
+        Ok((anvil.nonce(from).await? >= n).then_some(()))
+    })
+    .await?;
+    Ok(elapsed)
+}
+
+/// Balance reads: median and p95 of `GET /wallets/balances?fresh=true` naming 1 token and
+/// naming `TOKENS` tokens.
+async fn balance_reads(
+    anvil: &Anvil,
+    api: &Rest,
+    wallet: Address,
+    reads: u64,
+) -> anyhow::Result<(Latency, Latency)> {
+    let mut tokens = Vec::with_capacity(TOKENS);
+    for i in 0..TOKENS {
+        let token = anvil.deploy_token(&format!("T{i:02}"), 18).await?;
+        anvil
+            .mint(token, wallet, U256::from(1000 + i as u64))
+            .await?;
+        tokens.push(token.to_string());
+    }
+    let path = |tokens: &[String]| {
+        format!(
+            "/wallets/balances?chain=anvil&tokens={}&fresh=true",
+            tokens.join(",")
+        )
+    };
+    let one = path(&tokens[..1]);
+    let all = path(&tokens);
+    // Native plus every token: all are non-zero, so each must be listed.
+    let timed = |path: String, expected: usize| {
+        let api = api.clone();
+        async move {
+            let start = Instant::now();
+            let reply = api.get(&path).await?;
+            let took = start.elapsed();
+            ensure!(reply.status == 200, "GET {path}: {}", reply.text);
+            let listed = reply.body["balances"].as_array().map_or(0, Vec::len);
+            ensure!(
+                listed == expected,
+                "expected {expected} balances, got {listed}"
+            );
+            Ok::<_, anyhow::Error>(took)
+        }
+    };
+    for _ in 0..WARMUP_READS {
+        timed(one.clone(), 2).await?;
+        timed(all.clone(), TOKENS + 1).await?;
+    }
+    // Interleaved, so that any drift of the machine or the node hits both cases alike.
+    let (mut one_samples, mut all_samples) = (Vec::new(), Vec::new());
+    for _ in 0..reads {
+        one_samples.push(timed(one.clone(), 2).await?);
+        all_samples.push(timed(all.clone(), TOKENS + 1).await?);
+    }
+    Ok((Latency::of(one_samples), Latency::of(all_samples)))
+}
