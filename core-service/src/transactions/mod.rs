@@ -93,17 +93,26 @@ pub struct TransactionRecord {
     pub updated_at: DateTime<Utc>,
 }
 
+fn corrupt(id: Uuid, what: &str) -> WalletOpsError {
+    WalletOpsError::Internal(anyhow::anyhow!("transaction {id} has a bad {what}"))
+}
+
+/// The stored status and kind of `m`, read back into their enums.
+fn status_and_kind(m: &transactions::Model) -> Result<(TxStatus, TxKind)> {
+    let status = serde_json::from_value(serde_json::Value::String(m.status.clone()))
+        .map_err(|_| corrupt(m.id, "status"))?;
+    let kind = serde_json::from_value(serde_json::Value::String(m.kind.clone()))
+        .map_err(|_| corrupt(m.id, "kind"))?;
+    Ok((status, kind))
+}
+
 impl TryFrom<transactions::Model> for TransactionRecord {
     type Error = WalletOpsError;
 
     fn try_from(m: transactions::Model) -> Result<Self> {
-        let corrupt = |what: &str| {
-            WalletOpsError::Internal(anyhow::anyhow!("transaction {} has a bad {what}", m.id))
-        };
-        let status = serde_json::from_value(serde_json::Value::String(m.status.clone()))
-            .map_err(|_| corrupt("status"))?;
-        let kind = serde_json::from_value(serde_json::Value::String(m.kind.clone()))
-            .map_err(|_| corrupt("kind"))?;
+        let id = m.id;
+        let corrupt = |what: &str| corrupt(id, what);
+        let (status, kind) = status_and_kind(&m)?;
         let history =
             serde_json::from_value(m.status_history.clone()).map_err(|_| corrupt("history"))?;
         Ok(Self {
@@ -165,13 +174,9 @@ impl TryFrom<transactions::Model> for OpenTransaction {
     type Error = WalletOpsError;
 
     fn try_from(m: transactions::Model) -> Result<Self> {
-        let corrupt = |what: &str| {
-            WalletOpsError::Internal(anyhow::anyhow!("transaction {} has a bad {what}", m.id))
-        };
-        let status = serde_json::from_value(serde_json::Value::String(m.status.clone()))
-            .map_err(|_| corrupt("status"))?;
-        let kind = serde_json::from_value(serde_json::Value::String(m.kind.clone()))
-            .map_err(|_| corrupt("kind"))?;
+        let id = m.id;
+        let corrupt = |what: &str| corrupt(id, what);
+        let (status, kind) = status_and_kind(&m)?;
         let hashes = serde_json::from_value(m.hashes.clone()).map_err(|_| corrupt("hashes"))?;
         Ok(Self {
             id: m.id,
