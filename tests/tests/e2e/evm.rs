@@ -9,6 +9,8 @@ use walletops_tests::{
 };
 
 const ETH: u128 = 1_000_000_000_000_000_000;
+/// Where the tests send native coin.
+const RECIPIENT: &str = "0x1111111111111111111111111111111111111111";
 
 /// A service with chain `anvil` and its funded default EVM wallet.
 struct Evm {
@@ -52,6 +54,20 @@ impl Evm {
         let reply = self.api().get(&format!("/tx/{id}")).await?;
         anyhow::ensure!(reply.status == 200, "GET /tx/{id}: {}", reply.text);
         Ok(reply.body)
+    }
+
+    /// Sends `amount` wei to `to` over REST; returns the submission's id and hash.
+    async fn send_native(&self, to: &str, amount: &str) -> anyhow::Result<(String, String)> {
+        let reply = self
+            .api()
+            .post(
+                "/send",
+                &json!({"chain": "anvil", "to": to, "asset": "native", "amount": amount}),
+            )
+            .await?;
+        let id = submitted_id(&reply)?;
+        let hash = reply.body["hash"].as_str().unwrap_or_default().to_owned();
+        Ok((id, hash))
     }
 
     /// Waits until transaction `id` reaches `status`.
@@ -509,12 +525,7 @@ async fn lost_transactions_are_rebroadcast(b: Backend) -> anyhow::Result<()> {
         &["--no-mining"],
     )
     .await?;
-    let reply = e
-        .api()
-        .post("/send", &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "5"}))
-        .await?;
-    let id = submitted_id(&reply)?;
-    let hash = reply.body["hash"].as_str().expect("hash").to_owned();
+    let (id, hash) = e.send_native(RECIPIENT, "5").await?;
     assert_eq!(e.anvil.pool_hashes().await?, std::slice::from_ref(&hash));
     e.anvil.drop_transaction(&hash).await?;
     assert!(e.anvil.pool_hashes().await?.is_empty());
@@ -537,12 +548,7 @@ async fn stuck_transactions_are_replaced_with_a_higher_fee(b: Backend) -> anyhow
         &["--no-mining"],
     )
     .await?;
-    let reply = e
-        .api()
-        .post("/send", &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "5"}))
-        .await?;
-    let id = submitted_id(&reply)?;
-    let first = reply.body["hash"].as_str().expect("hash").to_owned();
+    let (id, first) = e.send_native(RECIPIENT, "5").await?;
     // Wait until the record names a replacement and the node holds it.
     let (replaced, new) = poll_until("a replacement in the node's pool", || async {
         let tx = e.tx(&id).await?;
@@ -599,17 +605,13 @@ async fn replacements_stop_at_the_fee_cap(b: Backend) -> anyhow::Result<()> {
         &["--no-mining"],
     )
     .await?;
-    let reply = e
-        .api()
-        .post("/send", &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "5"}))
-        .await?;
-    let id = submitted_id(&reply)?;
+    let (id, hash) = e.send_native(RECIPIENT, "5").await?;
     let tx = e.wait_for(&id, "FEE_CAPPED").await?;
     assert!(
         tx["statusHistory"].to_string().contains("above the cap"),
         "{tx}"
     );
-    assert_eq!(tx["hash"], reply.body["hash"]);
+    assert_eq!(tx["hash"], hash);
     // Still followed: once mined it is confirmed.
     e.anvil.mine().await?;
     e.wait_for(&id, "CONFIRMED").await?;
