@@ -77,6 +77,21 @@ pub struct Balance {
 type NativeKey = (String, String);
 type TokenKey = (String, String, Address);
 
+/// The native balance `raw` of `wallet` on `chain`, read at `at`.
+fn native_balance(chain: &Chain, wallet: &Wallet, (raw, at): (U256, DateTime<Utc>)) -> Balance {
+    Balance {
+        family: chain.family(),
+        chain_id: chain.chain_id(),
+        address: wallet.address.clone(),
+        asset: "native",
+        token: None,
+        raw,
+        decimals: chain.native_decimals(),
+        symbol: chain.native_symbol().to_owned(),
+        updated_at: at,
+    }
+}
+
 /// Reads balances through a cache.
 #[derive(Debug, Clone)]
 pub struct Balances {
@@ -202,17 +217,7 @@ impl Balances {
             }
         };
         let mut out = Vec::with_capacity(1 + tokens.len());
-        out.push(Balance {
-            family: ChainFamily::Evm,
-            chain_id: chain.chain_id(),
-            address: wallet.address.clone(),
-            asset: "native",
-            token: None,
-            raw: native.0,
-            decimals: chain.native_decimals(),
-            symbol: chain.native_symbol().to_owned(),
-            updated_at: native.1,
-        });
+        out.push(native_balance(chain, wallet, native));
         let mut bad = Violations::default();
         for (i, token) in tokens.iter().enumerate() {
             let Some((reading, at)) = self.tokens.get(&token_key(*token)) else {
@@ -296,17 +301,7 @@ impl Balances {
             symbol: spl_symbol(mint),
             updated_at: held_at,
         };
-        let mut out = vec![Balance {
-            family: ChainFamily::Solana,
-            chain_id: chain.chain_id(),
-            address: wallet.address.clone(),
-            asset: "native",
-            token: None,
-            raw: native.0,
-            decimals: chain.native_decimals(),
-            symbol: chain.native_symbol().to_owned(),
-            updated_at: native.1,
-        }];
+        let mut out = vec![native_balance(chain, wallet, native)];
         if tokens.is_empty() {
             out.extend(
                 holdings

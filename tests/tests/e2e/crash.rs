@@ -37,10 +37,32 @@ async fn funded_wallet(svc: &Service, anvil: &Anvil) -> anyhow::Result<Address> 
     Ok(wallet)
 }
 
+/// The body of a native send of `amount` wei to `TO`.
+fn send_body(amount: u64) -> String {
+    json!({"chain": "anvil", "to": TO, "asset": "native", "amount": amount.to_string()}).to_string()
+}
+
+/// Starts a send with `key` in the background (the service may be killed under it).
+fn spawn_send(
+    svc: &Service,
+    key: &str,
+    amount: u64,
+) -> tokio::task::JoinHandle<anyhow::Result<walletops_tests::Reply>> {
+    let (api, key, body) = (svc.rest(&svc.api_key), key.to_owned(), send_body(amount));
+    tokio::spawn(async move {
+        api.request(
+            Method::POST,
+            "/send",
+            &[("Idempotency-Key", &key)],
+            Some(&body),
+        )
+        .await
+    })
+}
+
 /// Sends with `key` until the service answers 200, retrying across restarts; returns the id.
 async fn send_until_accepted(svc: &Service, key: &str, amount: u64) -> anyhow::Result<String> {
-    let body = json!({"chain": "anvil", "to": TO, "asset": "native", "amount": amount.to_string()})
-        .to_string();
+    let body = send_body(amount);
     poll_until(
         &format!("the send with key {key} to be accepted"),
         || async {
@@ -85,20 +107,7 @@ async fn killed_between_signing_and_broadcast(b: Backend) -> anyhow::Result<()> 
         Service::start_with(b, options(&anvil, Some("evm-before-broadcast=pause"))).await?;
     let wallet = funded_wallet(&svc, &anvil).await?;
     let key = uuid::Uuid::new_v4().to_string();
-    let api = svc.rest(&svc.api_key);
-    let (k, body) = (
-        key.clone(),
-        json!({"chain": "anvil", "to": TO, "asset": "native", "amount": "777"}).to_string(),
-    );
-    let hung = tokio::spawn(async move {
-        api.request(
-            Method::POST,
-            "/send",
-            &[("Idempotency-Key", &k)],
-            Some(&body),
-        )
-        .await
-    });
+    let hung = spawn_send(&svc, &key, 777);
     poll_until("the signed transaction to be stored", || async {
         Ok((stored_transactions(&svc).await? == 1).then_some(()))
     })
@@ -137,21 +146,7 @@ async fn killed_at_random_moments_of_keyed_sends(b: Backend) -> anyhow::Result<(
     let mut ids = Vec::new();
     for (i, key) in keys.iter().enumerate() {
         let amount = 1000 + i as u64;
-        let api = svc.rest(&svc.api_key);
-        let (k, body) = (
-            key.clone(),
-            json!({"chain": "anvil", "to": TO, "asset": "native", "amount": amount.to_string()})
-                .to_string(),
-        );
-        let inflight = tokio::spawn(async move {
-            api.request(
-                Method::POST,
-                "/send",
-                &[("Idempotency-Key", &k)],
-                Some(&body),
-            )
-            .await
-        });
+        let inflight = spawn_send(&svc, key, amount);
         // Kill at a random moment of the request: before, during or after it.
         let jitter = (uuid::Uuid::new_v4().as_u128() % 40) as u64;
         tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
@@ -193,20 +188,7 @@ async fn node_stopped_mid_send_gives_no_duplicate(b: Backend) -> anyhow::Result<
     let wallet = funded_wallet(&svc, &anvil).await?;
     anvil.mine().await?;
     let key = uuid::Uuid::new_v4().to_string();
-    let api = svc.rest(&svc.api_key);
-    let (k, body) = (
-        key.clone(),
-        json!({"chain": "anvil", "to": TO, "asset": "native", "amount": "4242"}).to_string(),
-    );
-    let inflight = tokio::spawn(async move {
-        api.request(
-            Method::POST,
-            "/send",
-            &[("Idempotency-Key", &k)],
-            Some(&body),
-        )
-        .await
-    });
+    let inflight = spawn_send(&svc, &key, 4242);
     poll_until("the signed transaction to be stored", || async {
         Ok((stored_transactions(&svc).await? == 1).then_some(()))
     })
