@@ -22,7 +22,7 @@ use crate::{
     signer::{LocalSigner, Signer},
     store::Store,
     transactions::Transactions,
-    transfers::{Writes, evm::EvmPipeline, solana::SolanaPipeline},
+    transfers::{BroadcastLog, Writes, evm::EvmPipeline, solana::SolanaPipeline},
     wallets::Wallets,
 };
 
@@ -102,15 +102,21 @@ impl Core {
                 .context("connecting to Redis (redis_url) for the rate limits")?,
             None => RateLimiter::new(config.rate_limits.clone()),
         };
+        let broadcasts = BroadcastLog::start(store.clone());
         Ok(Self(Arc::new(Parts {
             keys: ApiKeys::new(store.clone()),
             limiter,
             wallets: Wallets::new(store.clone(), keystore),
             transactions: Transactions::new(store.clone()),
             writes: Writes::new(store.clone(), idempotency.clone()),
-            evm: EvmPipeline::new(store.clone(), signer.clone(), evm_clients.clone()),
+            evm: EvmPipeline::new(
+                store.clone(),
+                signer.clone(),
+                evm_clients.clone(),
+                broadcasts.clone(),
+            ),
             balances: Balances::new(evm_clients, solana_clients.clone()),
-            solana: SolanaPipeline::new(store.clone(), signer.clone(), solana_clients),
+            solana: SolanaPipeline::new(store.clone(), signer.clone(), solana_clients, broadcasts),
             idempotency,
             signer,
             chains,

@@ -4,11 +4,14 @@
 //! The key is claimed by the same database transaction that allocates the nonce and stores
 //! the signed transaction: one INSERT on the unique `(user, key)` row, so of two concurrent
 //! requests exactly one commits, and the other rolls back (nonce included) and answers with
-//! the winner's transaction. Nothing is claimed before that point, so a request that dies
-//! before it signed leaves no claim behind and its retry simply runs; one that dies after
-//! it signed left its transaction, which the retry answers with and the monitor takes to
-//! the chain. A claim is never given back: a stored success is replayed, a request refused
-//! before signing (a revert, a shortfall) is recorded as failed, and a failed key answers
+//! the winner's transaction. The claim carries the response already: the submission result
+//! (id, hash, explorer link) is known once the transaction is signed, so the usual write
+//! costs no second database write after its broadcast. Nothing is claimed before that point,
+//! so a request that dies before it signed leaves no claim behind and its retry simply runs;
+//! one that dies after it signed left its transaction and its response, which the retry
+//! replays while the monitor takes the transaction to the chain. A claim is never given
+//! back: a stored success is replayed, a request refused before signing (a revert, a
+//! shortfall) or by the node is recorded as failed, and a failed key answers
 //! IDEMPOTENT_REPLAY, so the caller retries with a new key.
 
 use std::time::Duration;
@@ -55,14 +58,14 @@ pub fn request_hash(path: &str, canonical: &[u8]) -> String {
 #[derive(Debug)]
 pub struct Ticket {
     pub(crate) claim: NewClaim,
-    /// The transaction the claim was committed with, once it is.
-    claimed: std::sync::OnceLock<Uuid>,
+    /// The transaction the claim was committed with, and the response stored with it.
+    claimed: std::sync::OnceLock<(Uuid, serde_json::Value)>,
 }
 
 impl Ticket {
-    /// Notes that the claim was committed with transaction `id`.
-    pub(crate) fn claimed_with(&self, id: Uuid) {
-        let _ = self.claimed.set(id);
+    /// Notes that the claim was committed with transaction `id` and `response`.
+    pub(crate) fn claimed_with(&self, id: Uuid, response: serde_json::Value) {
+        let _ = self.claimed.set((id, response));
     }
 }
 
@@ -126,11 +129,16 @@ impl Idempotency {
         }
     }
 
-    /// Stores the success `response` of the request that holds the ticket.
+    /// Stores the success `response` of the request that holds the ticket, unless the claim
+    /// was committed with that very response (the usual case: only a transaction re-signed
+    /// before its first broadcast answers with another hash).
     pub async fn succeed(&self, ticket: &Ticket, response: serde_json::Value) -> Result<()> {
-        let id = ticket.claimed.get().ok_or_else(|| {
+        let (id, stored) = ticket.claimed.get().ok_or_else(|| {
             WalletOpsError::Internal(anyhow::anyhow!("a write succeeded without its claim"))
         })?;
+        if *stored == response {
+            return Ok(());
+        }
         self.store
             .finish_idempotency_key(&ticket.claim, *id, "succeeded", Some(response), None)
             .await
@@ -142,7 +150,7 @@ impl Idempotency {
     pub async fn fail(&self, ticket: &Ticket, error: &WalletOpsError) -> Result<()> {
         let detail = format!("{}: {error}", error.code());
         match ticket.claimed.get() {
-            Some(id) => {
+            Some((id, _)) => {
                 self.store
                     .finish_idempotency_key(&ticket.claim, *id, "failed", None, Some(detail))
                     .await?;
@@ -155,6 +163,7 @@ impl Idempotency {
                         self.store.db(),
                         &ticket.claim,
                         "failed",
+                        None,
                         None,
                         Some(detail),
                     )

@@ -15,6 +15,7 @@ use std::{sync::Arc, time::Duration};
 
 use alloy::primitives::B256;
 use chrono::Utc;
+use futures::StreamExt;
 use uuid::Uuid;
 
 use crate::{
@@ -39,6 +40,19 @@ use crate::{
 const HANDOFF_AGE: chrono::Duration = chrono::Duration::milliseconds(1500);
 /// Records followed per sweep.
 const BATCH: u64 = 100;
+/// A final state the chain shows for an open record.
+#[derive(Debug)]
+struct Settlement {
+    open: OpenTransaction,
+    status: TxStatus,
+    error: Option<String>,
+    note: Option<String>,
+    /// The hash that was included.
+    hash: String,
+}
+
+/// Records followed at once within a sweep.
+const FOLLOWERS: usize = 16;
 /// Sweeps between purges of expired idempotency keys.
 const PURGE_EVERY: u64 = 600;
 
@@ -111,25 +125,48 @@ impl Monitor {
     pub async fn sweep(&self) -> Result<()> {
         let now = Utc::now();
         let until = now + chrono::Duration::seconds(self.config.lease_secs.max(5) as i64);
-        let ids = self
+        let leased = self
             .store
             .lease_open_transactions(self.owner, now, until, now - HANDOFF_AGE, BATCH)
             .await?;
-        for id in ids {
-            if let Err(e) = self.follow(id).await {
-                tracing::warn!(%id, error = %e, "following a transaction failed");
+        // Each record waits mostly on its node: several are followed at once.
+        let settled: Vec<Settlement> = futures::stream::iter(leased)
+            .map(|open| async move {
+                let id = open.id;
+                self.follow(open).await.unwrap_or_else(|e| {
+                    tracing::warn!(%id, error = %e, "following a transaction failed");
+                    None
+                })
+            })
+            .buffer_unordered(FOLLOWERS)
+            .filter_map(std::future::ready)
+            .collect()
+            .await;
+        // The final states of the sweep are written in one database transaction; when it
+        // fails, the records are still open and leased to this core, and the next sweep
+        // finds the same receipts.
+        if !settled.is_empty() {
+            let txn = self.store.begin().await?;
+            for s in &settled {
+                self.store
+                    .settle_transaction(
+                        &txn,
+                        &s.open,
+                        s.status,
+                        s.error.clone(),
+                        s.note.clone(),
+                        Some(&s.hash),
+                    )
+                    .await?;
             }
+            txn.commit().await?;
         }
         Ok(())
     }
 
-    async fn follow(&self, id: Uuid) -> Result<()> {
-        let Some(open) = self.store.open_transaction(id).await? else {
-            return Ok(());
-        };
-        if !matches!(open.status, TxStatus::Submitted | TxStatus::FeeCapped) {
-            return Ok(());
-        }
+    /// Follows `open` one step; returns its final state when the chain shows one.
+    async fn follow(&self, open: OpenTransaction) -> Result<Option<Settlement>> {
+        let id = open.id;
         let chain = self.chains.resolve(&open.chain)?.clone();
         if chain.family() == ChainFamily::Solana {
             return self.follow_solana(&chain, open).await;
@@ -153,29 +190,31 @@ impl Monitor {
                     "included in block {}",
                     receipt.block_number.unwrap_or_default()
                 ));
-                let txn = self.store.begin().await?;
-                self.store
-                    .settle_transaction(&txn, &open, status, error, note, Some(hash))
-                    .await?;
-                txn.commit().await?;
-                return Ok(());
+                return Ok(Some(Settlement {
+                    hash: hash.clone(),
+                    open,
+                    status,
+                    error,
+                    note,
+                }));
             }
         }
         let Some(nonce) = open.nonce else {
-            return Ok(());
+            return Ok(None);
         };
         let wallet = match self.wallets.delegated_by_id(open.wallet_id).await {
             Ok(w) => w,
             Err(e) => {
                 tracing::warn!(%id, error = %e, "cannot maintain transaction");
-                return Ok(());
+                return Ok(None);
             }
         };
         if mined > nonce {
             self.evm
                 .resign_with_new_nonce(&chain, &wallet, &client, &open, "seen on chain")
                 .await?;
-            return self.send_current(&client, id).await;
+            self.send_current(&client, id).await?;
+            return Ok(None);
         }
         let current = open
             .hashes
@@ -221,7 +260,7 @@ impl Monitor {
                         .await?;
                 }
             }
-            return Ok(());
+            return Ok(None);
         }
         let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
         if open
@@ -230,7 +269,7 @@ impl Monitor {
         {
             self.replace(&wallet, &open, &client).await?;
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Follows a Solana transfer: settled from its signatures' statuses; never seen and its
@@ -240,7 +279,7 @@ impl Monitor {
         &self,
         chain: &crate::chains::Chain,
         open: OpenTransaction,
-    ) -> Result<()> {
+    ) -> Result<Option<Settlement>> {
         let client = self.solana.client(chain);
         let signatures: Vec<solana_signature::Signature> = open
             .hashes
@@ -259,21 +298,22 @@ impl Monitor {
             let (status, error) = match state {
                 SignatureState::Succeeded => (TxStatus::Confirmed, None),
                 SignatureState::Failed(e) => (TxStatus::Reverted, Some(e.clone())),
-                SignatureState::Processed => return Ok(()),
+                SignatureState::Processed => return Ok(None),
                 SignatureState::Unseen => continue,
             };
-            let txn = self.store.begin().await?;
-            self.store
-                .settle_transaction(&txn, &open, status, error, None, Some(hash))
-                .await?;
-            txn.commit().await?;
-            return Ok(());
+            return Ok(Some(Settlement {
+                hash: hash.clone(),
+                open,
+                status,
+                error,
+                note: None,
+            }));
         }
         let wallet = match self.wallets.delegated_by_id(open.wallet_id).await {
             Ok(w) => w,
             Err(e) => {
                 tracing::warn!(id = %open.id, error = %e, "cannot maintain transaction");
-                return Ok(());
+                return Ok(None);
             }
         };
         let expired = open.valid_until.is_some_and(|valid| height > valid);
@@ -281,7 +321,8 @@ impl Monitor {
             self.solana
                 .resign_with_new_blockhash(&wallet, &client, &open, "its blockhash expired unseen")
                 .await?;
-            return self.send_solana(&client, open.id).await;
+            self.send_solana(&client, open.id).await?;
+            return Ok(None);
         }
         let resend_after = chrono::Duration::seconds(2);
         if open
@@ -290,7 +331,7 @@ impl Monitor {
         {
             self.send_solana(&client, open.id).await?;
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Sends the current payload of Solana record `id`.

@@ -70,6 +70,7 @@ impl Store {
         claim: &NewClaim,
         state: &str,
         transaction_id: Option<Uuid>,
+        response: Option<serde_json::Value>,
         error: Option<String>,
     ) -> Result<bool> {
         let row = keys::ActiveModel {
@@ -78,7 +79,7 @@ impl Store {
             path: Set(claim.path.clone()),
             request_hash: Set(claim.request_hash.clone()),
             state: Set(state.to_owned()),
-            response: Set(None),
+            response: Set(response),
             error: Set(error),
             transaction_id: Set(transaction_id),
             created_at: Set(claim.created_at),

@@ -58,12 +58,13 @@ fn to_i64(n: u64) -> Result<i64> {
 }
 
 impl Store {
-    /// Stores a signed transaction with status `SUBMITTED`, inside the signing transaction.
+    /// Stores a signed transaction with status `SUBMITTED`, inside the signing transaction,
+    /// and returns it as stored.
     pub(crate) async fn insert_transaction<C: ConnectionTrait>(
         &self,
         conn: &C,
         new: NewTransaction,
-    ) -> Result<()> {
+    ) -> Result<OpenTransaction> {
         let now = Utc::now();
         let history = history_push(&serde_json::json!([]), TxStatus::Submitted, now, new.note);
         txs::ActiveModel {
@@ -95,8 +96,8 @@ impl Store {
             valid_until_height: Set(new.valid_until.map(to_i64).transpose()?),
         }
         .insert(conn)
-        .await?;
-        Ok(())
+        .await?
+        .try_into()
     }
 
     /// Replaces the signed payload of an open transaction (a replacement with a higher fee, or
@@ -163,6 +164,16 @@ impl Store {
         Ok(())
     }
 
+    /// Notes that the current payloads of `ids` were sent to the node by `at`: one UPDATE.
+    pub(crate) async fn record_broadcasts(&self, ids: &[Uuid], at: DateTime<Utc>) -> Result<()> {
+        txs::Entity::update_many()
+            .col_expr(txs::Column::LastBroadcastAt, Expr::value(at))
+            .filter(txs::Column::Id.is_in(ids.iter().copied()))
+            .exec(self.db())
+            .await?;
+        Ok(())
+    }
+
     /// Moves `open` to `status` (with `error` for failures), appending to its history.
     pub(crate) async fn settle_transaction<C: ConnectionTrait>(
         &self,
@@ -224,8 +235,9 @@ impl Store {
     }
 
     /// Takes up to `limit` open transactions whose lease is free or expired for `owner`
-    /// until `until`. Each lease is one conditional UPDATE, so of several cores exactly one
-    /// wins a record, and a dead core's lease simply runs out.
+    /// until `until`, and returns them. The lease is one conditional UPDATE over the
+    /// candidates, so of several cores exactly one wins each record, and a dead core's lease
+    /// simply runs out.
     pub(crate) async fn lease_open_transactions(
         &self,
         owner: Uuid,
@@ -233,7 +245,7 @@ impl Store {
         until: DateTime<Utc>,
         younger_than: DateTime<Utc>,
         limit: u64,
-    ) -> Result<Vec<Uuid>> {
+    ) -> Result<Vec<OpenTransaction>> {
         let open = [
             enum_text(TxStatus::Submitted),
             enum_text(TxStatus::FeeCapped),
@@ -245,7 +257,7 @@ impl Store {
         let candidates: Vec<Uuid> = txs::Entity::find()
             .select_only()
             .column(txs::Column::Id)
-            .filter(txs::Column::Status.is_in(open))
+            .filter(txs::Column::Status.is_in(open.clone()))
             .filter(free.clone())
             // A record this young, not yet broadcast, is still in the hands of the request
             // that made it; once broadcast it is the monitor's at once.
@@ -259,19 +271,18 @@ impl Store {
             .into_tuple()
             .all(self.db())
             .await?;
-        let mut leased = Vec::new();
-        for id in candidates {
-            let won = txs::Entity::update_many()
-                .col_expr(txs::Column::LeaseOwner, Expr::value(owner))
-                .col_expr(txs::Column::LeaseUntil, Expr::value(until))
-                .filter(txs::Column::Id.eq(id))
-                .filter(free.clone())
-                .exec(self.db())
-                .await?;
-            if won.rows_affected == 1 {
-                leased.push(id);
-            }
+        if candidates.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(leased)
+        let mut leased = txs::Entity::update_many()
+            .col_expr(txs::Column::LeaseOwner, Expr::value(owner))
+            .col_expr(txs::Column::LeaseUntil, Expr::value(until))
+            .filter(txs::Column::Id.is_in(candidates))
+            .filter(txs::Column::Status.is_in(open))
+            .filter(free)
+            .exec_with_returning(self.db())
+            .await?;
+        leased.sort_by_key(|m| m.created_at);
+        leased.into_iter().map(OpenTransaction::try_from).collect()
     }
 }

@@ -7,17 +7,20 @@
 //! the record failed and frees its nonce (or fills it when later nonces are out already); an
 //! uncertain one leaves the record to the monitor, which sends the same bytes again.
 
-use std::sync::Arc;
+use std::{
+    collections::{HashMap, HashSet, hash_map::Entry},
+    sync::{Arc, Mutex, PoisonError},
+};
 
 use alloy::{
     consensus::{SignableTransaction, TxEip1559, TxEnvelope},
     eips::eip2718::{Decodable2718, Encodable2718},
     primitives::{Address, Bytes, U256},
 };
-use chrono::Utc;
+use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::Submission;
+use super::{BroadcastLog, Submission};
 use crate::{
     chains::{
         Chain,
@@ -29,7 +32,7 @@ use crate::{
     error::{Result, WalletOpsError},
     idempotency::Ticket,
     signer::Signer,
-    store::{Store, transactions::NewTransaction},
+    store::{NewClaim, Store, transactions::NewTransaction},
     transactions::{OpenTransaction, TxKind, TxStatus},
     wallets::DelegatedWallet,
 };
@@ -71,6 +74,113 @@ pub struct EvmPipeline {
     store: Store,
     signer: Arc<dyn Signer>,
     clients: Arc<EvmClients>,
+    broadcasts: BroadcastLog,
+    lanes: Arc<Lanes>,
+}
+
+/// A wallet's lane: its chain id and address.
+type LaneKey = (i64, String);
+
+/// A send that passed its checks, waiting to be given a nonce, signed and stored.
+#[derive(Debug)]
+struct Draft {
+    chain: Chain,
+    wallet: DelegatedWallet,
+    /// The transaction, its nonce still to be set.
+    tx: TxEip1559,
+    /// The chain's pending nonce, for a wallet the ledger does not know yet.
+    floor: Option<u64>,
+    /// The record, its nonce, hash and payload still to be set.
+    record: NewTransaction,
+    claim: Option<NewClaim>,
+}
+
+/// A draft and where its stored record goes.
+type Queued = (Draft, oneshot::Sender<Result<OpenTransaction>>);
+
+/// The signing lanes of one core: the drafts queued per wallet. A lane present in the map
+/// has a drainer running.
+#[derive(Debug, Default)]
+struct Lanes {
+    queued: Mutex<HashMap<LaneKey, Vec<Queued>>>,
+    /// Wallets the nonce ledger has a row for.
+    known: Mutex<HashSet<LaneKey>>,
+}
+
+/// Drafts signed and stored in one database transaction at most.
+const MAX_BATCH: usize = 64;
+
+impl Lanes {
+    /// Queues a draft; true when its lane was idle, so the caller must start its drainer.
+    fn push(
+        &self,
+        key: LaneKey,
+        draft: Draft,
+        reply: oneshot::Sender<Result<OpenTransaction>>,
+    ) -> bool {
+        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        match queued.entry(key) {
+            Entry::Occupied(mut lane) => {
+                lane.get_mut().push((draft, reply));
+                false
+            }
+            Entry::Vacant(lane) => {
+                lane.insert(vec![(draft, reply)]);
+                true
+            }
+        }
+    }
+
+    /// The next batch of lane `key`, or `None` (the lane closed) when it is empty.
+    fn next_batch(&self, key: &LaneKey) -> Option<Vec<Queued>> {
+        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        let lane = queued.get_mut(key)?;
+        if lane.is_empty() {
+            queued.remove(key);
+            return None;
+        }
+        let take = lane.len().min(MAX_BATCH);
+        Some(lane.drain(..take).collect())
+    }
+
+    fn known(&self, key: &LaneKey) -> bool {
+        self.known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(key)
+    }
+
+    fn learn(&self, key: LaneKey) {
+        self.known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key);
+    }
+}
+
+/// Closes a lane whose drainer died (a panic): its queued callers get an error instead of
+/// waiting forever, and the next send starts a new drainer.
+struct LaneGuard<'a> {
+    lanes: &'a Lanes,
+    key: &'a LaneKey,
+    armed: bool,
+}
+
+impl Drop for LaneGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.lanes
+                .queued
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(self.key);
+        }
+    }
+}
+
+/// The error of every send of a batch whose transaction could not begin or commit.
+fn batch_failed(err: &sea_orm::DbErr) -> WalletOpsError {
+    WalletOpsError::Internal(anyhow::anyhow!("database: storing the signed batch: {err}"))
 }
 
 /// Decodes a stored EIP-1559 payload.
@@ -91,12 +201,19 @@ fn parse_address(a: &str) -> Result<Address> {
 }
 
 impl EvmPipeline {
-    /// A pipeline signing with `signer`.
-    pub fn new(store: Store, signer: Arc<dyn Signer>, clients: Arc<EvmClients>) -> Self {
+    /// A pipeline signing with `signer`, noting broadcasts in `broadcasts`.
+    pub fn new(
+        store: Store,
+        signer: Arc<dyn Signer>,
+        clients: Arc<EvmClients>,
+        broadcasts: BroadcastLog,
+    ) -> Self {
         Self {
             store,
             signer,
             clients,
+            broadcasts,
+            lanes: Arc::default(),
         }
     }
 
@@ -159,70 +276,204 @@ impl EvmPipeline {
                 )));
             }
         }
-        let floor = if self
-            .store
-            .has_nonce_row(chain.chain_id(), &w.address)
-            .await?
-        {
-            None
-        } else {
-            Some(client.pending_nonce(from).await?)
-        };
+        let floor = self.nonce_floor(chain, &client, from, &w.address).await?;
         let chain_id = u64::try_from(chain.chain_id()).map_err(|_| {
             WalletOpsError::Internal(anyhow::anyhow!(
                 "EVM chain id {} negative",
                 chain.chain_id()
             ))
         })?;
-        let id = Uuid::now_v7();
         self.signer.prepare(wallet).await?;
-        let txn = self.store.begin().await?;
-        let nonce = self
-            .store
-            .allocate_nonce(&txn, chain.chain_id(), &w.address, floor)
-            .await?;
-        let tx = TxEip1559 {
-            chain_id,
-            nonce,
-            gas_limit: gas,
-            max_fee_per_gas: fees.max_fee_per_gas,
-            max_priority_fee_per_gas: fees.max_priority_fee_per_gas,
-            to: call_to(intent.to),
-            value: intent.value,
-            access_list: Default::default(),
-            input: intent.input.clone(),
+        let draft = Draft {
+            chain: chain.clone(),
+            wallet: wallet.clone(),
+            tx: TxEip1559 {
+                chain_id,
+                nonce: 0,
+                gas_limit: gas,
+                max_fee_per_gas: fees.max_fee_per_gas,
+                max_priority_fee_per_gas: fees.max_priority_fee_per_gas,
+                to: call_to(intent.to),
+                value: intent.value,
+                access_list: Default::default(),
+                input: intent.input.clone(),
+            },
+            floor,
+            record: NewTransaction {
+                id: Uuid::now_v7(),
+                user_id: w.user_id,
+                wallet_id: w.id,
+                chain: chain.slug().to_owned(),
+                chain_id: chain.chain_id(),
+                kind: intent.kind,
+                from: w.address.clone(),
+                to: intent.beneficiary.unwrap_or(intent.to).to_checksum(None),
+                asset: intent.asset,
+                token: intent.token.map(|t| t.to_checksum(None)),
+                amount: intent.amount.map(|a| a.to_string()),
+                request: intent.request,
+                hash: String::new(),
+                nonce: None,
+                signed_payload: Vec::new(),
+                idempotency_key: ticket.map(|t| t.claim.key),
+                note: None,
+                valid_until: None,
+            },
+            claim: ticket.map(|t| t.claim.clone()),
         };
-        let (payload, hash) = self.sign(wallet, tx).await?;
-        let record_to = intent.beneficiary.unwrap_or(intent.to);
-        self.store
-            .insert_transaction(
-                &txn,
-                NewTransaction {
-                    id,
-                    user_id: w.user_id,
-                    wallet_id: w.id,
-                    chain: chain.slug().to_owned(),
-                    chain_id: chain.chain_id(),
-                    kind: intent.kind,
-                    from: w.address.clone(),
-                    to: record_to.to_checksum(None),
-                    asset: intent.asset,
-                    token: intent.token.map(|t| t.to_checksum(None)),
-                    amount: intent.amount.map(|a| a.to_string()),
-                    request: intent.request,
-                    hash,
-                    nonce: Some(nonce),
-                    signed_payload: payload,
-                    idempotency_key: ticket.map(|t| t.claim.key),
-                    note: Some(format!("signed with nonce {nonce}")),
-                    valid_until: None,
-                },
-            )
-            .await?;
-        super::commit_with_claim(&self.store, txn, ticket, id).await?;
+        let open = self.sign_in_lane(draft).await?;
+        super::note_claimed(ticket, open.id, &Submission::of(chain, &open))?;
         // The crash tests stop the process here: signed and stored, not yet broadcast.
         fail::fail_point!("evm-before-broadcast");
-        self.first_broadcast(chain, wallet, &client, id).await
+        self.first_broadcast(chain, wallet, &client, open).await
+    }
+
+    /// The chain's pending nonce for a wallet the ledger has no row for yet (its first
+    /// send through the service); `None` once the ledger knows it.
+    async fn nonce_floor(
+        &self,
+        chain: &Chain,
+        client: &EvmClient,
+        from: Address,
+        address: &str,
+    ) -> Result<Option<u64>> {
+        let key = (chain.chain_id(), address.to_owned());
+        if self.lanes.known(&key) {
+            return Ok(None);
+        }
+        if self.store.has_nonce_row(chain.chain_id(), address).await? {
+            self.lanes.learn(key);
+            return Ok(None);
+        }
+        Ok(Some(client.pending_nonce(from).await?))
+    }
+
+    /// Queues `draft` in its wallet's signing lane and waits until it is signed and stored.
+    ///
+    /// Every wallet's sends pass through one lane per core: whatever queued while the
+    /// previous batch was being written is signed and stored in one database transaction
+    /// (one durable commit for the batch instead of one per send), each send in its own
+    /// savepoint, so a lost idempotency claim or a signer error undoes only that send and its
+    /// nonce. The drainer runs on its own task: a caller that goes away after queueing still
+    /// gets its transaction stored, and the monitor broadcasts it.
+    async fn sign_in_lane(&self, draft: Draft) -> Result<OpenTransaction> {
+        let key = (draft.record.chain_id, draft.record.from.clone());
+        let (reply, answer) = oneshot::channel();
+        if self.lanes.push(key.clone(), draft, reply) {
+            let this = self.clone();
+            tokio::spawn(async move { this.drain(key).await });
+        }
+        answer.await.map_err(|_| {
+            WalletOpsError::Internal(anyhow::anyhow!("the signing lane ended without an answer"))
+        })?
+    }
+
+    /// Signs and stores the batches of lane `key` until it is empty.
+    async fn drain(&self, key: LaneKey) {
+        let mut guard = LaneGuard {
+            lanes: &self.lanes,
+            key: &key,
+            armed: true,
+        };
+        while let Some(batch) = self.lanes.next_batch(&key) {
+            self.sign_batch(batch).await;
+        }
+        guard.armed = false;
+    }
+
+    /// Signs and stores `batch` in one database transaction and answers each waiter.
+    async fn sign_batch(&self, batch: Vec<Queued>) {
+        let txn = match self.store.begin().await {
+            Ok(txn) => txn,
+            Err(e) => {
+                for (_, reply) in batch {
+                    let _ = reply.send(Err(batch_failed(&e)));
+                }
+                return;
+            }
+        };
+        let mut signed = Vec::with_capacity(batch.len());
+        for (draft, reply) in batch {
+            match self.sign_draft(&txn, draft).await {
+                Ok(open) => signed.push((open, reply)),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            }
+        }
+        match txn.commit().await {
+            Ok(()) => {
+                if let Some((open, _)) = signed.first() {
+                    self.lanes.learn((open.chain_id, open.from.clone()));
+                }
+                for (open, reply) in signed {
+                    let _ = reply.send(Ok(open));
+                }
+            }
+            Err(e) => {
+                for (_, reply) in signed {
+                    let _ = reply.send(Err(batch_failed(&e)));
+                }
+            }
+        }
+    }
+
+    /// Allocates the draft's nonce, signs it, stores the record and claims its key, in a
+    /// savepoint of `txn`: on any error that send and its nonce are undone, the batch goes on.
+    async fn sign_draft(
+        &self,
+        txn: &sea_orm::DatabaseTransaction,
+        draft: Draft,
+    ) -> Result<OpenTransaction> {
+        use sea_orm::TransactionTrait;
+        let savepoint = txn.begin().await?;
+        match self.sign_draft_in(&savepoint, draft).await {
+            Ok(open) => {
+                savepoint.commit().await?;
+                Ok(open)
+            }
+            Err(e) => {
+                savepoint.rollback().await?;
+                Err(e)
+            }
+        }
+    }
+
+    async fn sign_draft_in(
+        &self,
+        conn: &sea_orm::DatabaseTransaction,
+        draft: Draft,
+    ) -> Result<OpenTransaction> {
+        let Draft {
+            chain,
+            wallet,
+            mut tx,
+            floor,
+            mut record,
+            claim,
+        } = draft;
+        let nonce = self
+            .store
+            .allocate_nonce(conn, record.chain_id, &record.from, floor)
+            .await?;
+        tx.nonce = nonce;
+        let (payload, hash) = self.sign(&wallet, tx).await?;
+        record.nonce = Some(nonce);
+        record.hash = hash;
+        record.signed_payload = payload;
+        record.note = Some(format!("signed with nonce {nonce}"));
+        let open = self.store.insert_transaction(conn, record).await?;
+        if let Some(claim) = &claim {
+            super::claim_in(
+                &self.store,
+                conn,
+                claim,
+                open.id,
+                &Submission::of(&chain, &open),
+            )
+            .await?;
+        }
+        Ok(open)
     }
 
     /// Broadcasts a freshly stored transaction; re-signs it with a new nonce when the node
@@ -232,13 +483,17 @@ impl EvmPipeline {
         chain: &Chain,
         wallet: &DelegatedWallet,
         client: &EvmClient,
-        id: Uuid,
+        stored: OpenTransaction,
     ) -> Result<Submission> {
+        let id = stored.id;
+        let mut open = stored;
         for attempt in 0..=RESYNC_ATTEMPTS {
-            let open = self.store.stored_transaction(id).await?;
+            if attempt > 0 {
+                open = self.store.stored_transaction(id).await?;
+            }
             match client.broadcast(&open.signed_payload).await {
                 BroadcastOutcome::Accepted => {
-                    self.store.record_broadcast(id, Utc::now()).await?;
+                    self.broadcasts.note(id);
                     return Ok(Submission::of(chain, &open));
                 }
                 BroadcastOutcome::Unknown(why) => {

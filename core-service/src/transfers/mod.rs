@@ -19,6 +19,7 @@ use crate::{
     chains::Registry,
     error::{Result, WalletOpsError},
     idempotency::{Idempotency, Prior, Ticket, request_hash},
+    store::NewClaim,
     store::Store,
 };
 
@@ -53,32 +54,107 @@ impl Submission {
     }
 }
 
+/// Inserts `ticket`'s claim for record `id` with its `submission` as the stored response,
+/// inside `conn`'s signing transaction. A claim lost to a concurrent twin is
+/// IDEMPOTENT_REPLAY: the caller rolls back (record and nonce), and `Writes::run` turns that
+/// into the twin's answer.
+pub(crate) async fn claim_in<C: sea_orm::ConnectionTrait>(
+    store: &Store,
+    conn: &C,
+    ticket: &NewClaim,
+    id: Uuid,
+    submission: &Submission,
+) -> Result<()> {
+    if store
+        .insert_idempotency_key(
+            conn,
+            ticket,
+            "succeeded",
+            Some(id),
+            Some(stored_response(submission)?),
+            None,
+        )
+        .await?
+    {
+        Ok(())
+    } else {
+        Err(WalletOpsError::IdempotentReplay(format!(
+            "Idempotency-Key {} was claimed by a concurrent request",
+            ticket.key
+        )))
+    }
+}
+
+/// The response stored under an idempotency key for `submission`.
+pub(crate) fn stored_response(submission: &Submission) -> Result<serde_json::Value> {
+    serde_json::to_value(submission)
+        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("response unstorable: {e}")))
+}
+
+/// Notes on `ticket` that its claim committed with record `id` and `submission`.
+pub(crate) fn note_claimed(
+    ticket: Option<&Ticket>,
+    id: Uuid,
+    submission: &Submission,
+) -> Result<()> {
+    if let Some(ticket) = ticket {
+        ticket.claimed_with(id, stored_response(submission)?);
+    }
+    Ok(())
+}
+
 /// Commits the signing transaction `txn` of record `id` together with `ticket`'s claim: the
-/// claim commits with the signed transaction or not at all. Losing it to a concurrent twin
-/// rolls back this record and its nonce and answers IDEMPOTENT_REPLAY, which `Writes::run`
-/// turns into the twin's answer.
+/// claim commits with the signed transaction or not at all.
 pub(crate) async fn commit_with_claim(
     store: &Store,
     txn: sea_orm::DatabaseTransaction,
     ticket: Option<&Ticket>,
     id: Uuid,
+    submission: &Submission,
 ) -> Result<()> {
     if let Some(ticket) = ticket
-        && !store
-            .insert_idempotency_key(&txn, &ticket.claim, "in_progress", Some(id), None)
-            .await?
+        && let Err(e) = claim_in(store, &txn, &ticket.claim, id, submission).await
     {
         txn.rollback().await?;
-        return Err(WalletOpsError::IdempotentReplay(format!(
-            "Idempotency-Key {} was claimed by a concurrent request",
-            ticket.claim.key
-        )));
+        return Err(e);
     }
     txn.commit().await?;
-    if let Some(ticket) = ticket {
-        ticket.claimed_with(id);
+    note_claimed(ticket, id, submission)
+}
+
+/// The times transactions were broadcast, written behind in batches: a request answers as
+/// soon as the node accepted its transaction, without waiting for a write. The note only
+/// tells the monitor that a record was sent and since when; one lost in a crash makes the
+/// monitor ask the node whether it holds the transaction, and send the same bytes if not.
+#[derive(Debug, Clone)]
+pub struct BroadcastLog {
+    notes: tokio::sync::mpsc::UnboundedSender<Uuid>,
+}
+
+/// Notes written in one UPDATE at most.
+const BROADCAST_NOTES_PER_WRITE: usize = 256;
+
+impl BroadcastLog {
+    /// Starts the writer over `store` on the current runtime.
+    pub fn start(store: Store) -> Self {
+        let (notes, mut pending) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut ids = Vec::with_capacity(BROADCAST_NOTES_PER_WRITE);
+            while pending.recv_many(&mut ids, BROADCAST_NOTES_PER_WRITE).await > 0 {
+                if let Err(e) = store.record_broadcasts(&ids, chrono::Utc::now()).await {
+                    tracing::warn!(error = %e, "recording broadcast times failed");
+                }
+                ids.clear();
+            }
+        });
+        Self { notes }
     }
-    Ok(())
+
+    /// Notes that the current payload of record `id` was just accepted by the node.
+    pub fn note(&self, id: Uuid) {
+        // The writer ends only with the runtime; a note lost then is harmless (see above).
+        let _ = self.notes.send(id);
+    }
 }
 
 /// Runs writes under their idempotency key.
@@ -118,10 +194,9 @@ impl Writes {
         }
         match act(&ticket).await {
             Ok(submission) => {
-                let stored = serde_json::to_value(&submission).map_err(|e| {
-                    WalletOpsError::Internal(anyhow::anyhow!("response unstorable: {e}"))
-                })?;
-                self.idempotency.succeed(&ticket, stored).await?;
+                self.idempotency
+                    .succeed(&ticket, stored_response(&submission)?)
+                    .await?;
                 Ok(submission)
             }
             Err(err @ WalletOpsError::IdempotentReplay(_)) => {

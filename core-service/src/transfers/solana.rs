@@ -9,7 +9,6 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use solana_hash::Hash;
 use solana_message::Message;
 use solana_pubkey::Pubkey;
@@ -21,7 +20,7 @@ use spl_associated_token_account_interface::{
 };
 use uuid::Uuid;
 
-use super::Submission;
+use super::{BroadcastLog, Submission};
 use crate::{
     chains::{
         Chain,
@@ -57,6 +56,7 @@ pub struct SolanaPipeline {
     store: Store,
     signer: Arc<dyn Signer>,
     clients: Arc<SolanaClients>,
+    broadcasts: BroadcastLog,
 }
 
 fn pubkey(a: &str) -> Result<Pubkey> {
@@ -77,11 +77,17 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Transaction> {
 
 impl SolanaPipeline {
     /// A pipeline signing with `signer`.
-    pub fn new(store: Store, signer: Arc<dyn Signer>, clients: Arc<SolanaClients>) -> Self {
+    pub fn new(
+        store: Store,
+        signer: Arc<dyn Signer>,
+        clients: Arc<SolanaClients>,
+        broadcasts: BroadcastLog,
+    ) -> Self {
         Self {
             store,
             signer,
             clients,
+            broadcasts,
         }
     }
 
@@ -214,7 +220,8 @@ impl SolanaPipeline {
         self.signer.prepare(wallet).await?;
         let txn = self.store.begin().await?;
         let (tx, signature) = self.sign(wallet, message, blockhash).await?;
-        self.store
+        let open = self
+            .store
             .insert_transaction(
                 &txn,
                 NewTransaction {
@@ -241,9 +248,10 @@ impl SolanaPipeline {
                 },
             )
             .await?;
-        super::commit_with_claim(&self.store, txn, ticket, id).await?;
+        super::commit_with_claim(&self.store, txn, ticket, id, &Submission::of(chain, &open))
+            .await?;
         fail::fail_point!("solana-before-send");
-        self.first_send(chain, wallet, &client, id).await
+        self.first_send(chain, wallet, &client, open).await
     }
 
     async fn first_send(
@@ -251,13 +259,17 @@ impl SolanaPipeline {
         chain: &Chain,
         wallet: &DelegatedWallet,
         client: &SolanaClient,
-        id: Uuid,
+        stored: OpenTransaction,
     ) -> Result<Submission> {
+        let id = stored.id;
+        let mut open = stored;
         for attempt in 0..=BLOCKHASH_ATTEMPTS {
-            let open = self.store.stored_transaction(id).await?;
+            if attempt > 0 {
+                open = self.store.stored_transaction(id).await?;
+            }
             match client.send(&decode(&open.signed_payload)?).await {
                 SendOutcome::Accepted => {
-                    self.store.record_broadcast(id, Utc::now()).await?;
+                    self.broadcasts.note(id);
                     return Ok(Submission::of(chain, &open));
                 }
                 SendOutcome::Unknown(why) => {

@@ -400,10 +400,14 @@ async fn one_idempotency_key_gives_one_transaction(b: Backend) -> anyhow::Result
     // Every twin gets the one submission: the first to commit its claim wins, the others
     // roll back and answer with its transaction.
     let mut ids = std::collections::BTreeSet::new();
+    let mut hashes = std::collections::BTreeSet::new();
     for reply in replies {
-        ids.insert(submitted_id(&reply?)?);
+        let reply = reply?;
+        ids.insert(submitted_id(&reply)?);
+        hashes.insert(reply.body["hash"].to_string());
     }
     assert_eq!(ids.len(), 1, "{ids:?}");
+    assert_eq!(hashes.len(), 1, "{hashes:?}");
     let id = ids.into_iter().next().expect("one id");
     e.wait_for(&id, "CONFIRMED").await?;
     assert_eq!(
@@ -433,6 +437,11 @@ async fn one_idempotency_key_gives_one_transaction(b: Backend) -> anyhow::Result
     .assert_error(409, "IDEMPOTENT_BODY_MISMATCH")?;
     // Keys are per user: another user may use the same key for his own request.
     assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    // The twins that lost rolled back their nonces with their claims: the next send takes
+    // nonce 1, so nothing is stranded behind a gap.
+    let next = api.post("/send", &serde_json::from_str(&body)?).await?;
+    e.wait_for(&submitted_id(&next)?, "CONFIRMED").await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
     Ok(())
 }
 
