@@ -393,15 +393,20 @@ impl EvmPipeline {
             }
         };
         let mut signed = Vec::with_capacity(batch.len());
+        // Refusals are answered after the commit: a twin whose claim lost to another send of
+        // this batch looks the winner's response up, which is visible only then.
+        let mut refused = Vec::new();
         for (draft, reply) in batch {
             match self.sign_draft(&txn, draft).await {
                 Ok(open) => signed.push((open, reply)),
-                Err(e) => {
-                    let _ = reply.send(Err(e));
-                }
+                Err(e) => refused.push((reply, e)),
             }
         }
-        match txn.commit().await {
+        let committed = txn.commit().await;
+        for (reply, e) in refused {
+            let _ = reply.send(Err(e));
+        }
+        match committed {
             Ok(()) => {
                 if let Some((open, _)) = signed.first() {
                     self.lanes.learn((open.chain_id, open.from.clone()));
