@@ -147,16 +147,9 @@ impl Monitor {
         // finds the same receipts.
         if !settled.is_empty() {
             let txn = self.store.begin().await?;
-            for s in &settled {
+            for s in settled {
                 self.store
-                    .settle_transaction(
-                        &txn,
-                        &s.open,
-                        s.status,
-                        s.error.clone(),
-                        s.note.clone(),
-                        Some(&s.hash),
-                    )
+                    .settle_transaction(&txn, &s.open, s.status, s.error, s.note, Some(&s.hash))
                     .await?;
             }
             txn.commit().await?;
@@ -227,7 +220,7 @@ impl Monitor {
                     if sent_before {
                         tracing::info!(%id, "rebroadcast a transaction the node had lost");
                     }
-                    self.store.record_broadcast(id, Utc::now()).await?;
+                    self.store.record_broadcasts(&[id], Utc::now()).await?;
                 }
                 BroadcastOutcome::Unknown(why) => {
                     tracing::warn!(%id, %why, "node unreachable; will retry");
@@ -345,7 +338,7 @@ impl Monitor {
         };
         let tx = crate::transfers::solana::decode(&open.signed_payload)?;
         match client.send(&tx).await {
-            SendOutcome::Accepted => self.store.record_broadcast(id, Utc::now()).await,
+            SendOutcome::Accepted => self.store.record_broadcasts(&[id], Utc::now()).await,
             // Unknown blockhash: handled once the height passes its validity.
             SendOutcome::BlockhashExpired | SendOutcome::Unknown(_) => Ok(()),
             SendOutcome::Rejected { why, .. } => {
@@ -428,7 +421,7 @@ impl Monitor {
             return Ok(());
         };
         if let BroadcastOutcome::Accepted = client.broadcast(&open.signed_payload).await {
-            self.store.record_broadcast(id, Utc::now()).await?;
+            self.store.record_broadcasts(&[id], Utc::now()).await?;
         }
         Ok(())
     }

@@ -154,16 +154,6 @@ impl Store {
         Ok(())
     }
 
-    /// Notes that the current payload of `id` was just sent to the node.
-    pub(crate) async fn record_broadcast(&self, id: Uuid, at: DateTime<Utc>) -> Result<()> {
-        txs::Entity::update_many()
-            .col_expr(txs::Column::LastBroadcastAt, Expr::value(at))
-            .filter(txs::Column::Id.eq(id))
-            .exec(self.db())
-            .await?;
-        Ok(())
-    }
-
     /// Notes that the current payloads of `ids` were sent to the node by `at`: one UPDATE.
     pub(crate) async fn record_broadcasts(&self, ids: &[Uuid], at: DateTime<Utc>) -> Result<()> {
         txs::Entity::update_many()
