@@ -22,6 +22,8 @@ use crate::{
 
 /// Most keys a user may hold that are neither revoked nor expired.
 pub const MAX_ACTIVE_KEYS: u64 = 10;
+/// How precisely a key's last use is recorded.
+const LAST_USE_RESOLUTION: Duration = Duration::seconds(60);
 /// A key this close to its expiry is reported as expiring soon.
 const EXPIRING_SOON: Duration = Duration::days(7);
 
@@ -169,7 +171,16 @@ impl ApiKeys {
             KeyState::Expired => return Err(WalletOpsError::Unauthorized("key expired")),
             KeyState::Active | KeyState::ExpiringSoon => {}
         }
-        self.store.touch_api_key(key.id, now).await?;
+        // The use time is kept to the minute: a key used within the last minute is not
+        // written again, so a busy key costs no write per request.
+        if key
+            .last_used_at
+            .is_none_or(|at| now - at >= LAST_USE_RESOLUTION)
+        {
+            self.store
+                .touch_api_key(key.id, now, now - LAST_USE_RESOLUTION)
+                .await?;
+        }
         Ok(Caller {
             user_id: key.user_id,
             key_id: key.id,

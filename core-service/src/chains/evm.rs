@@ -17,6 +17,7 @@ use alloy::{
     transports::{RpcError, TransportErrorKind},
 };
 
+use super::rpc_batch::BatchLayer;
 use crate::error::WalletOpsError;
 
 sol! {
@@ -38,7 +39,7 @@ pub const MULTICALL3: Address = alloy::providers::MULTICALL3_ADDRESS;
 const RPC_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What the node said to a broadcast.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BroadcastOutcome {
     /// Accepted into the pool (or already known there).
     Accepted,
@@ -92,6 +93,14 @@ pub struct EvmClient {
     fees: Arc<Mutex<Option<(std::time::Instant, Fees)>>>,
 }
 
+/// How calls to one node are batched (see `rpc_batch`): up to 4 requests out at once, the
+/// calls that queue behind them sent 50 to a batch (the batch limit of common providers is
+/// 100 or more).
+const RPC_BATCHING: BatchLayer = BatchLayer {
+    max_batch: 50,
+    max_in_flight: 4,
+};
+
 /// How long a fee estimate is reused.
 const FEES_FRESH_FOR: Duration = Duration::from_secs(1);
 
@@ -115,7 +124,9 @@ impl EvmClients {
         let url = rpc_url.parse().map_err(|_| {
             WalletOpsError::ServiceUnavailable(format!("bad RPC URL configured: {rpc_url}"))
         })?;
-        let rpc = alloy::rpc::client::RpcClient::new_http(url);
+        let rpc = alloy::rpc::client::ClientBuilder::default()
+            .layer(RPC_BATCHING)
+            .http(url);
         let client = EvmClient {
             provider: RootProvider::new(rpc.clone()),
             rpc,
@@ -391,22 +402,37 @@ impl EvmClient {
     /// Sends signed bytes and says what became of them.
     pub async fn broadcast(&self, raw: &[u8]) -> BroadcastOutcome {
         match tokio::time::timeout(RPC_TIMEOUT, self.provider.send_raw_transaction(raw)).await {
-            Ok(Ok(_)) => BroadcastOutcome::Accepted,
-            Ok(Err(RpcError::ErrorResp(payload))) => {
-                let message = payload.message.to_string();
-                let m = message.to_ascii_lowercase();
-                if m.contains("already known") || m.contains("known transaction") {
-                    BroadcastOutcome::Accepted
-                } else {
-                    BroadcastOutcome::Rejected(classify(&message))
-                }
-            }
-            Ok(Err(e @ RpcError::Transport(TransportErrorKind::HttpError(_)))) => {
-                BroadcastOutcome::Unknown(e.to_string())
-            }
-            Ok(Err(e)) => BroadcastOutcome::Unknown(e.to_string()),
+            Ok(answer) => outcome(answer.map(drop)),
             Err(_) => BroadcastOutcome::Unknown("timed out".to_owned()),
         }
+    }
+
+    /// Sends several signed payloads in one JSON-RPC batch, in the order given (a wallet's
+    /// transactions in nonce order, so that none waits in the node's queue for an earlier
+    /// one), and says what became of each.
+    pub async fn broadcast_all(&self, raws: &[&[u8]]) -> Vec<BroadcastOutcome> {
+        if let [raw] = raws {
+            return vec![self.broadcast(raw).await];
+        }
+        let mut batch = self.rpc.new_batch();
+        let mut waiters = Vec::with_capacity(raws.len());
+        for raw in raws {
+            waiters.push(
+                batch
+                    .add_call::<_, B256>("eth_sendRawTransaction", &(Bytes::copy_from_slice(raw),)),
+            );
+        }
+        let sent = tokio::time::timeout(RPC_TIMEOUT, batch.send()).await;
+        let mut outcomes = Vec::with_capacity(raws.len());
+        for waiter in waiters {
+            outcomes.push(match (&sent, waiter) {
+                (Err(_), _) => BroadcastOutcome::Unknown("timed out".to_owned()),
+                (Ok(Err(e)), _) => BroadcastOutcome::Unknown(e.to_string()),
+                (Ok(Ok(())), Err(e)) => BroadcastOutcome::Unknown(e.to_string()),
+                (Ok(Ok(())), Ok(waiter)) => outcome(waiter.await.map(drop)),
+            });
+        }
+        outcomes
     }
 
     /// The receipt of `hash`, once mined.
@@ -426,6 +452,24 @@ impl EvmClient {
         )
         .await?;
         Ok(tx.is_some())
+    }
+}
+
+/// What an answer to `eth_sendRawTransaction` says of the transaction.
+fn outcome(answer: Result<(), RpcError<TransportErrorKind>>) -> BroadcastOutcome {
+    match answer {
+        Ok(()) => BroadcastOutcome::Accepted,
+        Err(RpcError::ErrorResp(payload)) => {
+            let message = payload.message.to_string();
+            let m = message.to_ascii_lowercase();
+            if m.contains("already known") || m.contains("known transaction") {
+                BroadcastOutcome::Accepted
+            } else {
+                BroadcastOutcome::Rejected(classify(&message))
+            }
+        }
+        // No answer, or one we cannot read: the node may hold the transaction or not.
+        Err(e) => BroadcastOutcome::Unknown(e.to_string()),
     }
 }
 

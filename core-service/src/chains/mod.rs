@@ -4,6 +4,7 @@
 
 pub mod evm;
 mod registry;
+pub mod rpc_batch;
 pub mod solana;
 
 use std::{fmt, str::FromStr};

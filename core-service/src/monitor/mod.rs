@@ -169,9 +169,6 @@ impl Monitor {
             .from
             .parse()
             .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("bad sender {}", open.from)))?;
-        // Read the mined nonce before the receipts: if ours was mined before this read, its
-        // receipt is there by the time we ask.
-        let mined = client.mined_nonce(from).await?;
         for hash in open.hashes.iter().rev() {
             if let Some(receipt) = client.receipt(hash_of(hash)?).await? {
                 let (status, error) = if receipt.status() {
@@ -202,11 +199,20 @@ impl Monitor {
                 return Ok(None);
             }
         };
+        // Read after the receipts, so the usual case (mined) costs one call. Ours may have
+        // been mined since: `resign_with_new_nonce` re-signs only when the node holds none of
+        // the record's hashes.
+        let mined = client.mined_nonce(from).await?;
         if mined > nonce {
-            self.evm
+            // Not re-signed: the node holds the record's own transaction, whose receipt the
+            // next sweep reads.
+            if self
+                .evm
                 .resign_with_new_nonce(&chain, &wallet, &client, &open, "seen on chain")
-                .await?;
-            self.send_current(&client, id).await?;
+                .await?
+            {
+                self.send_current(&client, id).await?;
+            }
             return Ok(None);
         }
         let current = open
@@ -226,10 +232,13 @@ impl Monitor {
                     tracing::warn!(%id, %why, "node unreachable; will retry");
                 }
                 BroadcastOutcome::Rejected(Rejection::NonceTooLow(why)) => {
-                    self.evm
+                    if self
+                        .evm
                         .resign_with_new_nonce(&chain, &wallet, &client, &open, &why)
-                        .await?;
-                    self.send_current(&client, id).await?;
+                        .await?
+                    {
+                        self.send_current(&client, id).await?;
+                    }
                 }
                 BroadcastOutcome::Rejected(Rejection::Underpriced(_)) => {
                     self.replace(&wallet, &open, &client).await?;

@@ -164,10 +164,14 @@ impl Store {
             .map(Into::into))
     }
 
-    /// Records a use of key `id`, at most once a minute, so that reads do not turn every
-    /// request into a write.
-    pub(crate) async fn touch_api_key(&self, id: Uuid, now: DateTime<Utc>) -> Result<()> {
-        let stale = now - chrono::Duration::seconds(60);
+    /// Records a use of key `id` at `now` unless one after `stale` is recorded already (a
+    /// concurrent request may have written it since the key was read).
+    pub(crate) async fn touch_api_key(
+        &self,
+        id: Uuid,
+        now: DateTime<Utc>,
+        stale: DateTime<Utc>,
+    ) -> Result<()> {
         api_keys::Entity::update_many()
             .col_expr(api_keys::Column::LastUsedAt, Expr::value(now))
             .filter(api_keys::Column::Id.eq(id))

@@ -21,7 +21,8 @@ impl Store {
             .is_some())
     }
 
-    /// Hands out the next nonce of `(chain_id, address)` inside `conn`'s transaction. The
+    /// Hands out the next `count` nonces of `(chain_id, address)` inside `conn`'s transaction
+    /// and returns the first. The
     /// UPDATE takes the row lock (PostgreSQL) or the write lock (SQLite) until that transaction
     /// ends, so two signers, in one core or many, never get the same nonce. `floor` (the
     /// chain's pending nonce, when known) moves the ledger forward past transactions sent
@@ -32,7 +33,9 @@ impl Store {
         chain_id: i64,
         address: &str,
         floor: Option<u64>,
+        count: u64,
     ) -> Result<u64> {
+        let count = i64::try_from(Ord::max(count, 1)).map_err(|_| corrupt("nonce overflow"))?;
         let floor = i64::try_from(floor.unwrap_or(0)).map_err(|_| corrupt("nonce overflow"))?;
         nonces::Entity::insert(nonces::ActiveModel {
             chain_id: Set(chain_id),
@@ -50,14 +53,14 @@ impl Store {
         let next = Expr::col(nonces::Column::NextNonce);
         let raised = Expr::case(next.clone().lt(floor), Expr::value(floor)).finally(next);
         let rows = nonces::Entity::update_many()
-            .col_expr(nonces::Column::NextNonce, raised.add(1))
+            .col_expr(nonces::Column::NextNonce, raised.add(count))
             .col_expr(nonces::Column::UpdatedAt, Expr::value(Utc::now()))
             .filter(nonces::Column::ChainId.eq(chain_id))
             .filter(nonces::Column::Address.eq(address))
             .exec_with_returning(conn)
             .await?;
         let row = rows.first().ok_or_else(|| corrupt("row missing"))?;
-        u64::try_from(row.next_nonce - 1).map_err(|_| corrupt("negative nonce"))
+        u64::try_from(row.next_nonce - count).map_err(|_| corrupt("negative nonce"))
     }
 
     /// Gives `nonce` back when it is the last one handed out, inside `conn`'s transaction.

@@ -1,8 +1,9 @@
 use chrono::{DateTime, Utc};
+use std::collections::HashSet;
+
 use sea_orm::{
-    ActiveValue::Set,
-    ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
-    sea_query::{Expr, OnConflict},
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TryInsertResult,
+    sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -17,6 +18,16 @@ pub(crate) struct StoredClaim {
     pub(crate) response: Option<serde_json::Value>,
     pub(crate) error: Option<String>,
     pub(crate) transaction_id: Option<Uuid>,
+}
+
+/// A claim row to insert: the claim, its state and what it stands for.
+#[derive(Debug)]
+pub(crate) struct ClaimRow<'a> {
+    pub(crate) claim: &'a NewClaim,
+    pub(crate) state: &'a str,
+    pub(crate) transaction_id: Option<Uuid>,
+    pub(crate) response: Option<serde_json::Value>,
+    pub(crate) error: Option<String>,
 }
 
 /// A key to claim, and for which request.
@@ -73,27 +84,49 @@ impl Store {
         response: Option<serde_json::Value>,
         error: Option<String>,
     ) -> Result<bool> {
-        let row = keys::ActiveModel {
-            user_id: Set(claim.user),
-            key: Set(claim.key),
-            path: Set(claim.path.clone()),
-            request_hash: Set(claim.request_hash.clone()),
-            state: Set(state.to_owned()),
-            response: Set(response),
-            error: Set(error),
-            transaction_id: Set(transaction_id),
-            created_at: Set(claim.created_at),
-            expires_at: Set(claim.expires_at),
+        let row = ClaimRow {
+            claim,
+            state,
+            transaction_id,
+            response,
+            error,
         };
-        let inserted = keys::Entity::insert(row)
-            .on_conflict(
-                OnConflict::columns([keys::Column::UserId, keys::Column::Key])
-                    .do_nothing()
-                    .to_owned(),
-            )
-            .exec_without_returning(conn)
+        Ok(!self
+            .insert_idempotency_keys(conn, vec![row])
+            .await?
+            .is_empty())
+    }
+
+    /// Inserts claims with one INSERT, as `insert_idempotency_key` does one; returns the
+    /// `(user, key)`s that were inserted. Of rows with the same key, at most one inserts.
+    pub(crate) async fn insert_idempotency_keys<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        rows: Vec<ClaimRow<'_>>,
+    ) -> Result<HashSet<(Uuid, Uuid)>> {
+        if rows.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let models = rows.into_iter().map(|row| keys::ActiveModel {
+            user_id: Set(row.claim.user),
+            key: Set(row.claim.key),
+            path: Set(row.claim.path.clone()),
+            request_hash: Set(row.claim.request_hash.clone()),
+            state: Set(row.state.to_owned()),
+            response: Set(row.response),
+            error: Set(row.error),
+            transaction_id: Set(row.transaction_id),
+            created_at: Set(row.claim.created_at),
+            expires_at: Set(row.claim.expires_at),
+        });
+        let inserted = keys::Entity::insert_many(models)
+            .on_conflict_do_nothing()
+            .exec_with_returning_keys(conn)
             .await?;
-        Ok(inserted == 1)
+        Ok(match inserted {
+            TryInsertResult::Inserted(keys) => keys.into_iter().collect(),
+            TryInsertResult::Empty | TryInsertResult::Conflicted => HashSet::new(),
+        })
     }
 
     /// Records how the request that claimed `claim` for transaction `transaction_id` ended;

@@ -16,7 +16,7 @@ use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
 use walletops_migrations::{Migrator, MigratorTrait};
 
 pub use api_keys::NewApiKey;
-pub(crate) use idempotency::NewClaim;
+pub(crate) use idempotency::{ClaimRow, NewClaim};
 pub use wallets::{NewWallet, WalletFilter};
 
 /// The database, migrated and ready.

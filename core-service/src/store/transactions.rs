@@ -1,7 +1,7 @@
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, sea_query::Expr,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
+    QuerySelect, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -12,7 +12,7 @@ use crate::{
 };
 
 /// A signed transaction about to be stored, before its first broadcast.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct NewTransaction {
     pub(crate) id: Uuid,
     pub(crate) user_id: Uuid,
@@ -65,39 +65,68 @@ impl Store {
         conn: &C,
         new: NewTransaction,
     ) -> Result<OpenTransaction> {
-        let now = Utc::now();
-        let history = history_push(&serde_json::json!([]), TxStatus::Submitted, now, new.note);
-        txs::ActiveModel {
-            id: Set(new.id),
-            user_id: Set(new.user_id),
-            wallet_id: Set(new.wallet_id),
-            chain: Set(new.chain),
-            chain_id: Set(new.chain_id),
-            kind: Set(enum_text(new.kind)),
-            from_address: Set(new.from),
-            to_address: Set(new.to),
-            asset: Set(new.asset),
-            token: Set(new.token),
-            amount: Set(new.amount),
-            request: Set(new.request),
-            status: Set(enum_text(TxStatus::Submitted)),
-            status_history: Set(history),
-            hash: Set(Some(new.hash.clone())),
-            nonce: Set(new.nonce.map(to_i64).transpose()?),
-            signed_payload: Set(Some(new.signed_payload)),
-            hashes: Set(serde_json::json!([new.hash])),
-            idempotency_key: Set(new.idempotency_key),
-            error: Set(None),
-            created_at: Set(now),
-            updated_at: Set(now),
-            last_broadcast_at: Set(None),
-            lease_owner: Set(None),
-            lease_until: Set(None),
-            valid_until_height: Set(new.valid_until.map(to_i64).transpose()?),
+        self.insert_transactions(conn, vec![new])
+            .await?
+            .pop()
+            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("stored nothing")))
+    }
+
+    /// Stores signed transactions with status `SUBMITTED` in one INSERT, inside the signing
+    /// transaction, and returns them as stored, in order.
+    pub(crate) async fn insert_transactions<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        news: Vec<NewTransaction>,
+    ) -> Result<Vec<OpenTransaction>> {
+        if news.is_empty() {
+            return Ok(Vec::new());
         }
-        .insert(conn)
-        .await?
-        .try_into()
+        // To the microsecond, as PostgreSQL keeps it: the returned records equal the rows.
+        let now = Utc::now().trunc_subsecs(6);
+        let models = news
+            .into_iter()
+            .map(|new| {
+                let history =
+                    history_push(&serde_json::json!([]), TxStatus::Submitted, now, new.note);
+                Ok(txs::Model {
+                    id: new.id,
+                    user_id: new.user_id,
+                    wallet_id: new.wallet_id,
+                    chain: new.chain,
+                    chain_id: new.chain_id,
+                    kind: enum_text(new.kind),
+                    from_address: new.from,
+                    to_address: new.to,
+                    asset: new.asset,
+                    token: new.token,
+                    amount: new.amount,
+                    request: new.request,
+                    status: enum_text(TxStatus::Submitted),
+                    status_history: history,
+                    hash: Some(new.hash.clone()),
+                    nonce: new.nonce.map(to_i64).transpose()?,
+                    signed_payload: Some(new.signed_payload),
+                    hashes: serde_json::json!([new.hash]),
+                    idempotency_key: new.idempotency_key,
+                    error: None,
+                    created_at: now,
+                    updated_at: now,
+                    last_broadcast_at: None,
+                    lease_owner: None,
+                    lease_until: None,
+                    valid_until_height: new.valid_until.map(to_i64).transpose()?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        txs::Entity::insert_many(
+            models
+                .iter()
+                .cloned()
+                .map(IntoActiveModel::into_active_model),
+        )
+        .exec_without_returning(conn)
+        .await?;
+        models.into_iter().map(TryInto::try_into).collect()
     }
 
     /// Replaces the signed payload of an open transaction (a replacement with a higher fee, or

@@ -32,7 +32,7 @@ use crate::{
     error::{Result, WalletOpsError},
     idempotency::Ticket,
     signer::Signer,
-    store::{NewClaim, Store, transactions::NewTransaction},
+    store::{ClaimRow, NewClaim, Store, transactions::NewTransaction},
     transactions::{OpenTransaction, TxKind, TxStatus},
     wallets::DelegatedWallet,
 };
@@ -85,6 +85,8 @@ type LaneKey = (i64, String);
 #[derive(Debug)]
 struct Draft {
     chain: Chain,
+    /// The chain's client, which broadcasts the batch.
+    client: EvmClient,
     wallet: DelegatedWallet,
     /// The transaction, its nonce still to be set.
     tx: TxEip1559,
@@ -95,8 +97,53 @@ struct Draft {
     claim: Option<NewClaim>,
 }
 
-/// A draft and where its stored record goes.
-type Queued = (Draft, oneshot::Sender<Result<OpenTransaction>>);
+/// A stored transaction and what the node said to its first broadcast.
+type Sent = (OpenTransaction, BroadcastOutcome);
+
+/// A draft and where its answer goes.
+type Queued = (Draft, oneshot::Sender<Result<Sent>>);
+
+/// A committed batch's transactions and their waiters, in nonce order.
+type Committed = Vec<(OpenTransaction, oneshot::Sender<Result<Sent>>)>;
+
+/// How one try at signing a batch ended.
+enum Attempt {
+    /// Everything signed, stored and claimed; the transaction is to be committed.
+    Stored(sea_orm::DatabaseTransaction, Vec<OpenTransaction>),
+    /// These sends (ascending indexes) are refused; the transaction is to be rolled back.
+    Refused(sea_orm::DatabaseTransaction, Vec<(usize, WalletOpsError)>),
+}
+
+impl Attempt {
+    /// Every send refused with `err`: a store error ends the batch, not the drainer.
+    fn refuse_all(
+        txn: sea_orm::DatabaseTransaction,
+        n: usize,
+        err: &dyn std::fmt::Display,
+    ) -> Self {
+        let losers = (0..n)
+            .map(|i| {
+                (
+                    i,
+                    WalletOpsError::Internal(anyhow::anyhow!(
+                        "database: storing the signed batch: {err}"
+                    )),
+                )
+            })
+            .collect();
+        Self::Refused(txn, losers)
+    }
+}
+
+/// What a lane holds for its drainer.
+enum Take {
+    /// Drafts to sign.
+    Batch(Vec<Queued>),
+    /// Nothing queued, but the drainer's last broadcast is still out: the lane stays open.
+    Idle,
+    /// Nothing queued; the lane is closed.
+    Closed,
+}
 
 /// The signing lanes of one core: the drafts queued per wallet. A lane present in the map
 /// has a drainer running.
@@ -112,12 +159,7 @@ const MAX_BATCH: usize = 64;
 
 impl Lanes {
     /// Queues a draft; true when its lane was idle, so the caller must start its drainer.
-    fn push(
-        &self,
-        key: LaneKey,
-        draft: Draft,
-        reply: oneshot::Sender<Result<OpenTransaction>>,
-    ) -> bool {
+    fn push(&self, key: LaneKey, draft: Draft, reply: oneshot::Sender<Result<Sent>>) -> bool {
         let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
         match queued.entry(key) {
             Entry::Occupied(mut lane) => {
@@ -131,16 +173,22 @@ impl Lanes {
         }
     }
 
-    /// The next batch of lane `key`, or `None` (the lane closed) when it is empty.
-    fn next_batch(&self, key: &LaneKey) -> Option<Vec<Queued>> {
+    /// The next batch of lane `key`. An empty lane closes unless `sending` (its drainer
+    /// still has a broadcast out, which the next batch's must follow).
+    fn next_batch(&self, key: &LaneKey, sending: bool) -> Take {
         let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
-        let lane = queued.get_mut(key)?;
-        if lane.is_empty() {
-            queued.remove(key);
-            return None;
+        let Some(lane) = queued.get_mut(key) else {
+            return Take::Closed;
+        };
+        if !lane.is_empty() {
+            let take = lane.len().min(MAX_BATCH);
+            return Take::Batch(lane.drain(..take).collect());
         }
-        let take = lane.len().min(MAX_BATCH);
-        Some(lane.drain(..take).collect())
+        if sending {
+            return Take::Idle;
+        }
+        queued.remove(key);
+        Take::Closed
     }
 
     fn known(&self, key: &LaneKey) -> bool {
@@ -286,6 +334,7 @@ impl EvmPipeline {
         self.signer.prepare(wallet).await?;
         let draft = Draft {
             chain: chain.clone(),
+            client: client.clone(),
             wallet: wallet.clone(),
             tx: TxEip1559 {
                 chain_id,
@@ -321,11 +370,10 @@ impl EvmPipeline {
             },
             claim: ticket.map(|t| t.claim.clone()),
         };
-        let open = self.sign_in_lane(draft).await?;
+        let (open, outcome) = self.sign_in_lane(draft).await?;
         super::note_claimed(ticket, open.id, &Submission::of(chain, &open))?;
-        // The crash tests stop the process here: signed and stored, not yet broadcast.
-        fail::fail_point!("evm-before-broadcast");
-        self.first_broadcast(chain, wallet, &client, open).await
+        self.first_broadcast(chain, wallet, &client, open, outcome)
+            .await
     }
 
     /// The chain's pending nonce for a wallet the ledger has no row for yet (its first
@@ -348,15 +396,18 @@ impl EvmPipeline {
         Ok(Some(client.pending_nonce(from).await?))
     }
 
-    /// Queues `draft` in its wallet's signing lane and waits until it is signed and stored.
+    /// Queues `draft` in its wallet's signing lane and waits until it is signed, stored and
+    /// broadcast once.
     ///
     /// Every wallet's sends pass through one lane per core: whatever queued while the
     /// previous batch was being written is signed and stored in one database transaction
     /// (one durable commit for the batch instead of one per send), each send in its own
     /// savepoint, so a lost idempotency claim or a signer error undoes only that send and its
-    /// nonce. The drainer runs on its own task: a caller that goes away after queueing still
-    /// gets its transaction stored, and the monitor broadcasts it.
-    async fn sign_in_lane(&self, draft: Draft) -> Result<OpenTransaction> {
+    /// nonce. Once committed, the batch is broadcast in nonce order as one JSON-RPC batch,
+    /// after the lane's previous batch, while the next batch is being signed: the node sees
+    /// the wallet's nonces in order. The drainer runs on its own task: a caller that goes
+    /// away after queueing still gets its transaction stored and sent.
+    async fn sign_in_lane(&self, draft: Draft) -> Result<Sent> {
         let key = (draft.record.chain_id, draft.record.from.clone());
         let (reply, answer) = oneshot::channel();
         if self.lanes.push(key.clone(), draft, reply) {
@@ -368,117 +419,203 @@ impl EvmPipeline {
         })?
     }
 
-    /// Signs and stores the batches of lane `key` until it is empty.
+    /// Signs, stores and broadcasts the batches of lane `key` until it is empty.
     async fn drain(&self, key: LaneKey) {
         let mut guard = LaneGuard {
             lanes: &self.lanes,
             key: &key,
             armed: true,
         };
-        while let Some(batch) = self.lanes.next_batch(&key) {
-            self.sign_batch(batch).await;
+        let mut sending: Option<tokio::task::JoinHandle<()>> = None;
+        loop {
+            let batch = match self.lanes.next_batch(&key, sending.is_some()) {
+                Take::Batch(batch) => batch,
+                Take::Idle => {
+                    if let Some(previous) = sending.take() {
+                        let _ = previous.await;
+                    }
+                    continue;
+                }
+                Take::Closed => break,
+            };
+            let client = batch[0].0.client.clone();
+            let committed = self.sign_batch(batch).await;
+            if committed.is_empty() {
+                continue;
+            }
+            let (this, previous) = (self.clone(), sending.take());
+            sending = Some(tokio::spawn(async move {
+                if let Some(previous) = previous {
+                    let _ = previous.await;
+                }
+                this.broadcast_batch(client, committed).await;
+            }));
         }
         guard.armed = false;
     }
 
-    /// Signs and stores `batch` in one database transaction and answers each waiter.
-    async fn sign_batch(&self, batch: Vec<Queued>) {
-        let txn = match self.store.begin().await {
-            Ok(txn) => txn,
-            Err(e) => {
-                for (_, reply) in batch {
-                    let _ = reply.send(Err(batch_failed(&e)));
-                }
-                return;
+    /// Sends a committed batch in nonce order and answers each waiter with its outcome.
+    async fn broadcast_batch(&self, client: EvmClient, committed: Committed) {
+        // The crash tests stop the process here: signed and stored, not yet broadcast.
+        fail::fail_point!("evm-before-broadcast");
+        let payloads: Vec<&[u8]> = committed
+            .iter()
+            .map(|(open, _)| open.signed_payload.as_slice())
+            .collect();
+        let outcomes = client.broadcast_all(&payloads).await;
+        for ((open, reply), outcome) in committed.into_iter().zip(outcomes) {
+            if outcome == BroadcastOutcome::Accepted {
+                self.broadcasts.note(open.id);
             }
-        };
-        let mut signed = Vec::with_capacity(batch.len());
+            let _ = reply.send(Ok((open, outcome)));
+        }
+    }
+
+    /// Signs and stores `batch` in one database transaction and answers the waiters of the
+    /// sends it refused; returns the committed ones, in nonce order.
+    ///
+    /// The batch takes a run of nonces with one UPDATE, stores its records with one INSERT
+    /// and claims their keys with another. A send whose key is claimed already (a concurrent
+    /// twin won it) or that the signer refuses is refused alone: the database transaction is
+    /// rolled back and the others are signed again with a shorter run, so no nonce is lost.
+    async fn sign_batch(&self, batch: Vec<Queued>) -> Committed {
         // Refusals are answered after the commit: a twin whose claim lost to another send of
         // this batch looks the winner's response up, which is visible only then.
         let mut refused = Vec::new();
+        let mut keys = HashSet::new();
+        let mut drafts = Vec::with_capacity(batch.len());
         for (draft, reply) in batch {
-            match self.sign_draft(&txn, draft).await {
-                Ok(open) => signed.push((open, reply)),
-                Err(e) => refused.push((reply, e)),
+            match &draft.claim {
+                Some(claim) if !keys.insert((claim.user, claim.key)) => {
+                    refused.push((reply, super::claimed_elsewhere(claim)));
+                }
+                _ => drafts.push((draft, reply)),
             }
         }
-        let committed = txn.commit().await;
+        let stored = loop {
+            if drafts.is_empty() {
+                break Ok(Vec::new());
+            }
+            match self.try_sign_batch(&drafts).await {
+                Ok(Attempt::Stored(txn, opens)) => break txn.commit().await.map(|()| opens),
+                Ok(Attempt::Refused(txn, losers)) => {
+                    if let Err(e) = txn.rollback().await {
+                        break Err(e);
+                    }
+                    // Highest index first, so the lower ones stay valid.
+                    for (i, err) in losers.into_iter().rev() {
+                        let (_, reply) = drafts.remove(i);
+                        refused.push((reply, err));
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        };
         for (reply, e) in refused {
             let _ = reply.send(Err(e));
         }
-        match committed {
-            Ok(()) => {
-                if let Some((open, _)) = signed.first() {
+        match stored {
+            Ok(opens) => {
+                if let Some(open) = opens.first() {
                     self.lanes.learn((open.chain_id, open.from.clone()));
                 }
-                for (open, reply) in signed {
-                    let _ = reply.send(Ok(open));
-                }
+                opens
+                    .into_iter()
+                    .zip(drafts)
+                    .map(|(open, (_, reply))| (open, reply))
+                    .collect()
             }
             Err(e) => {
-                for (_, reply) in signed {
+                for (_, reply) in drafts {
                     let _ = reply.send(Err(batch_failed(&e)));
                 }
+                Vec::new()
             }
         }
     }
 
-    /// Allocates the draft's nonce, signs it, stores the record and claims its key, in a
-    /// savepoint of `txn`: on any error that send and its nonce are undone, the batch goes on.
-    async fn sign_draft(
+    /// One try at `sign_batch`: the open database transaction with the records stored and the
+    /// keys claimed, or with the sends to refuse (ascending indexes) and why.
+    async fn try_sign_batch(
         &self,
-        txn: &sea_orm::DatabaseTransaction,
-        draft: Draft,
-    ) -> Result<OpenTransaction> {
-        use sea_orm::TransactionTrait;
-        let savepoint = txn.begin().await?;
-        match self.sign_draft_in(&savepoint, draft).await {
-            Ok(open) => {
-                savepoint.commit().await?;
-                Ok(open)
-            }
-            Err(e) => {
-                savepoint.rollback().await?;
-                Err(e)
-            }
-        }
-    }
-
-    async fn sign_draft_in(
-        &self,
-        conn: &sea_orm::DatabaseTransaction,
-        draft: Draft,
-    ) -> Result<OpenTransaction> {
-        let Draft {
-            chain,
-            wallet,
-            mut tx,
-            floor,
-            mut record,
-            claim,
-        } = draft;
-        let nonce = self
+        drafts: &[Queued],
+    ) -> std::result::Result<Attempt, sea_orm::DbErr> {
+        let first = &drafts[0].0;
+        let txn = self.store.begin().await?;
+        let floor = drafts.iter().filter_map(|(d, _)| d.floor).max();
+        let start = match self
             .store
-            .allocate_nonce(conn, record.chain_id, &record.from, floor)
-            .await?;
-        tx.nonce = nonce;
-        let (payload, hash) = self.sign(&wallet, tx).await?;
-        record.nonce = Some(nonce);
-        record.hash = hash;
-        record.signed_payload = payload;
-        record.note = Some(format!("signed with nonce {nonce}"));
-        let open = self.store.insert_transaction(conn, record).await?;
-        if let Some(claim) = &claim {
-            super::claim_in(
-                &self.store,
-                conn,
-                claim,
-                open.id,
-                &Submission::of(&chain, &open),
+            .allocate_nonce(
+                &txn,
+                first.record.chain_id,
+                &first.record.from,
+                floor,
+                drafts.len() as u64,
             )
-            .await?;
+            .await
+        {
+            Ok(start) => start,
+            Err(e) => return Ok(Attempt::refuse_all(txn, drafts.len(), &e)),
+        };
+        let mut records = Vec::with_capacity(drafts.len());
+        let mut losers = Vec::new();
+        for (i, (draft, _)) in drafts.iter().enumerate() {
+            let nonce = start + i as u64;
+            let mut tx = draft.tx.clone();
+            tx.nonce = nonce;
+            match self.sign(&draft.wallet, tx).await {
+                Ok((payload, hash)) => {
+                    let mut record = draft.record.clone();
+                    record.nonce = Some(nonce);
+                    record.hash = hash;
+                    record.signed_payload = payload;
+                    record.note = Some(format!("signed with nonce {nonce}"));
+                    records.push(record);
+                }
+                Err(e) => losers.push((i, e)),
+            }
         }
-        Ok(open)
+        if !losers.is_empty() {
+            return Ok(Attempt::Refused(txn, losers));
+        }
+        let opens = match self.store.insert_transactions(&txn, records).await {
+            Ok(opens) => opens,
+            Err(e) => return Ok(Attempt::refuse_all(txn, drafts.len(), &e)),
+        };
+        let mut rows = Vec::new();
+        for ((draft, _), open) in drafts.iter().zip(&opens) {
+            if let Some(claim) = &draft.claim {
+                let response = super::stored_response(&Submission::of(&draft.chain, open));
+                match response {
+                    Ok(response) => rows.push(ClaimRow {
+                        claim,
+                        state: "succeeded",
+                        transaction_id: Some(open.id),
+                        response: Some(response),
+                        error: None,
+                    }),
+                    Err(e) => return Ok(Attempt::refuse_all(txn, drafts.len(), &e)),
+                }
+            }
+        }
+        let claims = rows.len();
+        let won = match self.store.insert_idempotency_keys(&txn, rows).await {
+            Ok(won) => won,
+            Err(e) => return Ok(Attempt::refuse_all(txn, drafts.len(), &e)),
+        };
+        if won.len() < claims {
+            let losers = drafts
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (draft, _))| {
+                    let claim = draft.claim.as_ref()?;
+                    (!won.contains(&(claim.user, claim.key)))
+                        .then(|| (i, super::claimed_elsewhere(claim)))
+                })
+                .collect();
+            return Ok(Attempt::Refused(txn, losers));
+        }
+        Ok(Attempt::Stored(txn, opens))
     }
 
     /// Broadcasts a freshly stored transaction; re-signs it with a new nonce when the node
@@ -489,16 +626,25 @@ impl EvmPipeline {
         wallet: &DelegatedWallet,
         client: &EvmClient,
         stored: OpenTransaction,
+        first: BroadcastOutcome,
     ) -> Result<Submission> {
         let id = stored.id;
         let mut open = stored;
+        let mut outcome = Some(first);
         for attempt in 0..=RESYNC_ATTEMPTS {
-            if attempt > 0 {
-                open = self.store.stored_transaction(id).await?;
-            }
-            match client.broadcast(&open.signed_payload).await {
+            let answer = match outcome.take() {
+                Some(first) => first,
+                None => {
+                    open = self.store.stored_transaction(id).await?;
+                    let answer = client.broadcast(&open.signed_payload).await;
+                    if answer == BroadcastOutcome::Accepted {
+                        self.broadcasts.note(id);
+                    }
+                    answer
+                }
+            };
+            match answer {
                 BroadcastOutcome::Accepted => {
-                    self.broadcasts.note(id);
                     return Ok(Submission::of(chain, &open));
                 }
                 BroadcastOutcome::Unknown(why) => {
@@ -508,8 +654,14 @@ impl EvmPipeline {
                 BroadcastOutcome::Rejected(
                     Rejection::NonceTooLow(why) | Rejection::Underpriced(why),
                 ) if attempt < RESYNC_ATTEMPTS => {
-                    self.resign_with_new_nonce(chain, wallet, client, &open, &why)
-                        .await?;
+                    if !self
+                        .resign_with_new_nonce(chain, wallet, client, &open, &why)
+                        .await?
+                    {
+                        // The node holds this very transaction.
+                        self.broadcasts.note(id);
+                        return Ok(Submission::of(chain, &open));
+                    }
                 }
                 BroadcastOutcome::Rejected(rejection) => {
                     let err = match rejection {
@@ -540,8 +692,12 @@ impl EvmPipeline {
     }
 
     /// Re-signs `open` with the next free nonce, moving the ledger past the chain's pending
-    /// nonce. Safe because its old nonce is used on chain by another transaction, so its old
-    /// bytes can never be included.
+    /// nonce, once its nonce is taken. Only when the node holds none of the record's own
+    /// signed versions, pooled or mined: then the nonce went to another transaction (the
+    /// wallet was used outside the service) and the old bytes can never be included. When
+    /// the node holds one of them, the nonce is taken by the record itself (a "nonce too
+    /// low" can answer a resend of a transaction just mined): nothing changes and the answer
+    /// is false, since a second signing would pay twice.
     pub(crate) async fn resign_with_new_nonce(
         &self,
         chain: &Chain,
@@ -549,7 +705,15 @@ impl EvmPipeline {
         client: &EvmClient,
         open: &OpenTransaction,
         why: &str,
-    ) -> Result<()> {
+    ) -> Result<bool> {
+        for hash in &open.hashes {
+            let hash = hash.parse().map_err(|_| {
+                WalletOpsError::Internal(anyhow::anyhow!("stored hash {hash} unreadable"))
+            })?;
+            if client.knows(hash).await? {
+                return Ok(false);
+            }
+        }
         let from = parse_address(&open.from)?;
         let pending = client.pending_nonce(from).await?;
         let mut tx = decode_payload(&open.signed_payload)?;
@@ -557,7 +721,7 @@ impl EvmPipeline {
         let txn = self.store.begin().await?;
         let nonce = self
             .store
-            .allocate_nonce(&txn, chain.chain_id(), &open.from, Some(pending))
+            .allocate_nonce(&txn, chain.chain_id(), &open.from, Some(pending), 1)
             .await?;
         let old = tx.nonce;
         tx.nonce = nonce;
@@ -575,7 +739,7 @@ impl EvmPipeline {
             )
             .await?;
         txn.commit().await?;
-        Ok(())
+        Ok(true)
     }
 
     /// Replaces `open` with the same nonce and `fees`.

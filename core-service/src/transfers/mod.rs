@@ -78,11 +78,17 @@ pub(crate) async fn claim_in<C: sea_orm::ConnectionTrait>(
     {
         Ok(())
     } else {
-        Err(WalletOpsError::IdempotentReplay(format!(
-            "Idempotency-Key {} was claimed by a concurrent request",
-            ticket.key
-        )))
+        Err(claimed_elsewhere(ticket))
     }
+}
+
+/// The refusal of a send whose key a concurrent twin claimed first; `Writes::run` turns it
+/// into the twin's answer.
+pub(crate) fn claimed_elsewhere(claim: &NewClaim) -> WalletOpsError {
+    WalletOpsError::IdempotentReplay(format!(
+        "Idempotency-Key {} was claimed by a concurrent request",
+        claim.key
+    ))
 }
 
 /// The response stored under an idempotency key for `submission`.

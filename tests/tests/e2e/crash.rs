@@ -215,8 +215,40 @@ async fn node_stopped_mid_send_gives_no_duplicate(b: Backend) -> anyhow::Result<
     Ok(())
 }
 
+/// The monitor sends a stored transaction the request has not broadcast yet, and the node
+/// mines it; the request's own broadcast then meets "nonce too low" for its own transaction.
+/// That must not read as a wallet used elsewhere: re-signing with a new nonce would pay twice.
+async fn request_late_after_the_monitor_sent_pays_once(b: Backend) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    // The request stalls five seconds before its broadcast; the monitor takes records over
+    // after 1.5 s and polls every 100 ms.
+    let svc =
+        Service::start_with(b, options(&anvil, Some("evm-before-broadcast=sleep(5000)"))).await?;
+    let wallet = funded_wallet(&svc, &anvil).await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let inflight = spawn_send(&svc, &key, 777);
+    poll_until("the monitor to send the stored transaction", || async {
+        Ok((anvil.nonce(wallet).await? == 1).then_some(()))
+    })
+    .await?;
+    let reply = inflight.await??;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    // The request answered after its broadcast: a second signing would have been sent by now.
+    assert_eq!(
+        anvil.nonce(wallet).await?,
+        1,
+        "one transaction from the wallet"
+    );
+    assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(777u64));
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    let tx = svc.rest(&svc.api_key).get(&format!("/tx/{id}")).await?;
+    assert_eq!(tx.body["hash"], reply.body["hash"], "never re-signed");
+    Ok(())
+}
+
 on_both_backends!(
     killed_between_signing_and_broadcast,
+    request_late_after_the_monitor_sent_pays_once,
     killed_at_random_moments_of_keyed_sends,
     node_stopped_mid_send_gives_no_duplicate,
 );
