@@ -115,6 +115,11 @@ impl Anvil {
         })
     }
 
+    /// The node's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self._child.id()
+    }
+
     /// The node's JSON-RPC URL.
     pub fn url(&self) -> &str {
         &self.url

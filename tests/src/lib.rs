@@ -182,7 +182,11 @@ fn serve_command(
         .env("WALLETOPS_HTTP_ADDR", "127.0.0.1:0")
         .env("WALLETOPS_GRPC_ADDR", "127.0.0.1:0")
         .env("WALLETOPS_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("RUST_LOG", "warn")
+        // WALLETOPS_TEST_LOG turns up the service's log for a test or benchmark run.
+        .env(
+            "RUST_LOG",
+            std::env::var("WALLETOPS_TEST_LOG").unwrap_or_else(|_| "warn".to_owned()),
+        )
         .env_remove("DATABASE_URL")
         .env_remove("WALLETOPS_DATABASE_URL")
         .envs(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -281,6 +285,11 @@ pub struct Options {
 }
 
 impl Service {
+    /// The service's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Starts a service on `backend` with the embedded defaults.
     pub async fn start(backend: Backend) -> anyhow::Result<Self> {
         Self::start_with(backend, Options::default()).await
@@ -352,7 +361,11 @@ impl Service {
         let mut cmd = Command::new(walletops_bin()?);
         cmd.args(args)
             .env("WALLETOPS_DATA_DIR", self.data_dir.path())
-            .env("RUST_LOG", "warn")
+            // WALLETOPS_TEST_LOG turns up the service's log for a test or benchmark run.
+            .env(
+                "RUST_LOG",
+                std::env::var("WALLETOPS_TEST_LOG").unwrap_or_else(|_| "warn".to_owned()),
+            )
             .env_remove("DATABASE_URL")
             .env_remove("WALLETOPS_DATABASE_URL");
         if let Some(url) = &self.database_url {

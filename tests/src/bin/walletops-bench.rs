@@ -77,10 +77,60 @@ struct Args {
     reads: u64,
 }
 
+/// The processes whose CPU time a throughput run accounts for.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    walletops: Option<u32>,
+    anvil: Option<u32>,
+}
+
+/// CPU time (user plus system) used during a throughput run.
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuUse {
+    walletops: Option<Duration>,
+    anvil: Option<Duration>,
+}
+
+/// CPU time process `pid` has used so far (Linux `/proc`; `None` elsewhere).
+fn cpu_time(pid: Option<u32>) -> Option<Duration> {
+    let stat = procfs::process::Process::new(i32::try_from(pid?).ok()?)
+        .ok()?
+        .stat()
+        .ok()?;
+    let ticks = stat.utime + stat.stime;
+    Some(Duration::from_secs_f64(
+        ticks as f64 / procfs::ticks_per_second() as f64,
+    ))
+}
+
+impl Probe {
+    /// Runs `work` and returns its result with the CPU time each process used meanwhile.
+    async fn measure<T>(self, work: impl Future<Output = T>) -> (T, CpuUse) {
+        let before = (cpu_time(self.walletops), cpu_time(self.anvil));
+        let out = work.await;
+        let after = (cpu_time(self.walletops), cpu_time(self.anvil));
+        let used = |b: Option<Duration>, a: Option<Duration>| Some(a?.saturating_sub(b?));
+        let cpu = CpuUse {
+            walletops: used(before.0, after.0),
+            anvil: used(before.1, after.1),
+        };
+        (out, cpu)
+    }
+}
+
+/// `total` per send, in milliseconds, or "n/a".
+fn per_send(total: Option<Duration>, sends: u64) -> String {
+    total.map_or_else(
+        || "n/a".to_owned(),
+        |t| format!("{:.3} ms", ms(t) / sends as f64),
+    )
+}
+
 /// The WalletOps throughput run and what the chain shows of it.
 #[derive(Debug)]
 struct SendRun {
     elapsed: Duration,
+    cpu: CpuUse,
     /// Nonces in `0..N` that no returned hash was mined with.
     gaps: usize,
     /// Hashes returned twice, nonces mined twice, and transactions beyond the N requested.
@@ -118,6 +168,7 @@ struct Report {
     sends: u64,
     walletops: SendRun,
     raw: Duration,
+    raw_cpu: CpuUse,
     one_token: Latency,
     all_tokens: Latency,
 }
@@ -179,6 +230,13 @@ impl Report {
         println!(
             "ratio                  {read_ratio:>9.2}   (goal <= {READ_RATIO_GOAL}: {})",
             verdict(read_ratio <= READ_RATIO_GOAL)
+        );
+        println!(
+            "CPU per send, WalletOps run: walletops {}, anvil {}; raw run: anvil {} ({} cores)",
+            per_send(self.walletops.cpu.walletops, self.sends),
+            per_send(self.walletops.cpu.anvil, self.sends),
+            per_send(self.raw_cpu.anvil, self.sends),
+            std::thread::available_parallelism().map_or(0, usize::from),
         );
         if self.failed() {
             println!("FAILED: the chain shows gaps, duplicates or missing transactions");
@@ -256,8 +314,12 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         svc.http
     );
 
+    let probe = Probe {
+        walletops: svc.pid(),
+        anvil: anvil.pid(),
+    };
     println!("throughput A: {n} sends through POST /api/v1/send ...");
-    let walletops = walletops_sends(&anvil, api, wallet, n, concurrency).await?;
+    let walletops = walletops_sends(&anvil, api, wallet, n, concurrency, probe).await?;
     println!(
         "  {:.1} sends/s, gaps {}, duplicates {}, missing {}",
         n as f64 / walletops.elapsed.as_secs_f64(),
@@ -267,7 +329,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     );
 
     println!("throughput B: {n} pre-signed eth_sendRawTransaction ...");
-    let raw = raw_sends(&anvil, n, concurrency).await?;
+    let (raw, raw_cpu) = raw_sends(&anvil, n, concurrency, probe).await?;
     println!("  {:.1} sends/s", n as f64 / raw.as_secs_f64());
 
     println!("balance reads: deploying {TOKENS} tokens ...");
@@ -277,6 +339,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         sends: n,
         walletops,
         raw,
+        raw_cpu,
         one_token,
         all_tokens,
     })
@@ -376,6 +439,7 @@ async fn walletops_sends(
     wallet: Address,
     n: u64,
     concurrency: usize,
+    probe: Probe,
 ) -> anyhow::Result<SendRun> {
     ensure!(
         anvil.nonce(wallet).await? == 0,
@@ -385,7 +449,7 @@ async fn walletops_sends(
                       "amount": AMOUNT_WEI.to_string()});
     let client = api.clone();
     // `Rest::post` gives every request a fresh Idempotency-Key.
-    let (elapsed, results) = drive(n, concurrency, move |_| {
+    let run = drive(n, concurrency, move |_| {
         let (api, body) = (client.clone(), body.clone());
         async move {
             let reply = api.post("/send", &body).await?;
@@ -395,8 +459,9 @@ async fn walletops_sends(
                 .with_context(|| format!("no hash in {}", reply.text))?;
             Ok(hash.parse::<B256>()?)
         }
-    })
-    .await?;
+    });
+    let (run, cpu) = probe.measure(run).await;
+    let (elapsed, results) = run?;
     let hashes = all_ok(results, "sends")?;
 
     poll_until(&format!("the wallet's nonce to reach {n}"), || async {
@@ -428,6 +493,7 @@ async fn walletops_sends(
         + usize::try_from(on_chain.saturating_sub(n))?;
     Ok(SendRun {
         elapsed,
+        cpu,
         gaps,
         duplicates,
         missing,
@@ -436,7 +502,12 @@ async fn walletops_sends(
 
 /// Throughput B: `n` transfers from a fresh local key, signed and encoded before the clock
 /// starts, sent with `eth_sendRawTransaction`.
-async fn raw_sends(anvil: &Anvil, n: u64, concurrency: usize) -> anyhow::Result<Duration> {
+async fn raw_sends(
+    anvil: &Anvil,
+    n: u64,
+    concurrency: usize,
+    probe: Probe,
+) -> anyhow::Result<(Duration, CpuUse)> {
     let signer = PrivateKeySigner::random();
     let from = signer.address();
     anvil.set_balance(from, U256::from(1000 * ETH)).await?;
@@ -470,7 +541,7 @@ async fn raw_sends(anvil: &Anvil, n: u64, concurrency: usize) -> anyhow::Result<
     let bodies = Arc::new(bodies);
     let http = reqwest::Client::new();
     let url = anvil.url().to_owned();
-    let (elapsed, results) = drive(n, concurrency, move |i| {
+    let run = drive(n, concurrency, move |i| {
         let (http, url, bodies) = (http.clone(), url.clone(), bodies.clone());
         async move {
             let reply: Value = http
@@ -489,8 +560,9 @@ async fn raw_sends(anvil: &Anvil, n: u64, concurrency: usize) -> anyhow::Result<
                 .context("no hash in the answer")?
                 .parse::<B256>()?)
         }
-    })
-    .await?;
+    });
+    let (run, cpu) = probe.measure(run).await;
+    let (elapsed, results) = run?;
     let hashes = all_ok(results, "raw sends")?;
     ensure!(
         hashes == expected,
@@ -500,7 +572,7 @@ async fn raw_sends(anvil: &Anvil, n: u64, concurrency: usize) -> anyhow::Result<
         Ok((anvil.nonce(from).await? >= n).then_some(()))
     })
     .await?;
-    Ok(elapsed)
+    Ok((elapsed, cpu))
 }
 
 /// Balance reads: median and p95 of `GET /wallets/balances?fresh=true` naming 1 token and
