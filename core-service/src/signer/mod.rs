@@ -220,18 +220,8 @@ impl Signer for LocalSigner {
         wallet: &DelegatedWallet,
         hash: alloy::primitives::B256,
     ) -> Result<alloy::primitives::Signature, WalletOpsError> {
-        use alloy::signers::SignerSync;
         let secret = self.secret(wallet).await?;
-        let key = alloy::primitives::B256::try_from(secret.as_slice())
-            .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("EVM key is not 32 bytes")))?;
-        // The signer's k256 key zeroizes itself on drop.
-        let signer = alloy::signers::local::PrivateKeySigner::from_bytes(&key)
-            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("EVM key: {e}")))?;
-        let mut key = key;
-        zeroize::Zeroize::zeroize(&mut key.0);
-        signer
-            .sign_hash_sync(&hash)
-            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signing: {e}")))
+        sign_evm_hash(&secret, hash)
     }
 
     async fn sign_solana(
@@ -245,6 +235,33 @@ impl Signer for LocalSigner {
             .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("Solana key: {e}")))?;
         Ok(keypair.sign_message(message).into())
     }
+}
+
+/// Signs `hash` with the secp256k1 key `secret`: RFC 6979 deterministic ECDSA with a low `s`
+/// and its recovery id, as alloy's local signer does, but from the scalar alone. Making a
+/// signer first would also derive the public key, a second curve multiplication per send.
+fn sign_evm_hash(
+    secret: &[u8],
+    hash: alloy::primitives::B256,
+) -> Result<alloy::primitives::Signature, WalletOpsError> {
+    use k256::ecdsa::hazmat::SignPrimitive;
+    let bad_key = || WalletOpsError::Internal(anyhow::anyhow!("EVM key is not a secp256k1 key"));
+    let mut repr = k256::FieldBytes::default();
+    if secret.len() != repr.len() {
+        return Err(bad_key());
+    }
+    repr.copy_from_slice(secret);
+    let scalar = Option::<k256::NonZeroScalar>::from(k256::NonZeroScalar::from_repr(repr));
+    zeroize::Zeroize::zeroize(repr.as_mut_slice());
+    // NonZeroScalar wipes itself on drop.
+    let scalar = Zeroizing::new(scalar.ok_or_else(bad_key)?);
+    let (signature, recovery) = scalar
+        .as_ref()
+        .try_sign_prehashed_rfc6979::<sha2::Sha256>(&k256::FieldBytes::from(hash.0), &[])
+        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signing: {e}")))?;
+    let recovery =
+        recovery.ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("no recovery id")))?;
+    Ok((signature, recovery).into())
 }
 
 fn associated_data(family: ChainFamily, address: &str) -> String {
@@ -300,6 +317,24 @@ fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evm_signatures_equal_alloys_local_signer() {
+        use alloy::signers::SignerSync;
+        for _ in 0..16 {
+            let signer = alloy::signers::local::PrivateKeySigner::random();
+            let mut hash = alloy::primitives::B256::ZERO;
+            rand::rng().fill_bytes(&mut hash.0);
+            let ours = sign_evm_hash(&signer.to_bytes().0, hash).expect("signs");
+            assert_eq!(ours, signer.sign_hash_sync(&hash).expect("alloy signs"));
+            assert_eq!(
+                ours.recover_address_from_prehash(&hash).expect("recovers"),
+                signer.address()
+            );
+        }
+        assert!(sign_evm_hash(&[0u8; 32], alloy::primitives::B256::ZERO).is_err());
+        assert!(sign_evm_hash(&[1u8; 31], alloy::primitives::B256::ZERO).is_err());
+    }
 
     #[test]
     fn sealed_keys_open_only_for_their_wallet() {

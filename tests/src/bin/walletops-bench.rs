@@ -75,6 +75,10 @@ struct Args {
     /// Timed requests of each balance read.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     reads: u64,
+    /// Run the service on PostgreSQL (`WALLETOPS_TEST_PG`, default the local server's `test`
+    /// database) instead of SQLite.
+    #[arg(long)]
+    postgres: bool,
 }
 
 /// The processes whose CPU time a throughput run accounts for.
@@ -282,11 +286,16 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let n = args.sends;
     let concurrency = usize::try_from(args.concurrency)?;
     println!(
-        "walletops-bench ({} build): {n} sends, {concurrency} concurrent clients, {} reads per balance case",
+        "walletops-bench ({} build, {}): {n} sends, {concurrency} concurrent clients, {} reads per balance case",
         if cfg!(debug_assertions) {
             "debug"
         } else {
             "release"
+        },
+        if args.postgres {
+            "PostgreSQL"
+        } else {
+            "SQLite"
         },
         args.reads,
     );
@@ -295,7 +304,11 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     anvil.install_multicall().await?;
     // The bench measures the pipeline, not the per-user budgets.
     let svc = Service::start_with(
-        Backend::Sqlite,
+        if args.postgres {
+            Backend::Postgres
+        } else {
+            Backend::Sqlite
+        },
         Options {
             config_toml: Some(format!(
                 "{}\n[rate_limits]\nwrites_per_minute = 1000000\nreads_per_minute = 1000000\n",
