@@ -99,6 +99,7 @@ pub struct EvmClient {
 const RPC_BATCHING: BatchLayer = BatchLayer {
     max_batch: 50,
     max_in_flight: 4,
+    timeout: RPC_TIMEOUT,
 };
 
 /// How long a fee estimate is reused.
@@ -411,6 +412,16 @@ impl EvmClient {
     /// transactions in nonce order, so that none waits in the node's queue for an earlier
     /// one), and says what became of each.
     pub async fn broadcast_all(&self, raws: &[&[u8]]) -> Vec<BroadcastOutcome> {
+        let mut outcomes = Vec::with_capacity(raws.len());
+        // No larger batches than the node is sent otherwise; each after the one before.
+        for chunk in raws.chunks(RPC_BATCHING.max_batch) {
+            outcomes.extend(self.broadcast_batch(chunk).await);
+        }
+        outcomes
+    }
+
+    /// One JSON-RPC batch of `broadcast_all`.
+    async fn broadcast_batch(&self, raws: &[&[u8]]) -> Vec<BroadcastOutcome> {
         if let [raw] = raws {
             return vec![self.broadcast(raw).await];
         }

@@ -28,6 +28,9 @@ pub struct BatchLayer {
     pub max_batch: usize,
     /// Requests out at once before calls queue.
     pub max_in_flight: usize,
+    /// How long a request may go unanswered: past it, its calls fail and the next queued
+    /// calls go out, so a node that holds requests open cannot stall the client for good.
+    pub timeout: std::time::Duration,
 }
 
 /// The service of `BatchLayer` over transport `S`.
@@ -55,6 +58,7 @@ impl<S> Layer<S> for BatchLayer {
             limits: BatchLayer {
                 max_batch: self.max_batch.max(1),
                 max_in_flight: self.max_in_flight.max(1),
+                timeout: self.timeout,
             },
             shared: Arc::default(),
         }
@@ -63,30 +67,49 @@ impl<S> Layer<S> for BatchLayer {
 
 impl<S: Transport + Clone> BatchService<S> {
     /// Sends queued calls, a batch at a time, until the queue is empty.
-    async fn dispatch(mut inner: S, shared: Arc<Mutex<Queue>>, max_batch: usize) {
+    async fn dispatch(mut inner: S, shared: Arc<Mutex<Queue>>, limits: BatchLayer) {
         loop {
             let calls: Vec<(SerializedRequest, Waiter)> = {
                 let mut queue = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                // A call whose caller gave up is not sent: it may be a broadcast of bytes
+                // that were replaced since.
+                queue.waiting.retain(|(_, waiter)| !waiter.is_closed());
                 if queue.waiting.is_empty() {
                     queue.in_flight -= 1;
                     return;
                 }
-                let take = queue.waiting.len().min(max_batch);
+                let take = queue.waiting.len().min(limits.max_batch);
                 queue.waiting.drain(..take).collect()
             };
-            Self::send(&mut inner, calls).await;
+            Self::send(&mut inner, calls, limits.timeout).await;
         }
     }
 
-    /// Sends `calls` as one request and answers each waiter.
-    async fn send(inner: &mut S, calls: Vec<(SerializedRequest, Waiter)>) {
+    /// Sends `calls` as one request (a lone call as a plain JSON-RPC request, not a batch of
+    /// one) and answers each waiter.
+    async fn send(
+        inner: &mut S,
+        calls: Vec<(SerializedRequest, Waiter)>,
+        timeout: std::time::Duration,
+    ) {
         let mut waiters: HashMap<Id, Waiter> = HashMap::with_capacity(calls.len());
-        let mut packet = RequestPacket::with_capacity(calls.len());
+        let mut requests = Vec::with_capacity(calls.len());
         for (request, waiter) in calls {
             waiters.insert(request.id().clone(), waiter);
-            packet.push(request);
+            requests.push(request);
         }
-        match inner.call(packet).await {
+        let packet = match <[SerializedRequest; 1]>::try_from(requests) {
+            Ok([request]) => RequestPacket::Single(request),
+            Err(requests) => RequestPacket::Batch(requests),
+        };
+        let answer = tokio::time::timeout(timeout, inner.call(packet))
+            .await
+            .unwrap_or_else(|_| {
+                Err(TransportErrorKind::custom_str(
+                    "the node did not answer in time",
+                ))
+            });
+        match answer {
             Ok(ResponsePacket::Single(response)) if waiters.len() == 1 => {
                 if let Some((_, waiter)) = waiters.drain().next() {
                     let _ = waiter.send(Ok(response));
@@ -153,7 +176,7 @@ impl<S: Transport + Clone> Service<RequestPacket> for BatchService<S> {
             tokio::spawn(Self::dispatch(
                 self.inner.clone(),
                 self.shared.clone(),
-                self.limits.max_batch,
+                self.limits,
             ));
         }
         Box::pin(async move {
@@ -180,6 +203,7 @@ mod tests {
     struct Echo {
         requests: Arc<AtomicUsize>,
         largest: Arc<AtomicUsize>,
+        singles: Arc<AtomicUsize>,
     }
 
     impl Service<RequestPacket> for Echo {
@@ -203,6 +227,7 @@ mod tests {
                 };
                 Ok(match packet {
                     RequestPacket::Single(r) => {
+                        this.singles.fetch_add(1, Ordering::SeqCst);
                         this.largest.fetch_max(1, Ordering::SeqCst);
                         ResponsePacket::Single(answer(&r))
                     }
@@ -224,12 +249,14 @@ mod tests {
     }
 
     /// Makes `n` calls at once through a batcher of `max_batch` over `Echo`; returns the
-    /// answers, the requests the transport saw and its largest batch.
+    /// answers, the requests the transport saw and its largest batch (a plain request
+    /// counting as a batch of one).
     async fn through(max_batch: usize, n: u64) -> (Vec<ResponsePacket>, usize, usize) {
         let echo = Echo::default();
         let mut service = BatchLayer {
             max_batch,
             max_in_flight: 1,
+            timeout: std::time::Duration::from_secs(5),
         }
         .layer(echo.clone());
         // The test runtime has one thread: the dispatcher runs only once all calls are queued.
@@ -256,6 +283,19 @@ mod tests {
             );
         }
         assert_eq!((requests, largest), (3, 10));
+    }
+
+    #[tokio::test]
+    async fn a_lone_call_goes_out_as_a_plain_request() {
+        let echo = Echo::default();
+        let mut service = BatchLayer {
+            max_batch: 10,
+            max_in_flight: 1,
+            timeout: std::time::Duration::from_secs(5),
+        }
+        .layer(echo.clone());
+        service.call(call(7)).await.unwrap();
+        assert_eq!(echo.singles.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]

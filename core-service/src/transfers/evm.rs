@@ -226,6 +226,13 @@ impl Drop for LaneGuard<'_> {
     }
 }
 
+/// The answer for stored record `open` when following up its broadcast failed with `err`:
+/// the submission, the record left to the monitor.
+fn handed_over(chain: &Chain, open: &OpenTransaction, err: &WalletOpsError) -> Submission {
+    tracing::warn!(id = %open.id, error = %err, "following up a broadcast failed; the monitor takes over");
+    Submission::of(chain, open)
+}
+
 /// The error of every send of a batch whose transaction could not begin or commit.
 fn batch_failed(err: &sea_orm::DbErr) -> WalletOpsError {
     WalletOpsError::Internal(anyhow::anyhow!("database: storing the signed batch: {err}"))
@@ -620,6 +627,12 @@ impl EvmPipeline {
 
     /// Broadcasts a freshly stored transaction; re-signs it with a new nonce when the node
     /// says the nonce is taken (the wallet was used outside the service).
+    ///
+    /// Once the record is stored, the only error is a definite refusal that was recorded (the
+    /// record FAILED, its nonce freed). Anything else that goes wrong on the way answers with
+    /// the submission and leaves the record to the monitor: an error would mark the key's
+    /// claim failed and send the caller to retry with a new key, while the monitor still
+    /// sends the stored transaction, and the payment would go out twice.
     async fn first_broadcast(
         &self,
         chain: &Chain,
@@ -635,7 +648,10 @@ impl EvmPipeline {
             let answer = match outcome.take() {
                 Some(first) => first,
                 None => {
-                    open = self.store.stored_transaction(id).await?;
+                    open = match self.store.stored_transaction(id).await {
+                        Ok(reread) => reread,
+                        Err(e) => return Ok(handed_over(chain, &open, &e)),
+                    };
                     let answer = client.broadcast(&open.signed_payload).await;
                     if answer == BroadcastOutcome::Accepted {
                         self.broadcasts.note(id);
@@ -654,13 +670,17 @@ impl EvmPipeline {
                 BroadcastOutcome::Rejected(
                     Rejection::NonceTooLow(why) | Rejection::Underpriced(why),
                 ) if attempt < RESYNC_ATTEMPTS => {
-                    if !self
+                    match self
                         .resign_with_new_nonce(chain, wallet, client, &open, &why)
-                        .await?
+                        .await
                     {
+                        Ok(true) => {}
                         // The node holds this very transaction.
-                        self.broadcasts.note(id);
-                        return Ok(Submission::of(chain, &open));
+                        Ok(false) => {
+                            self.broadcasts.note(id);
+                            return Ok(Submission::of(chain, &open));
+                        }
+                        Err(e) => return Ok(handed_over(chain, &open, &e)),
                     }
                 }
                 BroadcastOutcome::Rejected(rejection) => {
@@ -674,14 +694,18 @@ impl EvmPipeline {
                             "the node refused the transaction: {m}"
                         )),
                     };
-                    self.fail_and_free_nonce(
-                        chain,
-                        wallet,
-                        &open,
-                        TxStatus::Failed,
-                        &err.to_string(),
-                    )
-                    .await?;
+                    if let Err(e) = self
+                        .fail_and_free_nonce(
+                            chain,
+                            wallet,
+                            &open,
+                            TxStatus::Failed,
+                            &err.to_string(),
+                        )
+                        .await
+                    {
+                        return Ok(handed_over(chain, &open, &e));
+                    }
                     return Err(err);
                 }
             }
