@@ -204,15 +204,8 @@ impl Monitor {
         // the record's hashes.
         let mined = client.mined_nonce(from).await?;
         if mined > nonce {
-            // Not re-signed: the node holds the record's own transaction, whose receipt the
-            // next sweep reads.
-            if self
-                .evm
-                .resign_with_new_nonce(&chain, &wallet, &client, &open, "seen on chain")
-                .await?
-            {
-                self.send_current(&client, id).await?;
-            }
+            self.resign_and_send(&chain, &wallet, &client, &open, "seen on chain")
+                .await?;
             return Ok(None);
         }
         let current = open
@@ -232,13 +225,8 @@ impl Monitor {
                     tracing::warn!(%id, %why, "node unreachable; will retry");
                 }
                 BroadcastOutcome::Rejected(Rejection::NonceTooLow(why)) => {
-                    if self
-                        .evm
-                        .resign_with_new_nonce(&chain, &wallet, &client, &open, &why)
-                        .await?
-                    {
-                        self.send_current(&client, id).await?;
-                    }
+                    self.resign_and_send(&chain, &wallet, &client, &open, &why)
+                        .await?;
                 }
                 BroadcastOutcome::Rejected(Rejection::Underpriced(_)) => {
                     self.replace(&wallet, &open, &client).await?;
@@ -421,6 +409,27 @@ impl Monitor {
             )
             .await?;
         self.send_current(client, open.id).await
+    }
+
+    /// Re-signs `open` with a new nonce, its own being used on chain, and sends it. Nothing
+    /// happens when the node holds one of the record's own versions: that is what used the
+    /// nonce, and the next sweep reads its receipt.
+    async fn resign_and_send(
+        &self,
+        chain: &crate::chains::Chain,
+        wallet: &crate::wallets::DelegatedWallet,
+        client: &crate::chains::evm::EvmClient,
+        open: &OpenTransaction,
+        why: &str,
+    ) -> Result<()> {
+        if self
+            .evm
+            .resign_with_new_nonce(chain, wallet, client, open, why)
+            .await?
+        {
+            self.send_current(client, open.id).await?;
+        }
+        Ok(())
     }
 
     /// Sends the current payload of `id` right after it was re-signed, so the new version

@@ -32,7 +32,7 @@ use crate::{
     error::{Result, WalletOpsError},
     idempotency::Ticket,
     signer::Signer,
-    store::{ClaimRow, NewClaim, Store, transactions::NewTransaction},
+    store::{NewClaim, Store, transactions::NewTransaction},
     transactions::{OpenTransaction, TxKind, TxStatus},
     wallets::DelegatedWallet,
 };
@@ -121,17 +121,7 @@ impl Attempt {
         n: usize,
         err: &dyn std::fmt::Display,
     ) -> Self {
-        let losers = (0..n)
-            .map(|i| {
-                (
-                    i,
-                    WalletOpsError::Internal(anyhow::anyhow!(
-                        "database: storing the signed batch: {err}"
-                    )),
-                )
-            })
-            .collect();
-        Self::Refused(txn, losers)
+        Self::Refused(txn, (0..n).map(|i| (i, batch_failed(err))).collect())
     }
 }
 
@@ -233,8 +223,8 @@ fn handed_over(chain: &Chain, open: &OpenTransaction, err: &WalletOpsError) -> S
     Submission::of(chain, open)
 }
 
-/// The error of every send of a batch whose transaction could not begin or commit.
-fn batch_failed(err: &sea_orm::DbErr) -> WalletOpsError {
+/// The error of every send of a batch that could not be stored.
+fn batch_failed(err: &dyn std::fmt::Display) -> WalletOpsError {
     WalletOpsError::Internal(anyhow::anyhow!("database: storing the signed batch: {err}"))
 }
 
@@ -408,9 +398,8 @@ impl EvmPipeline {
     ///
     /// Every wallet's sends pass through one lane per core: whatever queued while the
     /// previous batch was being written is signed and stored in one database transaction
-    /// (one durable commit for the batch instead of one per send), each send in its own
-    /// savepoint, so a lost idempotency claim or a signer error undoes only that send and its
-    /// nonce. Once committed, the batch is broadcast in nonce order as one JSON-RPC batch,
+    /// (one durable commit for the batch instead of one per send; see `sign_batch` for how a
+    /// lost idempotency claim or a signer error undoes only that send). Once committed, the batch is broadcast in nonce order as one JSON-RPC batch,
     /// after the lane's previous batch, while the next batch is being signed: the node sees
     /// the wallet's nonces in order. The drainer runs on its own task: a caller that goes
     /// away after queueing still gets its transaction stored and sent.
@@ -592,15 +581,8 @@ impl EvmPipeline {
         let mut rows = Vec::new();
         for ((draft, _), open) in drafts.iter().zip(&opens) {
             if let Some(claim) = &draft.claim {
-                let response = super::stored_response(&Submission::of(&draft.chain, open));
-                match response {
-                    Ok(response) => rows.push(ClaimRow {
-                        claim,
-                        state: "succeeded",
-                        transaction_id: Some(open.id),
-                        response: Some(response),
-                        error: None,
-                    }),
+                match super::succeeded_claim(claim, open.id, &Submission::of(&draft.chain, open)) {
+                    Ok(row) => rows.push(row),
                     Err(e) => return Ok(Attempt::refuse_all(txn, drafts.len(), &e)),
                 }
             }

@@ -19,8 +19,7 @@ use crate::{
     chains::Registry,
     error::{Result, WalletOpsError},
     idempotency::{Idempotency, Prior, Ticket, request_hash},
-    store::NewClaim,
-    store::Store,
+    store::{ClaimRow, NewClaim, Store},
 };
 
 /// The submission result of a write, as the contract gives it (its `status` is always
@@ -65,21 +64,31 @@ pub(crate) async fn claim_in<C: sea_orm::ConnectionTrait>(
     id: Uuid,
     submission: &Submission,
 ) -> Result<()> {
+    let row = succeeded_claim(ticket, id, submission)?;
     if store
-        .insert_idempotency_key(
-            conn,
-            ticket,
-            "succeeded",
-            Some(id),
-            Some(stored_response(submission)?),
-            None,
-        )
+        .insert_idempotency_keys(conn, vec![row])
         .await?
+        .is_empty()
     {
-        Ok(())
-    } else {
         Err(claimed_elsewhere(ticket))
+    } else {
+        Ok(())
     }
+}
+
+/// The claim row of `claim` for record `id`: succeeded, with `submission` as its response.
+pub(crate) fn succeeded_claim<'a>(
+    claim: &'a NewClaim,
+    id: Uuid,
+    submission: &Submission,
+) -> Result<ClaimRow<'a>> {
+    Ok(ClaimRow {
+        claim,
+        state: "succeeded",
+        transaction_id: Some(id),
+        response: Some(stored_response(submission)?),
+        error: None,
+    })
 }
 
 /// The refusal of a send whose key a concurrent twin claimed first; `Writes::run` turns it
