@@ -403,6 +403,20 @@ impl Service {
         Ok(Database::connect(&url).await?)
     }
 
+    /// How many transaction records the service has stored, whatever their state.
+    pub async fn stored_transactions(&self) -> anyhow::Result<i64> {
+        use sea_orm::{ConnectionTrait, Statement};
+        let db = self.database().await?;
+        let row = db
+            .query_one_raw(Statement::from_string(
+                db.get_database_backend(),
+                "SELECT COUNT(*) AS n FROM transactions".to_owned(),
+            ))
+            .await?
+            .context("no count")?;
+        Ok(row.try_get::<i64>("", "n")?)
+    }
+
     /// Stops the service and starts it again on the same data dir and database; returns
     /// whether the new start printed an API key (it must not: the database is not empty).
     pub async fn restart(&mut self) -> anyhow::Result<bool> {

@@ -466,6 +466,22 @@ impl EvmClient {
     }
 }
 
+/// Error phrases of gateways and overloaded nodes that say nothing of the transaction: it may
+/// have been passed on before the error. Read as "outcome unknown", so the record is left to
+/// the monitor (which sends the same bytes again) instead of failed with its nonce freed.
+const NO_VERDICT: &[&str] = &[
+    "timeout",
+    "timed out",
+    "internal error",
+    "rate limit",
+    "too many requests",
+    "temporarily",
+    "unavailable",
+    "try again",
+    "header not found",
+    "upstream",
+];
+
 /// What an answer to `eth_sendRawTransaction` says of the transaction.
 fn outcome(answer: Result<(), RpcError<TransportErrorKind>>) -> BroadcastOutcome {
     match answer {
@@ -475,6 +491,8 @@ fn outcome(answer: Result<(), RpcError<TransportErrorKind>>) -> BroadcastOutcome
             let m = message.to_ascii_lowercase();
             if m.contains("already known") || m.contains("known transaction") {
                 BroadcastOutcome::Accepted
+            } else if NO_VERDICT.iter().any(|p| m.contains(p)) {
+                BroadcastOutcome::Unknown(message)
             } else {
                 BroadcastOutcome::Rejected(classify(&message))
             }
@@ -605,6 +623,41 @@ mod tests {
         assert!(matches!(
             classify("intrinsic gas too low"),
             Rejection::Other(_)
+        ));
+    }
+
+    fn error_answer(message: &str) -> BroadcastOutcome {
+        outcome(Err(RpcError::ErrorResp(
+            alloy::rpc::json_rpc::ErrorPayload {
+                code: -32000,
+                message: message.to_owned().into(),
+                data: None,
+            },
+        )))
+    }
+
+    #[test]
+    fn gateway_errors_leave_the_outcome_unknown() {
+        for message in [
+            "request timed out",
+            "Internal error",
+            "rate limit exceeded",
+            "header not found",
+            "upstream connect error",
+        ] {
+            assert!(
+                matches!(error_answer(message), BroadcastOutcome::Unknown(_)),
+                "{message}"
+            );
+        }
+        assert_eq!(error_answer("already known"), BroadcastOutcome::Accepted);
+        assert!(matches!(
+            error_answer("max fee per gas less than block base fee"),
+            BroadcastOutcome::Rejected(Rejection::Other(_))
+        ));
+        assert!(matches!(
+            error_answer("nonce too low"),
+            BroadcastOutcome::Rejected(Rejection::NonceTooLow(_))
         ));
     }
 

@@ -28,9 +28,9 @@ use crate::{
     error::{Result, WalletOpsError},
     idempotency::Idempotency,
     store::Store,
-    transactions::{OpenTransaction, TxStatus},
+    transactions::{OpenTransaction, TxKind, TxStatus},
     transfers::{
-        evm::{EvmPipeline, decode_payload},
+        evm::{EvmPipeline, Resign, decode_payload},
         solana::SolanaPipeline,
     },
     wallets::Wallets,
@@ -148,9 +148,14 @@ impl Monitor {
         if !settled.is_empty() {
             let txn = self.store.begin().await?;
             for s in settled {
-                self.store
+                let id = s.open.id;
+                if !self
+                    .store
                     .settle_transaction(&txn, &s.open, s.status, s.error, s.note, Some(&s.hash))
-                    .await?;
+                    .await?
+                {
+                    tracing::debug!(%id, "changed by another worker before it was settled");
+                }
             }
             txn.commit().await?;
         }
@@ -192,20 +197,15 @@ impl Monitor {
         let Some(nonce) = open.nonce else {
             return Ok(None);
         };
-        let wallet = match self.wallets.delegated_by_id(open.wallet_id).await {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!(%id, error = %e, "cannot maintain transaction");
-                return Ok(None);
-            }
-        };
         // Read after the receipts, so the usual case (mined) costs one call. Ours may have
         // been mined since: `resign_with_new_nonce` re-signs only when the node holds none of
         // the record's hashes.
         let mined = client.mined_nonce(from).await?;
         if mined > nonce {
-            self.resign_and_send(&chain, &wallet, &client, &open, "seen on chain")
-                .await?;
+            if let Some(wallet) = self.signable(&open).await {
+                self.resign_and_send(&chain, &wallet, &client, &open, "seen on chain")
+                    .await?;
+            }
             return Ok(None);
         }
         let current = open
@@ -224,30 +224,22 @@ impl Monitor {
                 BroadcastOutcome::Unknown(why) => {
                     tracing::warn!(%id, %why, "node unreachable; will retry");
                 }
-                BroadcastOutcome::Rejected(Rejection::NonceTooLow(why)) => {
-                    self.resign_and_send(&chain, &wallet, &client, &open, &why)
-                        .await?;
-                }
-                BroadcastOutcome::Rejected(Rejection::Underpriced(_)) => {
-                    self.replace(&wallet, &open, &client).await?;
-                }
-                BroadcastOutcome::Rejected(
-                    Rejection::InsufficientFunds(why) | Rejection::Other(why),
-                ) => {
-                    let status = if sent_before {
-                        TxStatus::Dropped
-                    } else {
-                        TxStatus::Failed
+                BroadcastOutcome::Rejected(rejection) => {
+                    let Some(wallet) = self.signable(&open).await else {
+                        return Ok(None);
                     };
-                    self.evm
-                        .fail_and_free_nonce(
-                            &chain,
-                            &wallet,
-                            &open,
-                            status,
-                            &format!("the node refused the transaction: {why}"),
-                        )
-                        .await?;
+                    match rejection {
+                        Rejection::NonceTooLow(why) => {
+                            self.resign_and_send(&chain, &wallet, &client, &open, &why)
+                                .await?;
+                        }
+                        Rejection::Underpriced(_) => {
+                            self.replace(&wallet, &open, &client).await?;
+                        }
+                        Rejection::InsufficientFunds(why) | Rejection::Other(why) => {
+                            self.refused(&chain, &wallet, &client, &open, &why).await?;
+                        }
+                    }
                 }
             }
             return Ok(None);
@@ -256,10 +248,25 @@ impl Monitor {
         if open
             .last_broadcast_at
             .is_some_and(|at| Utc::now() - at >= stuck_after)
+            && let Some(wallet) = self.signable(&open).await
         {
             self.replace(&wallet, &open, &client).await?;
         }
         Ok(None)
+    }
+
+    /// The wallet of `open`, for the steps that sign (a re-signing, a replacement, a nonce
+    /// filler); `None`, logged, when it can no longer be signed for (its delegation was
+    /// revoked, say). Sending the stored bytes again needs no key, so a lost transaction is
+    /// still rebroadcast and a mined one still settled.
+    async fn signable(&self, open: &OpenTransaction) -> Option<crate::wallets::DelegatedWallet> {
+        match self.wallets.delegated_by_id(open.wallet_id).await {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!(id = %open.id, error = %e, "cannot sign for the transaction's wallet");
+                None
+            }
+        }
     }
 
     /// Follows a Solana transfer: settled from its signatures' statuses; never seen and its
@@ -299,15 +306,11 @@ impl Monitor {
                 note: None,
             }));
         }
-        let wallet = match self.wallets.delegated_by_id(open.wallet_id).await {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!(id = %open.id, error = %e, "cannot maintain transaction");
-                return Ok(None);
-            }
-        };
         let expired = open.valid_until.is_some_and(|valid| height > valid);
         if expired {
+            let Some(wallet) = self.signable(&open).await else {
+                return Ok(None);
+            };
             self.solana
                 .resign_with_new_blockhash(&wallet, &client, &open, "its blockhash expired unseen")
                 .await?;
@@ -338,21 +341,81 @@ impl Monitor {
             SendOutcome::Accepted => self.store.record_broadcasts(&[id], Utc::now()).await,
             // Unknown blockhash: handled once the height passes its validity.
             SendOutcome::BlockhashExpired | SendOutcome::Unknown(_) => Ok(()),
-            SendOutcome::Rejected { why, .. } => {
-                let status = if open.last_broadcast_at.is_some() {
-                    TxStatus::Dropped
-                } else {
-                    TxStatus::Failed
-                };
-                self.solana
-                    .fail(
-                        &open,
-                        status,
-                        &format!("the node refused the transfer: {why}"),
-                    )
-                    .await
+            // Refused again after an accepted send: that copy may still land ("already
+            // processed" is such a refusal), so the record waits for its blockhash to expire,
+            // after which it is re-signed only if it was never seen.
+            SendOutcome::Rejected { why, .. } if open.last_broadcast_at.is_some() => {
+                tracing::warn!(%id, %why, "the node refused a resend; waiting for the blockhash to expire");
+                Ok(())
+            }
+            SendOutcome::Rejected { why, .. } => self
+                .solana
+                .fail(
+                    &open,
+                    TxStatus::Failed,
+                    &format!("the node refused the transfer: {why}"),
+                )
+                .await
+                .map(|_| ()),
+        }
+    }
+
+    /// Handles the node's definite refusal (`why`) of the current version of `open`. The
+    /// record ends FAILED (never sent) or DROPPED and its nonce is freed or filled, unless
+    /// an earlier version of it can still be mined: a refused replacement leaves the record
+    /// open until one is mined or all are gone, since failing it would free a nonce that a
+    /// paying transaction still holds. A refused nonce filler is raised in fee instead: a
+    /// filler must fill its nonce.
+    async fn refused(
+        &self,
+        chain: &crate::chains::Chain,
+        wallet: &crate::wallets::DelegatedWallet,
+        client: &crate::chains::evm::EvmClient,
+        open: &OpenTransaction,
+        why: &str,
+    ) -> Result<()> {
+        let id = open.id;
+        for earlier in open.hashes.iter().rev().skip(1) {
+            if client.knows(hash_of(earlier)?).await? {
+                tracing::warn!(%id, %earlier, %why, "the node refused a replacement; the earlier version is still pending");
+                // Shown once in the history, not once a sweep.
+                let note =
+                    format!("the node refused the replacement ({why}); {earlier} is still pending");
+                let last_note = open
+                    .history
+                    .as_array()
+                    .and_then(|h| h.last())
+                    .and_then(|c| c["note"].as_str());
+                if last_note != Some(note.as_str()) {
+                    let txn = self.store.begin().await?;
+                    self.store
+                        .settle_transaction(&txn, open, open.status, None, Some(note), None)
+                        .await?;
+                    txn.commit().await?;
+                }
+                return Ok(());
             }
         }
+        if open.kind == TxKind::NonceFill {
+            tracing::warn!(%id, %why, "the node refused a nonce filler; raising its fee");
+            return self.replace(wallet, open, client).await;
+        }
+        let status = if open.last_broadcast_at.is_some() || open.hashes.len() > 1 {
+            TxStatus::Dropped
+        } else {
+            TxStatus::Failed
+        };
+        self.evm
+            .fail_and_free_nonce(
+                chain,
+                wallet,
+                client,
+                open,
+                status,
+                &format!("the node refused the transaction: {why}"),
+            )
+            .await?;
+        Ok(())
     }
 
     /// Replaces `open` with a higher fee, or marks it FEE_CAPPED when the cap forbids it.
@@ -363,20 +426,15 @@ impl Monitor {
         client: &crate::chains::evm::EvmClient,
     ) -> Result<()> {
         let old = decode_payload(&open.signed_payload)?;
+        let old_fees = Fees {
+            max_fee_per_gas: old.max_fee_per_gas,
+            max_priority_fee_per_gas: old.max_priority_fee_per_gas,
+        };
         let now = client.fees().await?;
-        let bump = u128::from(self.config.fee_bump_percent.max(10));
-        let raise = |v: u128| v.saturating_mul(100 + bump).div_ceil(100);
-        let fees = Fees {
-            max_fee_per_gas: raise(old.max_fee_per_gas).max(now.max_fee_per_gas),
-            max_priority_fee_per_gas: raise(old.max_priority_fee_per_gas)
-                .max(now.max_priority_fee_per_gas),
-        };
-        let fees = Fees {
-            max_priority_fee_per_gas: fees.max_priority_fee_per_gas.min(fees.max_fee_per_gas),
-            ..fees
-        };
+        let bump = u128::from(self.config.fee_bump_percent);
         let cap = u128::from(self.config.max_fee_per_gas_gwei).saturating_mul(1_000_000_000);
-        if fees.max_fee_per_gas > cap {
+        let Some(fees) = replacement_fees(old_fees, now, bump, cap) else {
+            let needed = raise(old.max_fee_per_gas, MIN_BUMP_PERCENT);
             if open.status != TxStatus::FeeCapped {
                 let txn = self.store.begin().await?;
                 self.store
@@ -386,8 +444,7 @@ impl Monitor {
                         TxStatus::FeeCapped,
                         None,
                         Some(format!(
-                            "stuck; a replacement needs maxFeePerGas {} wei, above the cap of {cap} wei",
-                            fees.max_fee_per_gas
+                            "stuck; a replacement needs maxFeePerGas {needed} wei, above the cap of {cap} wei"
                         )),
                         None,
                     )
@@ -395,7 +452,7 @@ impl Monitor {
                 txn.commit().await?;
             }
             return Ok(());
-        }
+        };
         self.evm
             .replace_with_fees(
                 wallet,
@@ -426,6 +483,7 @@ impl Monitor {
             .evm
             .resign_with_new_nonce(chain, wallet, client, open, why)
             .await?
+            == Resign::Resigned
         {
             self.send_current(client, open.id).await?;
         }
@@ -442,5 +500,85 @@ impl Monitor {
             self.store.record_broadcasts(&[id], Utc::now()).await?;
         }
         Ok(())
+    }
+}
+
+/// The smallest raise of both fees that nodes accept for a replacement (geth's price bump).
+const MIN_BUMP_PERCENT: u128 = 10;
+
+/// `v` raised by `percent`, rounded up.
+fn raise(v: u128, percent: u128) -> u128 {
+    v.saturating_mul(100 + percent).div_ceil(100)
+}
+
+/// The fees of a replacement for a transaction paying `old`: both raised by `bump_percent`
+/// (at least 10 %) and at least the current `now`; when that passes `cap` (max fee per
+/// gas), the cap itself as long as it still is a 10 % raise. `None`: no replacement fits
+/// under the cap.
+fn replacement_fees(old: Fees, now: Fees, bump_percent: u128, cap: u128) -> Option<Fees> {
+    let bump = bump_percent.max(MIN_BUMP_PERCENT);
+    let wanted = raise(old.max_fee_per_gas, bump).max(now.max_fee_per_gas);
+    let max_fee_per_gas = wanted.min(cap);
+    let min_tip = raise(old.max_priority_fee_per_gas, MIN_BUMP_PERCENT);
+    let tip = raise(old.max_priority_fee_per_gas, bump)
+        .max(now.max_priority_fee_per_gas)
+        .min(max_fee_per_gas);
+    (max_fee_per_gas >= raise(old.max_fee_per_gas, MIN_BUMP_PERCENT) && tip >= min_tip).then_some(
+        Fees {
+            max_fee_per_gas,
+            max_priority_fee_per_gas: tip,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GWEI: u128 = 1_000_000_000;
+
+    fn fees(max: u128, tip: u128) -> Fees {
+        Fees {
+            max_fee_per_gas: max,
+            max_priority_fee_per_gas: tip,
+        }
+    }
+
+    #[test]
+    fn a_replacement_raises_both_fees_by_the_bump_or_to_the_current_fees() {
+        let old = fees(10 * GWEI, GWEI);
+        assert_eq!(
+            replacement_fees(old, fees(GWEI, GWEI / 10), 15, 500 * GWEI),
+            Some(fees(11_500_000_000, 1_150_000_000))
+        );
+        assert_eq!(
+            replacement_fees(old, fees(30 * GWEI, 2 * GWEI), 15, 500 * GWEI),
+            Some(fees(30 * GWEI, 2 * GWEI))
+        );
+        // A bump below the nodes' minimum is raised to it.
+        assert_eq!(
+            replacement_fees(old, fees(GWEI, GWEI / 10), 1, 500 * GWEI),
+            Some(fees(11 * GWEI, 1_100_000_000))
+        );
+    }
+
+    #[test]
+    fn the_cap_is_used_while_it_still_allows_a_valid_replacement() {
+        let old = fees(10 * GWEI, GWEI);
+        // 15 % would need 11.5 gwei; the cap of 11 gwei is still a 10 % raise.
+        assert_eq!(
+            replacement_fees(old, fees(GWEI, GWEI / 10), 15, 11 * GWEI),
+            Some(fees(11 * GWEI, 1_150_000_000))
+        );
+        // Below a 10 % raise nothing fits.
+        assert_eq!(
+            replacement_fees(old, fees(GWEI, GWEI / 10), 15, 10_999_999_999),
+            None
+        );
+        // A tip at the old maximum fee rises with it, to the cap.
+        assert_eq!(
+            replacement_fees(fees(10 * GWEI, 10 * GWEI), fees(GWEI, GWEI), 15, 11 * GWEI),
+            Some(fees(11 * GWEI, 11 * GWEI))
+        );
     }
 }

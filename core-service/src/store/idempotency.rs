@@ -2,12 +2,17 @@ use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TryInsertResult,
-    sea_query::Expr,
+    ActiveValue::Set,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, TryInsertResult,
+    sea_query::{Expr, Query},
 };
 use uuid::Uuid;
 
-use super::{Store, entities::idempotency_keys as keys};
+use super::{
+    Store,
+    entities::{idempotency_keys as keys, transactions as txs},
+    transactions::open_statuses,
+};
 use crate::error::Result;
 
 /// A key as stored.
@@ -55,13 +60,15 @@ impl Store {
         };
         // Only a claim past its retention costs a write; the usual lookup is a read.
         if found.expires_at < now {
-            keys::Entity::delete_many()
+            let deleted = keys::Entity::delete_many()
                 .filter(keys::Column::UserId.eq(user))
                 .filter(keys::Column::Key.eq(key))
-                .filter(keys::Column::ExpiresAt.lt(now))
+                .filter(expired_and_settled(now))
                 .exec(self.db())
                 .await?;
-            return Ok(None);
+            if deleted.rows_affected == 1 {
+                return Ok(None);
+            }
         }
         Ok(Some(found).map(|m| StoredClaim {
             request_hash: m.request_hash,
@@ -154,9 +161,28 @@ impl Store {
     /// Deletes claims past their retention.
     pub(crate) async fn purge_idempotency_keys(&self, now: DateTime<Utc>) -> Result<u64> {
         Ok(keys::Entity::delete_many()
-            .filter(keys::Column::ExpiresAt.lt(now))
+            .filter(expired_and_settled(now))
             .exec(self.db())
             .await?
             .rows_affected)
     }
+}
+
+/// Claims past their retention whose transaction, if any, is no longer open. A key whose
+/// transaction is still open (stuck, or held back by the fee cap) outlives its retention:
+/// dropping it would let a retry under the key sign a second payment beside the first.
+fn expired_and_settled(now: DateTime<Utc>) -> Condition {
+    Condition::all().add(keys::Column::ExpiresAt.lt(now)).add(
+        Condition::any()
+            .add(keys::Column::TransactionId.is_null())
+            .add(
+                keys::Column::TransactionId.not_in_subquery(
+                    Query::select()
+                        .column(txs::Column::Id)
+                        .from(txs::Entity)
+                        .and_where(txs::Column::Status.is_in(open_statuses()))
+                        .to_owned(),
+                ),
+            ),
+    )
 }

@@ -168,10 +168,7 @@ impl Store {
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
             .col_expr(txs::Column::UpdatedAt, Expr::value(now))
-            .filter(txs::Column::Id.eq(open.id))
-            // Compare-and-swap on the current hash: a record re-signed meanwhile by another
-            // worker keeps that worker's payload, and its hash list stays whole.
-            .filter(txs::Column::Hash.eq(open.hashes.last().cloned()))
+            .filter(still_as_seen(open))
             .exec(conn)
             .await?;
         if updated.rows_affected != 1 {
@@ -193,7 +190,9 @@ impl Store {
         Ok(())
     }
 
-    /// Moves `open` to `status` (with `error` for failures), appending to its history.
+    /// Moves `open` to `status` (with `error` for failures), appending to its history; false
+    /// when the record is no longer as `open` shows it (another worker settled or re-signed it
+    /// meanwhile), and then nothing changed.
     pub(crate) async fn settle_transaction<C: ConnectionTrait>(
         &self,
         conn: &C,
@@ -202,7 +201,7 @@ impl Store {
         error: Option<String>,
         note: Option<String>,
         hash: Option<&str>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let now = Utc::now();
         let mut update = txs::Entity::update_many()
             .col_expr(txs::Column::Status, Expr::value(enum_text(status)))
@@ -215,11 +214,8 @@ impl Store {
         if let Some(hash) = hash {
             update = update.col_expr(txs::Column::Hash, Expr::value(hash));
         }
-        update
-            .filter(txs::Column::Id.eq(open.id))
-            .exec(conn)
-            .await?;
-        Ok(())
+        let updated = update.filter(still_as_seen(open)).exec(conn).await?;
+        Ok(updated.rows_affected == 1)
     }
 
     /// Transaction `id`, which the caller knows exists (it stored it).
@@ -265,10 +261,7 @@ impl Store {
         younger_than: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<OpenTransaction>> {
-        let open = [
-            enum_text(TxStatus::Submitted),
-            enum_text(TxStatus::FeeCapped),
-        ];
+        let open = open_statuses();
         let free = Condition::any()
             .add(txs::Column::LeaseUntil.is_null())
             .add(txs::Column::LeaseUntil.lt(now))
@@ -304,4 +297,23 @@ impl Store {
         leased.sort_by_key(|m| m.created_at);
         leased.into_iter().map(OpenTransaction::try_from).collect()
     }
+}
+
+/// Record `open` as its reader saw it: still open, with the same current hash. Every write
+/// that settles or re-signs a record is conditional on it (compare-and-swap), so of two
+/// workers acting on one record (two cores whose leases overlapped, or the monitor and the
+/// request that made it) only the first changes it, and the other acts on nothing.
+fn still_as_seen(open: &OpenTransaction) -> Condition {
+    Condition::all()
+        .add(txs::Column::Id.eq(open.id))
+        .add(txs::Column::Status.is_in(open_statuses()))
+        .add(txs::Column::Hash.eq(open.hashes.last().cloned()))
+}
+
+/// The statuses of a record the monitor still follows.
+pub(super) fn open_statuses() -> [String; 2] {
+    [
+        enum_text(TxStatus::Submitted),
+        enum_text(TxStatus::FeeCapped),
+    ]
 }

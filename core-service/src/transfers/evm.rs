@@ -20,7 +20,7 @@ use alloy::{
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::{BroadcastLog, Submission};
+use super::{BroadcastLog, Submission, handed_over};
 use crate::{
     chains::{
         Chain,
@@ -125,6 +125,18 @@ impl Attempt {
     }
 }
 
+/// What `resign_with_new_nonce` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resign {
+    /// Re-signed with a new nonce and stored; not yet sent.
+    Resigned,
+    /// Nothing: the node holds one of the record's own versions, pooled or mined.
+    HeldByRecord,
+    /// Nothing: no transaction holds the record's nonce, which the node's pending nonce has
+    /// not passed.
+    NonceFree,
+}
+
 /// What a lane holds for its drainer.
 enum Take {
     /// Drafts to sign.
@@ -216,13 +228,6 @@ impl Drop for LaneGuard<'_> {
     }
 }
 
-/// The answer for stored record `open` when following up its broadcast failed with `err`:
-/// the submission, the record left to the monitor.
-fn handed_over(chain: &Chain, open: &OpenTransaction, err: &WalletOpsError) -> Submission {
-    tracing::warn!(id = %open.id, error = %err, "following up a broadcast failed; the monitor takes over");
-    Submission::of(chain, open)
-}
-
 /// The error of every send of a batch that could not be stored.
 fn batch_failed(err: &dyn std::fmt::Display) -> WalletOpsError {
     WalletOpsError::Internal(anyhow::anyhow!("database: storing the signed batch: {err}"))
@@ -301,25 +306,27 @@ impl EvmPipeline {
             }
         }
         let fees = client.fees().await?;
-        let estimated = client
-            .estimate_gas(from, intent.to, intent.value, &intent.input, fees)
-            .await?;
+        // The balance is checked here, not left to the simulation: nodes short-cut the
+        // estimate of a plain transfer (anvil answers 21000 whatever the sender holds), and
+        // the headroom below must be affordable too. Both reads go out together.
+        let (estimated, balance) = tokio::try_join!(
+            client.estimate_gas(from, intent.to, intent.value, &intent.input, fees),
+            client.balance(from),
+        )?;
         // Contract calls get headroom: state can move between simulation and inclusion.
         let gas = if intent.input.is_empty() {
             estimated.max(TRANSFER_GAS)
         } else {
             estimated.saturating_add(estimated / 5)
         };
-        // The node checked value plus the estimated gas; the headroom must be affordable too.
-        if gas > estimated {
-            let balance = client.balance(from).await?;
-            let cost = intent.value + U256::from(gas) * U256::from(fees.max_fee_per_gas);
-            if balance < cost {
-                return Err(WalletOpsError::InsufficientFunds(format!(
-                    "wallet {} holds {balance} wei, less than value plus maximum fee ({cost} wei)",
-                    w.address
-                )));
-            }
+        let cost = intent
+            .value
+            .saturating_add(U256::from(gas).saturating_mul(U256::from(fees.max_fee_per_gas)));
+        if balance < cost {
+            return Err(WalletOpsError::InsufficientFunds(format!(
+                "wallet {} holds {balance} wei, less than value plus maximum fee ({cost} wei)",
+                w.address
+            )));
         }
         let floor = self.nonce_floor(chain, &client, from, &w.address).await?;
         let chain_id = u64::try_from(chain.chain_id()).map_err(|_| {
@@ -641,56 +648,57 @@ impl EvmPipeline {
                     answer
                 }
             };
-            match answer {
-                BroadcastOutcome::Accepted => {
-                    return Ok(Submission::of(chain, &open));
-                }
+            let rejection = match answer {
+                BroadcastOutcome::Accepted => return Ok(Submission::of(chain, &open)),
                 BroadcastOutcome::Unknown(why) => {
                     tracing::warn!(%id, %why, "broadcast outcome unknown; the monitor takes over");
                     return Ok(Submission::of(chain, &open));
                 }
-                BroadcastOutcome::Rejected(
-                    Rejection::NonceTooLow(why) | Rejection::Underpriced(why),
-                ) if attempt < RESYNC_ATTEMPTS => {
-                    match self
-                        .resign_with_new_nonce(chain, wallet, client, &open, &why)
-                        .await
-                    {
-                        Ok(true) => {}
-                        // The node holds this very transaction.
-                        Ok(false) => {
-                            self.broadcasts.note(id);
-                            return Ok(Submission::of(chain, &open));
-                        }
-                        Err(e) => return Ok(handed_over(chain, &open, &e)),
+                BroadcastOutcome::Rejected(rejection) => rejection,
+            };
+            if let Rejection::NonceTooLow(why) | Rejection::Underpriced(why) = &rejection
+                && attempt < RESYNC_ATTEMPTS
+            {
+                match self
+                    .resign_with_new_nonce(chain, wallet, client, &open, why)
+                    .await
+                {
+                    Ok(Resign::Resigned) => continue,
+                    // The node holds this very transaction.
+                    Ok(Resign::HeldByRecord) => {
+                        self.broadcasts.note(id);
+                        return Ok(Submission::of(chain, &open));
                     }
-                }
-                BroadcastOutcome::Rejected(rejection) => {
-                    let err = match rejection {
-                        Rejection::InsufficientFunds(m) => WalletOpsError::InsufficientFunds(
-                            format!("the node refused the transaction: {m}"),
-                        ),
-                        Rejection::NonceTooLow(m)
-                        | Rejection::Underpriced(m)
-                        | Rejection::Other(m) => WalletOpsError::SendFailed(format!(
-                            "the node refused the transaction: {m}"
-                        )),
-                    };
-                    if let Err(e) = self
-                        .fail_and_free_nonce(
-                            chain,
-                            wallet,
-                            &open,
-                            TxStatus::Failed,
-                            &err.to_string(),
-                        )
-                        .await
-                    {
-                        return Ok(handed_over(chain, &open, &e));
-                    }
-                    return Err(err);
+                    // Nothing holds the nonce: the node refused the transaction itself (a
+                    // fee under its minimum, say), which fails it like any other refusal.
+                    Ok(Resign::NonceFree) => {}
+                    Err(e) => return Ok(handed_over(chain, &open, &e)),
                 }
             }
+            let err = match rejection {
+                Rejection::InsufficientFunds(m) => WalletOpsError::InsufficientFunds(format!(
+                    "the node refused the transaction: {m}"
+                )),
+                Rejection::NonceTooLow(m) | Rejection::Underpriced(m) | Rejection::Other(m) => {
+                    WalletOpsError::SendFailed(format!("the node refused the transaction: {m}"))
+                }
+            };
+            return match self
+                .fail_and_free_nonce(
+                    chain,
+                    wallet,
+                    client,
+                    &open,
+                    TxStatus::Failed,
+                    &err.to_string(),
+                )
+                .await
+            {
+                Ok(true) => Err(err),
+                // The monitor took the record up meanwhile: it is its to finish.
+                Ok(false) => Ok(Submission::of(chain, &open)),
+                Err(e) => Ok(handed_over(chain, &open, &e)),
+            };
         }
         Err(WalletOpsError::Internal(anyhow::anyhow!(
             "unreachable resync loop end"
@@ -702,8 +710,11 @@ impl EvmPipeline {
     /// signed versions, pooled or mined: then the nonce went to another transaction (the
     /// wallet was used outside the service) and the old bytes can never be included. When
     /// the node holds one of them, the nonce is taken by the record itself (a "nonce too
-    /// low" can answer a resend of a transaction just mined): nothing changes and the answer
-    /// is false, since a second signing would pay twice.
+    /// low" can answer a resend of a transaction just mined): nothing changes, since a second
+    /// signing would pay twice. Nothing changes either while the node's pending nonce has not
+    /// passed the record's: a refusal then was not about the nonce ("transaction
+    /// underpriced" also answers a fee under the node's minimum), and a new nonce would
+    /// leave a gap behind.
     pub(crate) async fn resign_with_new_nonce(
         &self,
         chain: &Chain,
@@ -711,17 +722,20 @@ impl EvmPipeline {
         client: &EvmClient,
         open: &OpenTransaction,
         why: &str,
-    ) -> Result<bool> {
+    ) -> Result<Resign> {
         for hash in &open.hashes {
             let hash = hash.parse().map_err(|_| {
                 WalletOpsError::Internal(anyhow::anyhow!("stored hash {hash} unreadable"))
             })?;
             if client.knows(hash).await? {
-                return Ok(false);
+                return Ok(Resign::HeldByRecord);
             }
         }
         let from = parse_address(&open.from)?;
         let pending = client.pending_nonce(from).await?;
+        if open.nonce.is_some_and(|n| pending <= n) {
+            return Ok(Resign::NonceFree);
+        }
         let mut tx = decode_payload(&open.signed_payload)?;
         self.signer.prepare(wallet).await?;
         let txn = self.store.begin().await?;
@@ -745,7 +759,7 @@ impl EvmPipeline {
             )
             .await?;
         txn.commit().await?;
-        Ok(true)
+        Ok(Resign::Resigned)
     }
 
     /// Replaces `open` with the same nonce and `fees`.
@@ -771,20 +785,29 @@ impl EvmPipeline {
 
     /// Ends `open` as `status` (FAILED or DROPPED) with `error`, and gives its nonce back; when
     /// later nonces are out already, signs a zero-value self-transfer at that nonce instead,
-    /// so the wallet's later transactions are not stranded behind a gap.
+    /// so the wallet's later transactions are not stranded behind a gap. False, with nothing
+    /// changed, when another worker settled or re-signed the record meanwhile.
     pub(crate) async fn fail_and_free_nonce(
         &self,
         chain: &Chain,
         wallet: &DelegatedWallet,
+        client: &EvmClient,
         open: &OpenTransaction,
         status: TxStatus,
         error: &str,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         self.signer.prepare(wallet).await?;
+        // Read before the database transaction, which must not wait on the node.
+        let now = client.fees().await?;
         let txn = self.store.begin().await?;
-        self.store
+        if !self
+            .store
             .settle_transaction(&txn, open, status, Some(error.to_owned()), None, None)
-            .await?;
+            .await?
+        {
+            txn.rollback().await?;
+            return Ok(false);
+        }
         if let Some(nonce) = open.nonce {
             let released = self
                 .store
@@ -793,12 +816,19 @@ impl EvmPipeline {
             if !released {
                 let failed = decode_payload(&open.signed_payload)?;
                 let from = parse_address(&open.from)?;
+                // The filler may have to displace the failed version from a pool, and must
+                // not be refused for the fee the failed one was refused for: it pays at
+                // least the current fees and a replacement's raise over the failed one.
+                let raised = |v: u128| v.saturating_mul(110).div_ceil(100);
+                let max_fee_per_gas = raised(failed.max_fee_per_gas).max(now.max_fee_per_gas);
                 let filler = TxEip1559 {
                     chain_id: failed.chain_id,
                     nonce,
                     gas_limit: TRANSFER_GAS,
-                    max_fee_per_gas: failed.max_fee_per_gas,
-                    max_priority_fee_per_gas: failed.max_priority_fee_per_gas,
+                    max_fee_per_gas,
+                    max_priority_fee_per_gas: raised(failed.max_priority_fee_per_gas)
+                        .max(now.max_priority_fee_per_gas)
+                        .min(max_fee_per_gas),
                     to: call_to(from),
                     value: U256::ZERO,
                     access_list: Default::default(),
@@ -833,6 +863,6 @@ impl EvmPipeline {
             }
         }
         txn.commit().await?;
-        Ok(())
+        Ok(true)
     }
 }

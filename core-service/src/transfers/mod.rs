@@ -53,6 +53,17 @@ impl Submission {
     }
 }
 
+/// The answer for stored record `open` when following up its first broadcast failed with
+/// `err`: the submission, the record left to the monitor.
+pub(crate) fn handed_over(
+    chain: &crate::chains::Chain,
+    open: &crate::transactions::OpenTransaction,
+    err: &WalletOpsError,
+) -> Submission {
+    tracing::warn!(id = %open.id, error = %err, "following up a broadcast failed; the monitor takes over");
+    Submission::of(chain, open)
+}
+
 /// Inserts `ticket`'s claim for record `id` with its `submission` as the stored response,
 /// inside `conn`'s signing transaction. A claim lost to a concurrent twin is
 /// IDEMPOTENT_REPLAY: the caller rolls back (record and nonce), and `Writes::run` turns that
@@ -209,9 +220,19 @@ impl Writes {
         }
         match act(&ticket).await {
             Ok(submission) => {
-                self.idempotency
-                    .succeed(&ticket, stored_response(&submission)?)
-                    .await?;
+                // The transaction is stored and sent: an error now would tell the caller it
+                // was not. The claim then keeps the response it committed with, whose id
+                // still leads to the record.
+                match stored_response(&submission) {
+                    Ok(response) => {
+                        if let Err(e) = self.idempotency.succeed(&ticket, response).await {
+                            tracing::error!(id = %submission.id, error = ?e, "updating the stored response");
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(id = %submission.id, error = ?e, "storing the response")
+                    }
+                }
                 Ok(submission)
             }
             Err(err @ WalletOpsError::IdempotentReplay(_)) => {

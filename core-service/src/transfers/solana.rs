@@ -20,7 +20,7 @@ use spl_associated_token_account_interface::{
 };
 use uuid::Uuid;
 
-use super::{BroadcastLog, Submission};
+use super::{BroadcastLog, Submission, handed_over};
 use crate::{
     chains::{
         Chain,
@@ -33,9 +33,6 @@ use crate::{
     transactions::{OpenTransaction, TxKind, TxStatus},
     wallets::DelegatedWallet,
 };
-
-/// Times a fresh transfer is re-signed when the node does not know its blockhash any more.
-const BLOCKHASH_ATTEMPTS: usize = 3;
 
 /// What a Solana send moves, parsed and ready.
 #[derive(Debug, Clone)]
@@ -251,64 +248,54 @@ impl SolanaPipeline {
         super::commit_with_claim(&self.store, txn, ticket, id, &Submission::of(chain, &open))
             .await?;
         fail::fail_point!("solana-before-send");
-        self.first_send(chain, wallet, &client, open).await
+        self.first_send(chain, &client, open).await
     }
 
+    /// Sends a freshly stored transfer once.
+    ///
+    /// As on EVM, once the record is stored the only error is a definite refusal that was
+    /// recorded: anything else answers with the submission and leaves the record to the
+    /// monitor, which still sends the stored bytes (an error would send the caller to retry
+    /// with a new key, and the payment would go out twice). That includes a node that does
+    /// not know the blockhash just read (a lagging backend behind a balancer, say): the
+    /// transfer is re-signed only once its blockhash has expired unseen.
     async fn first_send(
         &self,
         chain: &Chain,
-        wallet: &DelegatedWallet,
         client: &SolanaClient,
-        stored: OpenTransaction,
+        open: OpenTransaction,
     ) -> Result<Submission> {
-        let id = stored.id;
-        let mut open = stored;
-        for attempt in 0..=BLOCKHASH_ATTEMPTS {
-            if attempt > 0 {
-                open = self.store.stored_transaction(id).await?;
+        let id = open.id;
+        let tx = match decode(&open.signed_payload) {
+            Ok(tx) => tx,
+            Err(e) => return Ok(handed_over(chain, &open, &e)),
+        };
+        let err = match client.send(&tx).await {
+            SendOutcome::Accepted => {
+                self.broadcasts.note(id);
+                return Ok(Submission::of(chain, &open));
             }
-            match client.send(&decode(&open.signed_payload)?).await {
-                SendOutcome::Accepted => {
-                    self.broadcasts.note(id);
-                    return Ok(Submission::of(chain, &open));
-                }
-                SendOutcome::Unknown(why) => {
-                    tracing::warn!(%id, %why, "send outcome unknown; the monitor takes over");
-                    return Ok(Submission::of(chain, &open));
-                }
-                // Refused for its blockhash: never processed, so it may be signed again.
-                SendOutcome::BlockhashExpired if attempt < BLOCKHASH_ATTEMPTS => {
-                    self.resign_with_new_blockhash(
-                        wallet,
-                        client,
-                        &open,
-                        "the node no longer knows its blockhash",
-                    )
-                    .await?;
-                }
-                SendOutcome::BlockhashExpired => {
-                    let err = WalletOpsError::SendFailed(
-                        "the node kept refusing fresh blockhashes".to_owned(),
-                    );
-                    self.fail(&open, TxStatus::Failed, &err.to_string()).await?;
-                    return Err(err);
-                }
-                SendOutcome::Rejected { why, insufficient } => {
-                    let err = if insufficient {
-                        WalletOpsError::InsufficientFunds(format!(
-                            "the node refused the transfer: {why}"
-                        ))
-                    } else {
-                        WalletOpsError::SendFailed(format!("the node refused the transfer: {why}"))
-                    };
-                    self.fail(&open, TxStatus::Failed, &err.to_string()).await?;
-                    return Err(err);
-                }
+            SendOutcome::Unknown(why) => {
+                tracing::warn!(%id, %why, "send outcome unknown; the monitor takes over");
+                return Ok(Submission::of(chain, &open));
             }
+            SendOutcome::BlockhashExpired => {
+                tracing::warn!(%id, "the node does not know the blockhash; the monitor takes over");
+                return Ok(Submission::of(chain, &open));
+            }
+            SendOutcome::Rejected { why, insufficient } if insufficient => {
+                WalletOpsError::InsufficientFunds(format!("the node refused the transfer: {why}"))
+            }
+            SendOutcome::Rejected { why, .. } => {
+                WalletOpsError::SendFailed(format!("the node refused the transfer: {why}"))
+            }
+        };
+        match self.fail(&open, TxStatus::Failed, &err.to_string()).await {
+            Ok(true) => Err(err),
+            // The monitor took the record up meanwhile: it is its to finish.
+            Ok(false) => Ok(Submission::of(chain, &open)),
+            Err(e) => Ok(handed_over(chain, &open, &e)),
         }
-        Err(WalletOpsError::Internal(anyhow::anyhow!(
-            "unreachable send loop end"
-        )))
     }
 
     /// Re-signs `open` with a fresh blockhash. Callers make sure the old bytes can never be
@@ -340,19 +327,21 @@ impl SolanaPipeline {
         Ok(())
     }
 
-    /// Ends `open` as `status` with `error` (Solana has no nonce to give back).
+    /// Ends `open` as `status` with `error` (Solana has no nonce to give back); false, with
+    /// nothing changed, when another worker settled or re-signed the record meanwhile.
     pub(crate) async fn fail(
         &self,
         open: &OpenTransaction,
         status: TxStatus,
         error: &str,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let txn = self.store.begin().await?;
-        self.store
+        let failed = self
+            .store
             .settle_transaction(&txn, open, status, Some(error.to_owned()), None, None)
             .await?;
         txn.commit().await?;
-        Ok(())
+        Ok(failed)
     }
 }
 

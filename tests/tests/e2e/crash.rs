@@ -88,19 +88,6 @@ async fn send_until_accepted(svc: &Service, key: &str, amount: u64) -> anyhow::R
     .await
 }
 
-async fn stored_transactions(svc: &Service) -> anyhow::Result<i64> {
-    use sea_orm::{ConnectionTrait, Statement};
-    let db = svc.database().await?;
-    let row = db
-        .query_one_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT COUNT(*) AS n FROM transactions".to_owned(),
-        ))
-        .await?
-        .expect("a count");
-    Ok(row.try_get::<i64>("", "n")?)
-}
-
 async fn killed_between_signing_and_broadcast(b: Backend) -> anyhow::Result<()> {
     let anvil = Anvil::start().await?;
     let mut svc =
@@ -109,7 +96,7 @@ async fn killed_between_signing_and_broadcast(b: Backend) -> anyhow::Result<()> 
     let key = uuid::Uuid::new_v4().to_string();
     let hung = spawn_send(&svc, &key, 777);
     poll_until("the signed transaction to be stored", || async {
-        Ok((stored_transactions(&svc).await? == 1).then_some(()))
+        Ok((svc.stored_transactions().await? == 1).then_some(()))
     })
     .await?;
     assert_eq!(anvil.nonce(wallet).await?, 0);
@@ -133,7 +120,7 @@ async fn killed_between_signing_and_broadcast(b: Backend) -> anyhow::Result<()> 
     .await?;
     let again = send_until_accepted(&svc, &key, 777).await?;
     assert_eq!(again, id);
-    assert_eq!(stored_transactions(&svc).await?, 1);
+    assert_eq!(svc.stored_transactions().await?, 1);
     assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(777u64));
     Ok(())
 }
@@ -170,7 +157,7 @@ async fn killed_at_random_moments_of_keyed_sends(b: Backend) -> anyhow::Result<(
         keys.len() as u64,
         "no duplicate reached the chain"
     );
-    assert_eq!(stored_transactions(&svc).await?, keys.len() as i64);
+    assert_eq!(svc.stored_transactions().await?, keys.len() as i64);
     let total: u64 = (0..keys.len() as u64).map(|i| 1000 + i).sum();
     assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(total));
     Ok(())
@@ -190,7 +177,7 @@ async fn node_stopped_mid_send_gives_no_duplicate(b: Backend) -> anyhow::Result<
     let key = uuid::Uuid::new_v4().to_string();
     let inflight = spawn_send(&svc, &key, 4242);
     poll_until("the signed transaction to be stored", || async {
-        Ok((stored_transactions(&svc).await? == 1).then_some(()))
+        Ok((svc.stored_transactions().await? == 1).then_some(()))
     })
     .await?;
     anvil.stop_gracefully().await?;

@@ -3,6 +3,7 @@
 //! concurrency, nonces stay contiguous, and the monitor recovers lost and stuck transactions.
 
 use alloy::primitives::{Address, U256};
+use anyhow::Context as _;
 use serde_json::{Value, json};
 use walletops_tests::{
     Backend, Options, Rest, Service, anvil::Anvil, on_both_backends, poll_until,
@@ -21,6 +22,16 @@ struct Evm {
 
 impl Evm {
     async fn start(b: Backend, extra_toml: &str, anvil_args: &[&str]) -> anyhow::Result<Self> {
+        Self::start_with_env(b, extra_toml, anvil_args, &[]).await
+    }
+
+    /// `start`, with environment variables for the service.
+    async fn start_with_env(
+        b: Backend,
+        extra_toml: &str,
+        anvil_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let anvil = Anvil::start_with(anvil_args).await?;
         let svc = Service::start_with(
             b,
@@ -30,7 +41,10 @@ impl Evm {
                     "{}\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n{extra_toml}",
                     anvil.chain_toml()
                 )),
-                ..Options::default()
+                env: env
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
             },
         )
         .await?;
@@ -293,6 +307,7 @@ async fn doomed_writes_fail_before_signing_and_consume_no_nonce(b: Backend) -> a
     );
     assert_eq!(e.anvil.nonce(e.wallet).await?, 0);
     assert!(e.anvil.pool_hashes().await?.is_empty());
+    assert_eq!(e.svc.stored_transactions().await?, 0, "nothing was signed");
     // The next write uses nonce 0: nothing was consumed.
     let reply = e
         .api()
@@ -627,6 +642,118 @@ async fn replacements_stop_at_the_fee_cap(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn a_refused_replacement_leaves_the_original_to_mine(b: Backend) -> anyhow::Result<()> {
+    use alloy::{consensus::Transaction as _, providers::Provider};
+    let e = Evm::start(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n",
+        &["--no-mining"],
+    )
+    .await?;
+    let (id, first) = e.send_native(RECIPIENT, "5").await?;
+    let sent = e
+        .anvil
+        .provider()
+        .get_transaction_by_hash(first.parse()?)
+        .await?
+        .context("the send in the pool")?;
+    // Just enough for the original: a replacement, which must pay more per gas, is refused
+    // for insufficient funds while the original stays pending.
+    let exact =
+        U256::from(5u64) + U256::from(sent.gas_limit()) * U256::from(sent.max_fee_per_gas());
+    e.anvil.set_balance(e.wallet, exact).await?;
+    let tx = poll_until("the refused replacement in the record", || async {
+        let tx = e.tx(&id).await?;
+        let settled =
+            !["SUBMITTED", "FEE_CAPPED"].contains(&tx["status"].as_str().unwrap_or_default());
+        let noted = tx["statusHistory"]
+            .to_string()
+            .contains("refused the replacement");
+        Ok((settled || noted).then_some(tx))
+    })
+    .await?;
+    // Failing it would free nonce 0 while the original can still be mined.
+    assert_eq!(tx["status"], "SUBMITTED", "{tx}");
+    assert_eq!(e.anvil.pool_hashes().await?, std::slice::from_ref(&first));
+    e.anvil.mine().await?;
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(tx["hash"], first.as_str(), "the original was mined");
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    // The ledger kept nonce 0 taken: the next send takes nonce 1.
+    e.anvil.set_balance(e.wallet, U256::from(ETH)).await?;
+    let (_, next) = e.send_native(RECIPIENT, "1").await?;
+    let next = e
+        .anvil
+        .provider()
+        .get_transaction_by_hash(next.parse()?)
+        .await?
+        .context("the next send in the pool")?;
+    assert_eq!(next.nonce(), 1);
+    Ok(())
+}
+
+/// POSTs a native send of `amount` wei under Idempotency-Key `key`.
+async fn keyed_send(e: &Evm, key: &str, amount: &str) -> anyhow::Result<walletops_tests::Reply> {
+    let body = json!({"chain": "anvil", "to": RECIPIENT, "asset": "native", "amount": amount});
+    e.api()
+        .request(
+            reqwest::Method::POST,
+            "/send",
+            &[("Idempotency-Key", key)],
+            Some(&body.to_string()),
+        )
+        .await
+}
+
+async fn keys_outlive_their_retention_only_while_their_transaction_is_open(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let e = Evm::start_with_env(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
+        &["--no-mining"],
+        &[("WALLETOPS_IDEMPOTENCY_RETENTION_SECS", "2")],
+    )
+    .await?;
+    // A send the node holds unmined, then (later, so it expires later) a refused one.
+    let open_key = uuid::Uuid::new_v4().to_string();
+    let sent = keyed_send(&e, &open_key, "5").await?;
+    let id = submitted_id(&sent)?;
+    let failed_key = uuid::Uuid::new_v4().to_string();
+    let too_much = (1000 * ETH).to_string();
+    keyed_send(&e, &failed_key, &too_much)
+        .await?
+        .assert_error(400, "INSUFFICIENT_FUNDS")?;
+    keyed_send(&e, &failed_key, &too_much)
+        .await?
+        .assert_error(409, "IDEMPOTENT_REPLAY")?;
+    // Past its retention the failed key is free again: the request runs anew.
+    poll_until("the failed key's retention to pass", || async {
+        let reply = keyed_send(&e, &failed_key, &too_much).await?;
+        Ok((reply.code() != Some("IDEMPOTENT_REPLAY")).then_some(reply))
+    })
+    .await?
+    .assert_error(400, "INSUFFICIENT_FUNDS")?;
+    // The older key is past its retention too, but its transaction is open: still bound.
+    keyed_send(&e, &open_key, "6")
+        .await?
+        .assert_error(409, "IDEMPOTENT_BODY_MISMATCH")?;
+    let again = keyed_send(&e, &open_key, "5").await?;
+    assert_eq!(submitted_id(&again)?, id, "replayed, not sent again");
+    assert_eq!(e.anvil.pool_hashes().await?.len(), 1);
+    // Settled, it expires like any other key.
+    e.anvil.mine().await?;
+    e.wait_for(&id, "CONFIRMED").await?;
+    let reused = keyed_send(&e, &open_key, "6").await?;
+    assert_ne!(
+        submitted_id(&reused)?,
+        id,
+        "a new request under the freed key"
+    );
+    Ok(())
+}
+
 async fn dropped_transactions_get_their_nonce_filled(b: Backend) -> anyhow::Result<()> {
     let e = Evm::start(
         b,
@@ -744,4 +871,6 @@ on_both_backends!(
     lost_transactions_are_rebroadcast,
     stuck_transactions_are_replaced_with_a_higher_fee,
     replacements_stop_at_the_fee_cap,
+    a_refused_replacement_leaves_the_original_to_mine,
+    keys_outlive_their_retention_only_while_their_transaction_is_open,
 );
