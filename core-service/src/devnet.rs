@@ -74,6 +74,7 @@ async fn spawn_until(
     what: &str,
     prefix: &str,
 ) -> anyhow::Result<(Child, String)> {
+    die_with_parent(&mut cmd);
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -95,6 +96,33 @@ async fn spawn_until(
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     Ok((child, rest))
 }
+
+/// Makes the node die with this process. `kill_on_drop` stops it on a clean exit, but not
+/// when this process is killed outright (SIGKILL, the OOM killer): then the kernel sends it
+/// SIGKILL too, instead of leaving it running with nobody to stop it.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    let parent = std::process::id();
+    // SAFETY: between fork and exec the closure only makes two async-signal-safe calls
+    // (prctl, getppid) and allocates nothing. The signal follows the death of the thread
+    // that forks: a runtime thread, which lives as long as the process.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the request was made.
+            if u32::try_from(libc::getppid()) != Ok(parent) {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Elsewhere only `kill_on_drop` stops the node.
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_: &mut Command) {}
 
 impl DevNode {
     /// Starts anvil on a free loopback port.

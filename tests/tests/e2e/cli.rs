@@ -144,7 +144,7 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
     .env_remove("WALLETOPS_DATABASE_URL")
     .env("WALLETOPS_MONITOR__POLL_INTERVAL_MS", "100")
     .current_dir(walletops_tests::workspace_root());
-    let dev = launch(cmd, &["REST listening on ", "Dev playground ready"]).await?;
+    let mut dev = launch(cmd, &["REST listening on ", "Dev playground ready"]).await?;
     let key = dev.value("API key: ").expect("first start prints the key");
     let curls: Vec<&String> = dev
         .lines
@@ -186,6 +186,29 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
                 .json()
                 .await?;
             Ok((tx["status"] == "CONFIRMED").then_some(()))
+        })
+        .await?;
+    }
+    // Killed outright, with no chance to stop them, the service still takes its nodes along.
+    let nodes: Vec<String> = dev
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("Dev chain "))
+        .filter_map(|l| l.split(" at ").nth(1))
+        .map(|rest| rest.split(';').next().unwrap_or(rest).trim().to_owned())
+        .collect();
+    assert_eq!(nodes.len(), 2, "{:?}", dev.lines);
+    dev.child.start_kill()?;
+    dev.child.wait().await?;
+    for url in &nodes {
+        walletops_tests::poll_until(&format!("the node at {url} to stop"), || async {
+            Ok(client
+                .post(url)
+                .body("{}")
+                .send()
+                .await
+                .is_err()
+                .then_some(()))
         })
         .await?;
     }
