@@ -75,7 +75,8 @@ pub struct Balance {
 }
 
 type NativeKey = (String, String);
-type TokenKey = (String, String, Address);
+/// Chain id, owner, token: copied, not allocated, on every lookup.
+type TokenKey = (i64, Address, Address);
 
 /// The native balance `raw` of `wallet` on `chain`, read at `at`.
 fn native_balance(chain: &Chain, wallet: &Wallet, (raw, at): (U256, DateTime<Utc>)) -> Balance {
@@ -103,7 +104,7 @@ pub struct Balances {
     /// Mints do not change program or decimals: kept without expiry (bounded in size).
     mints: Cache<Pubkey, MintInfo>,
     /// ERC20 decimals and symbols do not change either: read once per chain and token.
-    erc20_meta: Cache<(String, Address), (Option<u8>, Option<String>)>,
+    erc20_meta: Cache<(i64, Address), (Option<u8>, Option<String>)>,
 }
 
 impl Balances {
@@ -165,53 +166,64 @@ impl Balances {
                 wallet.address
             ))
         })?;
-        let tokens: Vec<Address> = tokens
+        // Parsed from canonical (checksummed) text: it is also what the answer shows.
+        let tokens: Vec<(Address, &str)> = tokens
             .iter()
-            .filter_map(|t| t.as_str().parse().ok())
+            .filter_map(|t| Some((t.as_str().parse().ok()?, t.as_str())))
             .collect();
         let native_key = (chain.slug().to_owned(), wallet.address.clone());
-        let token_key = |t: Address| (chain.slug().to_owned(), wallet.address.clone(), t);
-        let cached_native = if fresh {
-            None
-        } else {
-            self.native.get(&native_key)
-        };
-        let missing: Vec<Address> = tokens
+        let token_key = |t: Address| (chain.chain_id(), owner, t);
+        let meta_key = |t: Address| (chain.chain_id(), t);
+        // One cache lookup per token: a cost paid for every token of every read.
+        let mut readings: Vec<Option<(TokenReading, DateTime<Utc>)>> = tokens
             .iter()
-            .copied()
-            .filter(|t| fresh || !self.tokens.contains_key(&token_key(*t)))
+            .map(|(t, _)| (!fresh).then(|| self.tokens.get(&token_key(*t))).flatten())
             .collect();
-        let native = match (cached_native, missing.is_empty()) {
-            (Some(hit), true) => hit,
+        let cached_native = (!fresh).then(|| self.native.get(&native_key)).flatten();
+        let native = match cached_native {
+            Some(hit) if readings.iter().all(Option::is_some) => hit,
             _ => {
                 let client = self.clients.get(chain.rpc_url())?;
-                let meta_key = |t: Address| (chain.slug().to_owned(), t);
+                let missing: Vec<usize> = (0..tokens.len())
+                    .filter(|&i| readings[i].is_none())
+                    .collect();
+                let known: Vec<Option<(Option<u8>, Option<String>)>> = missing
+                    .iter()
+                    .map(|&i| self.erc20_meta.get(&meta_key(tokens[i].0)))
+                    .collect();
                 let queries: Vec<TokenQuery> = missing
                     .iter()
-                    .map(|t| TokenQuery {
-                        token: *t,
-                        meta: !self.erc20_meta.contains_key(&meta_key(*t)),
+                    .zip(&known)
+                    .map(|(&i, meta)| TokenQuery {
+                        token: tokens[i].0,
+                        meta: meta.is_none(),
                     })
                     .collect();
-                let read = if self.clients.has_multicall(chain.rpc_url(), &client).await? {
+                let (native, read) = if self.clients.has_multicall(chain.rpc_url(), &client).await?
+                {
                     client.balances_multicall(owner, &queries).await?
                 } else {
                     client.balances_batch(owner, &queries).await?
                 };
                 let at = Utc::now();
-                let (native, readings) = read;
-                self.native.insert(native_key.clone(), (native, at));
-                for (query, mut r) in queries.iter().zip(readings) {
-                    // Metadata is remembered only from a token that answered balanceOf.
-                    if query.meta && r.balance.is_some() {
-                        self.erc20_meta
-                            .insert(meta_key(r.token), (r.decimals, r.symbol.clone()));
-                    } else if let Some((decimals, symbol)) = self.erc20_meta.get(&meta_key(r.token))
-                    {
-                        r.decimals = decimals;
-                        r.symbol = symbol;
+                self.native.insert(native_key, (native, at));
+                for ((&i, meta), mut r) in missing.iter().zip(known).zip(read) {
+                    match meta {
+                        Some((decimals, symbol)) => {
+                            r.decimals = decimals;
+                            r.symbol = symbol;
+                        }
+                        // Metadata is remembered only from a token that answered balanceOf.
+                        None if r.balance.is_some() => {
+                            self.erc20_meta
+                                .insert(meta_key(r.token), (r.decimals, r.symbol.clone()));
+                        }
+                        None => {}
                     }
-                    self.tokens.insert(token_key(r.token), (r, at));
+                    if r.balance.is_some() {
+                        self.tokens.insert(token_key(r.token), (r.clone(), at));
+                    }
+                    readings[i] = Some((r, at));
                 }
                 (native, at)
             }
@@ -219,14 +231,13 @@ impl Balances {
         let mut out = Vec::with_capacity(1 + tokens.len());
         out.push(native_balance(chain, wallet, native));
         let mut bad = Violations::default();
-        for (i, token) in tokens.iter().enumerate() {
-            let Some((reading, at)) = self.tokens.get(&token_key(*token)) else {
+        for (i, ((token, text), reading)) in tokens.iter().zip(readings).enumerate() {
+            let Some((reading, at)) = reading else {
                 return Err(WalletOpsError::Internal(anyhow::anyhow!(
                     "token read missing"
                 )));
             };
             let Some(raw) = reading.balance else {
-                self.tokens.invalidate(&token_key(*token));
                 bad.push(
                     &format!("tokens[{i}]"),
                     format!(
@@ -241,7 +252,7 @@ impl Balances {
                 chain_id: chain.chain_id(),
                 address: wallet.address.clone(),
                 asset: "erc20",
-                token: Some(token.to_checksum(None)),
+                token: Some((*text).to_owned()),
                 raw,
                 decimals: reading.decimals.map_or(0, u32::from),
                 symbol: reading
