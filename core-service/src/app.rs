@@ -114,6 +114,7 @@ impl Core {
                 signer.clone(),
                 evm_clients.clone(),
                 broadcasts.clone(),
+                config.monitor.max_fee_per_gas_wei(),
             ),
             balances: Balances::new(evm_clients, solana_clients.clone()),
             solana: SolanaPipeline::new(store.clone(), signer.clone(), solana_clients, broadcasts),

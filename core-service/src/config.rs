@@ -73,6 +73,13 @@ pub struct MonitorConfig {
     pub lease_secs: u64,
 }
 
+impl MonitorConfig {
+    /// `max_fee_per_gas_gwei` in wei: no transaction the service signs pays more per gas.
+    pub fn max_fee_per_gas_wei(&self) -> u128 {
+        u128::from(self.max_fee_per_gas_gwei).saturating_mul(1_000_000_000)
+    }
+}
+
 impl Default for MonitorConfig {
     fn default() -> Self {
         Self {

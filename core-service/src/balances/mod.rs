@@ -75,8 +75,8 @@ pub struct Balance {
 }
 
 type NativeKey = (String, String);
-/// Chain id, owner, token: copied, not allocated, on every lookup.
-type TokenKey = (i64, Address, Address);
+/// Chain slug (not id: a fork keeps its chain's id), owner, token.
+type TokenKey = (String, Address, Address);
 
 /// The native balance `raw` of `wallet` on `chain`, read at `at`.
 fn native_balance(chain: &Chain, wallet: &Wallet, (raw, at): (U256, DateTime<Utc>)) -> Balance {
@@ -104,7 +104,7 @@ pub struct Balances {
     /// Mints do not change program or decimals: kept without expiry (bounded in size).
     mints: Cache<Pubkey, MintInfo>,
     /// ERC20 decimals and symbols do not change either: read once per chain and token.
-    erc20_meta: Cache<(i64, Address), (Option<u8>, Option<String>)>,
+    erc20_meta: Cache<(String, Address), (Option<u8>, Option<String>)>,
 }
 
 impl Balances {
@@ -172,8 +172,8 @@ impl Balances {
             .filter_map(|t| Some((t.as_str().parse().ok()?, t.as_str())))
             .collect();
         let native_key = (chain.slug().to_owned(), wallet.address.clone());
-        let token_key = |t: Address| (chain.chain_id(), owner, t);
-        let meta_key = |t: Address| (chain.chain_id(), t);
+        let token_key = |t: Address| (chain.slug().to_owned(), owner, t);
+        let meta_key = |t: Address| (chain.slug().to_owned(), t);
         // One cache lookup per token: a cost paid for every token of every read.
         let mut readings: Vec<Option<(TokenReading, DateTime<Utc>)>> = tokens
             .iter()

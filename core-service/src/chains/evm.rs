@@ -490,11 +490,14 @@ fn outcome(answer: Result<(), RpcError<TransportErrorKind>>) -> BroadcastOutcome
             let message = payload.message.to_string();
             let m = message.to_ascii_lowercase();
             if m.contains("already known") || m.contains("known transaction") {
-                BroadcastOutcome::Accepted
-            } else if NO_VERDICT.iter().any(|p| m.contains(p)) {
-                BroadcastOutcome::Unknown(message)
-            } else {
-                BroadcastOutcome::Rejected(classify(&message))
+                return BroadcastOutcome::Accepted;
+            }
+            // A known refusal counts even when a gateway wraps it in one of its own words.
+            match classify(&message) {
+                Rejection::Other(_) if NO_VERDICT.iter().any(|p| m.contains(p)) => {
+                    BroadcastOutcome::Unknown(message)
+                }
+                rejection => BroadcastOutcome::Rejected(rejection),
             }
         }
         // No answer, or one we cannot read: the node may hold the transaction or not.
@@ -658,6 +661,10 @@ mod tests {
         assert!(matches!(
             error_answer("nonce too low"),
             BroadcastOutcome::Rejected(Rejection::NonceTooLow(_))
+        ));
+        assert!(matches!(
+            error_answer("upstream error: insufficient funds for gas * price + value"),
+            BroadcastOutcome::Rejected(Rejection::InsufficientFunds(_))
         ));
     }
 

@@ -303,7 +303,10 @@ fn classify(err: &ClientError) -> SendOutcome {
         why = format!("{why}; logs: {}", logs.join(" | "));
     }
     let lower = why.to_ascii_lowercase();
-    if lower.contains("blockhash not found") || lower.contains("blockhashnotfound") {
+    // The cluster has this very transaction: it was sent before, and landed.
+    if lower.contains("already been processed") || lower.contains("alreadyprocessed") {
+        SendOutcome::Accepted
+    } else if lower.contains("blockhash not found") || lower.contains("blockhashnotfound") {
         SendOutcome::BlockhashExpired
     } else {
         SendOutcome::Rejected {

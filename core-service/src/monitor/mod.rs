@@ -236,8 +236,13 @@ impl Monitor {
                         Rejection::Underpriced(_) => {
                             self.replace(&wallet, &open, &client).await?;
                         }
-                        Rejection::InsufficientFunds(why) | Rejection::Other(why) => {
-                            self.refused(&chain, &wallet, &client, &open, &why).await?;
+                        Rejection::InsufficientFunds(why) => {
+                            self.refused(&chain, &wallet, &client, &open, &why, true)
+                                .await?;
+                        }
+                        Rejection::Other(why) => {
+                            self.refused(&chain, &wallet, &client, &open, &why, false)
+                                .await?;
                         }
                     }
                 }
@@ -364,8 +369,9 @@ impl Monitor {
     /// record ends FAILED (never sent) or DROPPED and its nonce is freed or filled, unless
     /// an earlier version of it can still be mined: a refused replacement leaves the record
     /// open until one is mined or all are gone, since failing it would free a nonce that a
-    /// paying transaction still holds. A refused nonce filler is raised in fee instead: a
-    /// filler must fill its nonce.
+    /// paying transaction still holds. A refused nonce filler is raised in fee instead (a
+    /// filler must fill its nonce), unless the wallet cannot pay for it (`insufficient`):
+    /// then it waits for funds, noted in its history.
     async fn refused(
         &self,
         chain: &crate::chains::Chain,
@@ -373,30 +379,23 @@ impl Monitor {
         client: &crate::chains::evm::EvmClient,
         open: &OpenTransaction,
         why: &str,
+        insufficient: bool,
     ) -> Result<()> {
         let id = open.id;
         for earlier in open.hashes.iter().rev().skip(1) {
             if client.knows(hash_of(earlier)?).await? {
                 tracing::warn!(%id, %earlier, %why, "the node refused a replacement; the earlier version is still pending");
-                // Shown once in the history, not once a sweep.
                 let note =
                     format!("the node refused the replacement ({why}); {earlier} is still pending");
-                let last_note = open
-                    .history
-                    .as_array()
-                    .and_then(|h| h.last())
-                    .and_then(|c| c["note"].as_str());
-                if last_note != Some(note.as_str()) {
-                    let txn = self.store.begin().await?;
-                    self.store
-                        .settle_transaction(&txn, open, open.status, None, Some(note), None)
-                        .await?;
-                    txn.commit().await?;
-                }
-                return Ok(());
+                return self.note_once(open, note).await;
             }
         }
         if open.kind == TxKind::NonceFill {
+            if insufficient {
+                tracing::warn!(%id, %why, "the wallet cannot pay for a nonce filler");
+                let note = format!("the node refused the filler ({why}); waiting for funds");
+                return self.note_once(open, note).await;
+            }
             tracing::warn!(%id, %why, "the node refused a nonce filler; raising its fee");
             return self.replace(wallet, open, client).await;
         }
@@ -418,6 +417,24 @@ impl Monitor {
         Ok(())
     }
 
+    /// Adds `note` to the history of `open`, status unchanged, unless it is the last note
+    /// already: a record waiting on something says so once, not once a sweep.
+    async fn note_once(&self, open: &OpenTransaction, note: String) -> Result<()> {
+        let last_note = open
+            .history
+            .as_array()
+            .and_then(|h| h.last())
+            .and_then(|c| c["note"].as_str());
+        if last_note != Some(note.as_str()) {
+            let txn = self.store.begin().await?;
+            self.store
+                .settle_transaction(&txn, open, open.status, None, Some(note), None)
+                .await?;
+            txn.commit().await?;
+        }
+        Ok(())
+    }
+
     /// Replaces `open` with a higher fee, or marks it FEE_CAPPED when the cap forbids it.
     async fn replace(
         &self,
@@ -432,7 +449,7 @@ impl Monitor {
         };
         let now = client.fees().await?;
         let bump = u128::from(self.config.fee_bump_percent);
-        let cap = u128::from(self.config.max_fee_per_gas_gwei).saturating_mul(1_000_000_000);
+        let cap = self.config.max_fee_per_gas_wei();
         let Some(fees) = replacement_fees(old_fees, now, bump, cap) else {
             let needed = raise(old.max_fee_per_gas, MIN_BUMP_PERCENT);
             if open.status != TxStatus::FeeCapped {

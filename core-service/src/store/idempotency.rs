@@ -55,7 +55,7 @@ impl Store {
         key: Uuid,
         now: DateTime<Utc>,
     ) -> Result<Option<StoredClaim>> {
-        let Some(found) = keys::Entity::find_by_id((user, key)).one(self.db()).await? else {
+        let Some(mut found) = keys::Entity::find_by_id((user, key)).one(self.db()).await? else {
             return Ok(None);
         };
         // Only a claim past its retention costs a write; the usual lookup is a read.
@@ -68,6 +68,12 @@ impl Store {
                 .await?;
             if deleted.rows_affected == 1 {
                 return Ok(None);
+            }
+            // Kept (its transaction is open), or a concurrent lookup deleted it and its
+            // request may have claimed the key anew: what stands now is the answer.
+            match keys::Entity::find_by_id((user, key)).one(self.db()).await? {
+                Some(now_stored) => found = now_stored,
+                None => return Ok(None),
             }
         }
         Ok(Some(found).map(|m| StoredClaim {

@@ -76,6 +76,8 @@ pub struct EvmPipeline {
     clients: Arc<EvmClients>,
     broadcasts: BroadcastLog,
     lanes: Arc<Lanes>,
+    /// The most a transaction signed by the monitor (a nonce filler) pays per gas, in wei.
+    fee_cap: u128,
 }
 
 /// A wallet's lane: its chain id and address.
@@ -251,12 +253,14 @@ fn parse_address(a: &str) -> Result<Address> {
 }
 
 impl EvmPipeline {
-    /// A pipeline signing with `signer`, noting broadcasts in `broadcasts`.
+    /// A pipeline signing with `signer`, noting broadcasts in `broadcasts`; nonce fillers pay
+    /// at most `fee_cap` wei per gas.
     pub fn new(
         store: Store,
         signer: Arc<dyn Signer>,
         clients: Arc<EvmClients>,
         broadcasts: BroadcastLog,
+        fee_cap: u128,
     ) -> Self {
         Self {
             store,
@@ -264,6 +268,7 @@ impl EvmPipeline {
             clients,
             broadcasts,
             lanes: Arc::default(),
+            fee_cap,
         }
     }
 
@@ -818,9 +823,12 @@ impl EvmPipeline {
                 let from = parse_address(&open.from)?;
                 // The filler may have to displace the failed version from a pool, and must
                 // not be refused for the fee the failed one was refused for: it pays at
-                // least the current fees and a replacement's raise over the failed one.
+                // least the current fees and a replacement's raise over the failed one,
+                // never more than the cap.
                 let raised = |v: u128| v.saturating_mul(110).div_ceil(100);
-                let max_fee_per_gas = raised(failed.max_fee_per_gas).max(now.max_fee_per_gas);
+                let max_fee_per_gas = raised(failed.max_fee_per_gas)
+                    .max(now.max_fee_per_gas)
+                    .min(self.fee_cap);
                 let filler = TxEip1559 {
                     chain_id: failed.chain_id,
                     nonce,
