@@ -1,5 +1,6 @@
-//! `walletops-bench`: send throughput of WalletOps against raw `eth_sendRawTransaction`, and
-//! balance-read latency for 1 and 50 tokens, measured side by side in one run on one anvil.
+//! `walletops-bench`: send throughput of WalletOps (over REST, and straight to the gRPC core)
+//! against raw `eth_sendRawTransaction`, and balance-read latency for 1 and 50 tokens beside
+//! the node's own time for the same reads, measured side by side in one run on one anvil.
 //!
 //! Build both binaries with the same profile and run the bench from beside `walletops`:
 //!
@@ -25,14 +26,26 @@ use alloy::{
     consensus::{SignableTransaction, Transaction as _, TxEip1559, TxEnvelope},
     eips::eip2718::Encodable2718,
     primitives::{Address, B256, TxKind, U256},
-    providers::Provider,
+    providers::{Provider, bindings::IMulticall3},
+    rpc::types::TransactionRequest,
     signers::{SignerSync, local::PrivateKeySigner},
+    sol_types::SolCall,
 };
 use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{Value, json};
-use walletops_tests::{Backend, Options, Rest, Service, anvil::Anvil, poll_until, walletops_bin};
+use tonic::transport::Channel;
+use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
+use walletops_tests::{
+    Backend, Options, Rest, Service, anvil::Anvil, poll_until, walletops_bin, with_key,
+};
+
+alloy::sol! {
+    interface IERC20 {
+        function balanceOf(address owner) external view returns (uint256);
+    }
+}
 
 /// One ether in wei.
 const ETH: u128 = 1_000_000_000_000_000_000;
@@ -143,6 +156,29 @@ struct SendRun {
     missing: usize,
 }
 
+impl SendRun {
+    /// Sends per second of a run of `n`.
+    fn rate(&self, n: u64) -> f64 {
+        n as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// Whether the chain shows a correctness failure.
+    fn failed(&self) -> bool {
+        self.gaps > 0 || self.duplicates > 0 || self.missing > 0
+    }
+
+    /// The progress line of a run of `n`.
+    fn print(&self, n: u64) {
+        println!(
+            "  {:.1} sends/s, gaps {}, duplicates {}, missing {}",
+            self.rate(n),
+            self.gaps,
+            self.duplicates,
+            self.missing
+        );
+    }
+}
+
 /// Latencies of one kind of balance read.
 #[derive(Debug)]
 struct Latency {
@@ -170,7 +206,10 @@ impl Latency {
 #[derive(Debug)]
 struct Report {
     sends: u64,
+    /// Through the REST edge.
     walletops: SendRun,
+    /// Straight to the gRPC core.
+    grpc: SendRun,
     raw: Duration,
     raw_cpu: CpuUse,
     one_token: Latency,
@@ -178,49 +217,47 @@ struct Report {
 }
 
 impl Report {
-    /// WalletOps sends per second.
-    fn walletops_rate(&self) -> f64 {
-        self.sends as f64 / self.walletops.elapsed.as_secs_f64()
-    }
-
     /// Raw sends per second.
     fn raw_rate(&self) -> f64 {
         self.sends as f64 / self.raw.as_secs_f64()
     }
 
-    /// Whether the chain shows a correctness failure of the WalletOps run.
+    /// Whether the chain shows a correctness failure of a WalletOps run.
     fn failed(&self) -> bool {
-        self.walletops.gaps > 0 || self.walletops.duplicates > 0 || self.walletops.missing > 0
+        self.walletops.failed() || self.grpc.failed()
     }
 
     /// Prints the summary table.
     fn print(&self) {
-        let send_ratio = self.walletops_rate() / self.raw_rate();
+        let n = self.sends;
         let read_ratio = self.all_tokens.median.as_secs_f64() / self.one_token.median.as_secs_f64();
         let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
         println!();
-        println!("== summary ({} sends) ==", self.sends);
-        println!(
-            "WalletOps sends/s      {:>9.1}   ({:.3} s)",
-            self.walletops_rate(),
-            self.walletops.elapsed.as_secs_f64()
-        );
+        println!("== summary ({n} sends) ==");
         println!(
             "raw sendRawTransaction {:>9.1}   ({:.3} s)",
             self.raw_rate(),
             self.raw.as_secs_f64()
         );
-        println!(
-            "ratio                  {send_ratio:>9.2}   (goal >= {SEND_RATIO_GOAL}: {})   gaps {}  duplicates {}{}",
-            verdict(send_ratio >= SEND_RATIO_GOAL),
-            self.walletops.gaps,
-            self.walletops.duplicates,
-            if self.walletops.missing > 0 {
-                format!("  missing {}", self.walletops.missing)
-            } else {
-                String::new()
-            }
-        );
+        for (label, run) in [
+            ("WalletOps REST", &self.walletops),
+            ("WalletOps gRPC", &self.grpc),
+        ] {
+            let ratio = run.rate(n) / self.raw_rate();
+            println!(
+                "{label} sends/s {:>9.1}   ({:.3} s)  ratio {ratio:.2} (goal >= {SEND_RATIO_GOAL}: {})  gaps {}  duplicates {}{}",
+                run.rate(n),
+                run.elapsed.as_secs_f64(),
+                verdict(ratio >= SEND_RATIO_GOAL),
+                run.gaps,
+                run.duplicates,
+                if run.missing > 0 {
+                    format!("  missing {}", run.missing)
+                } else {
+                    String::new()
+                }
+            );
+        }
         println!(
             "balance read 1 token   median {:>7.2} ms  p95 {:>7.2} ms",
             ms(self.one_token.median),
@@ -236,10 +273,12 @@ impl Report {
             verdict(read_ratio <= READ_RATIO_GOAL)
         );
         println!(
-            "CPU per send, WalletOps run: walletops {}, anvil {}; raw run: anvil {} ({} cores)",
-            per_send(self.walletops.cpu.walletops, self.sends),
-            per_send(self.walletops.cpu.anvil, self.sends),
-            per_send(self.raw_cpu.anvil, self.sends),
+            "CPU per send: REST run walletops {}, anvil {}; gRPC run walletops {}, anvil {}; raw run anvil {} ({} cores)",
+            per_send(self.walletops.cpu.walletops, n),
+            per_send(self.walletops.cpu.anvil, n),
+            per_send(self.grpc.cpu.walletops, n),
+            per_send(self.grpc.cpu.anvil, n),
+            per_send(self.raw_cpu.anvil, n),
             std::thread::available_parallelism().map_or(0, usize::from),
         );
         if self.failed() {
@@ -331,15 +370,24 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         walletops: svc.pid(),
         anvil: anvil.pid(),
     };
-    println!("throughput A: {n} sends through POST /api/v1/send ...");
-    let walletops = walletops_sends(&anvil, api, wallet, n, concurrency, probe).await?;
-    println!(
-        "  {:.1} sends/s, gaps {}, duplicates {}, missing {}",
-        n as f64 / walletops.elapsed.as_secs_f64(),
-        walletops.gaps,
-        walletops.duplicates,
-        walletops.missing
-    );
+    println!("throughput A: {n} sends through POST /api/v1/send (REST edge) ...");
+    let walletops = walletops_sends(
+        &anvil,
+        Sender::Rest(api.clone()),
+        wallet,
+        (0, n),
+        concurrency,
+        probe,
+    )
+    .await?;
+    walletops.print(n);
+    println!("throughput A': {n} sends through WalletOpsService.Send (gRPC core) ...");
+    let grpc = Sender::Grpc {
+        client: WalletOpsServiceClient::new(svc.channel().await?),
+        key: svc.api_key.clone(),
+    };
+    let grpc = walletops_sends(&anvil, grpc, wallet, (n, n), concurrency, probe).await?;
+    grpc.print(n);
 
     println!("throughput B: {n} pre-signed eth_sendRawTransaction ...");
     let (raw, raw_cpu) = raw_sends(&anvil, n, concurrency, probe).await?;
@@ -351,6 +399,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     Ok(Report {
         sends: n,
         walletops,
+        grpc,
         raw,
         raw_cpu,
         one_token,
@@ -444,41 +493,83 @@ fn all_ok<T>(results: Vec<anyhow::Result<T>>, what: &str) -> anyhow::Result<Vec<
     Ok(values)
 }
 
-/// Throughput A: `n` native sends through REST with distinct Idempotency-Keys, then the
-/// chain's view of them.
+/// One native transfer of `AMOUNT_WEI` to `RECIPIENT` through WalletOps, under a fresh
+/// Idempotency-Key; returns its hash.
+#[derive(Debug, Clone)]
+enum Sender {
+    /// `POST /api/v1/send` through the REST edge.
+    Rest(Rest),
+    /// `WalletOpsService.Send` straight to the gRPC core.
+    Grpc {
+        client: WalletOpsServiceClient<Channel>,
+        key: String,
+    },
+}
+
+impl Sender {
+    async fn send(&self) -> anyhow::Result<B256> {
+        let hash = match self {
+            Self::Rest(api) => {
+                let body = json!({"chain": "anvil", "to": RECIPIENT, "asset": "native",
+                                  "amount": AMOUNT_WEI.to_string()});
+                // `Rest::post` gives every request a fresh Idempotency-Key.
+                let reply = api.post("/send", &body).await?;
+                ensure!(reply.status == 200, "{} {}", reply.status, reply.text);
+                reply.body["hash"]
+                    .as_str()
+                    .with_context(|| format!("no hash in {}", reply.text))?
+                    .to_owned()
+            }
+            Self::Grpc { client, key } => {
+                let mut req = with_key(
+                    pb::SendRequest {
+                        chain: "anvil".to_owned(),
+                        from: None,
+                        to: RECIPIENT.to_string(),
+                        asset: pb::Asset::Native.into(),
+                        token: None,
+                        amount: AMOUNT_WEI.to_string(),
+                    },
+                    key,
+                )?;
+                req.metadata_mut()
+                    .insert("idempotency-key", uuid::Uuid::new_v4().to_string().parse()?);
+                let reply = client.clone().send(req).await?.into_inner();
+                reply
+                    .submission
+                    .and_then(|s| s.hash)
+                    .context("no hash in the submission")?
+            }
+        };
+        Ok(hash.parse()?)
+    }
+}
+
+/// A throughput run: `n` native sends by `sender` from `wallet`, whose nonce is `first` when
+/// it starts; then the chain's view of them.
 async fn walletops_sends(
     anvil: &Anvil,
-    api: &Rest,
+    sender: Sender,
     wallet: Address,
-    n: u64,
+    (first, n): (u64, u64),
     concurrency: usize,
     probe: Probe,
 ) -> anyhow::Result<SendRun> {
     ensure!(
-        anvil.nonce(wallet).await? == 0,
-        "the wallet has sent before the bench"
+        anvil.nonce(wallet).await? == first,
+        "the wallet's nonce is not {first} before the run"
     );
-    let body = json!({"chain": "anvil", "to": RECIPIENT, "asset": "native",
-                      "amount": AMOUNT_WEI.to_string()});
-    let client = api.clone();
-    // `Rest::post` gives every request a fresh Idempotency-Key.
     let run = drive(n, concurrency, move |_| {
-        let (api, body) = (client.clone(), body.clone());
-        async move {
-            let reply = api.post("/send", &body).await?;
-            ensure!(reply.status == 200, "{} {}", reply.status, reply.text);
-            let hash = reply.body["hash"]
-                .as_str()
-                .with_context(|| format!("no hash in {}", reply.text))?;
-            Ok(hash.parse::<B256>()?)
-        }
+        let sender = sender.clone();
+        async move { sender.send().await }
     });
     let (run, cpu) = probe.measure(run).await;
     let (elapsed, results) = run?;
     let hashes = all_ok(results, "sends")?;
 
-    poll_until(&format!("the wallet's nonce to reach {n}"), || async {
-        Ok((anvil.nonce(wallet).await? >= n).then_some(()))
+    let end = first + n;
+    poll_until(&format!("the wallet's nonce to reach {end}"), || async {
+        Ok((anvil.nonce(wallet).await? >= end).then_some(()))
     })
     .await?;
     let on_chain = anvil.nonce(wallet).await?;
@@ -500,10 +591,14 @@ async fn walletops_sends(
     for nonce in lookups.into_iter().flatten() {
         *per_nonce.entry(nonce).or_default() += 1;
     }
-    let gaps = (0..n).filter(|k| !per_nonce.contains_key(k)).count();
+    let gaps = (first..end).filter(|k| !per_nonce.contains_key(k)).count();
     let duplicates = (hashes.len() - distinct.len())
         + per_nonce.values().map(|c| c - 1).sum::<usize>()
-        + usize::try_from(on_chain.saturating_sub(n))?;
+        + per_nonce
+            .keys()
+            .filter(|k| !(first..end).contains(*k))
+            .count()
+        + usize::try_from(on_chain.saturating_sub(end))?;
     Ok(SendRun {
         elapsed,
         cpu,
@@ -638,5 +733,39 @@ async fn balance_reads(
         one_samples.push(timed(one.clone(), 2).await?);
         all_samples.push(timed(all.clone(), TOKENS + 1).await?);
     }
+    // The node's share: the same Multicall3 reads asked of anvil directly.
+    let token_addrs: Vec<Address> = tokens.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
+    let multicall = |tokens: &[Address]| {
+        let mut calls = vec![IMulticall3::Call3 {
+            target: alloy::providers::MULTICALL3_ADDRESS,
+            allowFailure: false,
+            callData: IMulticall3::getEthBalanceCall { addr: wallet }
+                .abi_encode()
+                .into(),
+        }];
+        calls.extend(tokens.iter().map(|t| IMulticall3::Call3 {
+            target: *t,
+            allowFailure: true,
+            callData: IERC20::balanceOfCall { owner: wallet }.abi_encode().into(),
+        }));
+        TransactionRequest::default()
+            .to(alloy::providers::MULTICALL3_ADDRESS)
+            .input(IMulticall3::aggregate3Call { calls }.abi_encode().into())
+    };
+    let (one_call, all_call) = (multicall(&token_addrs[..1]), multicall(&token_addrs));
+    let (mut node_one, mut node_all) = (Vec::new(), Vec::new());
+    for _ in 0..reads {
+        for (req, samples) in [(&one_call, &mut node_one), (&all_call, &mut node_all)] {
+            let start = Instant::now();
+            anvil.provider().call(req.clone()).await?;
+            samples.push(start.elapsed());
+        }
+    }
+    let (node_one, node_all) = (Latency::of(node_one), Latency::of(node_all));
+    println!(
+        "  node alone: 1 token median {:.2} ms, {TOKENS} tokens median {:.2} ms",
+        ms(node_one.median),
+        ms(node_all.median)
+    );
     Ok((Latency::of(one_samples), Latency::of(all_samples)))
 }
