@@ -36,6 +36,9 @@ use crate::{
     wallets::Wallets,
 };
 
+/// The history note of a record whose sends the node keeps answering without a verdict.
+const NO_VERDICT_NOTE: &str = "no verdict from the node yet (unreachable, or answering with errors that say nothing of the transaction); sent again each sweep";
+
 /// Records younger than this are still handled by the request that made them.
 const HANDOFF_AGE: chrono::Duration = chrono::Duration::milliseconds(1500);
 /// Records followed per sweep.
@@ -213,6 +216,7 @@ impl Monitor {
             .last()
             .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("record {id} has no hash")))?;
         let sent_before = open.last_broadcast_at.is_some();
+        let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
         if !sent_before || !client.knows(hash_of(current)?).await? {
             match client.broadcast(&open.signed_payload).await {
                 BroadcastOutcome::Accepted => {
@@ -222,7 +226,12 @@ impl Monitor {
                     self.store.record_broadcasts(&[id], Utc::now()).await?;
                 }
                 BroadcastOutcome::Unknown(why) => {
-                    tracing::warn!(%id, %why, "node unreachable; will retry");
+                    tracing::warn!(%id, %why, "no verdict from the node; will send again");
+                    // Past the time after which a sent transaction counts as stuck, the
+                    // record says why it is still open.
+                    if Utc::now() - open.created_at >= stuck_after {
+                        self.note_once(&open, NO_VERDICT_NOTE.to_owned()).await?;
+                    }
                 }
                 BroadcastOutcome::Rejected(rejection) => {
                     let Some(wallet) = self.signable(&open).await else {
@@ -249,7 +258,6 @@ impl Monitor {
             }
             return Ok(None);
         }
-        let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
         if open
             .last_broadcast_at
             .is_some_and(|at| Utc::now() - at >= stuck_after)

@@ -754,6 +754,122 @@ async fn keys_outlive_their_retention_only_while_their_transaction_is_open(
     Ok(())
 }
 
+/// A JSON-RPC gateway in front of a node, as hosted providers run them: it passes every call
+/// on, except that while `failing` it answers `eth_sendRawTransaction` with the bare
+/// "Internal error" such gateways give, which says nothing of the transaction.
+struct Gateway {
+    url: String,
+    failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Gateway {
+    async fn start(node: &str) -> anyhow::Result<Self> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let failing = std::sync::Arc::new(AtomicBool::new(false));
+        let (node, http) = (node.to_owned(), reqwest::Client::new());
+        let flag = failing.clone();
+        let one = move |call: Value| {
+            let (node, http, flag) = (node.clone(), http.clone(), flag.clone());
+            async move {
+                if flag.load(Ordering::SeqCst) && call["method"] == "eth_sendRawTransaction" {
+                    return Ok::<_, reqwest::Error>(json!({"jsonrpc": "2.0", "id": call["id"],
+                        "error": {"code": -32603, "message": "Internal error"}}));
+                }
+                http.post(&node)
+                    .json(&call)
+                    .send()
+                    .await?
+                    .json::<Value>()
+                    .await
+            }
+        };
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+                let one = one.clone();
+                async move {
+                    let answer = match body {
+                        Value::Array(calls) => {
+                            let mut answers = Vec::new();
+                            for call in calls {
+                                answers.push(one(call).await);
+                            }
+                            answers
+                                .into_iter()
+                                .collect::<Result<Vec<_>, _>>()
+                                .map(Value::Array)
+                        }
+                        call => one(call).await,
+                    };
+                    axum::Json(answer.unwrap_or_else(|e| json!({"error": e.to_string()})))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Ok(Self { url, failing })
+    }
+
+    fn fail_sends(&self, failing: bool) {
+        self.failing
+            .store(failing, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+async fn a_broadcast_without_verdict_is_sent_again_not_failed(b: Backend) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let gateway = Gateway::start(anvil.url()).await?;
+    let svc = Service::start_with(
+        b,
+        Options {
+            config_toml: Some(format!(
+                "{}\n[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n",
+                anvil.chain_toml().replace(anvil.url(), &gateway.url)
+            )),
+            ..Options::default()
+        },
+    )
+    .await?;
+    let api = svc.rest(&svc.api_key);
+    let reply = api.get("/wallets?chain=ethereum&defaultOnly=true").await?;
+    let wallet: Address = reply.body["wallets"][0]["address"]
+        .as_str()
+        .context("an EVM wallet")?
+        .parse()?;
+    anvil.set_balance(wallet, U256::from(ETH)).await?;
+    gateway.fail_sends(true);
+    let reply = api
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": RECIPIENT, "asset": "native", "amount": "7"}),
+        )
+        .await?;
+    // The transaction may have been passed on: not a refusal, so no error and no freed nonce.
+    let id = submitted_id(&reply)?;
+    let tx = poll_until("the record to say why it is still open", || async {
+        let tx = api.get(&format!("/tx/{id}")).await?.body;
+        Ok(tx["statusHistory"]
+            .to_string()
+            .contains("no verdict")
+            .then_some(tx))
+    })
+    .await?;
+    assert_eq!(tx["status"], "SUBMITTED", "{tx}");
+    assert_eq!(anvil.nonce(wallet).await?, 0);
+    // Once the gateway passes sends on again, the monitor's next send of the same bytes lands.
+    gateway.fail_sends(false);
+    let tx = poll_until("the transaction to be confirmed", || async {
+        let tx = api.get(&format!("/tx/{id}")).await?.body;
+        Ok((tx["status"] == "CONFIRMED").then_some(tx))
+    })
+    .await?;
+    assert_eq!(tx["hash"], reply.body["hash"], "the same signed bytes");
+    assert_eq!(anvil.nonce(wallet).await?, 1);
+    assert_eq!(anvil.balance(RECIPIENT.parse()?).await?, U256::from(7u64));
+    Ok(())
+}
+
 async fn dropped_transactions_get_their_nonce_filled(b: Backend) -> anyhow::Result<()> {
     let e = Evm::start(
         b,
@@ -873,4 +989,5 @@ on_both_backends!(
     replacements_stop_at_the_fee_cap,
     a_refused_replacement_leaves_the_original_to_mine,
     keys_outlive_their_retention_only_while_their_transaction_is_open,
+    a_broadcast_without_verdict_is_sent_again_not_failed,
 );
