@@ -177,6 +177,17 @@ pub(crate) struct BalancesJson {
 
 impl From<pb::GetBalancesResponse> for BalancesJson {
     fn from(r: pb::GetBalancesResponse) -> Self {
+        // The balances of one read share their read time: it is formatted once.
+        let mut last: Option<(prost_types::Timestamp, String)> = None;
+        let mut iso_once = |ts: Option<prost_types::Timestamp>| match (&last, ts) {
+            (Some((seen, text)), Some(ts)) if *seen == ts => text.clone(),
+            (_, Some(ts)) => {
+                let text = iso_or_empty(Some(ts));
+                last = Some((ts, text.clone()));
+                text
+            }
+            (_, None) => String::new(),
+        };
         Self {
             balances: r
                 .balances
@@ -190,7 +201,7 @@ impl From<pb::GetBalancesResponse> for BalancesJson {
                     raw: b.raw,
                     decimals: b.decimals,
                     symbol: b.symbol,
-                    updated_at: iso_or_empty(b.updated_at),
+                    updated_at: iso_once(b.updated_at),
                 })
                 .collect(),
         }

@@ -3,7 +3,12 @@
 //! native balance and every token's balance, decimals and symbol come from one `eth_call` to
 //! Multicall3 (`aggregate3`), or one JSON-RPC batch where Multicall3 is absent.
 
-use std::{str::FromStr, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    str::FromStr,
+    sync::{Arc, PoisonError, RwLock},
+    time::Duration,
+};
 
 use alloy::primitives::{Address, U256};
 use chrono::{DateTime, Utc};
@@ -14,7 +19,7 @@ use solana_pubkey::Pubkey;
 use crate::{
     chains::{
         Chain, ChainFamily, WalletAddress,
-        evm::{EvmClients, TokenQuery, TokenReading},
+        evm::{EvmClients, TokenQuery},
         solana::{Holding, MintInfo, SolanaClients},
     },
     error::{Result, Violations, WalletOpsError},
@@ -75,8 +80,18 @@ pub struct Balance {
 }
 
 type NativeKey = (String, String);
-/// Chain slug (not id: a fork keeps its chain's id), owner, token.
-type TokenKey = (String, Address, Address);
+/// Chain slug (not id: a fork keeps its chain's id) and owner.
+type OwnerKey = (String, Address);
+/// The token balances of one owner on one chain, each with the time of its read. One cache
+/// entry per owner, not per token: a 50-token read then costs two cache operations, not a
+/// hundred.
+type Book = HashMap<Address, (U256, DateTime<Utc>)>;
+/// Decimals and symbol of an ERC20 token, where it answered them.
+type Meta = (Option<u8>, Option<String>);
+/// Tokens a book keeps; past it, a read keeps only what it read itself.
+const MAX_BOOK: usize = 1_000;
+/// Tokens whose metadata is kept per chain; past it, the chain's table starts over.
+const MAX_META: usize = 100_000;
 
 /// The native balance `raw` of `wallet` on `chain`, read at `at`.
 fn native_balance(chain: &Chain, wallet: &Wallet, (raw, at): (U256, DateTime<Utc>)) -> Balance {
@@ -93,18 +108,24 @@ fn native_balance(chain: &Chain, wallet: &Wallet, (raw, at): (U256, DateTime<Utc
     }
 }
 
+/// `ttl` as a `chrono` duration, for comparisons with read times.
+fn chrono_ttl(ttl: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX)
+}
+
 /// Reads balances through a cache.
 #[derive(Debug, Clone)]
 pub struct Balances {
     clients: Arc<EvmClients>,
     solana: Arc<SolanaClients>,
     native: Cache<NativeKey, (U256, DateTime<Utc>)>,
-    tokens: Cache<TokenKey, (TokenReading, DateTime<Utc>)>,
+    tokens: Cache<OwnerKey, Arc<Book>>,
     holdings: Cache<NativeKey, (Vec<Holding>, DateTime<Utc>)>,
     /// Mints do not change program or decimals: kept without expiry (bounded in size).
     mints: Cache<Pubkey, MintInfo>,
-    /// ERC20 decimals and symbols do not change either: read once per chain and token.
-    erc20_meta: Cache<(String, Address), (Option<u8>, Option<String>)>,
+    /// ERC20 decimals and symbols do not change either: read once per chain (by slug) and
+    /// token, and looked up under one lock per read.
+    erc20_meta: Arc<RwLock<HashMap<String, HashMap<Address, Meta>>>>,
 }
 
 impl Balances {
@@ -118,13 +139,15 @@ impl Balances {
                 .time_to_live(TOKEN_TTL)
                 .build(),
             mints: Cache::new(100_000),
-            erc20_meta: Cache::new(100_000),
+            erc20_meta: Arc::default(),
             native: Cache::builder()
                 .max_capacity(100_000)
                 .time_to_live(NATIVE_TTL)
                 .build(),
+            // Weighed by the balances a book holds.
             tokens: Cache::builder()
                 .max_capacity(1_000_000)
+                .weigher(|_, book: &Arc<Book>| u32::try_from(book.len().max(1)).unwrap_or(u32::MAX))
                 .time_to_live(TOKEN_TTL)
                 .build(),
         }
@@ -172,31 +195,45 @@ impl Balances {
             .filter_map(|t| Some((t.as_str().parse().ok()?, t.as_str())))
             .collect();
         let native_key = (chain.slug().to_owned(), wallet.address.clone());
-        let token_key = |t: Address| (chain.slug().to_owned(), owner, t);
-        let meta_key = |t: Address| (chain.slug().to_owned(), t);
-        // One cache lookup per token: a cost paid for every token of every read.
-        let mut readings: Vec<Option<(TokenReading, DateTime<Utc>)>> = tokens
-            .iter()
-            .map(|(t, _)| (!fresh).then(|| self.tokens.get(&token_key(*t))).flatten())
-            .collect();
+        let book_key = (chain.slug().to_owned(), owner);
+        let mut metas: Vec<Option<Meta>> = {
+            let known = self
+                .erc20_meta
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            let known = known.get(chain.slug());
+            tokens
+                .iter()
+                .map(|(t, _)| known.and_then(|k| k.get(t)).cloned())
+                .collect()
+        };
+        // Per token: `None` until known; then its balance (`None`: it did not answer
+        // balanceOf) and the time of the read. A cached balance counts only with its metadata.
+        let mut balances: Vec<Option<(Option<U256>, DateTime<Utc>)>> = vec![None; tokens.len()];
+        if !fresh && let Some(book) = self.tokens.get(&book_key) {
+            let now = Utc::now();
+            for (((t, _), meta), slot) in tokens.iter().zip(&metas).zip(&mut balances) {
+                if meta.is_some()
+                    && let Some(&(raw, at)) = book.get(t)
+                    && now - at < chrono_ttl(TOKEN_TTL)
+                {
+                    *slot = Some((Some(raw), at));
+                }
+            }
+        }
         let cached_native = (!fresh).then(|| self.native.get(&native_key)).flatten();
         let native = match cached_native {
-            Some(hit) if readings.iter().all(Option::is_some) => hit,
+            Some(hit) if balances.iter().all(Option::is_some) => hit,
             _ => {
                 let client = self.clients.get(chain.rpc_url())?;
                 let missing: Vec<usize> = (0..tokens.len())
-                    .filter(|&i| readings[i].is_none())
-                    .collect();
-                let known: Vec<Option<(Option<u8>, Option<String>)>> = missing
-                    .iter()
-                    .map(|&i| self.erc20_meta.get(&meta_key(tokens[i].0)))
+                    .filter(|&i| balances[i].is_none())
                     .collect();
                 let queries: Vec<TokenQuery> = missing
                     .iter()
-                    .zip(&known)
-                    .map(|(&i, meta)| TokenQuery {
+                    .map(|&i| TokenQuery {
                         token: tokens[i].0,
-                        meta: meta.is_none(),
+                        meta: metas[i].is_none(),
                     })
                     .collect();
                 let (native, read) = if self.clients.has_multicall(chain.rpc_url(), &client).await?
@@ -207,37 +244,41 @@ impl Balances {
                 };
                 let at = Utc::now();
                 self.native.insert(native_key, (native, at));
-                for ((&i, meta), mut r) in missing.iter().zip(known).zip(read) {
-                    match meta {
-                        Some((decimals, symbol)) => {
-                            r.decimals = decimals;
-                            r.symbol = symbol;
-                        }
+                let mut learned = Vec::new();
+                let mut book: Book = HashMap::new();
+                for (&i, r) in missing.iter().zip(read) {
+                    if metas[i].is_none() {
+                        let meta = (r.decimals, r.symbol);
                         // Metadata is remembered only from a token that answered balanceOf.
-                        None if r.balance.is_some() => {
-                            self.erc20_meta
-                                .insert(meta_key(r.token), (r.decimals, r.symbol.clone()));
+                        if r.balance.is_some() {
+                            learned.push((r.token, meta.clone()));
                         }
-                        None => {}
+                        metas[i] = Some(meta);
                     }
-                    if r.balance.is_some() {
-                        self.tokens.insert(token_key(r.token), (r.clone(), at));
+                    if let Some(raw) = r.balance {
+                        book.insert(r.token, (raw, at));
                     }
-                    readings[i] = Some((r, at));
+                    balances[i] = Some((r.balance, at));
                 }
+                self.remember_meta(chain.slug(), learned);
+                self.file(book_key, book, at);
                 (native, at)
             }
         };
         let mut out = Vec::with_capacity(1 + tokens.len());
         out.push(native_balance(chain, wallet, native));
         let mut bad = Violations::default();
-        for (i, ((token, text), reading)) in tokens.iter().zip(readings).enumerate() {
-            let Some((reading, at)) = reading else {
+        for (i, ((token, text), (balance, meta))) in tokens
+            .iter()
+            .zip(balances.into_iter().zip(metas))
+            .enumerate()
+        {
+            let Some((balance, at)) = balance else {
                 return Err(WalletOpsError::Internal(anyhow::anyhow!(
                     "token read missing"
                 )));
             };
-            let Some(raw) = reading.balance else {
+            let Some(raw) = balance else {
                 bad.push(
                     &format!("tokens[{i}]"),
                     format!(
@@ -247,6 +288,7 @@ impl Balances {
                 );
                 continue;
             };
+            let (decimals, symbol) = meta.unwrap_or_default();
             out.push(Balance {
                 family: ChainFamily::Evm,
                 chain_id: chain.chain_id(),
@@ -254,9 +296,8 @@ impl Balances {
                 asset: "erc20",
                 token: Some((*text).to_owned()),
                 raw,
-                decimals: reading.decimals.map_or(0, u32::from),
-                symbol: reading
-                    .symbol
+                decimals: decimals.map_or(0, u32::from),
+                symbol: symbol
                     .filter(|s| !s.is_empty())
                     .unwrap_or_else(|| UNKNOWN_SYMBOL.to_owned()),
                 updated_at: at,
@@ -267,6 +308,39 @@ impl Balances {
             out.retain(|b| !b.raw.is_zero());
         }
         Ok(out)
+    }
+
+    /// Adds `learned` token metadata to `chain`'s table.
+    fn remember_meta(&self, chain: &str, learned: Vec<(Address, Meta)>) {
+        if learned.is_empty() {
+            return;
+        }
+        let mut known = self
+            .erc20_meta
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let table = known.entry(chain.to_owned()).or_default();
+        if table.len() + learned.len() > MAX_META {
+            table.clear();
+        }
+        table.extend(learned);
+    }
+
+    /// Files the balances just `read` at `at` in the owner's book, beside what it holds that
+    /// is still fresh. Two reads racing for one owner may each drop the other's entries: the
+    /// cost is a later chain read, never a wrong answer.
+    fn file(&self, key: OwnerKey, read: Book, at: DateTime<Utc>) {
+        let mut book = read;
+        if let Some(old) = self.tokens.get(&key)
+            && old.len() + book.len() <= MAX_BOOK
+        {
+            for (token, entry) in old.iter() {
+                if at - entry.1 < chrono_ttl(TOKEN_TTL) {
+                    book.entry(*token).or_insert(*entry);
+                }
+            }
+        }
+        self.tokens.insert(key, Arc::new(book));
     }
 
     async fn read_solana(
@@ -357,5 +431,99 @@ impl Balances {
             out.retain(|b| !b.raw.is_zero());
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn balances() -> Balances {
+        Balances::new(Arc::default(), Arc::default())
+    }
+
+    fn token(n: u8) -> Address {
+        Address::repeat_byte(n)
+    }
+
+    fn key() -> OwnerKey {
+        ("anvil".to_owned(), Address::repeat_byte(0xee))
+    }
+
+    #[test]
+    fn a_read_keeps_the_fresh_balances_of_earlier_reads_and_drops_stale_ones() {
+        let b = balances();
+        let now = Utc::now();
+        let stale = now - chrono_ttl(TOKEN_TTL) - chrono::Duration::seconds(1);
+        b.file(
+            key(),
+            HashMap::from([
+                (token(1), (U256::from(1), now)),
+                (token(2), (U256::from(2), stale)),
+            ]),
+            now,
+        );
+        b.file(
+            key(),
+            HashMap::from([(token(3), (U256::from(3), now))]),
+            now,
+        );
+        let book = b.tokens.get(&key()).expect("a book");
+        assert_eq!(book.get(&token(1)), Some(&(U256::from(1), now)));
+        assert_eq!(book.get(&token(2)), None, "stale entries are dropped");
+        assert_eq!(book.get(&token(3)), Some(&(U256::from(3), now)));
+    }
+
+    #[test]
+    fn a_full_book_keeps_only_the_latest_read() {
+        let b = balances();
+        let now = Utc::now();
+        let many: Book = (0..MAX_BOOK)
+            .map(|i| {
+                (
+                    Address::left_padding_from(&i.to_be_bytes()),
+                    (U256::from(i), now),
+                )
+            })
+            .collect();
+        b.file(key(), many, now);
+        b.file(
+            key(),
+            HashMap::from([(token(0xab), (U256::from(7), now))]),
+            now,
+        );
+        let book = b.tokens.get(&key()).expect("a book");
+        assert_eq!(book.len(), 1);
+        assert_eq!(book.get(&token(0xab)), Some(&(U256::from(7), now)));
+    }
+
+    #[test]
+    fn metadata_is_kept_per_chain_and_bounded() {
+        let b = balances();
+        b.remember_meta(
+            "anvil",
+            vec![(token(1), (Some(6), Some("USDC".to_owned())))],
+        );
+        b.remember_meta("base", vec![(token(1), (Some(18), None))]);
+        let known = b.erc20_meta.read().expect("lock");
+        assert_eq!(
+            known["anvil"][&token(1)],
+            (Some(6), Some("USDC".to_owned()))
+        );
+        assert_eq!(known["base"][&token(1)], (Some(18), None));
+        drop(known);
+        let full: Vec<(Address, Meta)> = (0..MAX_META)
+            .map(|i| {
+                (
+                    Address::left_padding_from(&i.to_be_bytes()),
+                    (Some(1), None),
+                )
+            })
+            .collect();
+        b.remember_meta("anvil", full);
+        b.remember_meta("anvil", vec![(token(0xab), (Some(2), None))]);
+        let known = b.erc20_meta.read().expect("lock");
+        assert_eq!(known["anvil"].len(), 1, "a full table starts over");
+        assert_eq!(known["base"].len(), 1);
     }
 }

@@ -394,7 +394,11 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     println!("  {:.1} sends/s", n as f64 / raw.as_secs_f64());
 
     println!("balance reads: deploying {TOKENS} tokens ...");
-    let (one_token, all_tokens) = balance_reads(&anvil, api, wallet, args.reads).await?;
+    let core = (
+        WalletOpsServiceClient::new(svc.channel().await?),
+        svc.api_key.clone(),
+    );
+    let (one_token, all_tokens) = balance_reads(&anvil, api, &core, wallet, args.reads).await?;
 
     Ok(Report {
         sends: n,
@@ -688,6 +692,7 @@ async fn raw_sends(
 async fn balance_reads(
     anvil: &Anvil,
     api: &Rest,
+    (core, key): &(WalletOpsServiceClient<Channel>, String),
     wallet: Address,
     reads: u64,
 ) -> anyhow::Result<(Latency, Latency)> {
@@ -733,6 +738,40 @@ async fn balance_reads(
         one_samples.push(timed(one.clone(), 2).await?);
         all_samples.push(timed(all.clone(), TOKENS + 1).await?);
     }
+    // The edge's share: the same reads asked of the gRPC core directly.
+    let grpc = |tokens: &[String]| {
+        let req = pb::GetBalancesRequest {
+            chain: "anvil".to_owned(),
+            address: None,
+            tokens: tokens.to_vec(),
+            include_zero: None,
+            fresh: Some(true),
+        };
+        let (mut core, key) = (core.clone(), key.clone());
+        async move {
+            let expected = req.tokens.len() + 1;
+            let start = Instant::now();
+            let reply = core.get_balances(with_key(req, &key)?).await?.into_inner();
+            let took = start.elapsed();
+            ensure!(
+                reply.balances.len() == expected,
+                "expected {expected} balances, got {}",
+                reply.balances.len()
+            );
+            Ok::<_, anyhow::Error>(took)
+        }
+    };
+    let (mut core_one, mut core_all) = (Vec::new(), Vec::new());
+    for _ in 0..reads {
+        core_one.push(grpc(&tokens[..1]).await?);
+        core_all.push(grpc(&tokens).await?);
+    }
+    let (core_one, core_all) = (Latency::of(core_one), Latency::of(core_all));
+    println!(
+        "  gRPC core: 1 token median {:.2} ms, {TOKENS} tokens median {:.2} ms",
+        ms(core_one.median),
+        ms(core_all.median)
+    );
     // The node's share: the same Multicall3 reads asked of anvil directly.
     let token_addrs: Vec<Address> = tokens.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
     let multicall = |tokens: &[Address]| {
