@@ -210,7 +210,9 @@ impl Balances {
         // Per token: `None` until known; then its balance (`None`: it did not answer
         // balanceOf) and the time of the read. A cached balance counts only with its metadata.
         let mut balances: Vec<Option<(Option<U256>, DateTime<Utc>)>> = vec![None; tokens.len()];
-        if !fresh && let Some(book) = self.tokens.get(&book_key) {
+        // Read once: it answers from the cache and is what a chain read is filed beside.
+        let old_book = self.tokens.get(&book_key);
+        if !fresh && let Some(book) = &old_book {
             let now = Utc::now();
             for (((t, _), meta), slot) in tokens.iter().zip(&metas).zip(&mut balances) {
                 if meta.is_some()
@@ -261,7 +263,7 @@ impl Balances {
                     balances[i] = Some((r.balance, at));
                 }
                 self.remember_meta(chain.slug(), learned);
-                self.file(book_key, book, at);
+                self.file(book_key, old_book, book, at);
                 (native, at)
             }
         };
@@ -326,12 +328,12 @@ impl Balances {
         table.extend(learned);
     }
 
-    /// Files the balances just `read` at `at` in the owner's book, beside what it holds that
-    /// is still fresh. Two reads racing for one owner may each drop the other's entries: the
-    /// cost is a later chain read, never a wrong answer.
-    fn file(&self, key: OwnerKey, read: Book, at: DateTime<Utc>) {
+    /// Files the balances just `read` at `at` as the owner's book, beside what its `old` book
+    /// holds that is still fresh. Two reads racing for one owner may each drop the other's
+    /// entries: the cost is a later chain read, never a wrong answer.
+    fn file(&self, key: OwnerKey, old: Option<Arc<Book>>, read: Book, at: DateTime<Utc>) {
         let mut book = read;
-        if let Some(old) = self.tokens.get(&key)
+        if let Some(old) = old
             && old.len() + book.len() <= MAX_BOOK
         {
             for (token, entry) in old.iter() {
@@ -457,6 +459,7 @@ mod tests {
         let stale = now - chrono_ttl(TOKEN_TTL) - chrono::Duration::seconds(1);
         b.file(
             key(),
+            b.tokens.get(&key()),
             HashMap::from([
                 (token(1), (U256::from(1), now)),
                 (token(2), (U256::from(2), stale)),
@@ -465,6 +468,7 @@ mod tests {
         );
         b.file(
             key(),
+            b.tokens.get(&key()),
             HashMap::from([(token(3), (U256::from(3), now))]),
             now,
         );
@@ -486,9 +490,10 @@ mod tests {
                 )
             })
             .collect();
-        b.file(key(), many, now);
+        b.file(key(), None, many, now);
         b.file(
             key(),
+            b.tokens.get(&key()),
             HashMap::from([(token(0xab), (U256::from(7), now))]),
             now,
         );

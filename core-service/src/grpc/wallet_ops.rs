@@ -196,14 +196,7 @@ impl WalletOpsService for WalletOpsApi {
             .iter()
             .take(MAX_BALANCE_TOKENS)
             .enumerate()
-            // The field's name is made only for a violation: this runs for every token.
-            .filter_map(|(i, t)| match family.parse_address(t.trim()) {
-                Ok(address) => Some(address),
-                Err(why) => {
-                    v.push(&format!("tokens[{i}]"), why);
-                    None
-                }
-            })
+            .filter_map(|(i, t)| v.check(&format!("tokens[{i}]"), family.parse_address(t.trim())))
             .collect();
         v.finish()?;
         let wallet = self

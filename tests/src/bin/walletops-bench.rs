@@ -64,7 +64,7 @@ const TOKENS: usize = 50;
 
 /// Untimed requests of each balance read before measuring, so that connections, chain
 /// clients and token metadata are set up in both cases alike.
-const WARMUP_READS: usize = 5;
+const WARMUP_READS: u64 = 5;
 
 /// Throughput goal: WalletOps sends/s over raw sends/s.
 const SEND_RATIO_GOAL: f64 = 0.7;
@@ -704,16 +704,12 @@ async fn balance_reads(
             .await?;
         tokens.push(token.to_string());
     }
-    let path = |tokens: &[String]| {
-        format!(
-            "/wallets/balances?chain=anvil&tokens={}&fresh=true",
-            tokens.join(",")
-        )
-    };
-    let one = path(&tokens[..1]);
-    let all = path(&tokens);
     // Native plus every token: all are non-zero, so each must be listed.
-    let timed = |path: String, expected: usize| {
+    let mut rest = |n: usize| {
+        let path = format!(
+            "/wallets/balances?chain=anvil&tokens={}&fresh=true",
+            tokens[..n].join(",")
+        );
         let api = api.clone();
         async move {
             let start = Instant::now();
@@ -721,60 +717,39 @@ async fn balance_reads(
             let took = start.elapsed();
             ensure!(reply.status == 200, "GET {path}: {}", reply.text);
             let listed = reply.body["balances"].as_array().map_or(0, Vec::len);
-            ensure!(
-                listed == expected,
-                "expected {expected} balances, got {listed}"
-            );
+            ensure!(listed == n + 1, "expected {} balances, got {listed}", n + 1);
             Ok::<_, anyhow::Error>(took)
         }
     };
-    for _ in 0..WARMUP_READS {
-        timed(one.clone(), 2).await?;
-        timed(all.clone(), TOKENS + 1).await?;
-    }
-    // Interleaved, so that any drift of the machine or the node hits both cases alike.
-    let (mut one_samples, mut all_samples) = (Vec::new(), Vec::new());
-    for _ in 0..reads {
-        one_samples.push(timed(one.clone(), 2).await?);
-        all_samples.push(timed(all.clone(), TOKENS + 1).await?);
-    }
+    one_against_all(WARMUP_READS, &mut rest).await?;
+    let through_rest = one_against_all(reads, &mut rest).await?;
     // The edge's share: the same reads asked of the gRPC core directly.
-    let grpc = |tokens: &[String]| {
+    let grpc = |n: usize| {
         let req = pb::GetBalancesRequest {
             chain: "anvil".to_owned(),
             address: None,
-            tokens: tokens.to_vec(),
+            tokens: tokens[..n].to_vec(),
             include_zero: None,
             fresh: Some(true),
         };
         let (mut core, key) = (core.clone(), key.clone());
         async move {
-            let expected = req.tokens.len() + 1;
             let start = Instant::now();
             let reply = core.get_balances(with_key(req, &key)?).await?.into_inner();
             let took = start.elapsed();
             ensure!(
-                reply.balances.len() == expected,
-                "expected {expected} balances, got {}",
+                reply.balances.len() == n + 1,
+                "expected {} balances, got {}",
+                n + 1,
                 reply.balances.len()
             );
             Ok::<_, anyhow::Error>(took)
         }
     };
-    let (mut core_one, mut core_all) = (Vec::new(), Vec::new());
-    for _ in 0..reads {
-        core_one.push(grpc(&tokens[..1]).await?);
-        core_all.push(grpc(&tokens).await?);
-    }
-    let (core_one, core_all) = (Latency::of(core_one), Latency::of(core_all));
-    println!(
-        "  gRPC core: 1 token median {:.2} ms, {TOKENS} tokens median {:.2} ms",
-        ms(core_one.median),
-        ms(core_all.median)
-    );
+    print_medians("gRPC core", one_against_all(reads, grpc).await?);
     // The node's share: the same Multicall3 reads asked of anvil directly.
     let token_addrs: Vec<Address> = tokens.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
-    let multicall = |tokens: &[Address]| {
+    let node = |n: usize| {
         let mut calls = vec![IMulticall3::Call3 {
             target: alloy::providers::MULTICALL3_ADDRESS,
             allowFailure: false,
@@ -782,29 +757,46 @@ async fn balance_reads(
                 .abi_encode()
                 .into(),
         }];
-        calls.extend(tokens.iter().map(|t| IMulticall3::Call3 {
+        calls.extend(token_addrs[..n].iter().map(|t| IMulticall3::Call3 {
             target: *t,
             allowFailure: true,
             callData: IERC20::balanceOfCall { owner: wallet }.abi_encode().into(),
         }));
-        TransactionRequest::default()
+        let req = TransactionRequest::default()
             .to(alloy::providers::MULTICALL3_ADDRESS)
-            .input(IMulticall3::aggregate3Call { calls }.abi_encode().into())
-    };
-    let (one_call, all_call) = (multicall(&token_addrs[..1]), multicall(&token_addrs));
-    let (mut node_one, mut node_all) = (Vec::new(), Vec::new());
-    for _ in 0..reads {
-        for (req, samples) in [(&one_call, &mut node_one), (&all_call, &mut node_all)] {
+            .input(IMulticall3::aggregate3Call { calls }.abi_encode().into());
+        async move {
             let start = Instant::now();
-            anvil.provider().call(req.clone()).await?;
-            samples.push(start.elapsed());
+            anvil.provider().call(req).await?;
+            Ok::<_, anyhow::Error>(start.elapsed())
         }
+    };
+    print_medians("node alone", one_against_all(reads, node).await?);
+    Ok(through_rest)
+}
+
+/// `reads` timings each of `time(1)` and `time(TOKENS)`, taken in turn so that any drift of
+/// the machine or the node hits both cases alike.
+async fn one_against_all<Fut>(
+    reads: u64,
+    mut time: impl FnMut(usize) -> Fut,
+) -> anyhow::Result<(Latency, Latency)>
+where
+    Fut: Future<Output = anyhow::Result<Duration>>,
+{
+    let (mut one, mut all) = (Vec::new(), Vec::new());
+    for _ in 0..reads {
+        one.push(time(1).await?);
+        all.push(time(TOKENS).await?);
     }
-    let (node_one, node_all) = (Latency::of(node_one), Latency::of(node_all));
+    Ok((Latency::of(one), Latency::of(all)))
+}
+
+/// Prints the medians of a 1-token and a `TOKENS`-token read asked of `what`.
+fn print_medians(what: &str, (one, all): (Latency, Latency)) {
     println!(
-        "  node alone: 1 token median {:.2} ms, {TOKENS} tokens median {:.2} ms",
-        ms(node_one.median),
-        ms(node_all.median)
+        "  {what}: 1 token median {:.2} ms, {TOKENS} tokens median {:.2} ms",
+        ms(one.median),
+        ms(all.median)
     );
-    Ok((Latency::of(one_samples), Latency::of(all_samples)))
 }
