@@ -161,6 +161,7 @@ impl DevNode {
             )),
             rpc_url: Some(self.url.clone()),
             native_symbol: None,
+            confirmations: None,
         }
     }
 
@@ -183,6 +184,7 @@ impl DevNode {
             explorer_tx_url: None,
             rpc_url: Some(self.url.clone()),
             native_symbol: Some("ETH".to_owned()),
+            confirmations: None,
         }
     }
 

@@ -338,6 +338,13 @@ impl Anvil {
         Ok(())
     }
 
+    /// Replaces the last `depth` blocks with as many empty ones, as a reorganisation would:
+    /// their transactions are gone, from the chain and from the pool.
+    pub async fn reorg(&self, depth: u64) -> anyhow::Result<()> {
+        self.rpc("anvil_reorg", json!([depth, []])).await?;
+        Ok(())
+    }
+
     /// Removes `hash` from the pool, as a node that lost it would.
     pub async fn drop_transaction(&self, hash: &str) -> anyhow::Result<()> {
         self.rpc("anvil_dropTransaction", json!([hash])).await?;

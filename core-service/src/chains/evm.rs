@@ -455,6 +455,15 @@ impl EvmClient {
         .await
     }
 
+    /// The number of the node's latest block.
+    pub async fn block_number(&self) -> Result<u64, WalletOpsError> {
+        timed(
+            "read the block height",
+            self.provider.get_block_number().into_future(),
+        )
+        .await
+    }
+
     /// Whether the node knows `hash` (in its pool or mined).
     pub async fn knows(&self, hash: B256) -> Result<bool, WalletOpsError> {
         let tx = timed(

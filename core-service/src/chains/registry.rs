@@ -18,6 +18,7 @@ pub struct Chain {
     explorer_tx_url: Option<String>,
     rpc_url: String,
     native_symbol: String,
+    confirmations: u64,
 }
 
 impl Chain {
@@ -53,6 +54,11 @@ impl Chain {
     pub fn rpc_url(&self) -> &str {
         &self.rpc_url
     }
+    /// Blocks (the including one counted) an EVM transaction must be under before its record
+    /// is final: a record whose block is reorganised away before then is followed again.
+    pub fn confirmations(&self) -> u64 {
+        self.confirmations
+    }
     /// Explorer link for a transaction hash or signature, where the chain has an explorer.
     pub fn explorer_url(&self, hash: &str) -> Option<String> {
         self.explorer_tx_url
@@ -78,6 +84,26 @@ pub struct ChainConfig {
     pub rpc_url: Option<String>,
     /// Symbol of the native coin (default `ETH` for EVM chains, `SOL` for Solana).
     pub native_symbol: Option<String>,
+    /// Confirmations an EVM transaction needs before it is final, at least 1 (the including
+    /// block); default per built-in chain, 1 for a new one.
+    pub confirmations: Option<u64>,
+}
+
+/// The confirmations a built-in chain's transactions wait for: a judgement of how deep its
+/// blocks are still reorganised in practice, kept short of its full finality so that a
+/// status arrives in seconds to minutes.
+fn default_confirmations(slug: &str) -> u64 {
+    match slug {
+        // Ethereum since the merge: reorgs past one block are vanishingly rare.
+        "ethereum" | "sepolia" => 3,
+        // BNB Smart Chain: fast finality in about two blocks.
+        "bsc" | "bsc-testnet" => 3,
+        // Polygon PoS: milestones finalise within seconds; a few blocks of margin.
+        "polygon" | "polygon-amoy" => 5,
+        // Rollups order transactions at their sequencer; a local or added chain is trusted
+        // at its first block.
+        _ => 1,
+    }
 }
 
 /// Every chain known to this service, by slug.
@@ -243,11 +269,17 @@ impl Registry {
                             _ => "ETH",
                         }
                         .to_owned(),
+                        confirmations: default_confirmations(slug),
                     },
                 )
             })
             .collect();
         for (slug, cfg) in overrides {
+            if cfg.confirmations == Some(0) {
+                anyhow::bail!(
+                    "chain {slug}: `confirmations` must be at least 1 (the including block)"
+                );
+            }
             let chain = match chains.remove(slug) {
                 Some(mut c) => {
                     c.family = cfg.family.unwrap_or(c.family);
@@ -256,6 +288,7 @@ impl Registry {
                     c.explorer_tx_url = cfg.explorer_tx_url.clone().or(c.explorer_tx_url);
                     c.rpc_url = cfg.rpc_url.clone().unwrap_or(c.rpc_url);
                     c.native_symbol = cfg.native_symbol.clone().unwrap_or(c.native_symbol);
+                    c.confirmations = cfg.confirmations.unwrap_or(c.confirmations);
                     c
                 }
                 None => {
@@ -280,6 +313,7 @@ impl Registry {
                         rpc_url: cfg.rpc_url.clone().ok_or_else(|| {
                             anyhow::anyhow!("chain {slug}: `rpc_url` is required")
                         })?,
+                        confirmations: cfg.confirmations.unwrap_or(1),
                     }
                 }
             };
@@ -305,19 +339,21 @@ impl Registry {
 mod tests {
     use super::*;
 
+    /// A local chain the config adds.
+    fn anvil() -> ChainConfig {
+        ChainConfig {
+            family: Some(ChainFamily::Evm),
+            chain_id: Some(31337),
+            name: Some("Anvil".to_owned()),
+            rpc_url: Some("http://127.0.0.1:8545".to_owned()),
+            ..ChainConfig::default()
+        }
+    }
+
     #[test]
     fn built_ins_and_overrides() {
         let mut overrides = BTreeMap::new();
-        overrides.insert(
-            "anvil".to_owned(),
-            ChainConfig {
-                family: Some(ChainFamily::Evm),
-                chain_id: Some(31337),
-                name: Some("Anvil".to_owned()),
-                rpc_url: Some("http://127.0.0.1:8545".to_owned()),
-                ..ChainConfig::default()
-            },
-        );
+        overrides.insert("anvil".to_owned(), anvil());
         overrides.insert(
             "base".to_owned(),
             ChainConfig {
@@ -344,5 +380,29 @@ mod tests {
             r.resolve("nope"),
             Err(WalletOpsError::ChainUnknown(_))
         ));
+    }
+
+    #[test]
+    fn confirmations_default_per_chain_and_can_be_set() {
+        let mut overrides = BTreeMap::new();
+        overrides.insert("anvil".to_owned(), anvil());
+        let depth_of = |n| ChainConfig {
+            confirmations: Some(n),
+            ..ChainConfig::default()
+        };
+        overrides.insert("polygon".to_owned(), depth_of(32));
+        let r = Registry::new(&overrides).expect("registry");
+        let depth = |slug| r.resolve(slug).expect(slug).confirmations();
+        assert_eq!(depth("ethereum"), 3);
+        assert_eq!(depth("base"), 1);
+        assert_eq!(depth("anvil"), 1);
+        assert_eq!(depth("polygon"), 32);
+
+        overrides.insert("base".to_owned(), depth_of(0));
+        let err = Registry::new(&overrides).expect_err("zero confirmations");
+        assert!(
+            err.to_string().contains("chain base: `confirmations`"),
+            "{err}"
+        );
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! Each sweep leases a batch of open records (one conditional UPDATE per record, so any
 //! number of cores share the work and a dead core's lease runs out) and, for each:
-//! - a receipt for any hash it ever had settles it CONFIRMED or REVERTED;
+//! - a receipt for any hash it ever had settles it CONFIRMED or REVERTED once its block is
+//!   the chain's `confirmations` deep; until then the record stays open, and a block
+//!   reorganised away leaves it to the steps below like any transaction the node lost;
 //! - its nonce used on chain by something else means it can never be included as signed: it
 //!   is re-signed with a new nonce (the wallet was used outside the service);
 //! - never sent, or lost by the node: the same signed bytes are sent again;
@@ -179,15 +181,31 @@ impl Monitor {
             .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("bad sender {}", open.from)))?;
         for hash in open.hashes.iter().rev() {
             if let Some(receipt) = client.receipt(hash_of(hash)?).await? {
+                let block = receipt.block_number.unwrap_or_default();
+                let included = format!(
+                    "included in block {block} ({:#x})",
+                    receipt.block_hash.unwrap_or_default()
+                );
+                let needed = chain.confirmations();
+                if needed > 1 {
+                    // A receipt is the node's canonical chain only: one for a block that is
+                    // reorganised away is gone at the next sweep.
+                    let deep = client.block_number().await?.saturating_sub(block) + 1;
+                    if deep < needed {
+                        self.note_once(
+                            &open,
+                            format!("{included}; waiting for {needed} confirmations"),
+                        )
+                        .await?;
+                        return Ok(None);
+                    }
+                }
                 let (status, error) = if receipt.status() {
                     (TxStatus::Confirmed, None)
                 } else {
                     (TxStatus::Reverted, Some("execution reverted".to_owned()))
                 };
-                let note = Some(format!(
-                    "included in block {}",
-                    receipt.block_number.unwrap_or_default()
-                ));
+                let note = Some(included);
                 return Ok(Some(Settlement {
                     hash: hash.clone(),
                     open,
