@@ -95,22 +95,32 @@ impl Store {
 async fn stable_query_plans(
     conn: &mut sea_orm::sqlx::sqlite::SqliteConnection,
 ) -> Result<(), sea_orm::sqlx::Error> {
+    query_plans_stable(conn, 1).await.map(drop)
+}
+
+/// Sets connection `conn`'s query planner stability guarantee to `on` (1 on, 0 off, -1 left
+/// as it is); returns whether it is on afterwards.
+async fn query_plans_stable(
+    conn: &mut sea_orm::sqlx::sqlite::SqliteConnection,
+    on: std::ffi::c_int,
+) -> Result<bool, sea_orm::sqlx::Error> {
     let mut handle = conn.lock_handle().await?;
+    let mut now: std::ffi::c_int = -1;
     // SAFETY: the handle is a live connection held locked for this call, and the option takes
-    // an int and a nullable int pointer for the previous value, as given.
+    // an int and a pointer to an int that receives the setting after the call.
     let rc = unsafe {
         libsqlite3_sys::sqlite3_db_config(
             handle.as_raw_handle().as_ptr(),
             libsqlite3_sys::SQLITE_DBCONFIG_ENABLE_QPSG,
-            1 as std::ffi::c_int,
-            std::ptr::null_mut::<std::ffi::c_int>(),
+            on,
+            &mut now as *mut std::ffi::c_int,
         )
     };
     if rc == libsqlite3_sys::SQLITE_OK {
-        Ok(())
+        Ok(now == 1)
     } else {
         Err(sea_orm::sqlx::Error::Configuration(
-            format!("enabling SQLite's query planner stability guarantee: error {rc}").into(),
+            format!("setting SQLite's query planner stability guarantee: error {rc}").into(),
         ))
     }
 }
@@ -146,23 +156,6 @@ mod tests {
         assert_eq!(super::redact("sqlite://x.db"), "sqlite://x.db");
     }
 
-    /// Whether connection `conn` plans statements without looking at bound values.
-    async fn plans_are_stable(conn: &mut sea_orm::sqlx::sqlite::SqliteConnection) -> bool {
-        let mut handle = conn.lock_handle().await.expect("locking the connection");
-        let mut on: std::ffi::c_int = -1;
-        // SAFETY: a live, locked connection; -1 only reads the option into `on`.
-        let rc = unsafe {
-            libsqlite3_sys::sqlite3_db_config(
-                handle.as_raw_handle().as_ptr(),
-                libsqlite3_sys::SQLITE_DBCONFIG_ENABLE_QPSG,
-                -1 as std::ffi::c_int,
-                &mut on as *mut std::ffi::c_int,
-            )
-        };
-        assert_eq!(rc, libsqlite3_sys::SQLITE_OK);
-        on == 1
-    }
-
     #[tokio::test]
     async fn every_sqlite_connection_keeps_its_query_plans() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -175,7 +168,11 @@ mod tests {
             conns.push(pool.acquire().await.expect("a connection"));
         }
         for conn in &mut conns {
-            assert!(plans_are_stable(conn).await);
+            assert!(
+                super::query_plans_stable(conn, -1)
+                    .await
+                    .expect("reading the option")
+            );
         }
     }
 }
