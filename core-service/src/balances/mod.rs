@@ -452,26 +452,25 @@ mod tests {
         ("anvil".to_owned(), Address::repeat_byte(0xee))
     }
 
+    /// Files `read` at `now` beside what the owner's book holds, as a read does.
+    fn file_read(b: &Balances, read: Book, now: DateTime<Utc>) {
+        b.file(key(), b.tokens.get(&key()), read, now);
+    }
+
     #[test]
     fn a_read_keeps_the_fresh_balances_of_earlier_reads_and_drops_stale_ones() {
         let b = balances();
         let now = Utc::now();
         let stale = now - chrono_ttl(TOKEN_TTL) - chrono::Duration::seconds(1);
-        b.file(
-            key(),
-            b.tokens.get(&key()),
+        file_read(
+            &b,
             HashMap::from([
                 (token(1), (U256::from(1), now)),
                 (token(2), (U256::from(2), stale)),
             ]),
             now,
         );
-        b.file(
-            key(),
-            b.tokens.get(&key()),
-            HashMap::from([(token(3), (U256::from(3), now))]),
-            now,
-        );
+        file_read(&b, HashMap::from([(token(3), (U256::from(3), now))]), now);
         let book = b.tokens.get(&key()).expect("a book");
         assert_eq!(book.get(&token(1)), Some(&(U256::from(1), now)));
         assert_eq!(book.get(&token(2)), None, "stale entries are dropped");
@@ -491,9 +490,8 @@ mod tests {
             })
             .collect();
         b.file(key(), None, many, now);
-        b.file(
-            key(),
-            b.tokens.get(&key()),
+        file_read(
+            &b,
             HashMap::from([(token(0xab), (U256::from(7), now))]),
             now,
         );
