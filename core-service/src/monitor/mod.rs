@@ -129,13 +129,14 @@ impl Monitor {
     /// One pass over the open transactions this core can lease.
     pub async fn sweep(&self) -> Result<()> {
         let now = Utc::now();
-        let until = now + chrono::Duration::seconds(self.config.lease_secs.max(5) as i64);
+        let lease = chrono::Duration::seconds(self.config.lease_secs.max(5) as i64);
         let leased = self
             .store
-            .lease_open_transactions(self.owner, now, until, now - HANDOFF_AGE, BATCH)
+            .lease_open_transactions(self.owner, now, now + lease, now - HANDOFF_AGE, BATCH)
             .await?;
+        let ids: Vec<Uuid> = leased.iter().map(|open| open.id).collect();
         // Each record waits mostly on its node: several are followed at once.
-        let settled: Vec<Settlement> = futures::stream::iter(leased)
+        let follow_all = futures::stream::iter(leased)
             .map(|open| async move {
                 let id = open.id;
                 self.follow(open).await.unwrap_or_else(|e| {
@@ -145,8 +146,23 @@ impl Monitor {
             })
             .buffer_unordered(FOLLOWERS)
             .filter_map(std::future::ready)
-            .collect()
-            .await;
+            .collect::<Vec<Settlement>>();
+        // A sweep slowed by its nodes past the lease would let another core follow the same
+        // records at once: the lease is renewed every third of it while the sweep lasts.
+        let settled = while_renewing(
+            follow_all,
+            lease.to_std().unwrap_or_default() / 3,
+            || async {
+                if let Err(e) = self
+                    .store
+                    .renew_leases(self.owner, &ids, Utc::now() + lease)
+                    .await
+                {
+                    tracing::warn!(error = %e, "renewing the monitor's leases failed");
+                }
+            },
+        )
+        .await;
         // The final states of the sweep are written in one database transaction; when it
         // fails, the records are still open and leased to this core, and the next sweep
         // finds the same receipts.
@@ -287,14 +303,21 @@ impl Monitor {
     }
 
     /// The wallet of `open`, for the steps that sign (a re-signing, a replacement, a nonce
-    /// filler); `None`, logged, when it can no longer be signed for (its delegation was
-    /// revoked, say). Sending the stored bytes again needs no key, so a lost transaction is
-    /// still rebroadcast and a mined one still settled.
+    /// filler); `None` when it can no longer be signed for (its delegation was revoked, say),
+    /// which the record's history then says, so that it does not wait without a reason.
+    /// Sending the stored bytes again needs no key, so a lost transaction is still rebroadcast
+    /// and a mined one still settled.
     async fn signable(&self, open: &OpenTransaction) -> Option<crate::wallets::DelegatedWallet> {
         match self.wallets.delegated_by_id(open.wallet_id).await {
             Ok(w) => Some(w),
             Err(e) => {
                 tracing::warn!(id = %open.id, error = %e, "cannot sign for the transaction's wallet");
+                if let WalletOpsError::WalletNotDelegated(why) = e {
+                    let note = format!("waiting: it needs signing again, and {why}");
+                    if let Err(e) = self.note_once(open, note).await {
+                        tracing::warn!(id = %open.id, error = %e, "noting why a transaction waits failed");
+                    }
+                }
                 None
             }
         }
@@ -574,9 +597,62 @@ fn replacement_fees(old: Fees, now: Fees, bump_percent: u128, cap: u128) -> Opti
     )
 }
 
+/// Runs `work` to its end, calling `renew` every `period` meanwhile.
+async fn while_renewing<T, R: Future<Output = ()>>(
+    work: impl Future<Output = T>,
+    period: Duration,
+    mut renew: impl FnMut() -> R,
+) -> T {
+    tokio::pin!(work);
+    let period = period.max(Duration::from_millis(1));
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut work => return out,
+            _ = tick.tick() => renew().await,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::sync::Notify;
+
     use super::*;
+
+    #[tokio::test]
+    async fn a_sweep_renews_its_leases_for_as_long_as_it_lasts() {
+        let renewed = AtomicUsize::new(0);
+        let notify = Notify::new();
+        // The work ends only once it has seen three renewals: without them it never would.
+        let work = async {
+            while renewed.load(Ordering::SeqCst) < 3 {
+                notify.notified().await;
+            }
+            "followed"
+        };
+        let out = tokio::time::timeout(
+            Duration::from_secs(30),
+            while_renewing(work, Duration::from_millis(5), || async {
+                renewed.fetch_add(1, Ordering::SeqCst);
+                notify.notify_one();
+            }),
+        )
+        .await
+        .expect("the leases were renewed while the work went on");
+        assert_eq!(out, "followed");
+        assert_eq!(renewed.load(Ordering::SeqCst), 3);
+        // A sweep that ends before a third of its lease renews nothing.
+        let quick = while_renewing(async { 7 }, Duration::from_secs(10), || async {
+            renewed.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(quick.await, 7);
+        assert_eq!(renewed.load(Ordering::SeqCst), 3);
+    }
 
     const GWEI: u128 = 1_000_000_000;
 

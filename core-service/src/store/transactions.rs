@@ -297,6 +297,27 @@ impl Store {
         leased.sort_by_key(|m| m.created_at);
         leased.into_iter().map(OpenTransaction::try_from).collect()
     }
+
+    /// Extends `owner`'s lease on those of `ids` that are still open to `until`; returns how
+    /// many it kept. A record whose lease ran out and another core took is left to that core.
+    pub(crate) async fn renew_leases(
+        &self,
+        owner: Uuid,
+        ids: &[Uuid],
+        until: DateTime<Utc>,
+    ) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        Ok(txs::Entity::update_many()
+            .col_expr(txs::Column::LeaseUntil, Expr::value(until))
+            .filter(txs::Column::Id.is_in(ids.iter().copied()))
+            .filter(txs::Column::LeaseOwner.eq(owner))
+            .filter(txs::Column::Status.is_in(open_statuses()))
+            .exec(self.db())
+            .await?
+            .rows_affected)
+    }
 }
 
 /// Record `open` as its reader saw it: still open, with the same current hash. Every write
@@ -316,4 +337,90 @@ pub(super) fn open_statuses() -> [String; 2] {
         enum_text(TxStatus::Submitted),
         enum_text(TxStatus::FeeCapped),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{chains::ChainFamily, signer::SealedKey, store::NewWallet};
+
+    /// A store on a new SQLite file holding one open transaction, and the transaction's id.
+    async fn one_open_record() -> (tempfile::TempDir, Store, Uuid) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("w.db").display());
+        let store = Store::connect(&url).await.expect("connecting");
+        let user = store.insert_user("lease").await.expect("a user");
+        let from = "0x00000000000000000000000000000000000000aa".to_owned();
+        let wallet = store
+            .insert_wallet(NewWallet {
+                user_id: user.id,
+                family: ChainFamily::Evm,
+                address: from.clone(),
+                make_default: true,
+                key: SealedKey {
+                    nonce: vec![0; 12],
+                    ciphertext: vec![0; 48],
+                },
+            })
+            .await
+            .expect("a wallet");
+        let id = Uuid::now_v7();
+        store
+            .insert_transaction(
+                store.db(),
+                NewTransaction {
+                    id,
+                    user_id: user.id,
+                    wallet_id: wallet.id,
+                    chain: "anvil".to_owned(),
+                    chain_id: 31_337,
+                    kind: TxKind::Send,
+                    from,
+                    to: "0x00000000000000000000000000000000000000bb".to_owned(),
+                    asset: Some("native".to_owned()),
+                    token: None,
+                    amount: Some("1".to_owned()),
+                    request: serde_json::json!({}),
+                    hash: format!("0x{}", "11".repeat(32)),
+                    nonce: Some(0),
+                    signed_payload: vec![1, 2, 3],
+                    idempotency_key: None,
+                    note: None,
+                    valid_until: None,
+                },
+            )
+            .await
+            .expect("a record");
+        (dir, store, id)
+    }
+
+    #[tokio::test]
+    async fn a_renewed_lease_keeps_a_record_from_other_cores_and_a_lost_one_is_not_taken_back() {
+        let (_dir, store, id) = one_open_record().await;
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let t0 = Utc::now() + chrono::Duration::seconds(5);
+        let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
+        let lease = |owner, now, until| store.lease_open_transactions(owner, now, until, at(0), 10);
+        let ids =
+            |leased: Vec<OpenTransaction>| leased.into_iter().map(|o| o.id).collect::<Vec<_>>();
+
+        assert_eq!(ids(lease(a, at(0), at(30)).await.expect("lease")), [id]);
+        assert!(lease(b, at(10), at(40)).await.expect("lease").is_empty());
+        // Core A is still following it at 20 s: it renews until 50 s.
+        assert_eq!(
+            store.renew_leases(a, &[id], at(50)).await.expect("renew"),
+            1
+        );
+        assert!(
+            lease(b, at(35), at(65)).await.expect("lease").is_empty(),
+            "without the renewal the lease would have run out at 30 s"
+        );
+        // A stops renewing; at 60 s B takes the record, and A's late renewal keeps nothing.
+        assert_eq!(ids(lease(b, at(60), at(90)).await.expect("lease")), [id]);
+        assert_eq!(
+            store.renew_leases(a, &[id], at(120)).await.expect("renew"),
+            0
+        );
+        assert!(lease(a, at(80), at(110)).await.expect("lease").is_empty());
+    }
 }

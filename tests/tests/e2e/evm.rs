@@ -701,6 +701,46 @@ async fn a_refused_replacement_leaves_the_original_to_mine(b: Backend) -> anyhow
     Ok(())
 }
 
+async fn a_stuck_transaction_of_a_withdrawn_wallet_says_why_it_waits(
+    b: Backend,
+) -> anyhow::Result<()> {
+    // Long enough for the delegation to be withdrawn before the first replacement is due.
+    let e = Evm::start(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 4\n",
+        &["--no-mining"],
+    )
+    .await?;
+    let (id, first) = e.send_native(RECIPIENT, "5").await?;
+    let wallet = e.wallet.to_string();
+    let off = e.svc.cli(&["wallets", "delegate", &wallet, "off"]).await?;
+    anyhow::ensure!(off.success, "delegate off: {}", off.stderr);
+    let tx = poll_until("the record to say why it is not replaced", || async {
+        let tx = e.tx(&id).await?;
+        let noted = tx["statusHistory"]
+            .to_string()
+            .contains("no longer delegated to the server signer");
+        Ok(noted.then_some(tx))
+    })
+    .await?;
+    assert_eq!(tx["status"], "SUBMITTED", "{tx}");
+    assert_eq!(tx["hash"], first.as_str(), "nothing was signed: {tx}");
+    assert_eq!(e.anvil.pool_hashes().await?, std::slice::from_ref(&first));
+    // Delegated again, the replacement goes out and is mined.
+    let on = e.svc.cli(&["wallets", "delegate", &wallet, "on"]).await?;
+    anyhow::ensure!(on.success, "delegate on: {}", on.stderr);
+    poll_until("the replacement", || async {
+        let tx = e.tx(&id).await?;
+        Ok((tx["hash"] != first.as_str()).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_ne!(tx["hash"], first.as_str());
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    Ok(())
+}
+
 /// POSTs a native send of `amount` wei under Idempotency-Key `key`.
 async fn keyed_send(e: &Evm, key: &str, amount: &str) -> anyhow::Result<walletops_tests::Reply> {
     let body = json!({"chain": "anvil", "to": RECIPIENT, "asset": "native", "amount": amount});
@@ -1076,6 +1116,7 @@ on_both_backends!(
     stuck_transactions_are_replaced_with_a_higher_fee,
     replacements_stop_at_the_fee_cap,
     a_refused_replacement_leaves_the_original_to_mine,
+    a_stuck_transaction_of_a_withdrawn_wallet_says_why_it_waits,
     keys_outlive_their_retention_only_while_their_transaction_is_open,
     a_broadcast_without_verdict_is_sent_again_not_failed,
 );
