@@ -445,6 +445,12 @@ fn print_key(key: &ApiKey) {
     );
 }
 
+/// Every request allocates many small, short-lived buffers across the runtime's threads
+/// (JSON, protobuf, RPC bodies): mimalloc's per-thread free lists serve them with less
+/// contention and fragmentation than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // Fault-injection points from FAILPOINTS, only in builds with the `failpoints` feature.
