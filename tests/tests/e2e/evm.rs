@@ -33,21 +33,7 @@ impl Evm {
         env: &[(&str, &str)],
     ) -> anyhow::Result<Self> {
         let anvil = Anvil::start_with(anvil_args).await?;
-        let svc = Service::start_with(
-            b,
-            Options {
-                // These tests poll GET /tx; the rate limits have tests of their own.
-                config_toml: Some(format!(
-                    "{}\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n{extra_toml}",
-                    anvil.chain_toml()
-                )),
-                env: env
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect(),
-            },
-        )
-        .await?;
+        let svc = Service::start_with(b, service_options(&anvil, extra_toml, env)).await?;
         let reply = svc
             .rest(&svc.api_key)
             .get("/wallets?chain=ethereum&defaultOnly=true")
@@ -91,6 +77,21 @@ impl Evm {
             Ok((tx["status"] == status).then_some(tx))
         })
         .await
+    }
+}
+
+/// The service's options over `anvil`, with `extra_toml` and `env`.
+fn service_options(anvil: &Anvil, extra_toml: &str, env: &[(&str, &str)]) -> Options {
+    Options {
+        // These tests poll GET /tx; the rate limits have tests of their own.
+        config_toml: Some(format!(
+            "{}\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n{extra_toml}",
+            anvil.chain_toml()
+        )),
+        env: env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
     }
 }
 
@@ -704,10 +705,9 @@ async fn a_refused_replacement_leaves_the_original_to_mine(b: Backend) -> anyhow
 async fn a_stuck_transaction_of_a_withdrawn_wallet_says_why_it_waits(
     b: Backend,
 ) -> anyhow::Result<()> {
-    // Long enough for the delegation to be withdrawn before the first replacement is due.
-    let e = Evm::start(
+    let mut e = Evm::start(
         b,
-        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 4\n",
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
         &["--no-mining"],
     )
     .await?;
@@ -715,6 +715,13 @@ async fn a_stuck_transaction_of_a_withdrawn_wallet_says_why_it_waits(
     let wallet = e.wallet.to_string();
     let off = e.svc.cli(&["wallets", "delegate", &wallet, "off"]).await?;
     anyhow::ensure!(off.success, "delegate off: {}", off.stderr);
+    // Only now is the transaction due for a replacement: the service comes back with a
+    // short stuck time.
+    e.svc.kill().await?;
+    let quick = "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n";
+    e.svc
+        .relaunch(service_options(&e.anvil, quick, &[]))
+        .await?;
     let tx = poll_until("the record to say why it is not replaced", || async {
         let tx = e.tx(&id).await?;
         let noted = tx["statusHistory"]
