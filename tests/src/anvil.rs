@@ -72,6 +72,12 @@ fn artifact(name: &str) -> anyhow::Result<Bytes> {
     Ok(hex.parse()?)
 }
 
+/// Arguments for a node that takes many concurrent transactions of one sender: automine
+/// alone can leave ready transactions unmined when their nonces arrive out of order
+/// (foundry-rs/foundry#10122, an anvil bug, not a behaviour of real nodes); a block every
+/// second beside it mines them.
+pub const MIXED_MINING: &[&str] = &["--mixed-mining", "--block-time", "1"];
+
 impl Anvil {
     /// Starts anvil with automatic mining.
     pub async fn start() -> anyhow::Result<Self> {

@@ -38,7 +38,9 @@ use serde_json::{Value, json};
 use tonic::transport::Channel;
 use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
 use walletops_tests::{
-    Backend, Options, Rest, Service, anvil::Anvil, poll_until, walletops_bin, with_key,
+    Backend, Options, Rest, Service,
+    anvil::{Anvil, MIXED_MINING},
+    poll_until, walletops_bin, with_key,
 };
 
 alloy::sol! {
@@ -339,7 +341,8 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         args.reads,
     );
     println!("measuring {}", walletops_bin()?.display());
-    let anvil = Anvil::start().await?;
+    // The same node for the raw sends and WalletOps'.
+    let anvil = Anvil::start_with(MIXED_MINING).await?;
     anvil.install_multicall().await?;
     // The bench measures the pipeline, not the per-user budgets.
     let svc = Service::start_with(

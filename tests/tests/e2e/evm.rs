@@ -471,7 +471,7 @@ async fn one_idempotency_key_gives_one_transaction(b: Backend) -> anyhow::Result
 
 async fn concurrent_sends_mine_with_contiguous_nonces(b: Backend) -> anyhow::Result<()> {
     use alloy::providers::Provider;
-    let e = Evm::start(b, "", &[]).await?;
+    let e = Evm::start(b, "", walletops_tests::anvil::MIXED_MINING).await?;
     let api = e.api();
     let replies = futures::future::join_all((0..100).map(|i| {
         let api = api.clone();
