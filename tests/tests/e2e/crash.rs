@@ -11,15 +11,8 @@ use walletops_tests::{Backend, Options, Service, anvil::Anvil, on_both_backends,
 const TO: &str = "0x1111111111111111111111111111111111111111";
 
 fn options(anvil: &Anvil, failpoints: Option<&str>) -> Options {
-    Options {
-        config_toml: Some(format!(
-            "{}\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n",
-            anvil.chain_toml()
-        )),
-        env: failpoints
-            .map(|f| vec![("FAILPOINTS".to_owned(), f.to_owned())])
-            .unwrap_or_default(),
-    }
+    let env: Vec<(&str, &str)> = failpoints.map(|f| ("FAILPOINTS", f)).into_iter().collect();
+    crate::evm::service_options(anvil, "[monitor]\npoll_interval_ms = 100\n", &env)
 }
 
 async fn funded_wallet(svc: &Service, anvil: &Anvil) -> anyhow::Result<Address> {

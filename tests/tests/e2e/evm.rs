@@ -6,7 +6,9 @@ use alloy::primitives::{Address, U256};
 use anyhow::Context as _;
 use serde_json::{Value, json};
 use walletops_tests::{
-    Backend, Options, Rest, Service, anvil::Anvil, on_both_backends, poll_until,
+    Backend, Options, Rest, Service,
+    anvil::{Anvil, MIXED_MINING},
+    on_both_backends, poll_until,
 };
 
 const ETH: u128 = 1_000_000_000_000_000_000;
@@ -81,7 +83,7 @@ impl Evm {
 }
 
 /// The service's options over `anvil`, with `extra_toml` and `env`.
-fn service_options(anvil: &Anvil, extra_toml: &str, env: &[(&str, &str)]) -> Options {
+pub(crate) fn service_options(anvil: &Anvil, extra_toml: &str, env: &[(&str, &str)]) -> Options {
     Options {
         // These tests poll GET /tx; the rate limits have tests of their own.
         config_toml: Some(format!(
@@ -471,7 +473,7 @@ async fn one_idempotency_key_gives_one_transaction(b: Backend) -> anyhow::Result
 
 async fn concurrent_sends_mine_with_contiguous_nonces(b: Backend) -> anyhow::Result<()> {
     use alloy::providers::Provider;
-    let e = Evm::start(b, "", walletops_tests::anvil::MIXED_MINING).await?;
+    let e = Evm::start(b, "", MIXED_MINING).await?;
     let api = e.api();
     let replies = futures::future::join_all((0..100).map(|i| {
         let api = api.clone();
