@@ -125,10 +125,18 @@ fn die_with_parent(cmd: &mut Command) {
 fn die_with_parent(_: &mut Command) {}
 
 impl DevNode {
-    /// Starts anvil on a free loopback port.
+    /// Starts anvil on a free loopback port. It mines each transaction as it arrives and a
+    /// block every second besides: automine alone can leave a ready transaction unmined when
+    /// one sender's nonces arrive out of order, as concurrent sends from one wallet do
+    /// (foundry-rs/foundry#10122), and the playground would then wait for the monitor's
+    /// replacement.
     pub async fn start_anvil() -> anyhow::Result<Self> {
         let mut cmd = Command::new(anvil_bin()?);
-        cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+        cmd.args(["--host", "127.0.0.1", "--port", "0"]).args([
+            "--mixed-mining",
+            "--block-time",
+            "1",
+        ]);
         let (child, addr) = spawn_until(cmd, "anvil", "Listening on ").await?;
         Ok(Self {
             _child: child,

@@ -190,14 +190,46 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
         .await?;
     }
     // Killed outright, with no chance to stop them, the service still takes its nodes along.
+    let node_url = |line: &str| {
+        let rest = line.split(" at ").nth(1)?;
+        Some(rest.split(';').next().unwrap_or(rest).trim().to_owned())
+    };
     let nodes: Vec<String> = dev
         .lines
         .iter()
         .filter(|l| l.starts_with("Dev chain "))
-        .filter_map(|l| l.split(" at ").nth(1))
-        .map(|rest| rest.split(';').next().unwrap_or(rest).trim().to_owned())
+        .filter_map(|l| node_url(l))
         .collect();
     assert_eq!(nodes.len(), 2, "{:?}", dev.lines);
+    // The dev anvil mines a block a second beside automine, so that concurrent sends whose
+    // nonces reach it out of order are never left unmined (foundry-rs/foundry#10122): with
+    // nothing sent, its height still grows.
+    let anvil = dev
+        .lines
+        .iter()
+        .find(|l| l.starts_with("Dev chain `anvil`"))
+        .and_then(|l| node_url(l))
+        .expect("the anvil line");
+    let height = || async {
+        let reply: serde_json::Value = client
+            .post(&anvil)
+            .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []}))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let hex = reply["result"]
+            .as_str()
+            .unwrap_or_default()
+            .trim_start_matches("0x")
+            .to_owned();
+        Ok::<_, anyhow::Error>(u64::from_str_radix(&hex, 16)?)
+    };
+    let start = height().await?;
+    walletops_tests::poll_until("the idle dev chain to mine two blocks", || async {
+        Ok((height().await? >= start + 2).then_some(()))
+    })
+    .await?;
     dev.child.start_kill()?;
     dev.child.wait().await?;
     for url in &nodes {
