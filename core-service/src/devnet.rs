@@ -129,7 +129,7 @@ impl DevNode {
     /// block every second besides: automine alone can leave a ready transaction unmined when
     /// one sender's nonces arrive out of order, as concurrent sends from one wallet do
     /// (foundry-rs/foundry#10122), and the playground would then wait for the monitor's
-    /// replacement.
+    /// replacement (which it still does in the rarer case that anvil keeps one queued).
     pub async fn start_anvil() -> anyhow::Result<Self> {
         let mut cmd = Command::new(anvil_bin()?);
         cmd.args(["--host", "127.0.0.1", "--port", "0"]).args([
