@@ -156,11 +156,17 @@ mod tests {
         assert_eq!(super::redact("sqlite://x.db"), "sqlite://x.db");
     }
 
-    #[tokio::test]
-    async fn every_sqlite_connection_keeps_its_query_plans() {
+    /// A store on a new SQLite file, migrated; the file lives as long as the directory.
+    pub(crate) async fn temp_sqlite() -> (tempfile::TempDir, super::Store) {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("w.db").display());
         let store = super::Store::connect(&url).await.expect("connecting");
+        (dir, store)
+    }
+
+    #[tokio::test]
+    async fn every_sqlite_connection_keeps_its_query_plans() {
+        let (_dir, store) = temp_sqlite().await;
         let pool = store.db().get_sqlite_connection_pool();
         // Several at once, so that the pool opens connections beyond the migrations' one.
         let mut conns = Vec::new();

@@ -346,9 +346,7 @@ mod tests {
 
     /// A store on a new SQLite file holding one open transaction, and the transaction's id.
     async fn one_open_record() -> (tempfile::TempDir, Store, Uuid) {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let url = format!("sqlite://{}?mode=rwc", dir.path().join("w.db").display());
-        let store = Store::connect(&url).await.expect("connecting");
+        let (dir, store) = crate::store::tests::temp_sqlite().await;
         let user = store.insert_user("lease").await.expect("a user");
         let from = "0x00000000000000000000000000000000000000aa".to_owned();
         let wallet = store

@@ -1,6 +1,7 @@
 //! The `walletops` binary: first start, restarts, the admin commands, and core and edge run
 //! as two processes.
 
+use alloy::providers::Provider as _;
 use tokio::process::Command;
 use walletops_tests::{Backend, Service, launch, on_both_backends, walletops_bin};
 
@@ -210,21 +211,9 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
         .find(|l| l.starts_with("Dev chain `anvil`"))
         .and_then(|l| node_url(l))
         .expect("the anvil line");
-    let height = || async {
-        let reply: serde_json::Value = client
-            .post(&anvil)
-            .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []}))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let hex = reply["result"]
-            .as_str()
-            .unwrap_or_default()
-            .trim_start_matches("0x")
-            .to_owned();
-        Ok::<_, anyhow::Error>(u64::from_str_radix(&hex, 16)?)
-    };
+    let anvil: alloy::providers::RootProvider =
+        alloy::providers::RootProvider::new_http(anvil.parse()?);
+    let height = || async { Ok::<_, anyhow::Error>(anvil.get_block_number().await?) };
     let start = height().await?;
     walletops_tests::poll_until("the idle dev chain to mine two blocks", || async {
         Ok((height().await? >= start + 2).then_some(()))
