@@ -133,8 +133,6 @@ impl From<pb::ListWalletsResponse> for WalletsJson {
 pub(crate) struct BalancesQuery {
     /// Chain slug, e.g. `base` or `solana`.
     chain: String,
-    /// Wallet address (only on `/wallets/balances`); default: the caller's default wallet.
-    address: Option<String>,
     /// Comma-separated token addresses (EVM) or mints (Solana), at most 50.
     tokens: Option<String>,
     /// Include zero balances; default false.

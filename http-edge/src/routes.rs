@@ -155,7 +155,8 @@ fn balances_request(
     })
 }
 
-#[utoipa::path(get, path = "/wallets/balances", tag = "wallets", params(BalancesQuery),
+#[utoipa::path(get, path = "/wallets/balances", tag = "wallets",
+    params(("address" = Option<String>, Query, description = "One of the caller's wallets; default: the caller's default wallet for the chain"), BalancesQuery),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "Native and token balances", body = BalancesJson),
@@ -212,14 +213,37 @@ async fn get_transaction(
     Ok(Json(tx.into()))
 }
 
+/// What the three chain writes (`/send`, `/token/approve`, `/contracts/send`) answer.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // Documents the responses; the handlers build them.
+enum WriteResponses {
+    #[response(status = 200, description = "Accepted")]
+    Accepted(SubmissionJson),
+    #[response(
+        status = 400,
+        description = "Bad input, unknown chain or insufficient funds"
+    )]
+    BadInput(ErrorBody),
+    #[response(
+        status = 403,
+        description = "Not the caller's wallet, or not delegated"
+    )]
+    Forbidden(ErrorBody),
+    #[response(
+        status = 409,
+        description = "Idempotency-Key used with another request, or its request failed"
+    )]
+    KeyReused(ErrorBody),
+    #[response(
+        status = 502,
+        description = "SEND_FAILED: the simulation reverted (reason in the message) or the node refused the transaction; PROVIDER_RPC_ERROR: the node did not answer"
+    )]
+    NodeRefused(ErrorBody),
+}
+
 #[utoipa::path(post, path = "/send", tag = "transactions", request_body = SendBody,
     params(WriteHeaders), security(("api_key" = [])),
-    responses(
-        (status = 200, description = "Accepted", body = SubmissionJson),
-        (status = 400, description = "Bad input, unknown chain or insufficient funds", body = ErrorBody),
-        (status = 403, description = "Not the caller's wallet, or not delegated", body = ErrorBody),
-        (status = 409, description = "Idempotency-Key reused", body = ErrorBody),
-    ))]
+    responses(WriteResponses))]
 async fn send(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
@@ -231,11 +255,7 @@ async fn send(
 
 #[utoipa::path(post, path = "/token/approve", tag = "transactions", request_body = ApproveBody,
     params(WriteHeaders), security(("api_key" = [])),
-    responses(
-        (status = 200, description = "Accepted", body = SubmissionJson),
-        (status = 400, description = "Bad input or unknown chain", body = ErrorBody),
-        (status = 409, description = "Idempotency-Key reused", body = ErrorBody),
-    ))]
+    responses(WriteResponses))]
 async fn approve_token(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
@@ -257,11 +277,7 @@ async fn approve_token(
                 "value": "0", "data": "0xd09de08a"}))),
         )),
     params(WriteHeaders), security(("api_key" = [])),
-    responses(
-        (status = 200, description = "Accepted", body = SubmissionJson),
-        (status = 400, description = "Bad input, unknown chain or a reverting call", body = ErrorBody),
-        (status = 409, description = "Idempotency-Key reused", body = ErrorBody),
-    ))]
+    responses(WriteResponses))]
 async fn call_contract(
     State(mut edge): State<Edge>,
     headers: HeaderMap,

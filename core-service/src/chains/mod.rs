@@ -118,6 +118,8 @@ mod tests {
             "0xd8da6bf26964af9d7eed9e03e53415d37aa9604",
             "0xd8da6bf26964af9d7eed9e03e53415d37aa9604g",
             "0Xd8da6bf26964af9d7eed9e03e53415d37aa96045",
+            " 0xd8da6bf26964af9d7eed9e03e53415d37aa96045",
+            "0xd8da6bf26964af9d7eed9e03e53415d37aa96045\n",
         ] {
             assert!(ChainFamily::Evm.parse_address(bad).is_err(), "{bad}");
         }
@@ -144,11 +146,11 @@ pub enum AmountKind {
     U64,
 }
 
-/// Parses a non-negative integer amount, decimal or 0x-hex, that fits `kind`.
+/// Parses a non-negative integer amount, decimal or 0x-hex, that fits `kind`: the text as
+/// given, with nothing around the digits.
 pub fn parse_amount(raw: &str, kind: AmountKind) -> Result<alloy::primitives::U256, String> {
     use alloy::primitives::U256;
-    let raw = raw.trim();
-    let (digits, radix) = match raw.strip_prefix("0x").or_else(|| raw.strip_prefix("0X")) {
+    let (digits, radix) = match raw.strip_prefix("0x") {
         Some(hex) => (hex, 16),
         None => (raw, 10),
     };
@@ -183,6 +185,12 @@ mod amount_tests {
         assert!(parse_amount("-1", AmountKind::Uint256).is_err());
         assert!(parse_amount("1.5", AmountKind::Uint256).is_err());
         assert!(parse_amount("", AmountKind::Uint256).is_err());
+        for loose in [" 1000", "1000 ", "0X3e8", "+1000", "0x"] {
+            assert!(
+                parse_amount(loose, AmountKind::Uint256).is_err(),
+                "{loose:?}"
+            );
+        }
         assert!(parse_amount("0x", AmountKind::Uint256).is_err());
         let max = U256::MAX.to_string();
         assert!(parse_amount(&max, AmountKind::Uint256).is_ok());

@@ -1,7 +1,9 @@
 //! `walletops.v1.WalletOpsService`: proto <-> domain, and the order every RPC follows:
-//! authenticate and rate-limit (`Core::admit`), then parse every field (all violations in one
-//! `INVALID_INPUT`), then resolve the wallet with its ownership and delegation checks, and
-//! only then (for writes) claim the idempotency key and act.
+//! authenticate and rate-limit (`Core::admit`); for writes, look the idempotency key up, so
+//! that a retry gets the answer its key stands for even if the wallet, its delegation or the
+//! chain configuration changed since; then parse every field (all violations in one
+//! `INVALID_INPUT`), resolve the wallet with its ownership and delegation checks, and only
+//! then (for writes) claim the key and act.
 
 use alloy::primitives::{Address, Bytes, U256};
 use prost::Message;
@@ -11,7 +13,6 @@ use walletops_proto::v1::{self as pb, wallet_ops_service_server::WalletOpsServic
 use super::convert;
 use crate::{
     Core,
-    app::IdempotencyKey,
     auth::Caller,
     chains::{AmountKind, Chain, ChainFamily, WalletAddress, parse_amount},
     error::{Result, Violations, WalletOpsError},
@@ -19,7 +20,7 @@ use crate::{
     ratelimit::Budget,
     store::WalletFilter,
     transactions::TxKind,
-    transfers::{Submission, calldata, evm::EvmIntent, solana::SolanaIntent},
+    transfers::{Keyed, Submission, calldata, evm::EvmIntent, solana::SolanaIntent},
     wallets::DelegatedWallet,
 };
 
@@ -34,10 +35,7 @@ pub struct WalletOpsApi {
 
 /// A validated write, ready for its idempotency claim.
 struct Write<'a> {
-    caller: Caller,
-    key: IdempotencyKey,
-    path: &'static str,
-    canonical: Vec<u8>,
+    ticket: Ticket,
     chain: &'a Chain,
     wallet: DelegatedWallet,
 }
@@ -50,10 +48,10 @@ impl WalletOpsApi {
 
     /// The chain named by a request's `chain` field.
     fn chain(&self, slug: &str) -> Result<&Chain> {
-        if slug.trim().is_empty() {
+        if slug.is_empty() {
             return Err(WalletOpsError::invalid("chain", "required: a chain slug"));
         }
-        self.core.chains.resolve(slug.trim())
+        self.core.chains.resolve(slug)
     }
 
     /// The chain of an EVM-only write: a Solana slug is `INVALID_INPUT` on `chain`.
@@ -71,31 +69,40 @@ impl WalletOpsApi {
         Ok(chain)
     }
 
-    /// Runs a validated write under its idempotency key: `act` signs and sends it, and
-    /// claims the key with the ticket it is given.
+    /// Opens a write of `caller` at `path` under the request's Idempotency-Key, before any
+    /// of its fields is looked at: the submission the key already stands for, or the ticket
+    /// to run the write under.
+    async fn open_write(
+        &self,
+        caller: &Caller,
+        metadata: &tonic::metadata::MetadataMap,
+        path: &str,
+        canonical: &[u8],
+    ) -> Result<Keyed> {
+        let key = self.core.idempotency_key(metadata)?;
+        self.core
+            .writes
+            .open(caller.user_id, key, path, canonical, &self.core.chains)
+            .await
+    }
+
+    /// Runs a validated write under its ticket: `act` signs and sends it, and claims the key
+    /// with the ticket it is given.
     async fn submit<F>(&self, write: Write<'_>, act: F) -> Result<pb::Submission>
     where
         F: AsyncFnOnce(&Chain, &DelegatedWallet, &Ticket) -> Result<Submission>,
     {
         let Write {
-            caller,
-            key,
-            path,
-            canonical,
+            ticket,
             chain,
             wallet,
         } = write;
         let submission = self
             .core
             .writes
-            .run(
-                caller.user_id,
-                key,
-                path,
-                &canonical,
-                &self.core.chains,
-                async |ticket| act(chain, &wallet, ticket).await,
-            )
+            .run(ticket, &self.core.chains, async |ticket| {
+                act(chain, &wallet, ticket).await
+            })
             .await?;
         Ok(to_pb(submission))
     }
@@ -137,8 +144,10 @@ fn to_pb(s: Submission) -> pb::Submission {
     }
 }
 
+/// An optional field's value; empty counts as absent (proto3 cannot tell them apart for a
+/// client that sets every field).
 fn non_empty(v: Option<&String>) -> Option<&str> {
-    v.map(|s| s.trim()).filter(|s| !s.is_empty())
+    v.map(String::as_str).filter(|s| !s.is_empty())
 }
 
 fn evm_address(a: &WalletAddress) -> Result<Address> {
@@ -196,7 +205,7 @@ impl WalletOpsService for WalletOpsApi {
             .iter()
             .take(MAX_BALANCE_TOKENS)
             .enumerate()
-            .filter_map(|(i, t)| v.check(&format!("tokens[{i}]"), family.parse_address(t.trim())))
+            .filter_map(|(i, t)| v.check(&format!("tokens[{i}]"), family.parse_address(t)))
             .collect();
         v.finish()?;
         let wallet = self
@@ -248,9 +257,19 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::SendRequest>,
     ) -> Result<Response<pb::SendResponse>, Status> {
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        let key = self.core.idempotency_key(request.metadata())?;
+        let canonical = request.get_ref().encode_to_vec();
+        let ticket = match self
+            .open_write(&caller, request.metadata(), "/send", &canonical)
+            .await?
+        {
+            Keyed::Answered(s) => {
+                return Ok(Response::new(pb::SendResponse {
+                    submission: Some(to_pb(s)),
+                }));
+            }
+            Keyed::Fresh(ticket) => ticket,
+        };
         let req = request.into_inner();
-        let canonical = req.encode_to_vec();
         let chain = self.chain(&req.chain)?;
         let family = chain.family();
         let mut v = Violations::default();
@@ -272,7 +291,7 @@ impl WalletOpsService for WalletOpsApi {
                 None
             }
         };
-        let to = v.check("to", family.parse_address(req.to.trim()));
+        let to = v.check("to", family.parse_address(&req.to));
         let token = match (asset, non_empty(req.token.as_ref())) {
             (Some(pb::Asset::Native), Some(_)) => {
                 v.push("token", "must be absent for native");
@@ -302,10 +321,7 @@ impl WalletOpsService for WalletOpsApi {
             );
         };
         let write = Write {
-            caller,
-            key,
-            path: "/send",
-            canonical,
+            ticket,
             chain,
             wallet,
         };
@@ -375,16 +391,23 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::ApproveTokenRequest>,
     ) -> Result<Response<pb::ApproveTokenResponse>, Status> {
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        let key = self.core.idempotency_key(request.metadata())?;
+        let canonical = request.get_ref().encode_to_vec();
+        let ticket = match self
+            .open_write(&caller, request.metadata(), "/token/approve", &canonical)
+            .await?
+        {
+            Keyed::Answered(s) => {
+                return Ok(Response::new(pb::ApproveTokenResponse {
+                    submission: Some(to_pb(s)),
+                }));
+            }
+            Keyed::Fresh(ticket) => ticket,
+        };
         let req = request.into_inner();
-        let canonical = req.encode_to_vec();
         let chain = self.evm_chain(&req.chain)?;
         let mut v = Violations::default();
-        let token = v.check("token", ChainFamily::Evm.parse_address(req.token.trim()));
-        let spender = v.check(
-            "spender",
-            ChainFamily::Evm.parse_address(req.spender.trim()),
-        );
+        let token = v.check("token", ChainFamily::Evm.parse_address(&req.token));
+        let spender = v.check("spender", ChainFamily::Evm.parse_address(&req.spender));
         let amount = v.check("amount", parse_amount(&req.amount, AmountKind::Uint256));
         v.finish()?;
         let wallet = self
@@ -420,10 +443,7 @@ impl WalletOpsService for WalletOpsApi {
             }),
         };
         let write = Write {
-            caller,
-            key,
-            path: "/token/approve",
-            canonical,
+            ticket,
             chain,
             wallet,
         };
@@ -437,12 +457,22 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::CallContractRequest>,
     ) -> Result<Response<pb::CallContractResponse>, Status> {
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        let key = self.core.idempotency_key(request.metadata())?;
+        let canonical = request.get_ref().encode_to_vec();
+        let ticket = match self
+            .open_write(&caller, request.metadata(), "/contracts/send", &canonical)
+            .await?
+        {
+            Keyed::Answered(s) => {
+                return Ok(Response::new(pb::CallContractResponse {
+                    submission: Some(to_pb(s)),
+                }));
+            }
+            Keyed::Fresh(ticket) => ticket,
+        };
         let req = request.into_inner();
-        let canonical = req.encode_to_vec();
         let chain = self.evm_chain(&req.chain)?;
         let mut v = Violations::default();
-        let to = v.check("to", ChainFamily::Evm.parse_address(req.to.trim()));
+        let to = v.check("to", ChainFamily::Evm.parse_address(&req.to));
         let value = match non_empty(req.value.as_ref()) {
             Some(value) => v.check("value", parse_amount(value, AmountKind::Uint256)),
             None => Some(U256::ZERO),
@@ -512,10 +542,7 @@ impl WalletOpsService for WalletOpsApi {
             token_debit: None,
         };
         let write = Write {
-            caller,
-            key,
-            path: "/contracts/send",
-            canonical,
+            ticket,
             chain,
             wallet,
         };

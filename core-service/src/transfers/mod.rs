@@ -1,10 +1,11 @@
 //! Writes, exactly once: the idempotent frame every write runs in, and the chain pipelines
 //! that sign, store and broadcast.
 //!
-//! The order is fixed (see the README's write path): the RPC has already authenticated,
-//! rate-limited, parsed every field and resolved a delegated wallet; `Writes::run` then looks
-//! up the idempotency key and runs the pipeline, which simulates, then claims the key,
-//! allocates a nonce, signs and stores the signed bytes in one database transaction, and
+//! The order is fixed (see the README's write path): the RPC authenticates and rate-limits,
+//! `Writes::open` looks up the idempotency key (a key that already has an answer gives it
+//! without the request being looked at again), the RPC parses every field and resolves a
+//! delegated wallet, and `Writes::run` runs the pipeline, which simulates, then claims the
+//! key, allocates a nonce, signs and stores the signed bytes in one database transaction, and
 //! only then broadcasts.
 
 pub mod calldata;
@@ -183,6 +184,15 @@ impl BroadcastLog {
     }
 }
 
+/// What a write's key stands for when the write arrives.
+#[derive(Debug)]
+pub enum Keyed {
+    /// The key already has this answer: the write is not run again.
+    Answered(Submission),
+    /// The key is free: the write runs under this ticket.
+    Fresh(Ticket),
+}
+
 /// Runs writes under their idempotency key.
 #[derive(Debug, Clone)]
 pub struct Writes {
@@ -196,28 +206,35 @@ impl Writes {
         Self { idempotency, store }
     }
 
-    /// Runs `act` for the request (`path` and its canonical bytes) under `key`, unless the
-    /// key already stands for it: a stored success is replayed, a stored transaction is
-    /// answered from. `act` gets the ticket to claim inside its signing transaction; when a
-    /// concurrent twin claims first, its answer is this request's answer too.
-    pub async fn run<F>(
+    /// Opens the request (`path` and its canonical bytes) under `key`: the answer the key
+    /// already stands for (a stored success replayed, a stored transaction answered from), or
+    /// the ticket to run it under. A key used with another request is
+    /// IDEMPOTENT_BODY_MISMATCH; one whose request failed is IDEMPOTENT_REPLAY.
+    pub async fn open(
         &self,
         user: Uuid,
         key: IdempotencyKey,
         path: &str,
         canonical: &[u8],
         chains: &Registry,
-        act: F,
-    ) -> Result<Submission>
-    where
-        F: AsyncFnOnce(&Ticket) -> Result<Submission>,
-    {
+    ) -> Result<Keyed> {
         let ticket = self
             .idempotency
             .ticket(user, key, path, request_hash(path, canonical));
-        if let Some(prior) = self.idempotency.prior(&ticket).await? {
-            return self.answer(user, prior, chains).await;
+        match self.idempotency.prior(&ticket).await? {
+            Some(prior) => Ok(Keyed::Answered(self.answer(user, prior, chains).await?)),
+            None => Ok(Keyed::Fresh(ticket)),
         }
+    }
+
+    /// Runs `act` under `ticket`, a key `open` found free: `act` claims it inside its signing
+    /// transaction; when a concurrent twin claims first, its answer is this request's answer
+    /// too.
+    pub async fn run<F>(&self, ticket: Ticket, chains: &Registry, act: F) -> Result<Submission>
+    where
+        F: AsyncFnOnce(&Ticket) -> Result<Submission>,
+    {
+        let user = ticket.claim.user;
         match act(&ticket).await {
             Ok(submission) => {
                 // The transaction is stored and sent: an error now would tell the caller it

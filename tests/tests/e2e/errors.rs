@@ -77,6 +77,27 @@ async fn malformed_requests_are_invalid_input_naming_the_field(b: Backend) -> an
             "amount",
         ),
         (
+            "address with a blank",
+            Some(
+                r#"{"chain":"base","to":" 0x1111111111111111111111111111111111111111","asset":"native","amount":"1"}"#,
+            ),
+            "to",
+        ),
+        (
+            "amount with a blank",
+            Some(
+                r#"{"chain":"base","to":"0x1111111111111111111111111111111111111111","asset":"native","amount":"1000 "}"#,
+            ),
+            "amount",
+        ),
+        (
+            "amount with 0X",
+            Some(
+                r#"{"chain":"base","to":"0x1111111111111111111111111111111111111111","asset":"native","amount":"0X3e8"}"#,
+            ),
+            "amount",
+        ),
+        (
             "bad asset",
             Some(
                 r#"{"chain":"base","to":"0x1111111111111111111111111111111111111111","asset":"gold","amount":"1"}"#,
@@ -126,6 +147,10 @@ async fn malformed_requests_are_invalid_input_naming_the_field(b: Backend) -> an
         ("/wallets?chain=bitcoin", "chain"),
         ("/wallets/balances?chain=base&fresh=maybe", "fresh"),
         ("/wallets/balances?chain=base&tokens=0x12", "tokens[0]"),
+        (
+            "/wallets/balances?chain=base&tokens=0x1111111111111111111111111111111111111111,,0x2222222222222222222222222222222222222222",
+            "tokens[1]",
+        ),
         ("/wallets/balances?chain=base&address=0xzz", "address"),
         ("/wallets/balances", "chain"),
         ("/tx/not-a-uuid", "id"),

@@ -772,6 +772,34 @@ async fn keyed_send(e: &Evm, key: &str, amount: &str) -> anyhow::Result<walletop
         .await
 }
 
+async fn a_retry_gets_its_answer_even_after_the_wallet_is_withdrawn(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let e = Evm::start(b, "", &[]).await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let sent = keyed_send(&e, &key, "5").await?;
+    let id = submitted_id(&sent)?;
+    let wallet = e.wallet.to_string();
+    let off = e.svc.cli(&["wallets", "delegate", &wallet, "off"]).await?;
+    anyhow::ensure!(off.success, "delegate off: {}", off.stderr);
+    // The retry of a send that went out is answered from its key, not refused by the
+    // wallet's new state: the caller must not take it for a send that never happened.
+    let retry = keyed_send(&e, &key, "5").await?;
+    assert_eq!(retry.status, 200, "{}", retry.text);
+    assert_eq!(retry.body, sent.body);
+    keyed_send(&e, &key, "6")
+        .await?
+        .assert_error(409, "IDEMPOTENT_BODY_MISMATCH")?;
+    // A new request is refused by the wallet's state, and nothing more is sent.
+    keyed_send(&e, &uuid::Uuid::new_v4().to_string(), "5")
+        .await?
+        .assert_error(403, "WALLET_NOT_DELEGATED")?;
+    e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    Ok(())
+}
+
 async fn keys_outlive_their_retention_only_while_their_transaction_is_open(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -1136,5 +1164,6 @@ on_both_backends!(
     a_refused_replacement_leaves_the_original_to_mine,
     a_stuck_transaction_of_a_withdrawn_wallet_says_why_it_waits,
     keys_outlive_their_retention_only_while_their_transaction_is_open,
+    a_retry_gets_its_answer_even_after_the_wallet_is_withdrawn,
     a_broadcast_without_verdict_is_sent_again_not_failed,
 );

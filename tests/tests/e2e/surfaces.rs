@@ -191,6 +191,28 @@ async fn openapi_document_covers_the_rest_contract(b: Backend) -> anyhow::Result
             "{method} {path} missing"
         );
     }
+    // The address of `/wallets/{address}/balances` is its path's alone.
+    let params = doc["paths"]["/api/v1/wallets/{address}/balances"]["get"]["parameters"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let addresses: Vec<_> = params.iter().filter(|p| p["name"] == "address").collect();
+    assert_eq!(addresses.len(), 1, "{params:?}");
+    assert_eq!(addresses[0]["in"], "path");
+    // Each chain write documents every status it answers with.
+    for path in [
+        "/api/v1/send",
+        "/api/v1/token/approve",
+        "/api/v1/contracts/send",
+    ] {
+        let responses = &doc["paths"][path]["post"]["responses"];
+        for status in ["200", "400", "403", "409", "502"] {
+            assert!(
+                responses[status].is_object(),
+                "{path} {status}: {responses}"
+            );
+        }
+    }
     assert_eq!(
         doc["components"]["securitySchemes"]["api_key"]["name"],
         "x-api-key"
