@@ -2,7 +2,7 @@
 //! arguments, encoded with alloy's dynamic ABI.
 
 use alloy::{
-    dyn_abi::{DynSolType, JsonAbiExt, Specifier},
+    dyn_abi::{DynSolType, DynSolValue, JsonAbiExt, Specifier},
     json_abi::Function,
     primitives::Bytes,
 };
@@ -25,11 +25,7 @@ pub fn encode(signature: &str, args: &[prost_types::Value]) -> Result<Bytes, Str
         let ty: DynSolType = param
             .resolve()
             .map_err(|e| format!("argument {i}: type {}: {e}", param.ty))?;
-        let text = arg_text(arg).map_err(|e| format!("argument {i}: {e}"))?;
-        values.push(
-            ty.coerce_str(&text)
-                .map_err(|e| format!("argument {i} is not a {ty}: {e}"))?,
-        );
+        values.push(value(&ty, arg).map_err(|e| format!("argument {i}: {e}"))?);
     }
     function
         .abi_encode_input(&values)
@@ -37,8 +33,52 @@ pub fn encode(signature: &str, args: &[prost_types::Value]) -> Result<Bytes, Str
         .map_err(|e| format!("encoding: {e}"))
 }
 
-/// An argument in the text form alloy's coercion reads: `true`, `123`, `0xabc`, `[1,2]`.
-fn arg_text(v: &prost_types::Value) -> Result<String, String> {
+/// The ABI value of `arg` as type `ty`. Lists are taken item by item with the item types
+/// (never joined into text for alloy to split again, which would cut a string item at its
+/// commas), strings are taken as given, and other scalars go through alloy's coercion
+/// (`true`, `123`, `1.5 ether`, `0xabc`). A string for an array or tuple is read as alloy's
+/// text form, `[1,2]`.
+fn value(ty: &DynSolType, arg: &prost_types::Value) -> Result<DynSolValue, String> {
+    let items = |types: &mut dyn Iterator<Item = &DynSolType>, list: &[prost_types::Value]| {
+        types
+            .zip(list)
+            .enumerate()
+            .map(|(i, (ty, v))| value(ty, v).map_err(|e| format!("item {i}: {e}")))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let exactly = |n: usize, list: &[prost_types::Value]| {
+        if list.len() == n {
+            Ok(())
+        } else {
+            Err(format!("a {ty} takes {n} items, got {}", list.len()))
+        }
+    };
+    match (ty, &arg.kind) {
+        (DynSolType::String, Some(Kind::StringValue(s))) => Ok(DynSolValue::String(s.clone())),
+        (DynSolType::Array(item), Some(Kind::ListValue(l))) => Ok(DynSolValue::Array(items(
+            &mut std::iter::repeat(item.as_ref()),
+            &l.values,
+        )?)),
+        (DynSolType::FixedArray(item, n), Some(Kind::ListValue(l))) => {
+            exactly(*n, &l.values)?;
+            Ok(DynSolValue::FixedArray(items(
+                &mut std::iter::repeat(item.as_ref()),
+                &l.values,
+            )?))
+        }
+        (DynSolType::Tuple(types), Some(Kind::ListValue(l))) => {
+            exactly(types.len(), &l.values)?;
+            Ok(DynSolValue::Tuple(items(&mut types.iter(), &l.values)?))
+        }
+        (_, Some(Kind::ListValue(_))) => Err(format!("a list is not a {ty}")),
+        _ => ty
+            .coerce_str(&scalar_text(arg)?)
+            .map_err(|e| format!("not a {ty}: {e}")),
+    }
+}
+
+/// A scalar argument in the text form alloy's coercion reads.
+fn scalar_text(v: &prost_types::Value) -> Result<String, String> {
     match &v.kind {
         Some(Kind::StringValue(s)) => Ok(s.clone()),
         Some(Kind::BoolValue(b)) => Ok(b.to_string()),
@@ -48,10 +88,7 @@ fn arg_text(v: &prost_types::Value) -> Result<String, String> {
         Some(Kind::NumberValue(_)) => {
             Err("numbers must be integers (pass large ones as strings)".to_owned())
         }
-        Some(Kind::ListValue(l)) => {
-            let items: Result<Vec<String>, String> = l.values.iter().map(arg_text).collect();
-            Ok(format!("[{}]", items?.join(",")))
-        }
+        Some(Kind::ListValue(_)) => Err("a list is not a scalar".to_owned()),
         Some(Kind::StructValue(_)) => {
             Err("objects are not ABI values; use a list for a tuple".to_owned())
         }
@@ -86,5 +123,57 @@ mod tests {
         assert!(encode("transfer(address,uint256)", &[s("0x11")]).is_err());
         assert!(encode("transfer(address,uint256)", &[s("nope"), s("1")]).is_err());
         assert!(encode("not a signature", &[]).is_err());
+    }
+
+    fn list(items: Vec<prost_types::Value>) -> prost_types::Value {
+        prost_types::Value {
+            kind: Some(Kind::ListValue(prost_types::ListValue { values: items })),
+        }
+    }
+
+    #[test]
+    fn list_items_are_taken_whole_with_their_item_types() {
+        let function = Function::parse("f(string[],(address,uint256),uint8[2])").expect("sig");
+        let data = encode(
+            &function.signature(),
+            &[
+                list(vec![s("a,b"), s("\"quoted\""), s("")]),
+                list(vec![
+                    s("0x1111111111111111111111111111111111111111"),
+                    s("7"),
+                ]),
+                list(vec![s("1"), s("0x02")]),
+            ],
+        )
+        .expect("encodes");
+        let expected = function
+            .abi_encode_input(&[
+                DynSolValue::Array(vec![
+                    DynSolValue::String("a,b".to_owned()),
+                    DynSolValue::String("\"quoted\"".to_owned()),
+                    DynSolValue::String(String::new()),
+                ]),
+                DynSolValue::Tuple(vec![
+                    DynSolValue::Address(
+                        "0x1111111111111111111111111111111111111111"
+                            .parse()
+                            .expect("address"),
+                    ),
+                    DynSolValue::Uint(alloy::primitives::U256::from(7), 256),
+                ]),
+                DynSolValue::FixedArray(vec![
+                    DynSolValue::Uint(alloy::primitives::U256::from(1), 8),
+                    DynSolValue::Uint(alloy::primitives::U256::from(2), 8),
+                ]),
+            ])
+            .expect("encodes");
+        assert_eq!(data, Bytes::from(expected));
+        // The text form of a list still reads, and the shapes are checked.
+        assert!(encode("g(uint8[])", &[s("[1,2]")]).is_ok());
+        let short = encode("g(uint8[2])", &[list(vec![s("1")])]).expect_err("one item short");
+        assert!(short.contains("takes 2 items"), "{short}");
+        let nested = encode("g(uint8[])", &[list(vec![s("1"), s("x")])]).expect_err("bad item");
+        assert!(nested.contains("argument 0: item 1"), "{nested}");
+        assert!(encode("g(uint256)", &[list(vec![s("1")])]).is_err());
     }
 }
