@@ -295,16 +295,17 @@ impl EvmClient {
         .await
     }
 
-    /// The number of the sender's transactions included in the latest block.
-    pub async fn mined_nonce(&self, owner: Address) -> Result<u64, WalletOpsError> {
-        timed(
-            "read a nonce",
-            self.provider
-                .get_transaction_count(owner)
-                .latest()
-                .into_future(),
-        )
-        .await
+    /// The number of the sender's transactions included in blocks at least `depth` deep (1:
+    /// up to the latest block).
+    pub async fn mined_nonce(&self, owner: Address, depth: u64) -> Result<u64, WalletOpsError> {
+        let count = self.provider.get_transaction_count(owner);
+        let count = if depth > 1 {
+            let height = self.block_number().await?;
+            count.block_id(height.saturating_sub(depth - 1).into())
+        } else {
+            count.latest()
+        };
+        timed("read a nonce", count.into_future()).await
     }
 
     /// Current EIP-1559 fees (at most a second old), or the legacy gas price where the chain
@@ -489,6 +490,25 @@ const NO_VERDICT: &[&str] = &[
     "try again",
     "header not found",
     "upstream",
+    // A connection cut after the request went out.
+    "gateway",
+    "connection",
+    "deadline",
+    "reset",
+    "broken pipe",
+    "eof",
+];
+
+/// How nodes say they hold a transaction already (geth, reth, erigon: "already known"; besu:
+/// "known transaction"; anvil: "transaction already imported"; nethermind: "AlreadyKnown";
+/// openethereum: "... was already imported"): the send is as good as accepted.
+const HELD_ALREADY: &[&str] = &[
+    "already known",
+    "alreadyknown",
+    "known transaction",
+    "already imported",
+    "already in mempool",
+    "already exists",
 ];
 
 /// What an answer to `eth_sendRawTransaction` says of the transaction.
@@ -498,7 +518,7 @@ fn outcome(answer: Result<(), RpcError<TransportErrorKind>>) -> BroadcastOutcome
         Err(RpcError::ErrorResp(payload)) => {
             let message = payload.message.to_string();
             let m = message.to_ascii_lowercase();
-            if m.contains("already known") || m.contains("known transaction") {
+            if HELD_ALREADY.iter().any(|p| m.contains(p)) {
                 return BroadcastOutcome::Accepted;
             }
             // A known refusal counts even when a gateway wraps it in one of its own words.
@@ -662,7 +682,25 @@ mod tests {
                 "{message}"
             );
         }
-        assert_eq!(error_answer("already known"), BroadcastOutcome::Accepted);
+        for held in [
+            "already known",
+            "transaction already imported",
+            "AlreadyKnown",
+            "Transaction with the same hash was already imported.",
+            "Known transaction (0xabc)",
+        ] {
+            assert_eq!(error_answer(held), BroadcastOutcome::Accepted, "{held}");
+        }
+        for cut in [
+            "502 Bad Gateway",
+            "connection reset by peer",
+            "context deadline exceeded",
+        ] {
+            assert!(
+                matches!(error_answer(cut), BroadcastOutcome::Unknown(_)),
+                "{cut}"
+            );
+        }
         assert!(matches!(
             error_answer("max fee per gas less than block base fee"),
             BroadcastOutcome::Rejected(Rejection::Other(_))

@@ -237,8 +237,22 @@ impl Monitor {
         // Read after the receipts, so the usual case (mined) costs one call. Ours may have
         // been mined since: `resign_with_new_nonce` re-signs only when the node holds none of
         // the record's hashes.
-        let mined = client.mined_nonce(from).await?;
+        let mined = client.mined_nonce(from, 1).await?;
         if mined > nonce {
+            // Another transaction took the nonce. Re-signing ours with a new nonce pays again
+            // if that block is reorganised away and ours is mined in its place: only once
+            // the block is as deep as the chain's confirmations.
+            let needed = chain.confirmations();
+            if needed > 1 && client.mined_nonce(from, needed).await? <= nonce {
+                self.note_once(
+                    &open,
+                    format!(
+                        "nonce {nonce} is used on chain by another transaction; re-signed once that is {needed} blocks deep"
+                    ),
+                )
+                .await?;
+                return Ok(None);
+            }
             if let Some(wallet) = self.signable(&open).await {
                 self.resign_and_send(&chain, &wallet, &client, &open, "seen on chain")
                     .await?;
@@ -253,10 +267,13 @@ impl Monitor {
         let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
         if !sent_before || !client.knows(hash_of(current)?).await? {
             match client.broadcast(&open.signed_payload).await {
+                BroadcastOutcome::Accepted if sent_before => {
+                    // The stuck time still runs from the first send: a node that keeps
+                    // losing a transaction (a pool evicting it for its price) gets it again,
+                    // and it is replaced with a higher fee in time all the same.
+                    tracing::info!(%id, "rebroadcast a transaction the node had lost");
+                }
                 BroadcastOutcome::Accepted => {
-                    if sent_before {
-                        tracing::info!(%id, "rebroadcast a transaction the node had lost");
-                    }
                     self.store.record_broadcasts(&[id], Utc::now()).await?;
                 }
                 BroadcastOutcome::Unknown(why) => {
@@ -414,7 +431,9 @@ impl Monitor {
         }
     }
 
-    /// Handles the node's definite refusal (`why`) of the current version of `open`. The
+    /// Handles the node's definite refusal (`why`) of the current version of `open`. A node
+    /// that holds that very version refused a duplicate, whatever its words: the record
+    /// counts as sent. Otherwise the
     /// record ends FAILED (never sent) or DROPPED and its nonce is freed or filled, unless
     /// an earlier version of it can still be mined: a refused replacement leaves the record
     /// open until one is mined or all are gone, since failing it would free a nonce that a
@@ -431,6 +450,15 @@ impl Monitor {
         insufficient: bool,
     ) -> Result<()> {
         let id = open.id;
+        if let Some(current) = open.hashes.last()
+            && client.knows(hash_of(current)?).await?
+        {
+            tracing::warn!(%id, %why, "the node refused a transaction it holds; taken as sent");
+            if open.last_broadcast_at.is_some() {
+                return Ok(());
+            }
+            return self.store.record_broadcasts(&[id], Utc::now()).await;
+        }
         for earlier in open.hashes.iter().rev().skip(1) {
             if client.knows(hash_of(earlier)?).await? {
                 tracing::warn!(%id, %earlier, %why, "the node refused a replacement; the earlier version is still pending");

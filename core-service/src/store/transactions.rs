@@ -1,7 +1,8 @@
 use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
-    QuerySelect, sea_query::Expr,
+    QuerySelect,
+    sea_query::{Expr, NullOrdering, Order},
 };
 use uuid::Uuid;
 
@@ -252,7 +253,9 @@ impl Store {
     /// Takes up to `limit` open transactions whose lease is free or expired for `owner`
     /// until `until`, and returns them. The lease is one conditional UPDATE over the
     /// candidates, so of several cores exactly one wins each record, and a dead core's lease
-    /// simply runs out.
+    /// simply runs out. Never-leased records come first, then the ones leased longest ago:
+    /// with more open records than `limit`, every one is still followed in turn, instead of
+    /// the oldest `limit` (say, sends queued behind a fee-capped one) every time.
     pub(crate) async fn lease_open_transactions(
         &self,
         owner: Uuid,
@@ -278,6 +281,7 @@ impl Store {
                     .add(txs::Column::CreatedAt.lt(younger_than))
                     .add(txs::Column::LastBroadcastAt.is_not_null()),
             )
+            .order_by_with_nulls(txs::Column::LeaseUntil, Order::Asc, NullOrdering::First)
             .order_by_asc(txs::Column::CreatedAt)
             .limit(limit)
             .into_tuple()
@@ -346,6 +350,13 @@ mod tests {
 
     /// A store on a new SQLite file holding one open transaction, and the transaction's id.
     async fn one_open_record() -> (tempfile::TempDir, Store, Uuid) {
+        let (dir, store, ids) = open_records(1).await;
+        (dir, store, ids[0])
+    }
+
+    /// A store on a new SQLite file holding `n` open transactions, and their ids, oldest
+    /// first.
+    async fn open_records(n: u64) -> (tempfile::TempDir, Store, Vec<Uuid>) {
         let (dir, store) = crate::store::tests::temp_sqlite().await;
         let user = store.insert_user("lease").await.expect("a user");
         let from = "0x00000000000000000000000000000000000000aa".to_owned();
@@ -362,34 +373,61 @@ mod tests {
             })
             .await
             .expect("a wallet");
-        let id = Uuid::now_v7();
-        store
-            .insert_transaction(
-                store.db(),
-                NewTransaction {
-                    id,
-                    user_id: user.id,
-                    wallet_id: wallet.id,
-                    chain: "anvil".to_owned(),
-                    chain_id: 31_337,
-                    kind: TxKind::Send,
-                    from,
-                    to: "0x00000000000000000000000000000000000000bb".to_owned(),
-                    asset: Some("native".to_owned()),
-                    token: None,
-                    amount: Some("1".to_owned()),
-                    request: serde_json::json!({}),
-                    hash: format!("0x{}", "11".repeat(32)),
-                    nonce: Some(0),
-                    signed_payload: vec![1, 2, 3],
-                    idempotency_key: None,
-                    note: None,
-                    valid_until: None,
-                },
-            )
-            .await
-            .expect("a record");
-        (dir, store, id)
+        let mut ids = Vec::new();
+        for i in 0..n {
+            let id = Uuid::now_v7();
+            store
+                .insert_transaction(
+                    store.db(),
+                    NewTransaction {
+                        id,
+                        user_id: user.id,
+                        wallet_id: wallet.id,
+                        chain: "anvil".to_owned(),
+                        chain_id: 31_337,
+                        kind: TxKind::Send,
+                        from: from.clone(),
+                        to: "0x00000000000000000000000000000000000000bb".to_owned(),
+                        asset: Some("native".to_owned()),
+                        token: None,
+                        amount: Some("1".to_owned()),
+                        request: serde_json::json!({}),
+                        hash: format!("0x{:064x}", i + 1),
+                        nonce: Some(i),
+                        signed_payload: vec![1, 2, 3],
+                        idempotency_key: None,
+                        note: None,
+                        valid_until: None,
+                    },
+                )
+                .await
+                .expect("a record");
+            ids.push(id);
+        }
+        (dir, store, ids)
+    }
+
+    #[tokio::test]
+    async fn a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch() {
+        let (_dir, store, ids) = open_records(5).await;
+        let owner = Uuid::now_v7();
+        let t0 = Utc::now() + chrono::Duration::seconds(5);
+        let mut seen = std::collections::BTreeSet::new();
+        // Sweeps of two records, each lease running out before the next sweep.
+        for sweep in 0..3 {
+            let now = t0 + chrono::Duration::seconds(10 * sweep);
+            let leased = store
+                .lease_open_transactions(owner, now, now + chrono::Duration::seconds(5), t0, 2)
+                .await
+                .expect("lease");
+            assert_eq!(leased.len(), 2);
+            seen.extend(leased.into_iter().map(|o| o.id));
+        }
+        assert_eq!(
+            seen,
+            ids.into_iter().collect(),
+            "three sweeps of two reach all five"
+        );
     }
 
     #[tokio::test]

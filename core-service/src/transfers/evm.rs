@@ -247,6 +247,22 @@ pub(crate) fn decode_payload(payload: &[u8]) -> Result<TxEip1559> {
     }
 }
 
+/// Whether the node holds one of `open`'s signed versions, pooled or mined. Asked before a
+/// refusal ends a record: nodes word "I have it already" in ways no list covers, and a
+/// record failed (its key failed, its nonce freed) while its transaction is mined is a
+/// payment the caller will make again.
+pub(crate) async fn held_by_node(client: &EvmClient, open: &OpenTransaction) -> Result<bool> {
+    for hash in open.hashes.iter().rev() {
+        let hash = hash.parse().map_err(|_| {
+            WalletOpsError::Internal(anyhow::anyhow!("stored hash {hash} unreadable"))
+        })?;
+        if client.knows(hash).await? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 fn parse_address(a: &str) -> Result<Address> {
     a.parse()
         .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("stored address {a} unreadable")))
@@ -680,6 +696,15 @@ impl EvmPipeline {
                     Err(e) => return Ok(handed_over(chain, &open, &e)),
                 }
             }
+            match held_by_node(client, &open).await {
+                Ok(false) => {}
+                Ok(true) => {
+                    tracing::warn!(%id, ?rejection, "the node refused a transaction it holds; taken as sent");
+                    self.broadcasts.note(id);
+                    return Ok(Submission::of(chain, &open));
+                }
+                Err(e) => return Ok(handed_over(chain, &open, &e)),
+            }
             let err = match rejection {
                 Rejection::InsufficientFunds(m) => WalletOpsError::InsufficientFunds(format!(
                     "the node refused the transaction: {m}"
@@ -728,13 +753,8 @@ impl EvmPipeline {
         open: &OpenTransaction,
         why: &str,
     ) -> Result<Resign> {
-        for hash in &open.hashes {
-            let hash = hash.parse().map_err(|_| {
-                WalletOpsError::Internal(anyhow::anyhow!("stored hash {hash} unreadable"))
-            })?;
-            if client.knows(hash).await? {
-                return Ok(Resign::HeldByRecord);
-            }
+        if held_by_node(client, open).await? {
+            return Ok(Resign::HeldByRecord);
         }
         let from = parse_address(&open.from)?;
         let pending = client.pending_nonce(from).await?;

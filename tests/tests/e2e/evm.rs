@@ -20,6 +20,8 @@ struct Evm {
     anvil: Anvil,
     svc: Service,
     wallet: Address,
+    /// The gateway the service reaches anvil through, if it does.
+    gateway: Option<Gateway>,
 }
 
 impl Evm {
@@ -34,8 +36,38 @@ impl Evm {
         anvil_args: &[&str],
         env: &[(&str, &str)],
     ) -> anyhow::Result<Self> {
+        Self::launch(b, extra_toml, anvil_args, env, false).await
+    }
+
+    /// `start_with_env`, the service reaching anvil through a `Gateway`.
+    async fn behind_gateway(
+        b: Backend,
+        extra_toml: &str,
+        anvil_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
+        Self::launch(b, extra_toml, anvil_args, env, true).await
+    }
+
+    async fn launch(
+        b: Backend,
+        extra_toml: &str,
+        anvil_args: &[&str],
+        env: &[(&str, &str)],
+        gated: bool,
+    ) -> anyhow::Result<Self> {
         let anvil = Anvil::start_with(anvil_args).await?;
-        let svc = Service::start_with(b, service_options(&anvil, extra_toml, env)).await?;
+        let mut options = service_options(&anvil, extra_toml, env);
+        let gateway = if gated {
+            let gateway = Gateway::start(anvil.url()).await?;
+            options.config_toml = options
+                .config_toml
+                .map(|toml| toml.replace(anvil.url(), &gateway.url));
+            Some(gateway)
+        } else {
+            None
+        };
+        let svc = Service::start_with(b, options).await?;
         let reply = svc
             .rest(&svc.api_key)
             .get("/wallets?chain=ethereum&defaultOnly=true")
@@ -45,7 +77,18 @@ impl Evm {
             .expect("an EVM wallet")
             .parse()?;
         anvil.set_balance(wallet, U256::from(100 * ETH)).await?;
-        Ok(Self { anvil, svc, wallet })
+        Ok(Self {
+            anvil,
+            svc,
+            wallet,
+            gateway,
+        })
+    }
+
+    fn gateway(&self) -> anyhow::Result<&Gateway> {
+        self.gateway
+            .as_ref()
+            .context("not started behind a gateway")
     }
 
     fn api(&self) -> Rest {
@@ -584,6 +627,48 @@ async fn lost_transactions_are_rebroadcast(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn a_transaction_the_node_keeps_losing_is_replaced_in_time(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::start(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 2\n",
+        &["--no-mining"],
+    )
+    .await?;
+    let (id, first) = e.send_native(RECIPIENT, "5").await?;
+    // The node keeps dropping it (as a pool evicts a transaction priced under its others):
+    // the monitor sends the same bytes again each time, but the stuck time runs from the
+    // first send, so it is replaced with a higher fee all the same.
+    let replaced = poll_until(
+        "a replacement of the version the node keeps losing",
+        || async {
+            let tx = e.tx(&id).await?;
+            if tx["hash"] != first.as_str() {
+                return Ok(Some(tx));
+            }
+            if e.anvil.pool_hashes().await?.contains(&first) {
+                e.anvil.drop_transaction(&first).await?;
+            }
+            Ok(None)
+        },
+    )
+    .await?;
+    assert!(
+        replaced["statusHistory"].to_string().contains("replaced"),
+        "{replaced}"
+    );
+    let hash = replaced["hash"].as_str().context("a hash")?.to_owned();
+    poll_until("the replacement in the node's pool", || async {
+        Ok(e.anvil.pool_hashes().await?.contains(&hash).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(tx["hash"], hash);
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    Ok(())
+}
+
 async fn stuck_transactions_are_replaced_with_a_higher_fee(b: Backend) -> anyhow::Result<()> {
     use alloy::{consensus::Transaction as _, providers::Provider};
     let e = Evm::start(
@@ -848,33 +933,52 @@ async fn keys_outlive_their_retention_only_while_their_transaction_is_open(
     Ok(())
 }
 
+/// What a `Gateway` does with `eth_sendRawTransaction`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sends {
+    /// Passes it on.
+    PassOn,
+    /// Answers with the bare "Internal error" such gateways give, which says nothing of the
+    /// transaction, without passing it on.
+    Fail,
+    /// Passes it on, then answers with a refusal in words no node is known to use: the node
+    /// holds the transaction all the same.
+    PassOnThenRefuse,
+}
+
 /// A JSON-RPC gateway in front of a node, as hosted providers run them: it passes every call
-/// on, except that while `failing` it answers `eth_sendRawTransaction` with the bare
-/// "Internal error" such gateways give, which says nothing of the transaction.
+/// on, and `eth_sendRawTransaction` as its `Sends` mode says.
 struct Gateway {
     url: String,
-    failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    sends: std::sync::Arc<std::sync::Mutex<Sends>>,
 }
 
 impl Gateway {
     async fn start(node: &str) -> anyhow::Result<Self> {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let failing = std::sync::Arc::new(AtomicBool::new(false));
+        let sends = std::sync::Arc::new(std::sync::Mutex::new(Sends::PassOn));
         let (node, http) = (node.to_owned(), reqwest::Client::new());
-        let flag = failing.clone();
+        let mode = sends.clone();
         let one = move |call: Value| {
-            let (node, http, flag) = (node.clone(), http.clone(), flag.clone());
+            let (node, http) = (node.clone(), http.clone());
+            let mode = *mode.lock().expect("gateway mode");
             async move {
-                if flag.load(Ordering::SeqCst) && call["method"] == "eth_sendRawTransaction" {
+                let is_send = call["method"] == "eth_sendRawTransaction";
+                if is_send && mode == Sends::Fail {
                     return Ok::<_, reqwest::Error>(json!({"jsonrpc": "2.0", "id": call["id"],
                         "error": {"code": -32603, "message": "Internal error"}}));
                 }
-                http.post(&node)
+                let answer = http
+                    .post(&node)
                     .json(&call)
                     .send()
                     .await?
                     .json::<Value>()
-                    .await
+                    .await?;
+                if is_send && mode == Sends::PassOnThenRefuse {
+                    return Ok(json!({"jsonrpc": "2.0", "id": call["id"],
+                        "error": {"code": -32000, "message": "transaction rejected by relay policy"}}));
+                }
+                Ok(answer)
             }
         };
         let app = axum::Router::new().route(
@@ -902,47 +1006,27 @@ impl Gateway {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Ok(Self { url, failing })
+        Ok(Self { url, sends })
     }
 
-    fn fail_sends(&self, failing: bool) {
-        self.failing
-            .store(failing, std::sync::atomic::Ordering::SeqCst);
+    fn set(&self, sends: Sends) {
+        *self.sends.lock().expect("gateway mode") = sends;
     }
 }
 
 async fn a_broadcast_without_verdict_is_sent_again_not_failed(b: Backend) -> anyhow::Result<()> {
-    let anvil = Anvil::start().await?;
-    let gateway = Gateway::start(anvil.url()).await?;
-    let svc = Service::start_with(
+    let e = Evm::behind_gateway(
         b,
-        Options {
-            config_toml: Some(format!(
-                "{}\n[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n",
-                anvil.chain_toml().replace(anvil.url(), &gateway.url)
-            )),
-            ..Options::default()
-        },
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n",
+        &[],
+        &[],
     )
     .await?;
-    let api = svc.rest(&svc.api_key);
-    let reply = api.get("/wallets?chain=ethereum&defaultOnly=true").await?;
-    let wallet: Address = reply.body["wallets"][0]["address"]
-        .as_str()
-        .context("an EVM wallet")?
-        .parse()?;
-    anvil.set_balance(wallet, U256::from(ETH)).await?;
-    gateway.fail_sends(true);
-    let reply = api
-        .post(
-            "/send",
-            &json!({"chain": "anvil", "to": RECIPIENT, "asset": "native", "amount": "7"}),
-        )
-        .await?;
+    e.gateway()?.set(Sends::Fail);
+    let (id, hash) = e.send_native(RECIPIENT, "7").await?;
     // The transaction may have been passed on: not a refusal, so no error and no freed nonce.
-    let id = submitted_id(&reply)?;
     let tx = poll_until("the record to say why it is still open", || async {
-        let tx = api.get(&format!("/tx/{id}")).await?.body;
+        let tx = e.tx(&id).await?;
         Ok(tx["statusHistory"]
             .to_string()
             .contains("no verdict")
@@ -950,17 +1034,105 @@ async fn a_broadcast_without_verdict_is_sent_again_not_failed(b: Backend) -> any
     })
     .await?;
     assert_eq!(tx["status"], "SUBMITTED", "{tx}");
-    assert_eq!(anvil.nonce(wallet).await?, 0);
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 0);
     // Once the gateway passes sends on again, the monitor's next send of the same bytes lands.
-    gateway.fail_sends(false);
-    let tx = poll_until("the transaction to be confirmed", || async {
-        let tx = api.get(&format!("/tx/{id}")).await?.body;
-        Ok((tx["status"] == "CONFIRMED").then_some(tx))
+    e.gateway()?.set(Sends::PassOn);
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(tx["hash"], hash, "the same signed bytes");
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(7u64));
+    Ok(())
+}
+
+async fn a_refused_send_the_node_holds_is_not_failed(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::behind_gateway(b, "", &[], &[]).await?;
+    // The node takes the transaction, but the answer is a refusal in unknown words: the
+    // node is asked whether it holds the transaction before the record is failed, its key
+    // failed and its nonce freed, which would have the caller pay again.
+    e.gateway()?.set(Sends::PassOnThenRefuse);
+    let (id, hash) = e.send_native(RECIPIENT, "7").await?;
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(tx["hash"], hash);
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    // The ledger kept nonce 0 taken: the next send takes nonce 1 and is not refused.
+    e.gateway()?.set(Sends::PassOn);
+    let (next, _) = e.send_native(RECIPIENT, "3").await?;
+    let next = e.wait_for(&next, "CONFIRMED").await?;
+    assert!(
+        !next["statusHistory"].to_string().contains("re-signed"),
+        "{next}"
+    );
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    assert_eq!(
+        e.anvil.balance(RECIPIENT.parse()?).await?,
+        U256::from(10u64)
+    );
+    Ok(())
+}
+
+async fn a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let e = Evm::behind_gateway(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
+        &["--no-mining"],
+        &[("WALLETOPS_CHAINS__ANVIL__CONFIRMATIONS", "3")],
+    )
+    .await?;
+    // Stored with nonce 0, but the gateway keeps it from the node.
+    e.gateway()?.set(Sends::Fail);
+    let (id, ours) = e.send_native(RECIPIENT, "5").await?;
+    // The owner spends nonce 0 outside the service, and it is mined.
+    e.anvil
+        .rpc("anvil_impersonateAccount", json!([e.wallet]))
+        .await?;
+    e.anvil
+        .rpc(
+            "eth_sendTransaction",
+            json!([{"from": e.wallet, "to": "0x2222222222222222222222222222222222222222", "value": "0x1"}]),
+        )
+        .await?;
+    e.anvil.mine().await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    // One block deep, that block could still be reorganised away and ours mined instead:
+    // no new nonce yet, and the record says why it waits.
+    e.gateway()?.set(Sends::PassOn);
+    let waiting = poll_until("the record to say it waits for depth", || async {
+        let tx = e.tx(&id).await?;
+        Ok(tx["statusHistory"]
+            .to_string()
+            .contains("blocks deep")
+            .then_some(tx))
     })
     .await?;
-    assert_eq!(tx["hash"], reply.body["hash"], "the same signed bytes");
-    assert_eq!(anvil.nonce(wallet).await?, 1);
-    assert_eq!(anvil.balance(RECIPIENT.parse()?).await?, U256::from(7u64));
+    assert_eq!(waiting["hash"], ours.as_str(), "{waiting}");
+    assert!(e.anvil.pool_hashes().await?.is_empty());
+    // Three deep, it is re-signed with the next nonce and mined.
+    e.anvil.mine().await?;
+    e.anvil.mine().await?;
+    let resigned = poll_until("the record to be re-signed", || async {
+        let tx = e.tx(&id).await?;
+        Ok((tx["hash"] != ours.as_str()).then_some(tx))
+    })
+    .await?;
+    assert!(
+        resigned["statusHistory"]
+            .to_string()
+            .contains("re-signed with nonce 1"),
+        "{resigned}"
+    );
+    let hash = resigned["hash"].as_str().context("a hash")?.to_owned();
+    poll_until("the re-signed transaction in the pool", || async {
+        Ok(e.anvil.pool_hashes().await?.contains(&hash).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    e.anvil.mine().await?;
+    e.anvil.mine().await?;
+    e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
     Ok(())
 }
 
@@ -1159,6 +1331,7 @@ on_both_backends!(
     concurrent_sends_mine_with_contiguous_nonces,
     sends_outside_the_service_do_not_jam_the_next,
     lost_transactions_are_rebroadcast,
+    a_transaction_the_node_keeps_losing_is_replaced_in_time,
     stuck_transactions_are_replaced_with_a_higher_fee,
     replacements_stop_at_the_fee_cap,
     a_refused_replacement_leaves_the_original_to_mine,
@@ -1166,4 +1339,6 @@ on_both_backends!(
     keys_outlive_their_retention_only_while_their_transaction_is_open,
     a_retry_gets_its_answer_even_after_the_wallet_is_withdrawn,
     a_broadcast_without_verdict_is_sent_again_not_failed,
+    a_refused_send_the_node_holds_is_not_failed,
+    a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep,
 );
