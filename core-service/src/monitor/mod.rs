@@ -196,7 +196,14 @@ impl Monitor {
             .parse()
             .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("bad sender {}", open.from)))?;
         for hash in open.hashes.iter().rev() {
-            if let Some(receipt) = client.receipt(hash_of(hash)?).await? {
+            let receipt = match client.receipt(hash_of(hash)?).await {
+                Ok(receipt) => receipt,
+                Err(e) => {
+                    self.no_verdict(&open).await?;
+                    return Err(e);
+                }
+            };
+            if let Some(receipt) = receipt {
                 let block = receipt.block_number.unwrap_or_default();
                 let included = format!(
                     "included in block {block} ({:#x})",
@@ -278,11 +285,7 @@ impl Monitor {
                 }
                 BroadcastOutcome::Unknown(why) => {
                     tracing::warn!(%id, %why, "no verdict from the node; will send again");
-                    // Past the time after which a sent transaction counts as stuck, the
-                    // record says why it is still open.
-                    if Utc::now() - open.created_at >= stuck_after {
-                        self.note_once(&open, NO_VERDICT_NOTE.to_owned()).await?;
-                    }
+                    self.no_verdict(&open).await?;
                 }
                 BroadcastOutcome::Rejected(rejection) => {
                     let Some(wallet) = self.signable(&open).await else {
@@ -491,6 +494,17 @@ impl Monitor {
                 &format!("the node refused the transaction: {why}"),
             )
             .await?;
+        Ok(())
+    }
+
+    /// Notes in the history of `open` that its node gives no verdict (it does not answer, or
+    /// answers with errors that say nothing of the transaction), once the record is as old as
+    /// a transaction that counts as stuck: it says why it is still open.
+    async fn no_verdict(&self, open: &OpenTransaction) -> Result<()> {
+        let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
+        if Utc::now() - open.created_at >= stuck_after {
+            self.note_once(open, NO_VERDICT_NOTE.to_owned()).await?;
+        }
         Ok(())
     }
 

@@ -195,6 +195,41 @@ async fn node_stopped_mid_send_gives_no_duplicate(b: Backend) -> anyhow::Result<
     Ok(())
 }
 
+async fn a_record_says_why_it_waits_while_its_node_is_down(b: Backend) -> anyhow::Result<()> {
+    let state = tempfile::tempdir()?;
+    let state_arg = state.path().join("anvil.json").display().to_string();
+    let anvil = Anvil::start_with(&["--state", &state_arg, "--no-mining"]).await?;
+    let port = anvil.port()?;
+    let quick = "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n";
+    let svc = Service::start_with(b, crate::evm::service_options(&anvil, quick, &[])).await?;
+    let wallet = funded_wallet(&svc, &anvil).await?;
+    anvil.mine().await?;
+    let reply = spawn_send(&svc, &uuid::Uuid::new_v4().to_string(), 4242).await??;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
+    anvil.stop_gracefully().await?;
+    let api = svc.rest(&svc.api_key);
+    let tx = poll_until("the record to say its node gives no verdict", || async {
+        let tx = api.get(&format!("/tx/{id}")).await?.body;
+        Ok(tx["statusHistory"]
+            .to_string()
+            .contains("no verdict")
+            .then_some(tx))
+    })
+    .await?;
+    assert_eq!(tx["status"], "SUBMITTED", "{tx}");
+    // The node back (mining again), the record is sent and settles, once.
+    let anvil = Anvil::start_on(port, &["--state", &state_arg]).await?;
+    poll_until("the transaction to be confirmed", || async {
+        let tx = api.get(&format!("/tx/{id}")).await?.body;
+        Ok((tx["status"] == "CONFIRMED").then_some(()))
+    })
+    .await?;
+    assert_eq!(anvil.nonce(wallet).await?, 1);
+    assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(4242u64));
+    Ok(())
+}
+
 /// The monitor sends a stored transaction the request has not broadcast yet, and the node
 /// mines it; the request's own broadcast then meets "nonce too low" for its own transaction.
 /// That must not read as a wallet used elsewhere: re-signing with a new nonce would pay twice.
@@ -228,6 +263,7 @@ async fn request_late_after_the_monitor_sent_pays_once(b: Backend) -> anyhow::Re
 
 on_both_backends!(
     killed_between_signing_and_broadcast,
+    a_record_says_why_it_waits_while_its_node_is_down,
     request_late_after_the_monitor_sent_pays_once,
     killed_at_random_moments_of_keyed_sends,
     node_stopped_mid_send_gives_no_duplicate,
