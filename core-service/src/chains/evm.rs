@@ -494,9 +494,8 @@ const NO_VERDICT: &[&str] = &[
     "gateway",
     "connection",
     "deadline",
-    "reset",
     "broken pipe",
-    "eof",
+    "unexpected eof",
 ];
 
 /// How nodes say they hold a transaction already (geth, reth, erigon: "already known"; besu:
@@ -508,7 +507,6 @@ const HELD_ALREADY: &[&str] = &[
     "known transaction",
     "already imported",
     "already in mempool",
-    "already exists",
 ];
 
 /// What an answer to `eth_sendRawTransaction` says of the transaction.
@@ -701,10 +699,19 @@ mod tests {
                 "{cut}"
             );
         }
-        assert!(matches!(
-            error_answer("max fee per gas less than block base fee"),
-            BroadcastOutcome::Rejected(Rejection::Other(_))
-        ));
+        for refusal in [
+            "max fee per gas less than block base fee",
+            "invalid EOF initcode",
+            "nonce reset not allowed",
+        ] {
+            assert!(
+                matches!(
+                    error_answer(refusal),
+                    BroadcastOutcome::Rejected(Rejection::Other(_))
+                ),
+                "{refusal}"
+            );
+        }
         assert!(matches!(
             error_answer("nonce too low"),
             BroadcastOutcome::Rejected(Rejection::NonceTooLow(_))

@@ -13,10 +13,14 @@
 //!   `fee_bump_percent`, unless that passes `max_fee_per_gas_gwei` (then FEE_CAPPED);
 //! - refused for good: it ends DROPPED and its nonce is given back or filled.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 
 use alloy::primitives::B256;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use uuid::Uuid;
 
@@ -72,6 +76,10 @@ pub struct Monitor {
     solana: SolanaPipeline,
     idempotency: Idempotency,
     config: MonitorConfig,
+    /// Since when the node has not answered about each record it last failed to answer
+    /// about: a record says so once that lasts as long as a transaction takes to count as
+    /// stuck, not at the first error.
+    unanswered: Arc<Mutex<HashMap<Uuid, DateTime<Utc>>>>,
 }
 
 fn hash_of(h: &str) -> Result<B256> {
@@ -99,6 +107,7 @@ impl Monitor {
             solana,
             idempotency,
             config,
+            unanswered: Arc::default(),
         }
     }
 
@@ -163,6 +172,12 @@ impl Monitor {
             },
         )
         .await;
+        // Records this core no longer follows (settled, or leased by another core) are
+        // forgotten.
+        self.unanswered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|id, _| ids.contains(id));
         // The final states of the sweep are written in one database transaction; when it
         // fails, the records are still open and leased to this core, and the next sweep
         // finds the same receipts.
@@ -197,9 +212,14 @@ impl Monitor {
             .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("bad sender {}", open.from)))?;
         for hash in open.hashes.iter().rev() {
             let receipt = match client.receipt(hash_of(hash)?).await {
-                Ok(receipt) => receipt,
+                Ok(receipt) => {
+                    self.unanswered_since(id, false);
+                    receipt
+                }
                 Err(e) => {
-                    self.no_verdict(&open).await?;
+                    if let Some(since) = self.unanswered_since(id, true) {
+                        self.no_verdict(&open, since).await?;
+                    }
                     return Err(e);
                 }
             };
@@ -246,20 +266,6 @@ impl Monitor {
         // the record's hashes.
         let mined = client.mined_nonce(from, 1).await?;
         if mined > nonce {
-            // Another transaction took the nonce. Re-signing ours with a new nonce pays again
-            // if that block is reorganised away and ours is mined in its place: only once
-            // the block is as deep as the chain's confirmations.
-            let needed = chain.confirmations();
-            if needed > 1 && client.mined_nonce(from, needed).await? <= nonce {
-                self.note_once(
-                    &open,
-                    format!(
-                        "nonce {nonce} is used on chain by another transaction; re-signed once that is {needed} blocks deep"
-                    ),
-                )
-                .await?;
-                return Ok(None);
-            }
             if let Some(wallet) = self.signable(&open).await {
                 self.resign_and_send(&chain, &wallet, &client, &open, "seen on chain")
                     .await?;
@@ -285,7 +291,7 @@ impl Monitor {
                 }
                 BroadcastOutcome::Unknown(why) => {
                     tracing::warn!(%id, %why, "no verdict from the node; will send again");
-                    self.no_verdict(&open).await?;
+                    self.no_verdict(&open, open.created_at).await?;
                 }
                 BroadcastOutcome::Rejected(rejection) => {
                     let Some(wallet) = self.signable(&open).await else {
@@ -497,12 +503,28 @@ impl Monitor {
         Ok(())
     }
 
+    /// Notes since when the node has failed to answer about record `id` (`failed`) and
+    /// returns it, or forgets it once the node answered.
+    fn unanswered_since(&self, id: Uuid, failed: bool) -> Option<DateTime<Utc>> {
+        let mut unanswered = self
+            .unanswered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if failed {
+            Some(*unanswered.entry(id).or_insert_with(Utc::now))
+        } else {
+            unanswered.remove(&id);
+            None
+        }
+    }
+
     /// Notes in the history of `open` that its node gives no verdict (it does not answer, or
-    /// answers with errors that say nothing of the transaction), once the record is as old as
-    /// a transaction that counts as stuck: it says why it is still open.
-    async fn no_verdict(&self, open: &OpenTransaction) -> Result<()> {
+    /// answers with errors that say nothing of the transaction), once that has lasted since
+    /// `since` for as long as a transaction takes to count as stuck: it says why it is still
+    /// open.
+    async fn no_verdict(&self, open: &OpenTransaction, since: DateTime<Utc>) -> Result<()> {
         let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
-        if Utc::now() - open.created_at >= stuck_after {
+        if Utc::now() - since >= stuck_after {
             self.note_once(open, NO_VERDICT_NOTE.to_owned()).await?;
         }
         Ok(())
@@ -578,7 +600,8 @@ impl Monitor {
 
     /// Re-signs `open` with a new nonce, its own being used on chain, and sends it. Nothing
     /// happens when the node holds one of the record's own versions: that is what used the
-    /// nonce, and the next sweep reads its receipt.
+    /// nonce, and the next sweep reads its receipt. Nor, noted in its history, until the
+    /// block that used the nonce is the chain's `confirmations` deep.
     async fn resign_and_send(
         &self,
         chain: &crate::chains::Chain,
@@ -587,15 +610,25 @@ impl Monitor {
         open: &OpenTransaction,
         why: &str,
     ) -> Result<()> {
-        if self
+        let needed = chain.confirmations();
+        match self
             .evm
-            .resign_with_new_nonce(chain, wallet, client, open, why)
+            .resign_with_new_nonce(chain, wallet, client, open, why, needed)
             .await?
-            == Resign::Resigned
         {
-            self.send_current(client, open.id).await?;
+            Resign::Resigned => self.send_current(client, open.id).await,
+            Resign::Shallow => {
+                let nonce = open.nonce.unwrap_or_default();
+                self.note_once(
+                    open,
+                    format!(
+                        "nonce {nonce} is used on chain by another transaction; re-signed once that is {needed} blocks deep"
+                    ),
+                )
+                .await
+            }
+            Resign::HeldByRecord | Resign::NonceFree => Ok(()),
         }
-        Ok(())
     }
 
     /// Sends the current payload of `id` right after it was re-signed, so the new version

@@ -137,6 +137,9 @@ pub(crate) enum Resign {
     /// Nothing: no transaction holds the record's nonce, which the node's pending nonce has
     /// not passed.
     NonceFree,
+    /// Nothing yet: another transaction took the nonce, but its block is not yet as deep as
+    /// asked; a reorganisation could still put the record's own version in its place.
+    Shallow,
 }
 
 /// What a lane holds for its drainer.
@@ -681,7 +684,7 @@ impl EvmPipeline {
                 && attempt < RESYNC_ATTEMPTS
             {
                 match self
-                    .resign_with_new_nonce(chain, wallet, client, &open, why)
+                    .resign_with_new_nonce(chain, wallet, client, &open, why, 1)
                     .await
                 {
                     Ok(Resign::Resigned) => continue,
@@ -693,6 +696,7 @@ impl EvmPipeline {
                     // Nothing holds the nonce: the node refused the transaction itself (a
                     // fee under its minimum, say), which fails it like any other refusal.
                     Ok(Resign::NonceFree) => {}
+                    Ok(Resign::Shallow) => return Ok(Submission::of(chain, &open)),
                     Err(e) => return Ok(handed_over(chain, &open, &e)),
                 }
             }
@@ -744,7 +748,9 @@ impl EvmPipeline {
     /// signing would pay twice. Nothing changes either while the node's pending nonce has not
     /// passed the record's: a refusal then was not about the nonce ("transaction
     /// underpriced" also answers a fee under the node's minimum), and a new nonce would
-    /// leave a gap behind.
+    /// leave a gap behind. Nor until the block that used the nonce is `depth` blocks deep
+    /// (1: mined at all): re-signing pays twice if that block is reorganised away and an
+    /// earlier send of the record's own version is mined in its place.
     pub(crate) async fn resign_with_new_nonce(
         &self,
         chain: &Chain,
@@ -752,6 +758,7 @@ impl EvmPipeline {
         client: &EvmClient,
         open: &OpenTransaction,
         why: &str,
+        depth: u64,
     ) -> Result<Resign> {
         if held_by_node(client, open).await? {
             return Ok(Resign::HeldByRecord);
@@ -760,6 +767,12 @@ impl EvmPipeline {
         let pending = client.pending_nonce(from).await?;
         if open.nonce.is_some_and(|n| pending <= n) {
             return Ok(Resign::NonceFree);
+        }
+        if depth > 1 {
+            let settled = client.mined_nonce(from, depth).await?;
+            if open.nonce.is_some_and(|n| settled <= n) {
+                return Ok(Resign::Shallow);
+            }
         }
         let mut tx = decode_payload(&open.signed_payload)?;
         self.signer.prepare(wallet).await?;

@@ -1045,7 +1045,7 @@ async fn a_broadcast_without_verdict_is_sent_again_not_failed(b: Backend) -> any
 }
 
 async fn a_refused_send_the_node_holds_is_not_failed(b: Backend) -> anyhow::Result<()> {
-    let e = Evm::behind_gateway(b, "", &[], &[]).await?;
+    let e = Evm::behind_gateway(b, "[monitor]\npoll_interval_ms = 100\n", &[], &[]).await?;
     // The node takes the transaction, but the answer is a refusal in unknown words: the
     // node is asked whether it holds the transaction before the record is failed, its key
     // failed and its nonce freed, which would have the caller pay again.
@@ -1054,7 +1054,14 @@ async fn a_refused_send_the_node_holds_is_not_failed(b: Backend) -> anyhow::Resu
     let tx = e.wait_for(&id, "CONFIRMED").await?;
     assert_eq!(tx["hash"], hash);
     assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
-    // The ledger kept nonce 0 taken: the next send takes nonce 1 and is not refused.
+    // The same when the monitor makes the send: the first one got no verdict.
+    e.gateway()?.set(Sends::Fail);
+    let (id, hash) = e.send_native(RECIPIENT, "2").await?;
+    e.gateway()?.set(Sends::PassOnThenRefuse);
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(tx["hash"], hash);
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    // The ledger kept both nonces taken: the next send takes nonce 2 and is not refused.
     e.gateway()?.set(Sends::PassOn);
     let (next, _) = e.send_native(RECIPIENT, "3").await?;
     let next = e.wait_for(&next, "CONFIRMED").await?;
@@ -1062,10 +1069,10 @@ async fn a_refused_send_the_node_holds_is_not_failed(b: Backend) -> anyhow::Resu
         !next["statusHistory"].to_string().contains("re-signed"),
         "{next}"
     );
-    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 3);
     assert_eq!(
         e.anvil.balance(RECIPIENT.parse()?).await?,
-        U256::from(10u64)
+        U256::from(12u64)
     );
     Ok(())
 }
