@@ -417,6 +417,23 @@ impl Service {
         Ok(row.try_get::<i64>("", "n")?)
     }
 
+    /// The stored statuses (`submitted`, `dropped`, ...) of the transactions of `kind`
+    /// (`send`, `nonce_fill`, ...), which the REST surface does not list.
+    pub async fn stored_statuses(&self, kind: &str) -> anyhow::Result<Vec<String>> {
+        use sea_orm::{ConnectionTrait, Statement};
+        anyhow::ensure!(kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+        let db = self.database().await?;
+        let rows = db
+            .query_all_raw(Statement::from_string(
+                db.get_database_backend(),
+                format!("SELECT status FROM transactions WHERE kind = '{kind}'"),
+            ))
+            .await?;
+        rows.iter()
+            .map(|row| Ok(row.try_get::<String>("", "status")?))
+            .collect()
+    }
+
     /// Stops the service and starts it again on the same data dir and database; returns
     /// whether the new start printed an API key (it must not: the database is not empty).
     pub async fn restart(&mut self) -> anyhow::Result<bool> {

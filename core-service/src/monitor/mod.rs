@@ -539,12 +539,19 @@ impl Monitor {
             .and_then(|h| h.last())
             .and_then(|c| c["note"].as_str());
         if last_note != Some(note.as_str()) {
-            let txn = self.store.begin().await?;
-            self.store
-                .settle_transaction(&txn, open, open.status, None, Some(note), None)
-                .await?;
-            txn.commit().await?;
+            self.mark(open, open.status, note).await?;
         }
+        Ok(())
+    }
+
+    /// Moves `open` to `status` with `note` in its history (nothing, when another worker
+    /// changed the record meanwhile).
+    async fn mark(&self, open: &OpenTransaction, status: TxStatus, note: String) -> Result<()> {
+        let txn = self.store.begin().await?;
+        self.store
+            .settle_transaction(&txn, open, status, None, Some(note), None)
+            .await?;
+        txn.commit().await?;
         Ok(())
     }
 
@@ -566,20 +573,14 @@ impl Monitor {
         let Some(fees) = replacement_fees(old_fees, now, bump, cap) else {
             let needed = raise(old.max_fee_per_gas, MIN_BUMP_PERCENT);
             if open.status != TxStatus::FeeCapped {
-                let txn = self.store.begin().await?;
-                self.store
-                    .settle_transaction(
-                        &txn,
-                        open,
-                        TxStatus::FeeCapped,
-                        None,
-                        Some(format!(
-                            "stuck; a replacement needs maxFeePerGas {needed} wei, above the cap of {cap} wei"
-                        )),
-                        None,
-                    )
-                    .await?;
-                txn.commit().await?;
+                self.mark(
+                    open,
+                    TxStatus::FeeCapped,
+                    format!(
+                        "stuck; a replacement needs maxFeePerGas {needed} wei, above the cap of {cap} wei"
+                    ),
+                )
+                .await?;
             }
             return Ok(());
         };
@@ -622,8 +623,17 @@ impl Monitor {
                 self.note_once(
                     open,
                     format!(
-                        "nonce {nonce} is used on chain by another transaction; re-signed once that is {needed} blocks deep"
+                        "nonce {nonce} is used on chain by another transaction; waiting until that is {needed} blocks deep"
                     ),
+                )
+                .await
+            }
+            Resign::Unneeded => {
+                let nonce = open.nonce.unwrap_or_default();
+                self.mark(
+                    open,
+                    TxStatus::Dropped,
+                    format!("nonce {nonce} was used by another transaction; no filler needed"),
                 )
                 .await
             }

@@ -140,6 +140,8 @@ pub(crate) enum Resign {
     /// Nothing yet: another transaction took the nonce, but its block is not yet as deep as
     /// asked; a reorganisation could still put the record's own version in its place.
     Shallow,
+    /// Nothing: the record is a nonce filler, and another transaction filled its nonce.
+    Unneeded,
 }
 
 /// What a lane holds for its drainer.
@@ -696,7 +698,9 @@ impl EvmPipeline {
                     // Nothing holds the nonce: the node refused the transaction itself (a
                     // fee under its minimum, say), which fails it like any other refusal.
                     Ok(Resign::NonceFree) => {}
-                    Ok(Resign::Shallow) => return Ok(Submission::of(chain, &open)),
+                    Ok(Resign::Shallow | Resign::Unneeded) => {
+                        return Ok(Submission::of(chain, &open));
+                    }
                     Err(e) => return Ok(handed_over(chain, &open, &e)),
                 }
             }
@@ -773,6 +777,10 @@ impl EvmPipeline {
             if open.nonce.is_some_and(|n| settled <= n) {
                 return Ok(Resign::Shallow);
             }
+        }
+        // A filler is there to fill its nonce: at another nonce it would only cost gas.
+        if open.kind == TxKind::NonceFill {
+            return Ok(Resign::Unneeded);
         }
         let mut tx = decode_payload(&open.signed_payload)?;
         self.signer.prepare(wallet).await?;

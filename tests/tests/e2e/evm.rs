@@ -1143,37 +1143,40 @@ async fn a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep(
     Ok(())
 }
 
-async fn dropped_transactions_get_their_nonce_filled(b: Backend) -> anyhow::Result<()> {
-    let e = Evm::start(
+/// Over a node that does not mine: sends 1 ETH and then 1 wei to `FILLED_TO` from `e`'s
+/// wallet, loses the first from the pool and leaves the wallet unable to pay for it, so that
+/// its nonce 0 would strand the second one forever. Returns the first record once DROPPED
+/// and the second one's id, with a filler for nonce 0 and the second send in the pool.
+async fn strand_a_nonce(e: &Evm) -> anyhow::Result<(Value, String)> {
+    let (big, big_hash) = e.send_native(FILLED_TO, &ETH.to_string()).await?;
+    let (small, _) = e.send_native(FILLED_TO, "1").await?;
+    e.anvil.set_balance(e.wallet, U256::from(ETH / 100)).await?;
+    e.anvil.drop_transaction(&big_hash).await?;
+    let dropped = e.wait_for(&big, "DROPPED").await?;
+    poll_until(
+        "a filler for nonce 0 and the second send in the pool",
+        || async { Ok((e.anvil.pool_hashes().await?.len() == 2).then_some(())) },
+    )
+    .await?;
+    Ok((dropped, small))
+}
+
+/// Where `strand_a_nonce` sends.
+const FILLED_TO: &str = "0x1111111111111111111111111111111111111111";
+
+/// `Evm::start` over a node that does not mine, with a monitor that never replaces.
+async fn unmined(b: Backend) -> anyhow::Result<Evm> {
+    Evm::start(
         b,
         "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
         &["--no-mining"],
     )
-    .await?;
-    let to: Address = "0x1111111111111111111111111111111111111111".parse()?;
-    let big = e
-        .api()
-        .post(
-            "/send",
-            &json!({"chain": "anvil", "to": to, "asset": "native", "amount": ETH.to_string()}),
-        )
-        .await?;
-    let big_id = submitted_id(&big)?;
-    let small = e
-        .api()
-        .post(
-            "/send",
-            &json!({"chain": "anvil", "to": to, "asset": "native", "amount": "1"}),
-        )
-        .await?;
-    let small_id = submitted_id(&small)?;
-    // The node loses the first transaction, and the wallet can no longer pay for it: its
-    // nonce 0 would strand the second one forever.
-    e.anvil.set_balance(e.wallet, U256::from(ETH / 100)).await?;
-    e.anvil
-        .drop_transaction(big.body["hash"].as_str().expect("hash"))
-        .await?;
-    let dropped = e.wait_for(&big_id, "DROPPED").await?;
+    .await
+}
+
+async fn dropped_transactions_get_their_nonce_filled(b: Backend) -> anyhow::Result<()> {
+    let e = unmined(b).await?;
+    let (dropped, small) = strand_a_nonce(&e).await?;
     assert!(
         dropped["error"]
             .as_str()
@@ -1182,23 +1185,48 @@ async fn dropped_transactions_get_their_nonce_filled(b: Backend) -> anyhow::Resu
             .contains("insufficient funds"),
         "{dropped}"
     );
-    poll_until(
-        "a filler for nonce 0 and the second send in the pool",
-        || async { Ok((e.anvil.pool_hashes().await?.len() == 2).then_some(())) },
-    )
-    .await?;
     e.anvil.mine().await?;
-    e.wait_for(&small_id, "CONFIRMED").await?;
+    e.wait_for(&small, "CONFIRMED").await?;
     assert_eq!(
         e.anvil.nonce(e.wallet).await?,
         2,
         "nonce 0 was filled, nonce 1 mined"
     );
     assert_eq!(
-        e.anvil.balance(to).await?,
+        e.anvil.balance(FILLED_TO.parse()?).await?,
         U256::from(1u64),
         "only the small send moved value"
     );
+    Ok(())
+}
+
+async fn a_filler_whose_nonce_another_transaction_took_is_dropped(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let e = unmined(b).await?;
+    let (_, small) = strand_a_nonce(&e).await?;
+    // The owner fills nonce 0 first, from outside the service, outbidding the filler.
+    e.anvil
+        .rpc("anvil_impersonateAccount", json!([e.wallet]))
+        .await?;
+    let gwei = |n: u64| format!("{:#x}", u128::from(n) * 1_000_000_000);
+    e.anvil
+        .rpc(
+            "eth_sendTransaction",
+            json!([{"from": e.wallet, "to": e.wallet, "value": "0x0", "nonce": "0x0",
+                    "gas": "0x5208", "maxFeePerGas": gwei(100), "maxPriorityFeePerGas": gwei(50)}]),
+        )
+        .await?;
+    e.anvil.mine().await?;
+    e.wait_for(&small, "CONFIRMED").await?;
+    // The filler is not needed any more: dropped, not signed again at a new nonce.
+    poll_until("the filler to be dropped", || async {
+        Ok((e.svc.stored_statuses("nonce_fill").await? == ["dropped"]).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2, "no third transaction");
+    assert!(e.anvil.pool_hashes().await?.is_empty());
     Ok(())
 }
 
@@ -1348,4 +1376,5 @@ on_both_backends!(
     a_broadcast_without_verdict_is_sent_again_not_failed,
     a_refused_send_the_node_holds_is_not_failed,
     a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep,
+    a_filler_whose_nonce_another_transaction_took_is_dropped,
 );
