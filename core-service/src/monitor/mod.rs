@@ -79,7 +79,46 @@ pub struct Monitor {
     /// Since when the node has not answered about each record it last failed to answer
     /// about: a record says so once that lasts as long as a transaction takes to count as
     /// stuck, not at the first error.
-    unanswered: Arc<Mutex<HashMap<Uuid, DateTime<Utc>>>>,
+    unanswered: Arc<Marks>,
+    /// When each record was last raised in fee because the node called it underpriced.
+    raised: Arc<Marks>,
+}
+
+/// A time per record, kept in memory for the records this core follows.
+#[derive(Debug, Default)]
+struct Marks(Mutex<HashMap<Uuid, DateTime<Utc>>>);
+
+impl Marks {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, DateTime<Utc>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The time marked for `id`, marked now if there was none.
+    fn first(&self, id: Uuid) -> DateTime<Utc> {
+        *self.map().entry(id).or_insert_with(Utc::now)
+    }
+
+    fn clear(&self, id: Uuid) {
+        self.map().remove(&id);
+    }
+
+    /// Whether `period` has passed since the time marked for `id` (or none is marked); if
+    /// so, marks now.
+    fn due(&self, id: Uuid, period: chrono::Duration) -> bool {
+        let now = Utc::now();
+        let mut map = self.map();
+        if map.get(&id).is_some_and(|at| now - *at < period) {
+            return false;
+        }
+        map.insert(id, now);
+        true
+    }
+
+    /// Forgets the times before `horizon`: records settled or followed by another core
+    /// since, mostly.
+    fn forget_before(&self, horizon: DateTime<Utc>) {
+        self.map().retain(|_, at| *at >= horizon);
+    }
 }
 
 fn hash_of(h: &str) -> Result<B256> {
@@ -108,6 +147,7 @@ impl Monitor {
             idempotency,
             config,
             unanswered: Arc::default(),
+            raised: Arc::default(),
         }
     }
 
@@ -172,12 +212,12 @@ impl Monitor {
             },
         )
         .await;
-        // Records this core no longer follows (settled, or leased by another core) are
-        // forgotten.
-        self.unanswered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|id, _| ids.contains(id));
+        // Not by the records leased now: a record can skip sweeps (a re-signed one waits
+        // out the hand-off age) and must keep its marks meanwhile.
+        let horizon =
+            now - chrono::Duration::seconds(10 * self.config.stuck_after_secs.max(60) as i64);
+        self.unanswered.forget_before(horizon);
+        self.raised.forget_before(horizon);
         // The final states of the sweep are written in one database transaction; when it
         // fails, the records are still open and leased to this core, and the next sweep
         // finds the same receipts.
@@ -213,13 +253,11 @@ impl Monitor {
         for hash in open.hashes.iter().rev() {
             let receipt = match client.receipt(hash_of(hash)?).await {
                 Ok(receipt) => {
-                    self.unanswered_since(id, false);
+                    self.unanswered.clear(id);
                     receipt
                 }
                 Err(e) => {
-                    if let Some(since) = self.unanswered_since(id, true) {
-                        self.no_verdict(&open, since).await?;
-                    }
+                    self.no_verdict(&open, self.unanswered.first(id)).await?;
                     return Err(e);
                 }
             };
@@ -301,6 +339,19 @@ impl Monitor {
                         Rejection::NonceTooLow(why) => {
                             self.resign_and_send(&chain, &wallet, &client, &open, &why)
                                 .await?;
+                        }
+                        // Raised at once, then at most once a stuck time: another transaction
+                        // at the nonce (the wallet's owner's, say) is not outbid sweep after
+                        // sweep up to the cap.
+                        Rejection::Underpriced(why) if !self.raised.due(id, stuck_after) => {
+                            self.note_once(
+                                &open,
+                                format!(
+                                    "the node refused it as underpriced ({why}); the fee is raised again {} s after the last raise",
+                                    self.config.stuck_after_secs
+                                ),
+                            )
+                            .await?;
                         }
                         Rejection::Underpriced(_) => {
                             self.replace(&wallet, &open, &client).await?;
@@ -501,21 +552,6 @@ impl Monitor {
             )
             .await?;
         Ok(())
-    }
-
-    /// Notes since when the node has failed to answer about record `id` (`failed`) and
-    /// returns it, or forgets it once the node answered.
-    fn unanswered_since(&self, id: Uuid, failed: bool) -> Option<DateTime<Utc>> {
-        let mut unanswered = self
-            .unanswered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if failed {
-            Some(*unanswered.entry(id).or_insert_with(Utc::now))
-        } else {
-            unanswered.remove(&id);
-            None
-        }
     }
 
     /// Notes in the history of `open` that its node gives no verdict (it does not answer, or

@@ -115,6 +115,23 @@ impl Evm {
         Ok((id, hash))
     }
 
+    /// The wallet's owner spends nonce 0 outside the service (a zero-value self-transfer at
+    /// 100 gwei, far over the service's fees), into the pool.
+    async fn owner_takes_nonce_zero(&self) -> anyhow::Result<()> {
+        self.anvil
+            .rpc("anvil_impersonateAccount", json!([self.wallet]))
+            .await?;
+        let gwei = |n: u64| format!("{:#x}", u128::from(n) * 1_000_000_000);
+        self.anvil
+            .rpc(
+                "eth_sendTransaction",
+                json!([{"from": self.wallet, "to": self.wallet, "value": "0x0", "nonce": "0x0",
+                        "gas": "0x5208", "maxFeePerGas": gwei(100), "maxPriorityFeePerGas": gwei(50)}]),
+            )
+            .await?;
+        Ok(())
+    }
+
     /// Waits until transaction `id` reaches `status`.
     async fn wait_for(&self, id: &str, status: &str) -> anyhow::Result<Value> {
         poll_until(&format!("transaction {id} to become {status}"), || async {
@@ -669,6 +686,57 @@ async fn a_transaction_the_node_keeps_losing_is_replaced_in_time(b: Backend) -> 
     Ok(())
 }
 
+async fn a_transaction_outbid_at_its_nonce_is_raised_once_a_stuck_time(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let e = Evm::start(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
+        &["--no-mining"],
+    )
+    .await?;
+    let (id, ours) = e.send_native(RECIPIENT, "5").await?;
+    // The owner's own transaction at nonce 0, priced far higher, takes ours' place in the
+    // pool; every send of ours is then refused as underpriced.
+    e.owner_takes_nonce_zero().await?;
+    // One raise, then the record waits for the stuck time instead of outbidding the owner
+    // sweep after sweep up to the cap.
+    let waiting = poll_until("the record to wait for its next raise", || async {
+        let tx = e.tx(&id).await?;
+        Ok(tx["statusHistory"]
+            .to_string()
+            .contains("raised again")
+            .then_some(tx))
+    })
+    .await?;
+    let raises = waiting["statusHistory"]
+        .to_string()
+        .matches("replaced")
+        .count();
+    assert!(raises <= 1, "{waiting}");
+    // The owner's transaction mined, ours is re-signed at the next nonce and mined once.
+    e.anvil.mine().await?;
+    let resigned = poll_until("the record to be re-signed", || async {
+        let tx = e.tx(&id).await?;
+        Ok(tx["statusHistory"]
+            .to_string()
+            .contains("re-signed with nonce 1")
+            .then_some(tx))
+    })
+    .await?;
+    let hash = resigned["hash"].as_str().context("a hash")?.to_owned();
+    assert_ne!(hash, ours);
+    poll_until("the re-signed transaction in the pool", || async {
+        Ok(e.anvil.pool_hashes().await?.contains(&hash).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    Ok(())
+}
+
 async fn stuck_transactions_are_replaced_with_a_higher_fee(b: Backend) -> anyhow::Result<()> {
     use alloy::{consensus::Transaction as _, providers::Provider};
     let e = Evm::start(
@@ -1206,17 +1274,7 @@ async fn a_filler_whose_nonce_another_transaction_took_is_dropped(
     let e = unmined(b).await?;
     let (_, small) = strand_a_nonce(&e).await?;
     // The owner fills nonce 0 first, from outside the service, outbidding the filler.
-    e.anvil
-        .rpc("anvil_impersonateAccount", json!([e.wallet]))
-        .await?;
-    let gwei = |n: u64| format!("{:#x}", u128::from(n) * 1_000_000_000);
-    e.anvil
-        .rpc(
-            "eth_sendTransaction",
-            json!([{"from": e.wallet, "to": e.wallet, "value": "0x0", "nonce": "0x0",
-                    "gas": "0x5208", "maxFeePerGas": gwei(100), "maxPriorityFeePerGas": gwei(50)}]),
-        )
-        .await?;
+    e.owner_takes_nonce_zero().await?;
     e.anvil.mine().await?;
     e.wait_for(&small, "CONFIRMED").await?;
     // The filler is not needed any more: dropped, not signed again at a new nonce.
@@ -1367,6 +1425,7 @@ on_both_backends!(
     sends_outside_the_service_do_not_jam_the_next,
     lost_transactions_are_rebroadcast,
     a_transaction_the_node_keeps_losing_is_replaced_in_time,
+    a_transaction_outbid_at_its_nonce_is_raised_once_a_stuck_time,
     stuck_transactions_are_replaced_with_a_higher_fee,
     replacements_stop_at_the_fee_cap,
     a_refused_replacement_leaves_the_original_to_mine,
