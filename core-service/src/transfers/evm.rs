@@ -682,36 +682,36 @@ impl EvmPipeline {
                 }
                 BroadcastOutcome::Rejected(rejection) => rejection,
             };
-            if let Rejection::NonceTooLow(why) | Rejection::Underpriced(why) = &rejection
-                && attempt < RESYNC_ATTEMPTS
-            {
-                match self
-                    .resign_with_new_nonce(chain, wallet, client, &open, why, 1)
-                    .await
+            // Whether the node holds one of the record's versions, which makes the refusal
+            // a duplicate's: re-signing asks that first, any other refusal asks it here.
+            let held = match &rejection {
+                Rejection::NonceTooLow(why) | Rejection::Underpriced(why)
+                    if attempt < RESYNC_ATTEMPTS =>
                 {
-                    Ok(Resign::Resigned) => continue,
-                    // The node holds this very transaction.
-                    Ok(Resign::HeldByRecord) => {
-                        self.broadcasts.note(id);
-                        return Ok(Submission::of(chain, &open));
+                    match self
+                        .resign_with_new_nonce(chain, wallet, client, &open, why, 1)
+                        .await
+                    {
+                        Ok(Resign::Resigned) => continue,
+                        Ok(Resign::HeldByRecord) => true,
+                        // Nothing holds the nonce: the node refused the transaction itself (a
+                        // fee under its minimum, say), which fails it like any other refusal.
+                        Ok(Resign::NonceFree) => false,
+                        Ok(Resign::Shallow | Resign::Unneeded) => {
+                            return Ok(Submission::of(chain, &open));
+                        }
+                        Err(e) => return Ok(handed_over(chain, &open, &e)),
                     }
-                    // Nothing holds the nonce: the node refused the transaction itself (a
-                    // fee under its minimum, say), which fails it like any other refusal.
-                    Ok(Resign::NonceFree) => {}
-                    Ok(Resign::Shallow | Resign::Unneeded) => {
-                        return Ok(Submission::of(chain, &open));
-                    }
+                }
+                _ => match held_by_node(client, &open).await {
+                    Ok(held) => held,
                     Err(e) => return Ok(handed_over(chain, &open, &e)),
-                }
-            }
-            match held_by_node(client, &open).await {
-                Ok(false) => {}
-                Ok(true) => {
-                    tracing::warn!(%id, ?rejection, "the node refused a transaction it holds; taken as sent");
-                    self.broadcasts.note(id);
-                    return Ok(Submission::of(chain, &open));
-                }
-                Err(e) => return Ok(handed_over(chain, &open, &e)),
+                },
+            };
+            if held {
+                tracing::warn!(%id, ?rejection, "the node refused a transaction it holds; taken as sent");
+                self.broadcasts.note(id);
+                return Ok(Submission::of(chain, &open));
             }
             let err = match rejection {
                 Rejection::InsufficientFunds(m) => WalletOpsError::InsufficientFunds(format!(

@@ -132,6 +132,16 @@ impl Evm {
         Ok(())
     }
 
+    /// Waits until the status history of transaction `id` mentions `text`; returns the
+    /// record then.
+    async fn wait_for_note(&self, id: &str, text: &str) -> anyhow::Result<Value> {
+        poll_until(&format!("transaction {id} to note {text:?}"), || async {
+            let tx = self.tx(id).await?;
+            Ok(tx["statusHistory"].to_string().contains(text).then_some(tx))
+        })
+        .await
+    }
+
     /// Waits until transaction `id` reaches `status`.
     async fn wait_for(&self, id: &str, status: &str) -> anyhow::Result<Value> {
         poll_until(&format!("transaction {id} to become {status}"), || async {
@@ -701,14 +711,7 @@ async fn a_transaction_outbid_at_its_nonce_is_raised_once_a_stuck_time(
     e.owner_takes_nonce_zero().await?;
     // One raise, then the record waits for the stuck time instead of outbidding the owner
     // sweep after sweep up to the cap.
-    let waiting = poll_until("the record to wait for its next raise", || async {
-        let tx = e.tx(&id).await?;
-        Ok(tx["statusHistory"]
-            .to_string()
-            .contains("raised again")
-            .then_some(tx))
-    })
-    .await?;
+    let waiting = e.wait_for_note(&id, "raised again").await?;
     let raises = waiting["statusHistory"]
         .to_string()
         .matches("replaced")
@@ -716,14 +719,7 @@ async fn a_transaction_outbid_at_its_nonce_is_raised_once_a_stuck_time(
     assert!(raises <= 1, "{waiting}");
     // The owner's transaction mined, ours is re-signed at the next nonce and mined once.
     e.anvil.mine().await?;
-    let resigned = poll_until("the record to be re-signed", || async {
-        let tx = e.tx(&id).await?;
-        Ok(tx["statusHistory"]
-            .to_string()
-            .contains("re-signed with nonce 1")
-            .then_some(tx))
-    })
-    .await?;
+    let resigned = e.wait_for_note(&id, "re-signed with nonce 1").await?;
     let hash = resigned["hash"].as_str().context("a hash")?.to_owned();
     assert_ne!(hash, ours);
     poll_until("the re-signed transaction in the pool", || async {
@@ -1093,14 +1089,7 @@ async fn a_broadcast_without_verdict_is_sent_again_not_failed(b: Backend) -> any
     e.gateway()?.set(Sends::Fail);
     let (id, hash) = e.send_native(RECIPIENT, "7").await?;
     // The transaction may have been passed on: not a refusal, so no error and no freed nonce.
-    let tx = poll_until("the record to say why it is still open", || async {
-        let tx = e.tx(&id).await?;
-        Ok(tx["statusHistory"]
-            .to_string()
-            .contains("no verdict")
-            .then_some(tx))
-    })
-    .await?;
+    let tx = e.wait_for_note(&id, "no verdict").await?;
     assert_eq!(tx["status"], "SUBMITTED", "{tx}");
     assert_eq!(e.anvil.nonce(e.wallet).await?, 0);
     // Once the gateway passes sends on again, the monitor's next send of the same bytes lands.
@@ -1173,14 +1162,7 @@ async fn a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep(
     // One block deep, that block could still be reorganised away and ours mined instead:
     // no new nonce yet, and the record says why it waits.
     e.gateway()?.set(Sends::PassOn);
-    let waiting = poll_until("the record to say it waits for depth", || async {
-        let tx = e.tx(&id).await?;
-        Ok(tx["statusHistory"]
-            .to_string()
-            .contains("blocks deep")
-            .then_some(tx))
-    })
-    .await?;
+    let waiting = e.wait_for_note(&id, "blocks deep").await?;
     assert_eq!(waiting["hash"], ours.as_str(), "{waiting}");
     assert!(e.anvil.pool_hashes().await?.is_empty());
     // Three deep, it is re-signed with the next nonce and mined.
