@@ -12,6 +12,7 @@ mod m20261123_000005_create_transactions;
 mod m20261123_000006_create_idempotency_keys;
 mod m20261123_000007_create_evm_nonces;
 mod m20261123_000008_add_transactions_valid_until;
+mod m20261123_000009_add_transactions_revision;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -28,6 +29,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000006_create_idempotency_keys::Migration),
             Box::new(m20261123_000007_create_evm_nonces::Migration),
             Box::new(m20261123_000008_add_transactions_valid_until::Migration),
+            Box::new(m20261123_000009_add_transactions_revision::Migration),
         ]
     }
 }

@@ -116,6 +116,7 @@ impl Store {
                     lease_owner: None,
                     lease_until: None,
                     valid_until_height: new.valid_until.map(to_i64).transpose()?,
+                    revision: 0,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -169,6 +170,7 @@ impl Store {
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
             .col_expr(txs::Column::UpdatedAt, Expr::value(now))
+            .col_expr(txs::Column::Revision, Expr::value(open.revision + 1))
             .filter(still_as_seen(open))
             .exec(conn)
             .await?;
@@ -211,7 +213,8 @@ impl Store {
                 Expr::value(history_push(&open.history, status, now, note)),
             )
             .col_expr(txs::Column::Error, Expr::value(error))
-            .col_expr(txs::Column::UpdatedAt, Expr::value(now));
+            .col_expr(txs::Column::UpdatedAt, Expr::value(now))
+            .col_expr(txs::Column::Revision, Expr::value(open.revision + 1));
         if let Some(hash) = hash {
             update = update.col_expr(txs::Column::Hash, Expr::value(hash));
         }
@@ -324,15 +327,17 @@ impl Store {
     }
 }
 
-/// Record `open` as its reader saw it: still open, with the same current hash. Every write
-/// that settles or re-signs a record is conditional on it (compare-and-swap), so of two
-/// workers acting on one record (two cores whose leases overlapped, or the monitor and the
-/// request that made it) only the first changes it, and the other acts on nothing.
+/// Record `open` as its reader saw it: still open and at the same revision, so no other
+/// worker changed its status, history or payload since. Every write that settles, notes or
+/// re-signs a record is conditional on it (compare-and-swap), so of two workers acting on
+/// one record (two cores whose leases overlapped, or the monitor and the request that made
+/// it) only the first changes it, and the other acts on nothing: it neither writes back a
+/// history without the first one's entry nor moves the record back to a status it has left.
 fn still_as_seen(open: &OpenTransaction) -> Condition {
     Condition::all()
         .add(txs::Column::Id.eq(open.id))
         .add(txs::Column::Status.is_in(open_statuses()))
-        .add(txs::Column::Hash.eq(open.hashes.last().cloned()))
+        .add(txs::Column::Revision.eq(open.revision))
 }
 
 /// The statuses of a record the monitor still follows.
@@ -458,5 +463,85 @@ mod tests {
             0
         );
         assert!(lease(a, at(80), at(110)).await.expect("lease").is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_worker_holding_an_older_copy_of_a_record_changes_nothing() {
+        let (_dir, store, id) = one_open_record().await;
+        let (first, stale) = (
+            store.stored_transaction(id).await.expect("read"),
+            store.stored_transaction(id).await.expect("read"),
+        );
+        // One worker notes why the record waits, status and hash unchanged.
+        let note = "the node gives no verdict".to_owned();
+        assert!(
+            store
+                .settle_transaction(
+                    store.db(),
+                    &first,
+                    TxStatus::FeeCapped,
+                    None,
+                    Some(note.clone()),
+                    None
+                )
+                .await
+                .expect("note")
+        );
+        // The other, from its older copy, would write back a history without that entry
+        // and a status the record has left.
+        assert!(
+            !store
+                .settle_transaction(
+                    store.db(),
+                    &stale,
+                    TxStatus::Submitted,
+                    None,
+                    Some("raised".to_owned()),
+                    None
+                )
+                .await
+                .expect("stale write")
+        );
+        assert!(
+            store
+                .resign_transaction(
+                    store.db(),
+                    &stale,
+                    Some(0),
+                    None,
+                    vec![4],
+                    "0xab",
+                    TxStatus::Submitted,
+                    "re-signed".to_owned()
+                )
+                .await
+                .is_err(),
+            "a re-signing from the older copy is refused too"
+        );
+        let now = store.stored_transaction(id).await.expect("read");
+        assert_eq!(now.status, TxStatus::FeeCapped);
+        let notes: Vec<_> = now
+            .history
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|c| c["note"].as_str())
+            .collect();
+        assert_eq!(notes.last(), Some(&Some(note.as_str())));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        // From the current copy, the next change goes through.
+        assert!(
+            store
+                .settle_transaction(
+                    store.db(),
+                    &now,
+                    TxStatus::Confirmed,
+                    None,
+                    None,
+                    Some("0x01")
+                )
+                .await
+                .expect("settle")
+        );
     }
 }

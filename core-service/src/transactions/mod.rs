@@ -168,6 +168,9 @@ pub struct OpenTransaction {
     pub created_at: DateTime<Utc>,
     /// Solana: the last block height at which the payload's blockhash is valid.
     pub valid_until: Option<u64>,
+    /// The record's revision as read: every change of status, history or payload is
+    /// conditional on it.
+    pub revision: i64,
 }
 
 impl TryFrom<transactions::Model> for OpenTransaction {
@@ -200,6 +203,7 @@ impl TryFrom<transactions::Model> for OpenTransaction {
                 .valid_until_height
                 .map(|n| u64::try_from(n).map_err(|_| corrupt("valid_until_height")))
                 .transpose()?,
+            revision: m.revision,
         })
     }
 }

@@ -28,6 +28,7 @@ pub(crate) struct Model {
     pub(crate) lease_owner: Option<Uuid>,
     pub(crate) lease_until: Option<DateTimeUtc>,
     pub(crate) valid_until_height: Option<i64>,
+    pub(crate) revision: i64,
     pub(crate) created_at: DateTimeUtc,
     pub(crate) updated_at: DateTimeUtc,
 }
