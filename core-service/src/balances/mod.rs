@@ -121,8 +121,9 @@ pub struct Balances {
     native: Cache<NativeKey, (U256, DateTime<Utc>)>,
     tokens: Cache<OwnerKey, Arc<Book>>,
     holdings: Cache<NativeKey, (Vec<Holding>, DateTime<Utc>)>,
-    /// Mints do not change program or decimals: kept without expiry (bounded in size).
-    mints: Cache<Pubkey, MintInfo>,
+    /// Mints do not change program or decimals: kept without expiry (bounded in size), per
+    /// cluster (by slug), since a mint of one cluster need not exist on another.
+    mints: Cache<(String, Pubkey), MintInfo>,
     /// ERC20 decimals and symbols do not change either: read once per chain (by slug) and
     /// token, and looked up under one lock per read.
     erc20_meta: Arc<RwLock<HashMap<String, HashMap<Address, Meta>>>>,
@@ -401,21 +402,24 @@ impl Balances {
                 .filter_map(|t| Pubkey::from_str(t.as_str()).ok())
                 .collect();
             // Decimals of requested mints the wallet does not hold come from the mints.
+            let key = |mint: &Pubkey| (chain.slug().to_owned(), *mint);
             let unknown: Vec<Pubkey> = wanted
                 .iter()
-                .filter(|m| !holdings.iter().any(|h| h.mint == **m) && !self.mints.contains_key(*m))
+                .filter(|m| {
+                    !holdings.iter().any(|h| h.mint == **m) && !self.mints.contains_key(&key(m))
+                })
                 .copied()
                 .collect();
             for (mint, info) in unknown.iter().zip(client.mints(&unknown).await?) {
                 if let Some(info) = info {
-                    self.mints.insert(*mint, info);
+                    self.mints.insert(key(mint), info);
                 }
             }
             let mut bad = Violations::default();
             for (i, mint) in wanted.iter().enumerate() {
                 match holdings.iter().find(|h| h.mint == *mint) {
                     Some(h) => out.push(entry(mint, h.amount, h.decimals)),
-                    None => match self.mints.get(mint) {
+                    None => match self.mints.get(&key(mint)) {
                         Some(info) => out.push(entry(mint, 0, info.decimals)),
                         None => bad.push(
                             &format!("tokens[{i}]"),

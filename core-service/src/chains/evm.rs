@@ -177,6 +177,24 @@ async fn timed<T, E: std::fmt::Display>(
     }
 }
 
+/// Whether a call's JSON-RPC error is the contract's own failure (a revert, an invalid opcode,
+/// running out of gas) rather than the node's: nodes answer a revert with code 3, other
+/// execution failures with the EVM's words (OpenEthereum-style nodes with -32015).
+fn call_failed(code: i64, message: &str) -> bool {
+    const EXECUTION: [&str; 8] = [
+        "revert",
+        "invalid opcode",
+        "out of gas",
+        "stack underflow",
+        "stack limit",
+        "invalid jump",
+        "return data out of bounds",
+        "vm execution error",
+    ];
+    let m = message.to_ascii_lowercase();
+    code == 3 || code == -32015 || EXECUTION.iter().any(|p| m.contains(p))
+}
+
 /// Classifies a node's refusal by its message; node implementations agree on these phrases.
 fn classify(message: &str) -> Rejection {
     let m = message.to_ascii_lowercase();
@@ -252,19 +270,29 @@ impl EvmClient {
         Ok((native, readings(queries, answers)))
     }
 
-    /// The same reads as `balances_multicall` for a chain without Multicall3: one JSON-RPC
-    /// batch of `eth_getBalance` and `eth_call`s.
+    /// The same reads as `balances_multicall` for a chain without Multicall3: JSON-RPC
+    /// batches of `eth_getBalance` and `eth_call`s, none larger than the node is sent
+    /// otherwise (50 tokens with their metadata are 151 calls). A call the contract fails
+    /// (a revert, say) fails alone, as in `aggregate3`; any other error (a node or gateway
+    /// fault, a rate limit) fails the read: read as a revert, it would report a token as no
+    /// ERC20, or remember it with no decimals.
     pub async fn balances_batch(
         &self,
         owner: Address,
         queries: &[TokenQuery],
     ) -> Result<(U256, Vec<TokenReading>), WalletOpsError> {
+        let mut batches = Vec::new();
+        let mut waiters = Vec::new();
         let mut batch = self.rpc.new_batch();
         let native = batch
             .add_call::<_, U256>("eth_getBalance", &(owner, BlockId::latest()))
             .map_err(|e| rpc_failed("build a batch", e))?;
-        let mut waiters = Vec::new();
+        let mut in_batch = 1;
         for (target, data) in token_calls(owner, queries) {
+            if in_batch == RPC_BATCHING.max_batch {
+                batches.push(std::mem::replace(&mut batch, self.rpc.new_batch()).send());
+                in_batch = 0;
+            }
             let req = TransactionRequest::default()
                 .to(target)
                 .input(Bytes::from(data).into());
@@ -273,12 +301,27 @@ impl EvmClient {
                     .add_call::<_, Bytes>("eth_call", &(req, BlockId::latest()))
                     .map_err(|e| rpc_failed("build a batch", e))?,
             );
+            in_batch += 1;
         }
-        timed("read balances", batch.send()).await?;
+        batches.push(batch.send());
+        // One after another: a caller's batches pass the in-flight limit of `rpc_batch`.
+        for batch in batches {
+            timed("read balances", batch).await?;
+        }
         let native = timed("read the native balance", native).await?;
         let mut answers = Vec::with_capacity(waiters.len());
         for w in waiters {
-            answers.push(w.await.ok());
+            answers.push(match w.await {
+                Ok(data) => Some(data),
+                Err(RpcError::ErrorResp(payload))
+                    if call_failed(payload.code, &payload.message) =>
+                {
+                    None
+                }
+                // An answer that is no data (`null`): the call gave nothing, as a failed one.
+                Err(RpcError::DeserError { .. }) => None,
+                Err(e) => return Err(rpc_failed("read a token", e)),
+            });
         }
         Ok((native, readings(queries, answers.into_iter())))
     }
@@ -635,6 +678,19 @@ pub fn call_to(to: Address) -> TxKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_contracts_failure_is_told_from_the_nodes() {
+        assert!(call_failed(3, "execution reverted: not a token"));
+        assert!(call_failed(-32000, "execution reverted"));
+        assert!(call_failed(-32000, "invalid opcode: INVALID"));
+        assert!(call_failed(-32000, "out of gas"));
+        assert!(call_failed(-32000, "stack limit reached 1024 (1023)"));
+        assert!(call_failed(-32015, "VM execution error."));
+        assert!(!call_failed(-32005, "request rate exceeded"));
+        assert!(!call_failed(-32000, "header not found"));
+        assert!(!call_failed(-32603, "Internal error"));
+    }
 
     #[test]
     fn node_refusals_are_classified() {

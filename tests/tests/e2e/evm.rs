@@ -273,6 +273,68 @@ async fn balances_fall_back_to_a_batch_without_multicall(b: Backend) -> anyhow::
     assert_eq!(reply.body["balances"][0]["raw"], (100 * ETH).to_string());
     assert_eq!(reply.body["balances"][1]["raw"], "42");
     assert_eq!(reply.body["balances"][1]["symbol"], "USDC");
+    // A contract that is no ERC20 reverts its balanceOf: named, not a node failure.
+    let counter = e.anvil.deploy_counter().await?;
+    let reply = e
+        .api()
+        .get(&format!(
+            "/wallets/balances?chain=anvil&tokens={usdc},{counter}"
+        ))
+        .await?;
+    reply.assert_error(400, "INVALID_INPUT")?;
+    assert!(reply.text.contains("tokens[1]"), "{}", reply.text);
+    Ok(())
+}
+
+/// Without Multicall3, balances are read in JSON-RPC batches no larger than a provider
+/// takes, and a call the provider fails (a rate limit, not the token's revert) fails the read
+/// instead of reporting the token without decimals, and remembering it so.
+async fn balances_without_multicall_keep_within_a_providers_limits(
+    b: Backend,
+) -> anyhow::Result<()> {
+    /// `decimals()`.
+    const DECIMALS: &str = "0x313ce567";
+    let e = Evm::behind_gateway(b, "", &[], &[]).await?;
+    let gateway = e.gateway.as_ref().context("a gateway")?;
+    gateway.limit(Limits {
+        max_batch: Some(100),
+        limited_call: Some(DECIMALS),
+    });
+    let usdc = e.anvil.deploy_token("USDC", 6).await?;
+    let path = format!("/wallets/balances?chain=anvil&tokens={usdc}&includeZero=true");
+    e.api()
+        .get(&path)
+        .await?
+        .assert_error(502, "PROVIDER_RPC_ERROR")?;
+    gateway.limit(Limits {
+        max_batch: Some(100),
+        limited_call: None,
+    });
+    let reply = e.api().get(&path).await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.body["balances"][1]["decimals"], 6);
+    assert_eq!(reply.body["balances"][1]["symbol"], "USDC");
+    // 50 tokens: about 150 calls, over the provider's limit in one batch.
+    let mut tokens = vec![usdc];
+    for i in 1..50 {
+        tokens.push(e.anvil.deploy_token(&format!("T{i:02}"), 18).await?);
+    }
+    let list = tokens
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let reply = e
+        .api()
+        .get(&format!(
+            "/wallets/balances?chain=anvil&tokens={list}&includeZero=true&fresh=true"
+        ))
+        .await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let balances = reply.body["balances"].as_array().context("balances")?;
+    assert_eq!(balances.len(), 51);
+    assert_eq!(balances[50]["symbol"], "T49");
+    assert_eq!(balances[50]["decimals"], 18);
     Ok(())
 }
 
@@ -1010,25 +1072,45 @@ enum Sends {
     PassOnThenRefuse,
 }
 
+/// What a `Gateway` refuses besides sends, as hosted providers do.
+#[derive(Debug, Clone, Default)]
+struct Limits {
+    /// A JSON-RPC batch of more calls is refused whole.
+    max_batch: Option<usize>,
+    /// An `eth_call` whose calldata starts with this is answered with a rate-limit error.
+    limited_call: Option<&'static str>,
+}
+
 /// A JSON-RPC gateway in front of a node, as hosted providers run them: it passes every call
-/// on, and `eth_sendRawTransaction` as its `Sends` mode says.
+/// on, `eth_sendRawTransaction` as its `Sends` mode says, within its `Limits`.
 struct Gateway {
     url: String,
     sends: std::sync::Arc<std::sync::Mutex<Sends>>,
+    limits: std::sync::Arc<std::sync::Mutex<Limits>>,
 }
 
 impl Gateway {
     async fn start(node: &str) -> anyhow::Result<Self> {
         let sends = std::sync::Arc::new(std::sync::Mutex::new(Sends::PassOn));
+        let limits = std::sync::Arc::new(std::sync::Mutex::new(Limits::default()));
         let (node, http) = (node.to_owned(), reqwest::Client::new());
-        let mode = sends.clone();
+        let (mode, limited) = (sends.clone(), limits.clone());
         let one = move |call: Value| {
             let (node, http) = (node.clone(), http.clone());
             let mode = *mode.lock().expect("gateway mode");
+            let limited_call = limited.lock().expect("gateway limits").limited_call;
             async move {
+                let data = &call["params"][0];
+                let data = data["input"].as_str().or(data["data"].as_str());
+                if call["method"] == "eth_call"
+                    && limited_call.is_some_and(|l| data.is_some_and(|d| d.starts_with(l)))
+                {
+                    return Ok::<_, reqwest::Error>(json!({"jsonrpc": "2.0", "id": call["id"],
+                        "error": {"code": -32005, "message": "request rate exceeded"}}));
+                }
                 let is_send = call["method"] == "eth_sendRawTransaction";
                 if is_send && mode == Sends::Fail {
-                    return Ok::<_, reqwest::Error>(json!({"jsonrpc": "2.0", "id": call["id"],
+                    return Ok(json!({"jsonrpc": "2.0", "id": call["id"],
                         "error": {"code": -32603, "message": "Internal error"}}));
                 }
                 let answer = http
@@ -1045,12 +1127,18 @@ impl Gateway {
                 Ok(answer)
             }
         };
+        let max_batch = limits.clone();
         let app = axum::Router::new().route(
             "/",
             axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
                 let one = one.clone();
+                let max_batch = max_batch.lock().expect("gateway limits").max_batch;
                 async move {
                     let answer = match body {
+                        Value::Array(calls) if max_batch.is_some_and(|m| calls.len() > m) => {
+                            Ok(json!({"jsonrpc": "2.0", "id": null,
+                                "error": {"code": -32600, "message": "batch size too large"}}))
+                        }
                         Value::Array(calls) => {
                             let mut answers = Vec::new();
                             for call in calls {
@@ -1070,11 +1158,15 @@ impl Gateway {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Ok(Self { url, sends })
+        Ok(Self { url, sends, limits })
     }
 
     fn set(&self, sends: Sends) {
         *self.sends.lock().expect("gateway mode") = sends;
+    }
+
+    fn limit(&self, limits: Limits) {
+        *self.limits.lock().expect("gateway limits") = limits;
     }
 }
 
@@ -1399,6 +1491,7 @@ on_both_backends!(
     grpc_writes_share_the_pipeline,
     balances_equal_the_nodes,
     balances_fall_back_to_a_batch_without_multicall,
+    balances_without_multicall_keep_within_a_providers_limits,
     native_and_token_sends_move_exactly_the_amount,
     doomed_writes_fail_before_signing_and_consume_no_nonce,
     approvals_and_contract_calls_execute,
