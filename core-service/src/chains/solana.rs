@@ -16,6 +16,12 @@ use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 use solana_rpc_client_api::{
     client_error::{Error as ClientError, ErrorKind},
     config::RpcSendTransactionConfig,
+    custom_error::{
+        JSON_RPC_SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
+        JSON_RPC_SERVER_ERROR_TRANSACTION_SIGNATURE_LEN_MISMATCH,
+        JSON_RPC_SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+        JSON_RPC_SERVER_ERROR_UNSUPPORTED_TRANSACTION_VERSION,
+    },
     request::{RpcError, RpcResponseErrorData, TokenAccountsFilter},
 };
 use solana_signature::Signature;
@@ -123,12 +129,34 @@ fn rpc_failed(what: &str, err: impl std::fmt::Display) -> WalletOpsError {
     WalletOpsError::ProviderRpcError(format!("the Solana node failed to {what}: {err}"))
 }
 
-/// Whether `err` is the node's answer (as opposed to no answer at all).
-fn answered(err: &ClientError) -> bool {
-    matches!(
-        err.kind(),
-        ErrorKind::RpcError(_) | ErrorKind::TransactionError(_)
-    )
+/// JSON-RPC 2.0's "invalid params": the sent bytes do not decode.
+const JSON_RPC_INVALID_PARAMS: i64 = -32602;
+
+/// JSON-RPC codes by which a node refuses the transaction it was sent, whatever the node's
+/// state: preflight simulation failed, a signature does not verify or has the wrong length,
+/// an unsupported version, or bytes that do not decode.
+const REFUSALS: [i64; 5] = [
+    JSON_RPC_SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
+    JSON_RPC_SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+    JSON_RPC_SERVER_ERROR_TRANSACTION_SIGNATURE_LEN_MISMATCH,
+    JSON_RPC_SERVER_ERROR_UNSUPPORTED_TRANSACTION_VERSION,
+    JSON_RPC_INVALID_PARAMS,
+];
+
+/// Whether `err` refuses the transaction itself, as opposed to no answer or an error that says
+/// nothing of it (a node unhealthy or behind, a rate limit, an internal error), after which
+/// it may have been forwarded all the same and land.
+fn refused(err: &ClientError) -> bool {
+    match err.kind() {
+        ErrorKind::TransactionError(_) => true,
+        ErrorKind::RpcError(RpcError::RpcResponseError { code, data, .. }) => {
+            matches!(
+                data,
+                RpcResponseErrorData::SendTransactionPreflightFailure(_)
+            ) || REFUSALS.contains(code)
+        }
+        _ => false,
+    }
 }
 
 impl SolanaClient {
@@ -232,11 +260,12 @@ impl SolanaClient {
             .map_err(|e| rpc_failed("read a blockhash", e))
     }
 
-    /// The current block height.
-    pub async fn block_height(&self) -> Result<u64, WalletOpsError> {
+    /// The current block height and the slot it was read at, from one answer.
+    pub async fn block_height(&self) -> Result<(u64, u64), WalletOpsError> {
         self.rpc
-            .get_block_height()
+            .get_epoch_info()
             .await
+            .map(|info| (info.block_height, info.absolute_slot))
             .map_err(|e| rpc_failed("read the block height", e))
     }
 
@@ -258,22 +287,23 @@ impl SolanaClient {
         };
         match self.rpc.send_transaction_with_config(tx, config).await {
             Ok(_) => SendOutcome::Accepted,
-            Err(e) if answered(&e) => classify(&e),
+            Err(e) if refused(&e) => classify(&e),
             Err(e) => SendOutcome::Unknown(e.to_string()),
         }
     }
 
-    /// The state of each of `signatures`, searching the history.
+    /// The state of each of `signatures`, searching the history, and the slot the node
+    /// answered at.
     pub async fn statuses(
         &self,
         signatures: &[Signature],
-    ) -> Result<Vec<SignatureState>, WalletOpsError> {
+    ) -> Result<(u64, Vec<SignatureState>), WalletOpsError> {
         let answer = self
             .rpc
             .get_signature_statuses_with_history(signatures)
             .await
             .map_err(|e| rpc_failed("read signature statuses", e))?;
-        Ok(answer
+        let states = answer
             .value
             .into_iter()
             .map(|s| match s {
@@ -287,7 +317,8 @@ impl SolanaClient {
                     (Some(err), true) => SignatureState::Failed(err.to_string()),
                 },
             })
-            .collect())
+            .collect();
+        Ok((answer.context.slot, states))
     }
 }
 

@@ -409,19 +409,12 @@ impl Monitor {
         open: OpenTransaction,
     ) -> Result<Option<Settlement>> {
         let client = self.solana.client(chain);
-        let signatures: Vec<solana_signature::Signature> = open
-            .hashes
-            .iter()
-            .map(|h| {
-                h.parse().map_err(|_| {
-                    WalletOpsError::Internal(anyhow::anyhow!("stored signature {h} unreadable"))
-                })
-            })
-            .collect::<Result<_>>()?;
+        let signatures = crate::transfers::solana::signatures(&open)?;
         // The height is read before the statuses: a signature processed before this read
-        // shows in the statuses read after it.
-        let height = client.block_height().await?;
-        let states = client.statuses(&signatures).await?;
+        // shows in the statuses read after it, if they come from a node as far along (a
+        // load balancer may ask another, lagging one).
+        let (height, height_slot) = client.block_height().await?;
+        let (statuses_slot, states) = client.statuses(&signatures).await?;
         for (hash, state) in open.hashes.iter().zip(&states) {
             let (status, error) = match state {
                 SignatureState::Succeeded => (TxStatus::Confirmed, None),
@@ -438,6 +431,10 @@ impl Monitor {
             }));
         }
         let expired = open.valid_until.is_some_and(|valid| height > valid);
+        if expired && statuses_slot < height_slot {
+            // Unseen by a node behind the one that saw the expiry: no verdict yet.
+            return Ok(None);
+        }
         if expired {
             let Some(wallet) = self.signable(&open).await else {
                 return Ok(None);
@@ -478,6 +475,13 @@ impl Monitor {
             SendOutcome::Rejected { why, .. } if open.last_broadcast_at.is_some() => {
                 tracing::warn!(%id, %why, "the node refused a resend; waiting for the blockhash to expire");
                 Ok(())
+            }
+            // A send the node holds was refused as a duplicate, whatever its words.
+            SendOutcome::Rejected { why, .. }
+                if crate::transfers::solana::held_by_node(client, &open).await? =>
+            {
+                tracing::warn!(%id, %why, "the node refused a transfer it holds; taken as sent");
+                self.store.record_broadcasts(&[id], Utc::now()).await
             }
             SendOutcome::Rejected { why, .. } => self
                 .solana

@@ -24,7 +24,7 @@ use super::{BroadcastLog, Submission, handed_over};
 use crate::{
     chains::{
         Chain,
-        solana::{SendOutcome, SolanaClient, SolanaClients},
+        solana::{SendOutcome, SignatureState, SolanaClient, SolanaClients},
     },
     error::{Result, WalletOpsError},
     idempotency::Ticket,
@@ -70,6 +70,26 @@ fn encode(tx: &Transaction) -> Result<Vec<u8>> {
 pub(crate) fn decode(payload: &[u8]) -> Result<Transaction> {
     wincode::deserialize(payload)
         .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("stored payload: {e}")))
+}
+
+/// Whether the node has seen one of `open`'s signed versions (processed or further). Asked
+/// before a refusal ends a record: a record failed (its key failed) while its transfer lands
+/// is a payment the caller will make again.
+pub(crate) async fn held_by_node(client: &SolanaClient, open: &OpenTransaction) -> Result<bool> {
+    let (_, states) = client.statuses(&signatures(open)?).await?;
+    Ok(states.iter().any(|s| *s != SignatureState::Unseen))
+}
+
+/// The signatures of `open`'s signed versions, oldest first.
+pub(crate) fn signatures(open: &OpenTransaction) -> Result<Vec<Signature>> {
+    open.hashes
+        .iter()
+        .map(|h| {
+            h.parse().map_err(|_| {
+                WalletOpsError::Internal(anyhow::anyhow!("stored signature {h} unreadable"))
+            })
+        })
+        .collect()
 }
 
 impl SolanaPipeline {
@@ -290,6 +310,17 @@ impl SolanaPipeline {
                 WalletOpsError::SendFailed(format!("the node refused the transfer: {why}"))
             }
         };
+        // Another send of it (the monitor's, or one a gateway forwarded before it answered)
+        // may have reached the cluster: a refusal of a transfer it holds is a duplicate's.
+        match held_by_node(client, &open).await {
+            Ok(false) => {}
+            Ok(true) => {
+                tracing::warn!(%id, %err, "the node refused a transfer it holds; taken as sent");
+                self.broadcasts.note(id);
+                return Ok(Submission::of(chain, &open));
+            }
+            Err(e) => return Ok(handed_over(chain, &open, &e)),
+        }
         match self.fail(&open, TxStatus::Failed, &err.to_string()).await {
             Ok(true) => Err(err),
             // The monitor took the record up meanwhile: it is its to finish.

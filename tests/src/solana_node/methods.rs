@@ -15,7 +15,7 @@ use solana_rpc_client_api::{
         UiTransactionEncoding,
     },
     custom_error::{
-        JSON_RPC_SERVER_ERROR_MIN_CONTEXT_SLOT_NOT_REACHED,
+        JSON_RPC_SERVER_ERROR_MIN_CONTEXT_SLOT_NOT_REACHED, JSON_RPC_SERVER_ERROR_NODE_UNHEALTHY,
         JSON_RPC_SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
         JSON_RPC_SERVER_ERROR_TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
         JSON_RPC_SERVER_ERROR_UNSUPPORTED_TRANSACTION_VERSION,
@@ -116,6 +116,10 @@ pub(crate) fn call(chain: &mut Chain, method: &str, params: &Params) -> RpcResul
         }
         "litesvm_dropTransactions" => {
             chain.drop_next = params.required(0)?;
+            Ok(Value::Null)
+        }
+        "litesvm_faultSends" => {
+            chain.fault_next = (params.required(0)?, params.required(1)?);
             Ok(Value::Null)
         }
         _ => Err(RpcError::method_not_found()),
@@ -375,6 +379,28 @@ fn send_transaction(chain: &mut Chain, params: &Params) -> RpcResult {
             )
             .with_data(serde_json::to_value(data).map_err(|_| RpcError::internal())?));
         }
+    }
+    if chain.fault_next.0 > 0 {
+        // An unhealthy node answers without taking the transaction; a `refusal` is a
+        // relay's, in words no client knows, after it forwarded it and it landed.
+        chain.fault_next.0 -= 1;
+        return Err(if chain.fault_next.1 == "refusal" {
+            let _ = chain.process(tx);
+            let data = encoding::simulation_result(
+                Some(TransactionError::AccountInUse),
+                &TransactionMetadata::default(),
+                None,
+                false,
+                None,
+            );
+            RpcError::new(
+                JSON_RPC_SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
+                "Transaction simulation failed: rejected by relay policy",
+            )
+            .with_data(serde_json::to_value(data).map_err(|_| RpcError::internal())?)
+        } else {
+            RpcError::new(JSON_RPC_SERVER_ERROR_NODE_UNHEALTHY, "Node is unhealthy")
+        });
     }
     if chain.drop_next > 0 {
         // Accepted, then lost on the way to the leader.

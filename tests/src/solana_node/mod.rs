@@ -43,7 +43,9 @@ use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use tokio::{sync::oneshot, task::JoinHandle};
 
-pub use client::{create_mint, drop_transactions, expire_blockhash, mint_to, token_balance};
+pub use client::{
+    create_mint, drop_transactions, expire_blockhash, fault_sends, mint_to, token_balance,
+};
 
 use chain::Chain;
 use rpc::{Params, RpcError};

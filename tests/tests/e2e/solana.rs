@@ -288,8 +288,62 @@ async fn expired_blockhash_is_re_signed_without_a_duplicate(b: Backend) -> anyho
     Ok(())
 }
 
+/// A mint is known per cluster: one read on the cluster that has it does not make it a
+/// mint on another.
+async fn a_mint_of_one_cluster_is_no_mint_on_another(b: Backend) -> anyhow::Result<()> {
+    let other = SolanaNode::start("127.0.0.1:0".parse()?).await?;
+    let s = Sol::start(
+        b,
+        &format!("[chains.solana-testnet]\nrpc_url = \"{}\"\n", other.url()),
+    )
+    .await?;
+    let mint = client::create_mint(&s.rpc, &s.payer, &spl_token_interface::ID, 6).await?;
+    let here = s
+        .api()
+        .get(&format!(
+            "/wallets/balances?chain=solana-devnet&tokens={mint}&includeZero=true"
+        ))
+        .await?;
+    assert_eq!(here.status, 200, "{}", here.text);
+    assert_eq!(here.body["balances"][1]["decimals"], 6);
+    let there = s
+        .api()
+        .get(&format!(
+            "/wallets/balances?chain=solana-testnet&tokens={mint}&includeZero=true"
+        ))
+        .await?;
+    there.assert_error(400, "INVALID_INPUT")?;
+    assert!(there.text.contains("tokens[0]"), "{}", there.text);
+    Ok(())
+}
+
+/// A send is failed only for the node's refusal of a transfer it does not hold. An error that
+/// says nothing of the transfer (the node unhealthy) leaves it to the monitor, which sends it
+/// again; a refusal of a transfer that landed all the same (a relay's) counts as sent. Either
+/// way it lands once and its record follows it: a caller told it failed would pay again.
+async fn a_transfer_is_failed_only_for_a_refusal_of_what_the_node_does_not_hold(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let s = Sol::start(b, "").await?;
+    for fault in ["unhealthy", "refusal"] {
+        client::fault_sends(&s.rpc, 1, fault).await?;
+        let to = Keypair::new().pubkey();
+        let reply = s
+            .api()
+            .post("/send", &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
+            .await?;
+        assert_eq!(reply.status, 200, "{fault}: {}", reply.text);
+        let id = reply.body["id"].as_str().expect("id").to_owned();
+        s.wait_for(&id, "CONFIRMED").await?;
+        assert_eq!(s.rpc.get_balance(&to).await?, 1_000_000, "{fault}");
+    }
+    Ok(())
+}
+
 on_both_backends!(
     balances_equal_the_nodes,
+    a_mint_of_one_cluster_is_no_mint_on_another,
+    a_transfer_is_failed_only_for_a_refusal_of_what_the_node_does_not_hold,
     sol_and_spl_sends_move_exactly_the_amount,
     shortfalls_change_nothing,
     one_idempotency_key_gives_one_transfer,
