@@ -62,7 +62,8 @@ pub struct Config {
 pub struct MonitorConfig {
     /// Pause between sweeps, in milliseconds.
     pub poll_interval_ms: u64,
-    /// A transaction unmined this long after its last broadcast is replaced, in seconds.
+    /// A transaction unmined this long after its current version was first sent is replaced
+    /// with a higher fee, in seconds (sending it again does not restart the clock).
     pub stuck_after_secs: u64,
     /// Fee increase of a replacement, in percent (at least 10, which nodes require).
     pub fee_bump_percent: u64,
