@@ -248,6 +248,16 @@ async fn balances_equal_the_nodes(b: Backend) -> anyhow::Result<()> {
     let cached = e.api().get(&path).await?;
     assert_eq!(cached.body["balances"][0]["raw"], balances[0]["raw"]);
     assert_eq!(cached.body["balances"][1]["raw"], "1234567");
+    // A cached balance keeps the time of its chain read: USDC's is the first read's, the
+    // native one the fresh read's.
+    assert_eq!(
+        cached.body["balances"][1]["updatedAt"],
+        balances[1]["updatedAt"]
+    );
+    assert_eq!(
+        cached.body["balances"][0]["updatedAt"],
+        one.body["balances"][0]["updatedAt"]
+    );
     let fresh = e.api().get(&format!("{path}&fresh=true")).await?;
     assert_eq!(fresh.body["balances"][0]["raw"], (7 * ETH).to_string());
     assert_eq!(fresh.body["balances"][1]["raw"], "1234568");
