@@ -16,7 +16,7 @@ use std::{
     future::Future,
     process::ExitCode,
     sync::{
-        Arc,
+        Arc, Mutex, PoisonError,
         atomic::{AtomicUsize, Ordering},
     },
     time::{Duration, Instant},
@@ -154,8 +154,12 @@ struct SendRun {
     gaps: usize,
     /// Hashes returned twice, nonces mined twice, and transactions beyond the N requested.
     duplicates: usize,
-    /// Returned hashes the chain does not hold as a mined transaction of the wallet.
+    /// Returned hashes the chain does not hold as a mined transaction of the wallet, nor a
+    /// replacement of it by WalletOps' monitor.
     missing: usize,
+    /// Sends mined as a replacement the monitor made (a higher fee at the same nonce), not
+    /// with the hash first returned: anvil left the first one queued (foundry-rs/foundry#10122).
+    replaced: usize,
 }
 
 impl SendRun {
@@ -172,11 +176,12 @@ impl SendRun {
     /// The progress line of a run of `n`.
     fn print(&self, n: u64) {
         println!(
-            "  {:.1} sends/s, gaps {}, duplicates {}, missing {}",
+            "  {:.1} sends/s, gaps {}, duplicates {}, missing {}, replaced {}",
             self.rate(n),
             self.gaps,
             self.duplicates,
-            self.missing
+            self.missing,
+            self.replaced
         );
     }
 }
@@ -255,6 +260,10 @@ impl Report {
                 run.duplicates,
                 if run.missing > 0 {
                     format!("  missing {}", run.missing)
+                } else {
+                    String::new()
+                } + &if run.replaced > 0 {
+                    format!("  replaced {} (left queued by anvil)", run.replaced)
                 } else {
                     String::new()
                 }
@@ -344,7 +353,9 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     // The same node for the raw sends and WalletOps'.
     let anvil = Anvil::start_with(MIXED_MINING).await?;
     anvil.install_multicall().await?;
-    // The bench measures the pipeline, not the per-user budgets.
+    // The bench measures the pipeline, not the per-user budgets. anvil now and then keeps a
+    // ready transaction queued (foundry-rs/foundry#10122) until the monitor replaces it: a
+    // stuck time of 5 s, not 60, lets the run be mined within the wait.
     let svc = Service::start_with(
         if args.postgres {
             Backend::Postgres
@@ -353,7 +364,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         },
         Options {
             config_toml: Some(format!(
-                "{}\n[rate_limits]\nwrites_per_minute = 1000000\nreads_per_minute = 1000000\n",
+                "{}\n[rate_limits]\nwrites_per_minute = 1000000\nreads_per_minute = 1000000\n[monitor]\nstuck_after_secs = 5\n",
                 anvil.chain_toml()
             )),
             ..Options::default()
@@ -376,6 +387,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     println!("throughput A: {n} sends through POST /api/v1/send (REST edge) ...");
     let walletops = walletops_sends(
         &anvil,
+        api,
         Sender::Rest(api.clone()),
         wallet,
         (0, n),
@@ -389,7 +401,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         client: WalletOpsServiceClient::new(svc.channel().await?),
         key: svc.api_key.clone(),
     };
-    let grpc = walletops_sends(&anvil, grpc, wallet, (n, n), concurrency, probe).await?;
+    let grpc = walletops_sends(&anvil, api, grpc, wallet, (n, n), concurrency, probe).await?;
     grpc.print(n);
 
     println!("throughput B: {n} pre-signed eth_sendRawTransaction ...");
@@ -514,18 +526,21 @@ enum Sender {
 }
 
 impl Sender {
-    async fn send(&self) -> anyhow::Result<B256> {
-        let hash = match self {
+    async fn send(&self) -> anyhow::Result<(String, B256)> {
+        let (id, hash) = match self {
             Self::Rest(api) => {
                 let body = json!({"chain": "anvil", "to": RECIPIENT, "asset": "native",
                                   "amount": AMOUNT_WEI.to_string()});
                 // `Rest::post` gives every request a fresh Idempotency-Key.
                 let reply = api.post("/send", &body).await?;
                 ensure!(reply.status == 200, "{} {}", reply.status, reply.text);
-                reply.body["hash"]
-                    .as_str()
-                    .with_context(|| format!("no hash in {}", reply.text))?
-                    .to_owned()
+                let field = |name: &str| {
+                    reply.body[name]
+                        .as_str()
+                        .map(str::to_owned)
+                        .with_context(|| format!("no {name} in {}", reply.text))
+                };
+                (field("id")?, field("hash")?)
             }
             Self::Grpc { client, key } => {
                 let mut req = with_key(
@@ -542,13 +557,14 @@ impl Sender {
                 req.metadata_mut()
                     .insert("idempotency-key", uuid::Uuid::new_v4().to_string().parse()?);
                 let reply = client.clone().send(req).await?.into_inner();
-                reply
-                    .submission
-                    .and_then(|s| s.hash)
-                    .context("no hash in the submission")?
+                let submission = reply.submission.context("no submission")?;
+                (
+                    submission.id,
+                    submission.hash.context("no hash in the submission")?,
+                )
             }
         };
-        Ok(hash.parse()?)
+        Ok((id, hash.parse()?))
     }
 }
 
@@ -556,6 +572,7 @@ impl Sender {
 /// it starts; then the chain's view of them.
 async fn walletops_sends(
     anvil: &Anvil,
+    api: &Rest,
     sender: Sender,
     wallet: Address,
     (first, n): (u64, u64),
@@ -572,7 +589,8 @@ async fn walletops_sends(
     });
     let (run, cpu) = probe.measure(run).await;
     let (elapsed, results) = run?;
-    let hashes = all_ok(results, "sends")?;
+    let sent = all_ok(results, "sends")?;
+    let hashes: Vec<B256> = sent.iter().map(|(_, hash)| *hash).collect();
 
     let end = first + n;
     poll_until(&format!("the wallet's nonce to reach {end}"), || async {
@@ -583,17 +601,32 @@ async fn walletops_sends(
 
     // Look every returned hash up once: the mined transaction's nonce, if it is the wallet's.
     let distinct: BTreeSet<B256> = hashes.iter().copied().collect();
-    let lookups: Vec<Option<u64>> = futures::stream::iter(distinct.iter().copied())
-        .map(|hash| async move {
-            let tx = anvil.provider().get_transaction_by_hash(hash).await?;
-            Ok::<_, anyhow::Error>(tx.and_then(|tx| {
-                (tx.block_number.is_some() && tx.inner.signer() == wallet).then(|| tx.inner.nonce())
-            }))
-        })
-        .buffer_unordered(concurrency)
-        .try_collect()
-        .await?;
-    let missing = lookups.iter().filter(|l| l.is_none()).count();
+    let mined = |hash: B256| async move {
+        let tx = anvil.provider().get_transaction_by_hash(hash).await?;
+        Ok::<_, anyhow::Error>(tx.and_then(|tx| {
+            (tx.block_number.is_some() && tx.inner.signer() == wallet).then(|| tx.inner.nonce())
+        }))
+    };
+    // A hash not mined may have been replaced by the monitor: its record holds the mined one.
+    let lookups: Vec<(Option<u64>, bool)> =
+        futures::stream::iter(sent.into_iter().collect::<BTreeSet<_>>())
+            .map(|(id, hash)| async move {
+                if let Some(nonce) = mined(hash).await? {
+                    return Ok::<_, anyhow::Error>((Some(nonce), false));
+                }
+                let record = api.get(&format!("/tx/{id}")).await?;
+                let now: Option<B256> = record.body["hash"].as_str().and_then(|h| h.parse().ok());
+                match now {
+                    Some(now) if now != hash => Ok((mined(now).await?, true)),
+                    _ => Ok((None, false)),
+                }
+            })
+            .buffer_unordered(concurrency)
+            .try_collect()
+            .await?;
+    let missing = lookups.iter().filter(|(l, _)| l.is_none()).count();
+    let replaced = lookups.iter().filter(|(l, r)| l.is_some() && *r).count();
+    let lookups: Vec<Option<u64>> = lookups.into_iter().map(|(l, _)| l).collect();
     let mut per_nonce: BTreeMap<u64, usize> = BTreeMap::new();
     for nonce in lookups.into_iter().flatten() {
         *per_nonce.entry(nonce).or_default() += 1;
@@ -612,6 +645,7 @@ async fn walletops_sends(
         gaps,
         duplicates,
         missing,
+        replaced,
     })
 }
 
@@ -656,6 +690,15 @@ async fn raw_sends(
     let bodies = Arc::new(bodies);
     let http = reqwest::Client::new();
     let url = anvil.url().to_owned();
+    let send = {
+        let (http, url, bodies) = (http.clone(), url.clone(), bodies.clone());
+        move |i: usize| {
+            http.post(&url)
+                .header("content-type", "application/json")
+                .body(bodies[i].clone())
+                .send()
+        }
+    };
     let run = drive(n, concurrency, move |i| {
         let (http, url, bodies) = (http.clone(), url.clone(), bodies.clone());
         async move {
@@ -683,10 +726,43 @@ async fn raw_sends(
         hashes == expected,
         "the node answered other hashes than the signed ones"
     );
-    poll_until(&format!("the raw sender's nonce to reach {n}"), || async {
-        Ok((anvil.nonce(from).await? >= n).then_some(()))
+    // anvil now and then loses a transaction that reached it out of nonce order
+    // (foundry-rs/foundry#10122), and the later ones wait for it in its queue for ever. A
+    // nonce that stops moving for 2 s gets its transaction sent again, after the clock
+    // stopped, as WalletOps' monitor sends again a transaction its node lost.
+    let stall = Arc::new(Mutex::new((0, Instant::now(), 0)));
+    poll_until(&format!("the raw sender's nonce to reach {n}"), || {
+        let (stall, send) = (stall.clone(), send.clone());
+        async move {
+            let mined = anvil.nonce(from).await?;
+            if mined >= n {
+                return Ok(Some(()));
+            }
+            let resend = {
+                let mut stall = stall.lock().unwrap_or_else(PoisonError::into_inner);
+                if stall.0 != mined {
+                    (stall.0, stall.1) = (mined, Instant::now());
+                    false
+                } else if stall.1.elapsed() >= Duration::from_secs(2) {
+                    (stall.1, stall.2) = (Instant::now(), stall.2 + 1);
+                    true
+                } else {
+                    false
+                }
+            };
+            if resend {
+                send(usize::try_from(mined)?).await?;
+            }
+            Ok(None)
+        }
     })
     .await?;
+    let lost = stall.lock().unwrap_or_else(PoisonError::into_inner).2;
+    if lost > 0 {
+        println!(
+            "  anvil lost {lost} raw transaction(s) (foundry-rs/foundry#10122); sent again after the run"
+        );
+    }
     Ok((elapsed, cpu))
 }
 
