@@ -49,6 +49,11 @@ const NO_VERDICT_NOTE: &str = "no verdict from the node yet (unreachable, or ans
 const HANDOFF_AGE: chrono::Duration = chrono::Duration::milliseconds(1500);
 /// Records followed per sweep.
 const BATCH: u64 = 100;
+/// Signed versions a Solana transfer gets at most. Once that many blockhashes have expired
+/// with none of its signatures seen, the record ends DROPPED instead of being signed again
+/// for ever (a node that keeps losing it, or answering its sends without a verdict): none of
+/// them can land any more.
+const SOLANA_MAX_VERSIONS: usize = 5;
 /// A final state the chain shows for an open record.
 #[derive(Debug)]
 struct Settlement {
@@ -433,6 +438,14 @@ impl Monitor {
         let expired = open.valid_until.is_some_and(|valid| height > valid);
         if expired && statuses_slot < height_slot {
             // Unseen by a node behind the one that saw the expiry: no verdict yet.
+            return Ok(None);
+        }
+        if expired && open.hashes.len() >= SOLANA_MAX_VERSIONS {
+            let why = format!(
+                "none of its {} signed versions was seen by the cluster before its blockhash expired",
+                open.hashes.len()
+            );
+            self.solana.fail(&open, TxStatus::Dropped, &why).await?;
             return Ok(None);
         }
         if expired {

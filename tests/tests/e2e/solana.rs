@@ -6,6 +6,8 @@
 
 use std::str::FromStr;
 
+use anyhow::Context as _;
+
 use serde_json::{Value, json};
 use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
@@ -328,15 +330,45 @@ async fn a_transfer_is_failed_only_for_a_refusal_of_what_the_node_does_not_hold(
     for fault in ["unhealthy", "refusal"] {
         client::fault_sends(&s.rpc, 1, fault).await?;
         let to = Keypair::new().pubkey();
-        let reply = s
-            .api()
-            .post("/send", &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
-            .await?;
-        assert_eq!(reply.status, 200, "{fault}: {}", reply.text);
-        let id = reply.body["id"].as_str().expect("id").to_owned();
+        let id = s
+            .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
+            .await
+            .context(fault)?;
         s.wait_for(&id, "CONFIRMED").await?;
         assert_eq!(s.rpc.get_balance(&to).await?, 1_000_000, "{fault}");
     }
+    Ok(())
+}
+
+/// A transfer the cluster never sees (every send lost) is signed again with a fresh
+/// blockhash each time its last one expires, but not for ever: after five versions, all
+/// expired unseen, it ends DROPPED, and nothing moved.
+async fn a_transfer_the_cluster_never_sees_ends_dropped(b: Backend) -> anyhow::Result<()> {
+    let s = Sol::start(b, "").await?;
+    client::drop_transactions(&s.rpc, 1_000).await?;
+    let to = Keypair::new().pubkey();
+    let id = s
+        .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
+        .await?;
+    let tx = poll_until("the transfer to end DROPPED", || async {
+        client::expire_blockhash(&s.rpc).await?;
+        let tx = s.api().get(&format!("/tx/{id}")).await?.body;
+        Ok((tx["status"] == "DROPPED").then_some(tx))
+    })
+    .await?;
+    let history = tx["statusHistory"].as_array().expect("a history");
+    let resigned = history
+        .iter()
+        .filter(|c| c["note"].as_str().is_some_and(|n| n.contains("re-signed")))
+        .count();
+    assert_eq!(resigned, 4, "{tx}");
+    assert!(
+        tx["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("5 signed versions")),
+        "{tx}"
+    );
+    assert_eq!(s.rpc.get_balance(&to).await?, 0, "nothing moved");
     Ok(())
 }
 
@@ -348,4 +380,5 @@ on_both_backends!(
     shortfalls_change_nothing,
     one_idempotency_key_gives_one_transfer,
     expired_blockhash_is_re_signed_without_a_duplicate,
+    a_transfer_the_cluster_never_sees_ends_dropped,
 );
