@@ -181,18 +181,24 @@ async fn timed<T, E: std::fmt::Display>(
 /// running out of gas) rather than the node's: nodes answer a revert with code 3, other
 /// execution failures with the EVM's words (OpenEthereum-style nodes with -32015).
 fn call_failed(code: i64, message: &str) -> bool {
-    const EXECUTION: [&str; 8] = [
-        "revert",
-        "invalid opcode",
-        "out of gas",
-        "stack underflow",
-        "stack limit",
-        "invalid jump",
-        "return data out of bounds",
-        "vm execution error",
-    ];
-    let m = message.to_ascii_lowercase();
-    code == 3 || code == -32015 || EXECUTION.iter().any(|p| m.contains(p))
+    code == 3 || code == -32015 || mentions(&message.to_ascii_lowercase(), EXECUTION_FAILED)
+}
+
+/// How nodes word a call's own failure in the EVM.
+const EXECUTION_FAILED: &[&str] = &[
+    "revert",
+    "invalid opcode",
+    "out of gas",
+    "stack underflow",
+    "stack limit",
+    "invalid jump",
+    "return data out of bounds",
+    "vm execution error",
+];
+
+/// Whether `lowercase`, a node's message in lower case, holds one of `phrases`.
+fn mentions(lowercase: &str, phrases: &[&str]) -> bool {
+    phrases.iter().any(|p| lowercase.contains(p))
 }
 
 /// Classifies a node's refusal by its message; node implementations agree on these phrases.
@@ -559,12 +565,12 @@ fn outcome(answer: Result<(), RpcError<TransportErrorKind>>) -> BroadcastOutcome
         Err(RpcError::ErrorResp(payload)) => {
             let message = payload.message.to_string();
             let m = message.to_ascii_lowercase();
-            if HELD_ALREADY.iter().any(|p| m.contains(p)) {
+            if mentions(&m, HELD_ALREADY) {
                 return BroadcastOutcome::Accepted;
             }
             // A known refusal counts even when a gateway wraps it in one of its own words.
             match classify(&message) {
-                Rejection::Other(_) if NO_VERDICT.iter().any(|p| m.contains(p)) => {
+                Rejection::Other(_) if mentions(&m, NO_VERDICT) => {
                     BroadcastOutcome::Unknown(message)
                 }
                 rejection => BroadcastOutcome::Rejected(rejection),

@@ -69,20 +69,20 @@ impl WalletOpsApi {
         Ok(chain)
     }
 
-    /// Opens a write of `caller` at `path` under the request's Idempotency-Key, before any
+    /// Opens `request`, a write of `caller` at `path`, under its Idempotency-Key, before any
     /// of its fields is looked at: the submission the key already stands for, or the ticket
-    /// to run the write under.
-    async fn open_write(
+    /// to run the write under. The key stands for the request's protobuf encoding.
+    async fn open_write<M: Message>(
         &self,
         caller: &Caller,
-        metadata: &tonic::metadata::MetadataMap,
+        request: &Request<M>,
         path: &str,
-        canonical: &[u8],
     ) -> Result<Keyed> {
-        let key = self.core.idempotency_key(metadata)?;
+        let key = self.core.idempotency_key(request.metadata())?;
+        let canonical = request.get_ref().encode_to_vec();
         self.core
             .writes
-            .open(caller.user_id, key, path, canonical, &self.core.chains)
+            .open(caller.user_id, key, path, &canonical, &self.core.chains)
             .await
     }
 
@@ -257,11 +257,7 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::SendRequest>,
     ) -> Result<Response<pb::SendResponse>, Status> {
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        let canonical = request.get_ref().encode_to_vec();
-        let ticket = match self
-            .open_write(&caller, request.metadata(), "/send", &canonical)
-            .await?
-        {
+        let ticket = match self.open_write(&caller, &request, "/send").await? {
             Keyed::Answered(s) => {
                 return Ok(Response::new(pb::SendResponse {
                     submission: Some(to_pb(s)),
@@ -391,11 +387,7 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::ApproveTokenRequest>,
     ) -> Result<Response<pb::ApproveTokenResponse>, Status> {
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        let canonical = request.get_ref().encode_to_vec();
-        let ticket = match self
-            .open_write(&caller, request.metadata(), "/token/approve", &canonical)
-            .await?
-        {
+        let ticket = match self.open_write(&caller, &request, "/token/approve").await? {
             Keyed::Answered(s) => {
                 return Ok(Response::new(pb::ApproveTokenResponse {
                     submission: Some(to_pb(s)),
@@ -457,9 +449,8 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::CallContractRequest>,
     ) -> Result<Response<pb::CallContractResponse>, Status> {
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        let canonical = request.get_ref().encode_to_vec();
         let ticket = match self
-            .open_write(&caller, request.metadata(), "/contracts/send", &canonical)
+            .open_write(&caller, &request, "/contracts/send")
             .await?
         {
             Keyed::Answered(s) => {
