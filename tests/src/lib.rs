@@ -420,17 +420,28 @@ impl Service {
     /// The stored statuses (`submitted`, `dropped`, ...) of the transactions of `kind`
     /// (`send`, `nonce_fill`, ...), which the REST surface does not list.
     pub async fn stored_statuses(&self, kind: &str) -> anyhow::Result<Vec<String>> {
+        self.stored_texts(kind, "status").await
+    }
+
+    /// The stored status histories (JSON text) of the transactions of `kind`.
+    pub async fn stored_histories(&self, kind: &str) -> anyhow::Result<Vec<String>> {
+        self.stored_texts(kind, "CAST(status_history AS TEXT)")
+            .await
+    }
+
+    /// `column` (an SQL expression) of the stored transactions of `kind`, as text.
+    async fn stored_texts(&self, kind: &str, column: &str) -> anyhow::Result<Vec<String>> {
         use sea_orm::{ConnectionTrait, Statement};
         anyhow::ensure!(kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
         let db = self.database().await?;
         let rows = db
             .query_all_raw(Statement::from_string(
                 db.get_database_backend(),
-                format!("SELECT status FROM transactions WHERE kind = '{kind}'"),
+                format!("SELECT {column} AS v FROM transactions WHERE kind = '{kind}'"),
             ))
             .await?;
         rows.iter()
-            .map(|row| Ok(row.try_get::<String>("", "status")?))
+            .map(|row| Ok(row.try_get::<String>("", "v")?))
             .collect()
     }
 

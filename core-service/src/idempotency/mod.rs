@@ -54,6 +54,11 @@ pub fn request_hash(path: &str, canonical: &[u8]) -> String {
     hex::encode(h.finalize())
 }
 
+/// What a failed claim records of the `error` its request answered with.
+pub(crate) fn failure_detail(error: &WalletOpsError) -> String {
+    format!("{}: {error}", error.code())
+}
+
 /// A write's claim on its key, claimed inside the signing transaction.
 #[derive(Debug)]
 pub struct Ticket {
@@ -146,14 +151,16 @@ impl Idempotency {
     }
 
     /// Records that the request failed with `error`: its own claim is marked failed, or, when
-    /// it failed before it claimed (before signing), a failed claim is inserted.
-    pub async fn fail(&self, ticket: &Ticket, error: &WalletOpsError) -> Result<()> {
-        let detail = format!("{}: {error}", error.code());
+    /// it failed before it claimed (before signing), a failed claim is inserted. False when
+    /// a concurrent twin holds the key already: the key stands for the twin's outcome.
+    pub async fn fail(&self, ticket: &Ticket, error: &WalletOpsError) -> Result<bool> {
+        let detail = failure_detail(error);
         match ticket.claimed.get() {
             Some((id, _)) => {
                 self.store
                     .finish_idempotency_key(&ticket.claim, *id, "failed", None, Some(detail))
                     .await?;
+                Ok(true)
             }
             // Refused before signing: nothing can have reached the chain; the key is still
             // recorded as used, unless a concurrent twin holds it already.
@@ -167,10 +174,9 @@ impl Idempotency {
                         None,
                         Some(detail),
                     )
-                    .await?;
+                    .await
             }
         }
-        Ok(())
     }
 
     /// Deletes claims past their retention.

@@ -445,7 +445,9 @@ impl Monitor {
                 "none of its {} signed versions was seen by the cluster before its blockhash expired",
                 open.hashes.len()
             );
-            self.solana.fail(&open, TxStatus::Dropped, &why).await?;
+            self.solana
+                .fail(&open, TxStatus::Dropped, &why, None)
+                .await?;
             return Ok(None);
         }
         if expired {
@@ -502,6 +504,7 @@ impl Monitor {
                     &open,
                     TxStatus::Failed,
                     &format!("the node refused the transfer: {why}"),
+                    None,
                 )
                 .await
                 .map(|_| ()),
@@ -510,13 +513,12 @@ impl Monitor {
 
     /// Handles the node's definite refusal (`why`) of the current version of `open`. A node
     /// that holds that very version refused a duplicate, whatever its words: the record
-    /// counts as sent. Otherwise the
-    /// record ends FAILED (never sent) or DROPPED and its nonce is freed or filled, unless
-    /// an earlier version of it can still be mined: a refused replacement leaves the record
-    /// open until one is mined or all are gone, since failing it would free a nonce that a
-    /// paying transaction still holds. A refused nonce filler is raised in fee instead (a
-    /// filler must fill its nonce), unless the wallet cannot pay for it (`insufficient`):
-    /// then it waits for funds, noted in its history.
+    /// counts as sent. An earlier version the node holds can still be mined: the record waits
+    /// for it. A nonce filler, and a record some version of which a node took before, stay
+    /// open and are raised in fee once a stuck time, unless the wallet cannot pay
+    /// (`insufficient`): a filler then waits for funds, noted in its history. Any other
+    /// record ends FAILED (never taken) or DROPPED (beyond the wallet's funds now) and its
+    /// nonce is freed or filled.
     async fn refused(
         &self,
         chain: &crate::chains::Chain,
@@ -544,16 +546,38 @@ impl Monitor {
                 return self.note_once(open, note).await;
             }
         }
-        if open.kind == TxKind::NonceFill {
-            if insufficient {
-                tracing::warn!(%id, %why, "the wallet cannot pay for a nonce filler");
-                let note = format!("the node refused the filler ({why}); waiting for funds");
-                return self.note_once(open, note).await;
-            }
-            tracing::warn!(%id, %why, "the node refused a nonce filler; raising its fee");
-            return self.replace(wallet, open, client).await;
+        let filler = open.kind == TxKind::NonceFill;
+        if filler && insufficient {
+            tracing::warn!(%id, %why, "the wallet cannot pay for a nonce filler");
+            let note = format!("the node refused the filler ({why}); waiting for funds");
+            return self.note_once(open, note).await;
         }
-        let status = if open.last_broadcast_at.is_some() || open.hashes.len() > 1 {
+        let accepted = open.last_broadcast_at.is_some() || open.hashes.len() > 1;
+        if filler || (accepted && !insufficient) {
+            // A filler must fill its nonce. A transaction a node took before may still sit
+            // in other nodes' pools and be mined: ending it would give back or fill a nonce
+            // it holds, and its record would say DROPPED of a payment that is made. Both are
+            // sent again each sweep and raised in fee at most once a stuck time (a filler at
+            // once), so a refusal for the fee (a base fee risen over it) ends, and a passing
+            // one (a full pool) does not cost a raise each second.
+            let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
+            let stuck = filler
+                || open
+                    .last_broadcast_at
+                    .is_none_or(|at| Utc::now() - at >= stuck_after);
+            if stuck && self.raised.due(id, stuck_after) {
+                tracing::warn!(%id, %why, "the node refused a transaction; raising its fee");
+                return self.replace(wallet, open, client).await;
+            }
+            let note = format!(
+                "the node refused it ({why}); it is sent again each sweep and raised in fee at most once every {} s",
+                self.config.stuck_after_secs
+            );
+            return self.note_once(open, note).await;
+        }
+        // Never taken by a node, or taken but beyond the wallet's funds now: no node will
+        // mine it, and the nonce is given back or filled so later ones are not stranded.
+        let status = if accepted {
             TxStatus::Dropped
         } else {
             TxStatus::Failed
@@ -566,6 +590,7 @@ impl Monitor {
                 open,
                 status,
                 &format!("the node refused the transaction: {why}"),
+                None,
             )
             .await?;
         Ok(())
@@ -676,7 +701,7 @@ impl Monitor {
                 self.note_once(
                     open,
                     format!(
-                        "nonce {nonce} is used on chain by another transaction; waiting until that is {needed} blocks deep"
+                        "nonce {nonce} is taken by another transaction; waiting until that is mined {needed} blocks deep"
                     ),
                 )
                 .await

@@ -13,7 +13,7 @@ use super::{
     entities::{idempotency_keys as keys, transactions as txs},
     transactions::open_statuses,
 };
-use crate::error::Result;
+use crate::{error::Result, transactions::OpenTransaction};
 
 /// A key as stored.
 #[derive(Debug, Clone)]
@@ -162,6 +162,31 @@ impl Store {
             .exec(self.db())
             .await?;
         Ok(updated.rows_affected == 1)
+    }
+
+    /// Marks the claim committed with record `open` failed with `error`, in
+    /// `conn`'s transaction: the one that fails the record, when the request that signed it
+    /// answers with the refusal. Done apart, a crash between the two writes would leave the
+    /// key replaying the success response of a record that failed, and the caller would
+    /// never send the payment again.
+    pub(crate) async fn fail_claim_of<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        open: &OpenTransaction,
+        error: String,
+    ) -> Result<()> {
+        keys::Entity::update_many()
+            .col_expr(keys::Column::State, Expr::value("failed"))
+            .col_expr(
+                keys::Column::Response,
+                Expr::value(Option::<serde_json::Value>::None),
+            )
+            .col_expr(keys::Column::Error, Expr::value(error))
+            .filter(keys::Column::UserId.eq(open.user_id))
+            .filter(keys::Column::TransactionId.eq(open.id))
+            .exec(conn)
+            .await?;
+        Ok(())
     }
 
     /// Deletes claims past their retention.

@@ -30,7 +30,7 @@ use crate::{
         },
     },
     error::{Result, WalletOpsError},
-    idempotency::Ticket,
+    idempotency::{Ticket, failure_detail},
     signer::Signer,
     store::{NewClaim, Store, transactions::NewTransaction},
     transactions::{OpenTransaction, TxKind, TxStatus},
@@ -137,8 +137,9 @@ pub(crate) enum Resign {
     /// Nothing: no transaction holds the record's nonce, which the node's pending nonce has
     /// not passed.
     NonceFree,
-    /// Nothing yet: another transaction took the nonce, but its block is not yet as deep as
-    /// asked; a reorganisation could still put the record's own version in its place.
+    /// Nothing yet: another transaction took the nonce, but only in a pool, or in a block
+    /// not yet as deep as asked; it may never be mined, or a reorganisation could still put
+    /// the record's own version in its place.
     Shallow,
     /// Nothing: the record is a nonce filler, and another transaction filled its nonce.
     Unneeded,
@@ -729,6 +730,7 @@ impl EvmPipeline {
                     &open,
                     TxStatus::Failed,
                     &err.to_string(),
+                    Some(&err),
                 )
                 .await
             {
@@ -772,11 +774,11 @@ impl EvmPipeline {
         if open.nonce.is_some_and(|n| pending <= n) {
             return Ok(Resign::NonceFree);
         }
-        if depth > 1 {
-            let settled = client.mined_nonce(from, depth).await?;
-            if open.nonce.is_some_and(|n| settled <= n) {
-                return Ok(Resign::Shallow);
-            }
+        // The pending nonce also counts transactions only pooled, which may never be mined:
+        // a new nonce then would strand every later one behind a gap.
+        let settled = client.mined_nonce(from, depth.max(1)).await?;
+        if open.nonce.is_some_and(|n| settled <= n) {
+            return Ok(Resign::Shallow);
         }
         // A filler is there to fill its nonce: at another nonce it would only cost gas.
         if open.kind == TxKind::NonceFill {
@@ -832,7 +834,10 @@ impl EvmPipeline {
     /// Ends `open` as `status` (FAILED or DROPPED) with `error`, and gives its nonce back; when
     /// later nonces are out already, signs a zero-value self-transfer at that nonce instead,
     /// so the wallet's later transactions are not stranded behind a gap. False, with nothing
-    /// changed, when another worker settled or re-signed the record meanwhile.
+    /// changed, when another worker settled or re-signed the record meanwhile. `answered`:
+    /// the refusal the request that signed the record answers with, which fails its key's
+    /// claim in the same database transaction.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn fail_and_free_nonce(
         &self,
         chain: &Chain,
@@ -841,6 +846,7 @@ impl EvmPipeline {
         open: &OpenTransaction,
         status: TxStatus,
         error: &str,
+        answered: Option<&WalletOpsError>,
     ) -> Result<bool> {
         self.signer.prepare(wallet).await?;
         // Read before the database transaction, which must not wait on the node.
@@ -853,6 +859,11 @@ impl EvmPipeline {
         {
             txn.rollback().await?;
             return Ok(false);
+        }
+        if let Some(answered) = answered {
+            self.store
+                .fail_claim_of(&txn, open, failure_detail(answered))
+                .await?;
         }
         if let Some(nonce) = open.nonce {
             let released = self

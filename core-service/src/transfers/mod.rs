@@ -235,6 +235,7 @@ impl Writes {
         F: AsyncFnOnce(&Ticket) -> Result<Submission>,
     {
         let user = ticket.claim.user;
+        fail::fail_point!("write-before-run");
         match act(&ticket).await {
             Ok(submission) => {
                 // The transaction is stored and sent: an error now would tell the caller it
@@ -260,8 +261,19 @@ impl Writes {
                 }
             }
             Err(err) => {
-                if let Err(e) = self.idempotency.fail(&ticket, &err).await {
-                    tracing::error!(error = ?e, "recording a failed write");
+                fail::fail_point!("write-before-failing-key");
+                match self.idempotency.fail(&ticket, &err).await {
+                    Ok(true) => {}
+                    // A concurrent twin claimed the key before this request failed: its
+                    // simulation may have failed for the very payment the twin made (the
+                    // balance it spent). The key stands for the twin's transaction, and an
+                    // error here would have the caller pay again under a new key.
+                    Ok(false) => {
+                        if let Ok(Some(prior)) = self.idempotency.prior(&ticket).await {
+                            return self.answer(user, prior, chains).await;
+                        }
+                    }
+                    Err(e) => tracing::error!(error = ?e, "recording a failed write"),
                 }
                 Err(err)
             }

@@ -27,7 +27,7 @@ use crate::{
         solana::{SendOutcome, SignatureState, SolanaClient, SolanaClients},
     },
     error::{Result, WalletOpsError},
-    idempotency::Ticket,
+    idempotency::{Ticket, failure_detail},
     signer::Signer,
     store::{Store, transactions::NewTransaction},
     transactions::{OpenTransaction, TxKind, TxStatus},
@@ -321,7 +321,10 @@ impl SolanaPipeline {
             }
             Err(e) => return Ok(handed_over(chain, &open, &e)),
         }
-        match self.fail(&open, TxStatus::Failed, &err.to_string()).await {
+        match self
+            .fail(&open, TxStatus::Failed, &err.to_string(), Some(&err))
+            .await
+        {
             Ok(true) => Err(err),
             // The monitor took the record up meanwhile: it is its to finish.
             Ok(false) => Ok(Submission::of(chain, &open)),
@@ -360,17 +363,25 @@ impl SolanaPipeline {
 
     /// Ends `open` as `status` with `error` (Solana has no nonce to give back); false, with
     /// nothing changed, when another worker settled or re-signed the record meanwhile.
+    /// `answered`: the refusal the request that signed the record answers with, which fails
+    /// its key's claim in the same database transaction.
     pub(crate) async fn fail(
         &self,
         open: &OpenTransaction,
         status: TxStatus,
         error: &str,
+        answered: Option<&WalletOpsError>,
     ) -> Result<bool> {
         let txn = self.store.begin().await?;
         let failed = self
             .store
             .settle_transaction(&txn, open, status, Some(error.to_owned()), None, None)
             .await?;
+        if failed && let Some(answered) = answered {
+            self.store
+                .fail_claim_of(&txn, open, failure_detail(answered))
+                .await?;
+        }
         txn.commit().await?;
         Ok(failed)
     }

@@ -57,16 +57,12 @@ impl Evm {
         gated: bool,
     ) -> anyhow::Result<Self> {
         let anvil = Anvil::start_with(anvil_args).await?;
-        let mut options = service_options(&anvil, extra_toml, env);
         let gateway = if gated {
-            let gateway = Gateway::start(anvil.url()).await?;
-            options.config_toml = options
-                .config_toml
-                .map(|toml| toml.replace(anvil.url(), &gateway.url));
-            Some(gateway)
+            Some(Gateway::start(anvil.url()).await?)
         } else {
             None
         };
+        let options = gated_options(&anvil, gateway.as_ref(), extra_toml, env);
         let svc = Service::start_with(b, options).await?;
         let reply = svc
             .rest(&svc.api_key)
@@ -83,6 +79,15 @@ impl Evm {
             wallet,
             gateway,
         })
+    }
+
+    /// Kills the service with SIGKILL and starts it again on the same database, through
+    /// the same gateway if it had one.
+    async fn restart(&mut self, extra_toml: &str, env: &[(&str, &str)]) -> anyhow::Result<()> {
+        self.svc.kill().await?;
+        let options = gated_options(&self.anvil, self.gateway.as_ref(), extra_toml, env);
+        self.svc.relaunch(options).await?;
+        Ok(())
     }
 
     fn gateway(&self) -> anyhow::Result<&Gateway> {
@@ -115,9 +120,9 @@ impl Evm {
         Ok((id, hash))
     }
 
-    /// The wallet's owner spends nonce 0 outside the service (a zero-value self-transfer at
+    /// The wallet's owner spends `nonce` outside the service (a zero-value self-transfer at
     /// 100 gwei, far over the service's fees), into the pool.
-    async fn owner_takes_nonce_zero(&self) -> anyhow::Result<()> {
+    async fn owner_takes_nonce(&self, nonce: u64) -> anyhow::Result<()> {
         self.anvil
             .rpc("anvil_impersonateAccount", json!([self.wallet]))
             .await?;
@@ -125,7 +130,7 @@ impl Evm {
         self.anvil
             .rpc(
                 "eth_sendTransaction",
-                json!([{"from": self.wallet, "to": self.wallet, "value": "0x0", "nonce": "0x0",
+                json!([{"from": self.wallet, "to": self.wallet, "value": "0x0", "nonce": format!("{nonce:#x}"),
                         "gas": "0x5208", "maxFeePerGas": gwei(100), "maxPriorityFeePerGas": gwei(50)}]),
             )
             .await?;
@@ -165,6 +170,22 @@ pub(crate) fn service_options(anvil: &Anvil, extra_toml: &str, env: &[(&str, &st
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
     }
+}
+
+/// `service_options`, with the chain reached through `gateway` when there is one.
+fn gated_options(
+    anvil: &Anvil,
+    gateway: Option<&Gateway>,
+    extra_toml: &str,
+    env: &[(&str, &str)],
+) -> Options {
+    let mut options = service_options(anvil, extra_toml, env);
+    if let Some(gateway) = gateway {
+        options.config_toml = options
+            .config_toml
+            .map(|toml| toml.replace(anvil.url(), &gateway.url));
+    }
+    options
 }
 
 fn submitted_id(reply: &walletops_tests::Reply) -> anyhow::Result<String> {
@@ -780,7 +801,7 @@ async fn a_transaction_outbid_at_its_nonce_is_raised_once_a_stuck_time(
     let (id, ours) = e.send_native(RECIPIENT, "5").await?;
     // The owner's own transaction at nonce 0, priced far higher, takes ours' place in the
     // pool; every send of ours is then refused as underpriced.
-    e.owner_takes_nonce_zero().await?;
+    e.owner_takes_nonce(0).await?;
     // One raise, then the record waits for the stuck time instead of outbidding the owner
     // sweep after sweep up to the cap.
     let waiting = e.wait_for_note(&id, "raised again").await?;
@@ -993,6 +1014,41 @@ async fn keyed_send(e: &Evm, key: &str, amount: &str) -> anyhow::Result<walletop
         .await
 }
 
+async fn a_twin_refused_for_the_payment_its_key_made_answers_with_it(
+    b: Backend,
+) -> anyhow::Result<()> {
+    // The first of two twins to reach the pipeline waits there, so the other claims the key
+    // and its payment is mined first; the waiting twin's simulation then finds the balance
+    // spent. Its answer is the twin's transaction, not INSUFFICIENT_FUNDS: that would send
+    // the caller to pay again under a new key.
+    let e = Evm::start_with_env(
+        b,
+        "",
+        &[],
+        &[("FAILPOINTS", "write-before-run=1*sleep(3000)")],
+    )
+    .await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let amount = (60 * ETH).to_string();
+    let (first, second) =
+        tokio::join!(keyed_send(&e, &key, &amount), keyed_send(&e, &key, &amount));
+    let (first, second) = (first?, second?);
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert_eq!(second.status, 200, "{}", second.text);
+    let id = submitted_id(&first)?;
+    assert_eq!(submitted_id(&second)?, id);
+    e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    assert_eq!(
+        e.anvil.balance(RECIPIENT.parse()?).await?,
+        U256::from(60 * ETH)
+    );
+    // The key still stands for that transaction.
+    let replay = keyed_send(&e, &key, &amount).await?;
+    assert_eq!(submitted_id(&replay)?, id);
+    Ok(())
+}
+
 async fn a_retry_gets_its_answer_even_after_the_wallet_is_withdrawn(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -1080,6 +1136,14 @@ enum Sends {
     /// Passes it on, then answers with a refusal in words no node is known to use: the node
     /// holds the transaction all the same.
     PassOnThenRefuse,
+    /// Refuses it in those words without passing it on: a definite refusal.
+    Refuse,
+}
+
+/// A gateway's refusal of a send, in words no node is known to use.
+fn relay_refusal(id: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id,
+           "error": {"code": -32000, "message": "transaction rejected by relay policy"}})
 }
 
 /// What a `Gateway` refuses besides sends, as hosted providers do.
@@ -1123,6 +1187,9 @@ impl Gateway {
                     return Ok(json!({"jsonrpc": "2.0", "id": call["id"],
                         "error": {"code": -32603, "message": "Internal error"}}));
                 }
+                if is_send && mode == Sends::Refuse {
+                    return Ok(relay_refusal(&call["id"]));
+                }
                 let answer = http
                     .post(&node)
                     .json(&call)
@@ -1131,8 +1198,7 @@ impl Gateway {
                     .json::<Value>()
                     .await?;
                 if is_send && mode == Sends::PassOnThenRefuse {
-                    return Ok(json!({"jsonrpc": "2.0", "id": call["id"],
-                        "error": {"code": -32000, "message": "transaction rejected by relay policy"}}));
+                    return Ok(relay_refusal(&call["id"]));
                 }
                 Ok(answer)
             }
@@ -1236,6 +1302,54 @@ async fn a_refused_send_the_node_holds_is_not_failed(b: Backend) -> anyhow::Resu
     Ok(())
 }
 
+async fn a_refusal_fails_the_record_and_its_key_together(b: Backend) -> anyhow::Result<()> {
+    // The service is killed after a definite refusal failed the record and before the
+    // request answered: the key must not replay a success for a payment that never went out.
+    let mut e = Evm::behind_gateway(
+        b,
+        "",
+        &[],
+        &[("FAILPOINTS", "write-before-failing-key=pause")],
+    )
+    .await?;
+    e.gateway()?.set(Sends::Refuse);
+    let key = uuid::Uuid::new_v4().to_string();
+    let hung = {
+        let (api, key) = (e.api(), key.clone());
+        let body = json!({"chain": "anvil", "to": RECIPIENT, "asset": "native", "amount": "5"});
+        tokio::spawn(async move {
+            api.request(
+                reqwest::Method::POST,
+                "/send",
+                &[("Idempotency-Key", &key)],
+                Some(&body.to_string()),
+            )
+            .await
+        })
+    };
+    poll_until("the refused record to be failed", || async {
+        Ok((e.svc.stored_statuses("send").await? == ["failed"]).then_some(()))
+    })
+    .await?;
+    e.restart("", &[]).await?;
+    assert!(
+        hung.await?.map(|r| r.status != 200).unwrap_or(true),
+        "the killed request answered no success"
+    );
+    e.gateway()?.set(Sends::PassOn);
+    keyed_send(&e, &key, "5")
+        .await?
+        .assert_error(409, "IDEMPOTENT_REPLAY")?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 0);
+    assert!(e.anvil.pool_hashes().await?.is_empty());
+    assert_eq!(e.svc.stored_statuses("send").await?, ["failed"]);
+    // The freed nonce serves the next payment.
+    let (id, _) = e.send_native(RECIPIENT, "5").await?;
+    e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    Ok(())
+}
+
 async fn a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -1326,6 +1440,123 @@ async fn unmined(b: Backend) -> anyhow::Result<Evm> {
     .await
 }
 
+async fn a_refused_filler_is_raised_once_a_stuck_time(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::behind_gateway(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
+        &["--no-mining"],
+        &[],
+    )
+    .await?;
+    let (_, small) = strand_a_nonce(&e).await?;
+    let small_hash = e.tx(&small).await?["hash"]
+        .as_str()
+        .context("a hash")?
+        .to_owned();
+    // The node loses the filler and refuses every send of it, in words that say nothing
+    // of its fee: it is raised once, then waits a stuck time, instead of climbing to the cap
+    // a raise a sweep.
+    e.gateway()?.set(Sends::Refuse);
+    for hash in e.anvil.pool_hashes().await? {
+        if hash != small_hash {
+            e.anvil.drop_transaction(&hash).await?;
+        }
+    }
+    let history = poll_until("the filler to wait for its next raise", || async {
+        let histories = e.svc.stored_histories("nonce_fill").await?;
+        Ok(histories
+            .into_iter()
+            .find(|h| h.contains("raised in fee at most once")))
+    })
+    .await?;
+    assert!(history.matches("replaced").count() <= 1, "{history}");
+    assert_eq!(e.svc.stored_statuses("nonce_fill").await?, ["submitted"]);
+    // Once the node takes it, it fills nonce 0 and the wallet's next send is mined.
+    e.gateway()?.set(Sends::PassOn);
+    poll_until("the filler back in the pool", || async {
+        Ok((e.anvil.pool_hashes().await?.len() == 2).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    e.wait_for(&small, "CONFIRMED").await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    Ok(())
+}
+
+async fn a_transaction_a_node_took_is_not_ended_by_a_refusal(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::behind_gateway(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
+        &["--no-mining"],
+        &[],
+    )
+    .await?;
+    let (id, hash) = e.send_native(RECIPIENT, "5").await?;
+    // The node loses it and refuses it when sent again (a full pool, a relay's policy): it
+    // may still sit in other nodes' pools and be mined, so it is neither dropped nor its
+    // nonce given back; it is sent again until a node takes it.
+    e.gateway()?.set(Sends::Refuse);
+    e.anvil.drop_transaction(&hash).await?;
+    let waiting = e.wait_for_note(&id, "sent again each sweep").await?;
+    assert_eq!(waiting["status"], "SUBMITTED", "{waiting}");
+    assert_eq!(e.svc.stored_statuses("nonce_fill").await?.len(), 0);
+    e.gateway()?.set(Sends::PassOn);
+    poll_until("the transaction back in the pool", || async {
+        Ok((e.anvil.pool_hashes().await? == [hash.clone()]).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(tx["hash"], hash.as_str(), "the same signed bytes");
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    // Its nonce was not given back: the next send takes nonce 1.
+    let (next, _) = e.send_native(RECIPIENT, "1").await?;
+    e.anvil.mine().await?;
+    let next = e.wait_for(&next, "CONFIRMED").await?;
+    assert!(
+        !next["statusHistory"].to_string().contains("re-signed"),
+        "{next}"
+    );
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    Ok(())
+}
+
+async fn a_nonce_held_only_in_a_pool_is_not_skipped(b: Backend) -> anyhow::Result<()> {
+    let e = unmined(b).await?;
+    let (first, _) = e.send_native(RECIPIENT, "1").await?;
+    e.anvil.mine().await?;
+    e.wait_for(&first, "CONFIRMED").await?;
+    // The owner's transaction at nonce 1 waits in the pool, priced far over ours: the
+    // first send of ours, at nonce 1 by the ledger, is refused as underpriced.
+    e.owner_takes_nonce(1).await?;
+    let owners = e.anvil.pool_hashes().await?;
+    assert_eq!(owners.len(), 1);
+    let (id, _) = e.send_native(RECIPIENT, "5").await?;
+    // Nonce 1 is only pooled, not mined: a new nonce would strand ours and every later
+    // send behind a gap if the owner's transaction never is.
+    let tx = e.tx(&id).await?;
+    assert!(
+        !tx["statusHistory"].to_string().contains("re-signed"),
+        "{tx}"
+    );
+    // It never is: it leaves the pool, and ours takes nonce 1.
+    e.anvil.drop_transaction(&owners[0]).await?;
+    poll_until("ours in the pool", || async {
+        let pool = e.anvil.pool_hashes().await?;
+        Ok((pool.len() == 1 && pool != owners).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert!(
+        !tx["statusHistory"].to_string().contains("re-signed"),
+        "{tx}"
+    );
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(6u64));
+    Ok(())
+}
+
 async fn dropped_transactions_get_their_nonce_filled(b: Backend) -> anyhow::Result<()> {
     let e = unmined(b).await?;
     let (dropped, small) = strand_a_nonce(&e).await?;
@@ -1358,7 +1589,7 @@ async fn a_filler_whose_nonce_another_transaction_took_is_dropped(
     let e = unmined(b).await?;
     let (_, small) = strand_a_nonce(&e).await?;
     // The owner fills nonce 0 first, from outside the service, outbidding the filler.
-    e.owner_takes_nonce_zero().await?;
+    e.owner_takes_nonce(0).await?;
     e.anvil.mine().await?;
     e.wait_for(&small, "CONFIRMED").await?;
     // The filler is not needed any more: dropped, not signed again at a new nonce.
@@ -1517,8 +1748,13 @@ on_both_backends!(
     a_stuck_transaction_of_a_withdrawn_wallet_says_why_it_waits,
     keys_outlive_their_retention_only_while_their_transaction_is_open,
     a_retry_gets_its_answer_even_after_the_wallet_is_withdrawn,
+    a_twin_refused_for_the_payment_its_key_made_answers_with_it,
     a_broadcast_without_verdict_is_sent_again_not_failed,
     a_refused_send_the_node_holds_is_not_failed,
+    a_refusal_fails_the_record_and_its_key_together,
     a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep,
     a_filler_whose_nonce_another_transaction_took_is_dropped,
+    a_refused_filler_is_raised_once_a_stuck_time,
+    a_transaction_a_node_took_is_not_ended_by_a_refusal,
+    a_nonce_held_only_in_a_pool_is_not_skipped,
 );
