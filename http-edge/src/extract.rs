@@ -23,27 +23,48 @@ where
     type Rejection = EdgeError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_json(req.headers()) {
+            return Err(EdgeError::invalid(
+                "Content-Type",
+                "must be application/json",
+            ));
+        }
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(|e| EdgeError::invalid("body", e.body_text()))?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // Serde would take an array for a struct, its fields by position.
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
             return Err(EdgeError::invalid("body", "expected a JSON object"));
         }
         let de = &mut serde_json::Deserializer::from_slice(&bytes);
-        serde_path_to_error::deserialize(de)
-            .map(EdgeJson)
-            .map_err(|e| {
-                use serde_json::error::Category;
-                let path = e.path().to_string();
-                let field = match e.inner().classify() {
-                    // Broken JSON is the body's fault, whichever field it broke in.
-                    Category::Syntax | Category::Eof | Category::Io => "body".to_owned(),
-                    Category::Data if path != "." => path,
-                    Category::Data => "body".to_owned(),
-                };
-                EdgeError::invalid(&field, e.into_inner())
-            })
+        let parsed = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+            use serde_json::error::Category;
+            let path = e.path().to_string();
+            let field = match e.inner().classify() {
+                // Broken JSON is the body's fault, whichever field it broke in.
+                Category::Syntax | Category::Eof | Category::Io => "body".to_owned(),
+                Category::Data if path != "." => path,
+                Category::Data => "body".to_owned(),
+            };
+            EdgeError::invalid(&field, e.into_inner())
+        })?;
+        // One object and nothing after it: `{...}garbage` or two objects are not one body.
+        de.end().map_err(|e| EdgeError::invalid("body", e))?;
+        Ok(EdgeJson(parsed))
     }
+}
+
+/// Whether the request says its body is JSON: `application/json` or `application/*+json`,
+/// with any parameters (a charset, say).
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<mime::Mime>().ok())
+        .is_some_and(|m| {
+            m.type_() == mime::APPLICATION
+                && (m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON))
+        })
 }
 
 /// The query string as name/value pairs, read with typed getters that name the parameter
@@ -112,6 +133,23 @@ mod tests {
 
     fn params(q: &str) -> QueryParams {
         QueryParams(serde_urlencoded_pairs(q).expect("pairs"))
+    }
+
+    #[test]
+    fn only_json_content_types_pass() {
+        let with = |v: &str| {
+            let mut h = axum::http::HeaderMap::new();
+            h.insert(axum::http::header::CONTENT_TYPE, v.parse().expect("value"));
+            is_json(&h)
+        };
+        assert!(with("application/json"));
+        assert!(with("Application/JSON; charset=utf-8"));
+        assert!(with("application/merge-patch+json"));
+        assert!(!with("text/plain"));
+        assert!(!with("application/x-www-form-urlencoded"));
+        assert!(!with("application/jsonx"));
+        assert!(!with("+json"));
+        assert!(!is_json(&axum::http::HeaderMap::new()));
     }
 
     #[test]

@@ -262,13 +262,17 @@ pub(crate) struct TransactionJson {
 }
 
 fn status_name(s: i32) -> String {
-    pb::TransactionStatus::try_from(s)
-        .map(|s| {
-            s.as_str_name()
-                .trim_start_matches("TRANSACTION_STATUS_")
-                .to_owned()
-        })
-        .unwrap_or_else(|_| "UNSPECIFIED".to_owned())
+    let status = pb::TransactionStatus::try_from(s).map(|s| s.as_str_name());
+    short_name(status, "TRANSACTION_STATUS_")
+}
+
+/// A protobuf enum value's name without its type's `prefix` (`TRANSACTION_STATUS_SUBMITTED`
+/// is `SUBMITTED`); `UNSPECIFIED` for a value this edge does not know.
+fn short_name<E>(name: Result<&str, E>, prefix: &str) -> String {
+    name.map_or_else(
+        |_| "UNSPECIFIED".to_owned(),
+        |n| n.trim_start_matches(prefix).to_owned(),
+    )
 }
 
 impl From<pb::Transaction> for TransactionJson {
@@ -334,7 +338,10 @@ impl From<Option<pb::Submission>> for SubmissionJson {
         let s = s.unwrap_or_default();
         Self {
             id: s.id,
-            status: "SUBMITTED".to_owned(),
+            status: short_name(
+                pb::SubmissionStatus::try_from(s.status).map(|s| s.as_str_name()),
+                "SUBMISSION_STATUS_",
+            ),
             hash: s.hash,
             explorer_url: s.explorer_url,
             chain_name: s.chain_name,

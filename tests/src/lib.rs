@@ -628,9 +628,13 @@ impl Rest {
             req = req.header(*k, *v);
         }
         if let Some(body) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(body.to_owned());
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            {
+                req = req.header("content-type", "application/json");
+            }
+            req = req.body(body.to_owned());
         }
         let resp = req.send().await?;
         let status = resp.status();

@@ -146,17 +146,24 @@ pub enum AmountKind {
     U64,
 }
 
-/// Parses a non-negative integer amount, decimal or 0x-hex, that fits `kind`: the text as
+/// Parses a non-negative integer amount that fits `kind`: decimal, or on EVM also 0x-hex
+/// (the spec gives Solana amounts as integer strings in base units only); the text as
 /// given, with nothing around the digits.
 pub fn parse_amount(raw: &str, kind: AmountKind) -> Result<alloy::primitives::U256, String> {
     use alloy::primitives::U256;
-    let (digits, radix) = match raw.strip_prefix("0x") {
-        Some(hex) => (hex, 16),
-        None => (raw, 10),
+    let (digits, radix) = match (raw.strip_prefix("0x"), kind) {
+        (Some(hex), AmountKind::Uint256) => (hex, 16),
+        _ => (raw, 10),
     };
     let valid = !digits.is_empty() && digits.chars().all(|c| c.is_digit(radix));
     if !valid {
-        return Err("must be a non-negative integer in base units, decimal or 0x-hex".to_owned());
+        return Err(match kind {
+            AmountKind::Uint256 => {
+                "must be a non-negative integer in base units, decimal or 0x-hex"
+            }
+            AmountKind::U64 => "must be a non-negative decimal integer in base units",
+        }
+        .to_owned());
     }
     let value =
         U256::from_str_radix(digits, radix as u64).map_err(|_| "must fit uint256".to_owned())?;
@@ -197,5 +204,6 @@ mod amount_tests {
         assert!(parse_amount(&format!("{max}0"), AmountKind::Uint256).is_err());
         assert!(parse_amount("18446744073709551615", AmountKind::U64).is_ok());
         assert!(parse_amount("18446744073709551616", AmountKind::U64).is_err());
+        assert!(parse_amount("0x10", AmountKind::U64).is_err());
     }
 }

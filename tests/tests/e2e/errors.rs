@@ -112,6 +112,32 @@ async fn malformed_requests_are_invalid_input_naming_the_field(b: Backend) -> an
             "token",
         ),
         (
+            "trailing data",
+            Some(
+                r#"{"chain":"base","to":"0x1111111111111111111111111111111111111111","asset":"native","amount":"1"} x"#,
+            ),
+            "body",
+        ),
+        (
+            "two objects",
+            Some(
+                r#"{"chain":"base","to":"0x1111111111111111111111111111111111111111","asset":"native","amount":"1"}{}"#,
+            ),
+            "body",
+        ),
+        (
+            "an array for the object",
+            Some(r#"["base",null,"0x1111111111111111111111111111111111111111","native",null,"1"]"#),
+            "body",
+        ),
+        (
+            "solana amount in hex",
+            Some(
+                r#"{"chain":"solana","to":"So11111111111111111111111111111111111111112","asset":"native","amount":"0x10"}"#,
+            ),
+            "amount",
+        ),
+        (
             "spl amount past u64",
             Some(
                 r#"{"chain":"solana","to":"So11111111111111111111111111111111111111112","asset":"native","amount":"18446744073709551616"}"#,
@@ -124,6 +150,19 @@ async fn malformed_requests_are_invalid_input_naming_the_field(b: Backend) -> an
         reply.assert_error(400, "INVALID_INPUT")?;
         let message = reply.body["error"].as_str().unwrap_or_default();
         assert!(message.contains(field), "{what}: {message}");
+    }
+    // A body that does not say it is JSON.
+    for content_type in ["text/plain", "application/x-www-form-urlencoded"] {
+        let reply = api
+            .request(
+                Method::POST,
+                "/send",
+                &[keyed[0], ("content-type", content_type)],
+                Some(&send_body("base").to_string()),
+            )
+            .await?;
+        reply.assert_error(400, "INVALID_INPUT")?;
+        assert!(reply.text.contains("Content-Type"), "{}", reply.text);
     }
     // Every bad field is named at once.
     let reply = api
