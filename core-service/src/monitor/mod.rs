@@ -379,6 +379,22 @@ impl Monitor {
             .is_some_and(|at| Utc::now() - at >= stuck_after)
             && let Some(wallet) = self.signable(&open).await
         {
+            // Queued behind a nonce nothing holds, a higher fee would not help: the gap is
+            // filled instead (one nonce a sweep; the filler then counts as pending).
+            let pending = client.pending_nonce(from).await?;
+            if pending < nonce {
+                if !self
+                    .store
+                    .nonce_held_open(open.chain_id, &open.from, pending)
+                    .await?
+                {
+                    tracing::warn!(%id, gap = pending, "filling a nonce gap below a stuck transaction");
+                    self.evm
+                        .fill_gap(&chain, &wallet, &client, &open, pending)
+                        .await?;
+                }
+                return Ok(None);
+            }
             self.replace(&wallet, &open, &client).await?;
         }
         Ok(None)

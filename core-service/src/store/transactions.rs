@@ -222,6 +222,23 @@ impl Store {
         Ok(updated.rows_affected == 1)
     }
 
+    /// Whether an open record of `from` on chain `chain_id` holds `nonce`.
+    pub(crate) async fn nonce_held_open(
+        &self,
+        chain_id: i64,
+        from: &str,
+        nonce: u64,
+    ) -> Result<bool> {
+        Ok(txs::Entity::find()
+            .filter(txs::Column::ChainId.eq(chain_id))
+            .filter(txs::Column::FromAddress.eq(from))
+            .filter(txs::Column::Nonce.eq(to_i64(nonce)?))
+            .filter(txs::Column::Status.is_in(open_statuses()))
+            .one(self.db())
+            .await?
+            .is_some())
+    }
+
     /// Transaction `id`, which the caller knows exists (it stored it).
     pub(crate) async fn stored_transaction(&self, id: Uuid) -> Result<OpenTransaction> {
         self.open_transaction(id)

@@ -872,57 +872,103 @@ impl EvmPipeline {
                 .await?;
             if !released {
                 let failed = decode_payload(&open.signed_payload)?;
-                let from = parse_address(&open.from)?;
                 // The filler may have to displace the failed version from a pool, and must
                 // not be refused for the fee the failed one was refused for: it pays at
-                // least the current fees and a replacement's raise over the failed one,
-                // never more than the cap.
+                // least the current fees and a replacement's raise over the failed one.
                 let raised = |v: u128| v.saturating_mul(110).div_ceil(100);
-                let max_fee_per_gas = raised(failed.max_fee_per_gas)
-                    .max(now.max_fee_per_gas)
-                    .min(self.fee_cap);
-                let filler = TxEip1559 {
-                    chain_id: failed.chain_id,
-                    nonce,
-                    gas_limit: TRANSFER_GAS,
-                    max_fee_per_gas,
+                let fees = Fees {
+                    max_fee_per_gas: raised(failed.max_fee_per_gas).max(now.max_fee_per_gas),
                     max_priority_fee_per_gas: raised(failed.max_priority_fee_per_gas)
-                        .max(now.max_priority_fee_per_gas)
-                        .min(max_fee_per_gas),
-                    to: call_to(from),
-                    value: U256::ZERO,
-                    access_list: Default::default(),
-                    input: Bytes::new(),
+                        .max(now.max_priority_fee_per_gas),
                 };
-                let (payload, hash) = self.sign(wallet, filler).await?;
-                self.store
-                    .insert_transaction(
-                        &txn,
-                        NewTransaction {
-                            id: Uuid::now_v7(),
-                            user_id: open.user_id,
-                            wallet_id: open.wallet_id,
-                            chain: chain.slug().to_owned(),
-                            chain_id: chain.chain_id(),
-                            kind: TxKind::NonceFill,
-                            from: open.from.clone(),
-                            to: open.from.clone(),
-                            asset: Some("native".to_owned()),
-                            token: None,
-                            amount: Some("0".to_owned()),
-                            request: serde_json::json!({"fills": open.id}),
-                            hash,
-                            nonce: Some(nonce),
-                            signed_payload: payload,
-                            idempotency_key: None,
-                            note: Some(format!("fills nonce {nonce} of transaction {}", open.id)),
-                            valid_until: None,
-                        },
-                    )
+                let note = format!("fills nonce {nonce} of transaction {}", open.id);
+                self.insert_filler(&txn, chain, wallet, open, nonce, fees, note)
                     .await?;
             }
         }
         txn.commit().await?;
         Ok(true)
+    }
+
+    /// Fills `nonce`, which no record holds and the node has nothing pending at, below the
+    /// nonce of `open`, queued behind it: a transaction sent from the wallet outside the
+    /// service that the ledger counted when it started (the chain's pending nonce) and that
+    /// left the pool unmined, say. Without it, `open` and every later transaction of the
+    /// wallet would wait for ever.
+    pub(crate) async fn fill_gap(
+        &self,
+        chain: &Chain,
+        wallet: &DelegatedWallet,
+        client: &EvmClient,
+        open: &OpenTransaction,
+        nonce: u64,
+    ) -> Result<()> {
+        self.signer.prepare(wallet).await?;
+        let fees = client.fees().await?;
+        let txn = self.store.begin().await?;
+        let note = format!(
+            "fills nonce {nonce}, a gap below transaction {} that nothing holds",
+            open.id
+        );
+        self.insert_filler(&txn, chain, wallet, open, nonce, fees, note)
+            .await?;
+        txn.commit().await?;
+        Ok(())
+    }
+
+    /// Signs and stores, in `txn`, a zero-value self-transfer from the wallet of `open` at
+    /// `nonce`, paying `fees` but never more than the cap.
+    #[allow(clippy::too_many_arguments)]
+    async fn insert_filler(
+        &self,
+        txn: &sea_orm::DatabaseTransaction,
+        chain: &Chain,
+        wallet: &DelegatedWallet,
+        open: &OpenTransaction,
+        nonce: u64,
+        fees: Fees,
+        note: String,
+    ) -> Result<()> {
+        let from = parse_address(&open.from)?;
+        let max_fee_per_gas = fees.max_fee_per_gas.min(self.fee_cap);
+        let filler = TxEip1559 {
+            chain_id: u64::try_from(chain.chain_id())
+                .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("negative chain id")))?,
+            nonce,
+            gas_limit: TRANSFER_GAS,
+            max_fee_per_gas,
+            max_priority_fee_per_gas: fees.max_priority_fee_per_gas.min(max_fee_per_gas),
+            to: call_to(from),
+            value: U256::ZERO,
+            access_list: Default::default(),
+            input: Bytes::new(),
+        };
+        let (payload, hash) = self.sign(wallet, filler).await?;
+        self.store
+            .insert_transaction(
+                txn,
+                NewTransaction {
+                    id: Uuid::now_v7(),
+                    user_id: open.user_id,
+                    wallet_id: open.wallet_id,
+                    chain: chain.slug().to_owned(),
+                    chain_id: chain.chain_id(),
+                    kind: TxKind::NonceFill,
+                    from: open.from.clone(),
+                    to: open.from.clone(),
+                    asset: Some("native".to_owned()),
+                    token: None,
+                    amount: Some("0".to_owned()),
+                    request: serde_json::json!({"fills": open.id}),
+                    hash,
+                    nonce: Some(nonce),
+                    signed_payload: payload,
+                    idempotency_key: None,
+                    note: Some(note),
+                    valid_until: None,
+                },
+            )
+            .await?;
+        Ok(())
     }
 }

@@ -1557,6 +1557,42 @@ async fn a_nonce_held_only_in_a_pool_is_not_skipped(b: Backend) -> anyhow::Resul
     Ok(())
 }
 
+async fn a_gap_below_the_ledger_is_filled(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::start(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n",
+        &["--no-mining"],
+    )
+    .await?;
+    // The owner's transaction at nonce 0 is in the pool when the service first sends from
+    // the wallet: the ledger starts at the chain's pending nonce, past it.
+    e.owner_takes_nonce(0).await?;
+    let owners = e.anvil.pool_hashes().await?;
+    assert_eq!(owners.len(), 1);
+    let (id, _) = e.send_native(RECIPIENT, "5").await?;
+    // It leaves the pool unmined: ours waits behind a nonce nothing holds, which a higher
+    // fee does not help. The gap is filled, and ours is mined after it.
+    e.anvil.drop_transaction(&owners[0]).await?;
+    poll_until("a filler for the gap", || async {
+        let fills = e.svc.stored_histories("nonce_fill").await?;
+        Ok((fills.len() == 1 && fills[0].contains("a gap below")).then_some(()))
+    })
+    .await?;
+    poll_until("the filler and ours pending", || async {
+        Ok((e.anvil.pool_hashes().await?.len() == 2).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    poll_until("the filler to be confirmed", || async {
+        Ok((e.svc.stored_statuses("nonce_fill").await? == ["confirmed"]).then_some(()))
+    })
+    .await?;
+    Ok(())
+}
+
 async fn dropped_transactions_get_their_nonce_filled(b: Backend) -> anyhow::Result<()> {
     let e = unmined(b).await?;
     let (dropped, small) = strand_a_nonce(&e).await?;
@@ -1757,4 +1793,5 @@ on_both_backends!(
     a_refused_filler_is_raised_once_a_stuck_time,
     a_transaction_a_node_took_is_not_ended_by_a_refusal,
     a_nonce_held_only_in_a_pool_is_not_skipped,
+    a_gap_below_the_ledger_is_filled,
 );
