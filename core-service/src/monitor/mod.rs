@@ -65,6 +65,9 @@ struct Settlement {
     hash: String,
 }
 
+/// How long, at least, a record's nonce must be seen used with none of its versions found
+/// before it is signed with a new one (three sweeps, when they are longer).
+const TAKEN_GRACE_MS: u64 = 3_000;
 /// Records followed at once within a sweep.
 const FOLLOWERS: usize = 16;
 /// Sweeps between purges of expired idempotency keys.
@@ -87,6 +90,9 @@ pub struct Monitor {
     unanswered: Arc<Marks>,
     /// When each record was last raised in fee because the node called it underpriced.
     raised: Arc<Marks>,
+    /// Since when each record's nonce has been seen used on chain while none of its own
+    /// versions was found: it is signed with a new nonce only once that has lasted.
+    taken: Arc<Marks>,
 }
 
 /// A time per record, kept in memory for the records this core follows.
@@ -153,6 +159,7 @@ impl Monitor {
             config,
             unanswered: Arc::default(),
             raised: Arc::default(),
+            taken: Arc::default(),
         }
     }
 
@@ -223,6 +230,7 @@ impl Monitor {
             now - chrono::Duration::seconds(10 * self.config.stuck_after_secs.max(60) as i64);
         self.unanswered.forget_before(horizon);
         self.raised.forget_before(horizon);
+        self.taken.forget_before(horizon);
         // The final states of the sweep are written in one database transaction; when it
         // fails, the records are still open and leased to this core, and the next sweep
         // finds the same receipts.
@@ -315,6 +323,7 @@ impl Monitor {
             }
             return Ok(None);
         }
+        self.taken.clear(id);
         let current = open
             .hashes
             .last()
@@ -705,12 +714,33 @@ impl Monitor {
         open: &OpenTransaction,
         why: &str,
     ) -> Result<()> {
+        // Behind a load balancer, one call can reach a node a block behind (no receipt, no
+        // transaction: ours looks lost) and the next one a node ahead (the nonce used): a new
+        // nonce then pays twice. The sight must last a few sweeps first.
+        let grace = chrono::Duration::milliseconds(
+            (3 * self.config.poll_interval_ms).max(TAKEN_GRACE_MS) as i64,
+        );
+        if Utc::now() - self.taken.first(open.id) < grace {
+            let nonce = open.nonce.unwrap_or_default();
+            return self
+                .note_once(
+                    open,
+                    format!(
+                        "nonce {nonce} is used on chain and no version of it is found; checked again for {} ms before anything else is signed",
+                        grace.num_milliseconds()
+                    ),
+                )
+                .await;
+        }
         let needed = chain.confirmations();
-        match self
+        let resigned = self
             .evm
             .resign_with_new_nonce(chain, wallet, client, open, why, needed)
-            .await?
-        {
+            .await?;
+        if resigned != Resign::Shallow {
+            self.taken.clear(open.id);
+        }
+        match resigned {
             Resign::Resigned => self.send_current(client, open.id).await,
             Resign::Shallow => {
                 let nonce = open.nonce.unwrap_or_default();

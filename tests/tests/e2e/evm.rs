@@ -330,6 +330,7 @@ async fn balances_without_multicall_keep_within_a_providers_limits(
     gateway.limit(Limits {
         max_batch: Some(100),
         limited_call: Some(DECIMALS),
+        ..Limits::default()
     });
     let usdc = e.anvil.deploy_token("USDC", 6).await?;
     let path = format!("/wallets/balances?chain=anvil&tokens={usdc}&includeZero=true");
@@ -339,7 +340,7 @@ async fn balances_without_multicall_keep_within_a_providers_limits(
         .assert_error(502, "PROVIDER_RPC_ERROR")?;
     gateway.limit(Limits {
         max_batch: Some(100),
-        limited_call: None,
+        ..Limits::default()
     });
     let reply = e.api().get(&path).await?;
     assert_eq!(reply.status, 200, "{}", reply.text);
@@ -1153,6 +1154,9 @@ struct Limits {
     max_batch: Option<usize>,
     /// An `eth_call` whose calldata starts with this is answered with a rate-limit error.
     limited_call: Option<&'static str>,
+    /// Receipts and transactions by hash are answered with null, as by a node a block
+    /// behind the one that answers the nonces.
+    behind: bool,
 }
 
 /// A JSON-RPC gateway in front of a node, as hosted providers run them: it passes every call
@@ -1172,8 +1176,17 @@ impl Gateway {
         let one = move |call: Value| {
             let (node, http) = (node.clone(), http.clone());
             let mode = *mode.lock().expect("gateway mode");
-            let limited_call = limited.lock().expect("gateway limits").limited_call;
+            let (limited_call, behind) = {
+                let limits = limited.lock().expect("gateway limits");
+                (limits.limited_call, limits.behind)
+            };
             async move {
+                if behind
+                    && (call["method"] == "eth_getTransactionReceipt"
+                        || call["method"] == "eth_getTransactionByHash")
+                {
+                    return Ok(json!({"jsonrpc": "2.0", "id": call["id"], "result": null}));
+                }
                 let data = &call["params"][0];
                 let data = data["input"].as_str().or(data["data"].as_str());
                 if call["method"] == "eth_call"
@@ -1346,6 +1359,36 @@ async fn a_refusal_fails_the_record_and_its_key_together(b: Backend) -> anyhow::
     // The freed nonce serves the next payment.
     let (id, _) = e.send_native(RECIPIENT, "5").await?;
     e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    Ok(())
+}
+
+async fn a_mined_transaction_a_lagging_node_hides_is_not_signed_again(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let e = Evm::behind_gateway(b, "[monitor]\npoll_interval_ms = 100\n", &[], &[]).await?;
+    // Mined at once, but the node that answers about transactions is behind the one that
+    // answers the nonce: the nonce is used and no version of the record is found.
+    e.gateway()?.limit(Limits {
+        behind: true,
+        ..Limits::default()
+    });
+    let (id, hash) = e.send_native(RECIPIENT, "5").await?;
+    poll_until("the transaction to be mined", || async {
+        Ok((e.anvil.nonce(e.wallet).await? == 1).then_some(()))
+    })
+    .await?;
+    // A new nonce now would pay twice: the record waits, checking again.
+    let waiting = e.wait_for_note(&id, "checked again").await?;
+    assert_eq!(waiting["hash"], hash.as_str(), "{waiting}");
+    e.gateway()?.limit(Limits::default());
+    let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(tx["hash"], hash.as_str());
+    assert!(
+        !tx["statusHistory"].to_string().contains("re-signed"),
+        "{tx}"
+    );
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
     assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
     Ok(())
 }
@@ -1794,4 +1837,5 @@ on_both_backends!(
     a_transaction_a_node_took_is_not_ended_by_a_refusal,
     a_nonce_held_only_in_a_pool_is_not_skipped,
     a_gap_below_the_ledger_is_filled,
+    a_mined_transaction_a_lagging_node_hides_is_not_signed_again,
 );
