@@ -72,14 +72,14 @@ impl WalletOpsApi {
     /// Opens `request`, a write of `caller` at `path`, under its Idempotency-Key, before any
     /// of its fields is looked at: the submission the key already stands for, or the ticket
     /// to run the write under. The key stands for the request's protobuf encoding.
-    async fn open_write<M: Message>(
+    async fn open_write<M: Canonical>(
         &self,
         caller: &Caller,
         request: &Request<M>,
         path: &str,
     ) -> Result<Keyed> {
         let key = self.core.idempotency_key(request.metadata())?;
-        let canonical = request.get_ref().encode_to_vec();
+        let canonical = request.get_ref().canonical().encode_to_vec();
         self.core
             .writes
             .open(caller.user_id, key, path, &canonical, &self.core.chains)
@@ -141,6 +141,51 @@ fn to_pb(s: Submission) -> pb::Submission {
         hash: s.hash,
         explorer_url: s.explorer_url,
         chain_name: s.chain_name,
+    }
+}
+
+/// A write request as its idempotency key stands for it: what the handlers read the same is
+/// the same request. An empty optional field counts as absent (a gRPC client that sets every
+/// field sends `from: ""` where REST leaves `from` out), and so does an empty `args` list.
+trait Canonical: Message + Sized {
+    /// The request with every field the handlers read alike written one way.
+    fn canonical(&self) -> Self;
+}
+
+/// `v`, or nothing when it is empty.
+fn absent_if_empty(v: &Option<String>) -> Option<String> {
+    v.clone().filter(|s| !s.is_empty())
+}
+
+impl Canonical for pb::SendRequest {
+    fn canonical(&self) -> Self {
+        Self {
+            from: absent_if_empty(&self.from),
+            token: absent_if_empty(&self.token),
+            ..self.clone()
+        }
+    }
+}
+
+impl Canonical for pb::ApproveTokenRequest {
+    fn canonical(&self) -> Self {
+        Self {
+            from: absent_if_empty(&self.from),
+            ..self.clone()
+        }
+    }
+}
+
+impl Canonical for pb::CallContractRequest {
+    fn canonical(&self) -> Self {
+        Self {
+            from: absent_if_empty(&self.from),
+            value: absent_if_empty(&self.value),
+            data: absent_if_empty(&self.data),
+            function: absent_if_empty(&self.function),
+            args: self.args.clone().filter(|l| !l.values.is_empty()),
+            ..self.clone()
+        }
     }
 }
 

@@ -1720,6 +1720,32 @@ async fn grpc_writes_share_the_pipeline(b: Backend) -> anyhow::Result<()> {
         .submission
         .expect("submission");
     assert_eq!(again, first, "a retry over gRPC replays the stored answer");
+    // The same write over REST, or over gRPC with its empty optional fields set (as a client
+    // that sets every field sends them), is the same request under the key.
+    let body = json!({"chain": "anvil", "to": counter.to_string(),
+                      "function": "add(uint256)", "args": ["40"]});
+    let rest = e
+        .api()
+        .request(
+            reqwest::Method::POST,
+            "/contracts/send",
+            &[("Idempotency-Key", &key)],
+            Some(&body.to_string()),
+        )
+        .await?;
+    assert_eq!(submitted_id(&rest)?, first.id);
+    let mut every_field = call()?;
+    let req = every_field.get_mut();
+    req.from = Some(String::new());
+    req.value = Some(String::new());
+    req.data = Some(String::new());
+    let again = client
+        .call_contract(every_field)
+        .await?
+        .into_inner()
+        .submission
+        .expect("submission");
+    assert_eq!(again, first);
     e.wait_for(&first.id, "CONFIRMED").await?;
     assert_eq!(e.anvil.counter_state(counter).await?.0, U256::from(40u64));
     assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
