@@ -6,7 +6,7 @@ use anyhow::Context;
 
 use tonic::metadata::MetadataMap;
 use uuid::Uuid;
-use walletops_proto::{API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER};
+use walletops_proto::{API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, UNREADABLE_HEADER};
 
 use crate::{
     auth::{ApiKeys, Caller},
@@ -152,6 +152,9 @@ impl Core {
         let caller = self.keys.authenticate(presented).await?;
         tracing::Span::current().record("key", caller.key_prefix.as_str());
         self.limiter.admit(caller.user_id, budget).await?;
+        if let Some(why) = metadata.get_bin(UNREADABLE_HEADER) {
+            return Err(unreadable(why.to_bytes().ok().as_deref()));
+        }
         Ok(caller)
     }
 
@@ -166,5 +169,19 @@ impl Core {
             .and_then(|s| Uuid::from_str(s.trim()).ok())
             .map(IdempotencyKey)
             .ok_or_else(|| WalletOpsError::invalid(FIELD, "must be a UUID"))
+    }
+}
+
+/// The INVALID_INPUT of a request the REST edge could not read, from what it said of it
+/// (`UNREADABLE_HEADER`).
+fn unreadable(why: Option<&[u8]>) -> WalletOpsError {
+    #[derive(serde::Deserialize)]
+    struct Why {
+        field: String,
+        problem: String,
+    }
+    match why.and_then(|b| serde_json::from_slice::<Why>(b).ok()) {
+        Some(Why { field, problem }) => WalletOpsError::invalid(&field, problem),
+        None => WalletOpsError::invalid("body", "unreadable"),
     }
 }

@@ -56,8 +56,15 @@ pub struct ErrorBody {
 pub(crate) enum EdgeError {
     /// The core refused or failed the call.
     Core(tonic::Status),
-    /// The edge could not even build the call (malformed JSON, a bad query value) or found
-    /// no route.
+    /// The edge could not read the request into its message (malformed JSON, a bad query
+    /// value): the core is called all the same, to admit the caller first, and answers it.
+    Unreadable {
+        /// The field, parameter or header at fault.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The edge found no route.
     Local {
         /// Contract code.
         code: ErrorCode,
@@ -71,10 +78,9 @@ pub(crate) enum EdgeError {
 impl EdgeError {
     /// `INVALID_INPUT` naming `field`.
     pub(crate) fn invalid(field: &str, problem: impl std::fmt::Display) -> Self {
-        Self::Local {
-            code: ErrorCode::InvalidInput,
-            message: format!("invalid input: {field}: {problem}"),
-            status: None,
+        Self::Unreadable {
+            field: field.to_owned(),
+            problem: problem.to_string(),
         }
     }
 }
@@ -122,6 +128,12 @@ impl IntoResponse for EdgeError {
                 let (code, message, retry) = read_status(&s);
                 (code, message, retry, None)
             }
+            Self::Unreadable { field, problem } => (
+                ErrorCode::InvalidInput,
+                format!("invalid input: {field}: {problem}"),
+                None,
+                None,
+            ),
             Self::Local {
                 code,
                 message,

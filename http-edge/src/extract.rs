@@ -159,7 +159,7 @@ mod tests {
         assert_eq!(q.boolean("fresh").expect("ok"), Some(false));
         assert_eq!(q.boolean("absent").expect("ok"), None);
         match q.boolean("automationOnly") {
-            Err(EdgeError::Local { message, .. }) => assert!(message.contains("automationOnly")),
+            Err(EdgeError::Unreadable { field, .. }) => assert_eq!(field, "automationOnly"),
             other => panic!("{other:?}"),
         }
         assert!(params("chain=a&chain=b").string("chain").is_err());

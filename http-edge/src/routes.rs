@@ -7,7 +7,7 @@ use axum::{
     http::HeaderMap,
 };
 use tonic::{
-    metadata::{AsciiMetadataValue, MetadataKey},
+    metadata::{AsciiMetadataValue, BinaryMetadataValue, MetadataKey},
     transport::Channel,
 };
 use utoipa::{
@@ -16,7 +16,7 @@ use utoipa::{
 };
 use utoipa_axum::{router::OpenApiRouter, routes};
 use walletops_proto::{
-    API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER,
+    API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, UNREADABLE_HEADER,
     request_id::REQUEST_ID_HEADER,
     v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient},
 };
@@ -34,9 +34,29 @@ pub(crate) struct Edge {
 }
 
 /// Wraps `message` in a gRPC request carrying the contract headers as metadata. A header
-/// that is not valid metadata is left out; the core then reports it missing.
-fn call<T>(headers: &HeaderMap, message: T) -> tonic::Request<T> {
+/// that is not valid metadata is left out; the core then reports it missing. A request the
+/// edge could not read still goes to the core, as an empty message that says why, so that
+/// the core admits the caller before it answers INVALID_INPUT: no answer but 401 without a
+/// valid key, and every request counts against the rate limit.
+fn call<T: Default>(
+    headers: &HeaderMap,
+    message: Result<T, EdgeError>,
+) -> Result<tonic::Request<T>, EdgeError> {
+    let (message, unreadable) = match message {
+        Ok(message) => (message, None),
+        Err(EdgeError::Unreadable { field, problem }) => (
+            T::default(),
+            Some(serde_json::json!({"field": field, "problem": problem})),
+        ),
+        Err(other) => return Err(other),
+    };
     let mut req = tonic::Request::new(message);
+    if let Some(why) = unreadable {
+        req.metadata_mut().insert_bin(
+            MetadataKey::from_static(UNREADABLE_HEADER),
+            BinaryMetadataValue::from_bytes(why.to_string().as_bytes()),
+        );
+    }
     for name in [API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, REQUEST_ID_HEADER] {
         if let Some(value) = headers
             .get(name)
@@ -47,7 +67,7 @@ fn call<T>(headers: &HeaderMap, message: T) -> tonic::Request<T> {
                 .insert(MetadataKey::from_static(name), value);
         }
     }
-    req
+    Ok(req)
 }
 
 #[derive(OpenApi)]
@@ -131,24 +151,27 @@ struct WriteHeaders {
 async fn list_wallets(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
-    q: QueryParams,
+    q: Result<QueryParams, EdgeError>,
 ) -> Result<Json<WalletsJson>, EdgeError> {
-    let req = pb::ListWalletsRequest {
-        chain: q.string("chain")?,
-        default_only: q.boolean("defaultOnly")?,
-        automation_only: q.boolean("automationOnly")?,
-    };
-    let resp = edge.core.list_wallets(call(&headers, req)).await?;
+    let req = q.and_then(|q| {
+        Ok(pb::ListWalletsRequest {
+            chain: q.string("chain")?,
+            default_only: q.boolean("defaultOnly")?,
+            automation_only: q.boolean("automationOnly")?,
+        })
+    });
+    let resp = edge.core.list_wallets(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().into()))
 }
 
 fn balances_request(
-    q: &QueryParams,
-    address: Option<String>,
+    q: Result<QueryParams, EdgeError>,
+    address: impl FnOnce(&QueryParams) -> Result<Option<String>, EdgeError>,
 ) -> Result<pb::GetBalancesRequest, EdgeError> {
+    let q = q?;
     Ok(pb::GetBalancesRequest {
+        address: address(&q)?,
         chain: q.string("chain")?.unwrap_or_default(),
-        address,
         tokens: q.list("tokens")?,
         include_zero: q.boolean("includeZero")?,
         fresh: q.boolean("fresh")?,
@@ -167,10 +190,10 @@ fn balances_request(
 async fn get_balances(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
-    q: QueryParams,
+    q: Result<QueryParams, EdgeError>,
 ) -> Result<Json<BalancesJson>, EdgeError> {
-    let req = balances_request(&q, q.string("address")?)?;
-    let resp = edge.core.get_balances(call(&headers, req)).await?;
+    let req = balances_request(q, |q| q.string("address"));
+    let resp = edge.core.get_balances(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().into()))
 }
 
@@ -186,10 +209,10 @@ async fn get_balances_of(
     State(mut edge): State<Edge>,
     Path(address): Path<String>,
     headers: HeaderMap,
-    q: QueryParams,
+    q: Result<QueryParams, EdgeError>,
 ) -> Result<Json<BalancesJson>, EdgeError> {
-    let req = balances_request(&q, Some(address))?;
-    let resp = edge.core.get_balances(call(&headers, req)).await?;
+    let req = balances_request(q, |_| Ok(Some(address)));
+    let resp = edge.core.get_balances(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().into()))
 }
 
@@ -207,7 +230,7 @@ async fn get_transaction(
 ) -> Result<Json<TransactionJson>, EdgeError> {
     let resp = edge
         .core
-        .get_transaction(call(&headers, pb::GetTransactionRequest { id }))
+        .get_transaction(call(&headers, Ok(pb::GetTransactionRequest { id }))?)
         .await?;
     let tx = resp.into_inner().transaction.unwrap_or_default();
     Ok(Json(tx.into()))
@@ -247,9 +270,10 @@ enum WriteResponses {
 async fn send(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
-    EdgeJson(body): EdgeJson<SendBody>,
+    body: Result<EdgeJson<SendBody>, EdgeError>,
 ) -> Result<Json<SubmissionJson>, EdgeError> {
-    let resp = edge.core.send(call(&headers, body.into())).await?;
+    let req = body.map(|EdgeJson(body)| body.into());
+    let resp = edge.core.send(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().submission.into()))
 }
 
@@ -259,9 +283,10 @@ async fn send(
 async fn approve_token(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
-    EdgeJson(body): EdgeJson<ApproveBody>,
+    body: Result<EdgeJson<ApproveBody>, EdgeError>,
 ) -> Result<Json<SubmissionJson>, EdgeError> {
-    let resp = edge.core.approve_token(call(&headers, body.into())).await?;
+    let req = body.map(|EdgeJson(body)| body.into());
+    let resp = edge.core.approve_token(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().submission.into()))
 }
 
@@ -281,9 +306,10 @@ async fn approve_token(
 async fn call_contract(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
-    EdgeJson(body): EdgeJson<ContractCallBody>,
+    body: Result<EdgeJson<ContractCallBody>, EdgeError>,
 ) -> Result<Json<SubmissionJson>, EdgeError> {
-    let resp = edge.core.call_contract(call(&headers, body.into())).await?;
+    let req = body.map(|EdgeJson(body)| body.into());
+    let resp = edge.core.call_contract(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().submission.into()))
 }
 
@@ -297,9 +323,10 @@ async fn call_contract(
 async fn get_quote(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
-    EdgeJson(body): EdgeJson<QuoteBody>,
+    body: Result<EdgeJson<QuoteBody>, EdgeError>,
 ) -> Result<Json<QuoteResponseJson>, EdgeError> {
-    let resp = edge.core.get_quote(call(&headers, body.into())).await?;
+    let req = body.map(|EdgeJson(body)| body.into());
+    let resp = edge.core.get_quote(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().into()))
 }
 
@@ -313,8 +340,9 @@ async fn get_quote(
 async fn swap(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
-    EdgeJson(body): EdgeJson<SwapBody>,
+    body: Result<EdgeJson<SwapBody>, EdgeError>,
 ) -> Result<Json<SubmissionJson>, EdgeError> {
-    let resp = edge.core.swap(call(&headers, body.into())).await?;
+    let req = body.map(|EdgeJson(body)| body.into());
+    let resp = edge.core.swap(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().submission.into()))
 }

@@ -23,6 +23,11 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 /// Metadata key of the admin token, for `AdminService`.
 pub const ADMIN_TOKEN_HEADER: &str = "x-admin-token";
+/// Binary metadata key the REST edge sets on a request it could not read into its message
+/// (the message is then empty): `{"field": ..., "problem": ...}` as JSON. The core answers
+/// it with INVALID_INPUT once it has admitted the caller, so that authentication and the
+/// rate limit come first for every request, whatever its body.
+pub const UNREADABLE_HEADER: &str = "walletops-unreadable-bin";
 
 /// The contract's error codes: the `code` of the REST error body and the
 /// `google.rpc.ErrorInfo.reason` of a gRPC status, spelled as the spec spells them.

@@ -38,7 +38,15 @@ fn send_body(chain: &str) -> serde_json::Value {
 }
 
 async fn malformed_requests_are_invalid_input_naming_the_field(b: Backend) -> anyhow::Result<()> {
-    let svc = Service::start(b).await?;
+    // Every case counts against the write budget, as any request does.
+    let svc = Service::start_with(
+        b,
+        Options {
+            config_toml: Some("[rate_limits]\nwrites_per_minute = 1000\n".to_owned()),
+            ..Options::default()
+        },
+    )
+    .await?;
     let api = svc.rest(&svc.api_key);
     let idem = uuid::Uuid::new_v4().to_string();
     let keyed = [("Idempotency-Key", idem.as_str())];
@@ -361,6 +369,33 @@ async fn authentication_comes_before_input_checks(b: Backend) -> anyhow::Result<
     anon.get("/wallets/balances?chain=nope")
         .await?
         .assert_error(401, "UNAUTHORIZED")?;
+    // Also what the REST edge cannot read: it asks the core to admit the caller first.
+    let valid = send_body("base").to_string();
+    for (headers, body) in [
+        (&[][..], "{\"chain\": "),
+        (&[][..], "[]"),
+        (&[("content-type", "text/plain")][..], valid.as_str()),
+    ] {
+        anon.request(Method::POST, "/send", headers, Some(body))
+            .await?
+            .assert_error(401, "UNAUTHORIZED")?;
+    }
+    for path in [
+        "/wallets?defaultOnly=maybe",
+        "/wallets/balances?chain=a&chain=b",
+    ] {
+        anon.get(path).await?.assert_error(401, "UNAUTHORIZED")?;
+    }
+    // And it counts against the caller's budget like any other write: 15 a minute.
+    let api = svc.rest(&svc.api_key);
+    for _ in 0..15 {
+        api.request(Method::POST, "/send", &[], Some("{\"chain\": "))
+            .await?
+            .assert_error(400, "INVALID_INPUT")?;
+    }
+    api.request(Method::POST, "/send", &[], Some("{\"chain\": "))
+        .await?
+        .assert_error(429, "RATE_LIMITED")?;
     Ok(())
 }
 
