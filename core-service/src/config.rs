@@ -144,6 +144,9 @@ pub enum LogFormat {
     Json,
 }
 
+/// The shortest `admin_token` accepted.
+const MIN_ADMIN_TOKEN_LEN: usize = 16;
+
 /// A configured secret: usable, but never printed by `Debug`.
 #[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(transparent)]
@@ -188,6 +191,13 @@ impl Config {
                     .split("__"),
             )
             .extract()?;
+        // An empty token would match a request without one: anyone could create users.
+        if let Some(token) = &config.admin_token {
+            anyhow::ensure!(
+                token.expose().len() >= MIN_ADMIN_TOKEN_LEN,
+                "admin_token must be at least {MIN_ADMIN_TOKEN_LEN} characters (it guards creating users, keys and wallets); leave it unset to disable the admin API"
+            );
+        }
         Ok(config)
     }
 
@@ -243,6 +253,11 @@ mod tests {
         assert_eq!(c.rate_limits.reads_per_minute, 60);
         std::fs::write(&path, "no_such_option = 1\n").expect("write");
         assert!(Config::load(Some(&path)).is_err());
+        for short in ["", "short"] {
+            std::fs::write(&path, format!("admin_token = \"{short}\"\n")).expect("write");
+            let err = Config::load(Some(&path)).expect_err("a short admin token");
+            assert!(err.to_string().contains("admin_token"), "{err}");
+        }
         assert!(NOT_OPTIONS.contains(&"anvil_bin"));
     }
 }

@@ -137,6 +137,27 @@ mod tests {
     }
 }
 
+/// `text` with every URL in it replaced by `[rpc url]`, for messages that go back to
+/// callers.
+pub(crate) fn without_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = ["http://", "https://", "ws://", "wss://"]
+        .iter()
+        .filter_map(|scheme| rest.find(scheme))
+        .min()
+    {
+        out.push_str(&rest[..at]);
+        out.push_str("[rpc url]");
+        let end = rest[at..]
+            .find(|c: char| c.is_whitespace() || matches!(c, ')' | '"' | '\'' | '>'))
+            .map_or(rest.len(), |n| at + n);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Which kind of amount a field holds, for the value rules of the spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AmountKind {
@@ -177,6 +198,21 @@ pub fn parse_amount(raw: &str, kind: AmountKind) -> Result<alloy::primitives::U2
 #[cfg(test)]
 mod amount_tests {
     use super::*;
+
+    #[test]
+    fn errors_name_no_url() {
+        assert_eq!(
+            without_urls(
+                "error sending request for url (https://base.g.alchemy.com/v2/SECRET): refused"
+            ),
+            "error sending request for url ([rpc url]): refused"
+        );
+        assert_eq!(
+            without_urls("http://a/k1 and wss://b/k2"),
+            "[rpc url] and [rpc url]"
+        );
+        assert_eq!(without_urls("no url here"), "no url here");
+    }
 
     #[test]
     fn amounts_follow_the_value_rules() {

@@ -66,7 +66,10 @@ impl From<WalletOpsError> for Status {
             }
             _ => {}
         }
-        Status::with_error_details(grpc_code(code), err.to_string(), details)
+        // A node's error (a connection refused, say) names the URL it called, and hosted
+        // providers put their API key in it.
+        let message = crate::chains::without_urls(&err.to_string());
+        Status::with_error_details(grpc_code(code), message, details)
     }
 }
 

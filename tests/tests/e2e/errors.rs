@@ -24,13 +24,25 @@ async fn evm_wallet(svc: &Service, key: &str) -> anyhow::Result<String> {
         .to_owned())
 }
 
-/// Chain `base` pointed at a port where nothing listens: requests that get as far as the
-/// node fail at once with PROVIDER_RPC_ERROR.
+/// Chain `base` pointed at a port where nothing listens, with a provider's API key in the
+/// URL: requests that get as far as the node fail at once with PROVIDER_RPC_ERROR.
 fn dead_base_node() -> Options {
     Options {
-        config_toml: Some("[chains.base]\nrpc_url = \"http://127.0.0.1:1\"\n".to_owned()),
+        config_toml: Some(format!(
+            "[chains.base]\nrpc_url = \"http://127.0.0.1:1/v2/{PROVIDER_KEY}\"\n"
+        )),
         ..Options::default()
     }
+}
+
+/// The API key in `dead_base_node`'s URL, which no answer may show.
+const PROVIDER_KEY: &str = "provider-api-key-4f1c";
+
+/// Asserts `reply` is a 502 PROVIDER_RPC_ERROR that does not show the node's URL.
+fn assert_node_failed(reply: walletops_tests::Reply) -> anyhow::Result<()> {
+    reply.assert_error(502, "PROVIDER_RPC_ERROR")?;
+    anyhow::ensure!(!reply.text.contains(PROVIDER_KEY), "{}", reply.text);
+    Ok(())
 }
 
 fn send_body(chain: &str) -> serde_json::Value {
@@ -308,12 +320,13 @@ async fn wallets_of_others_are_forbidden_and_unknown_ones_not_found(
     // Case does not matter for EVM addresses: the lowercase form is the same wallet, so
     // the read gets past the ownership check to the (dead) node.
     let own = evm_wallet(&svc, &svc.api_key).await?;
-    api.get(&format!(
-        "/wallets/{}/balances?chain=base",
-        own.to_lowercase()
-    ))
-    .await?
-    .assert_error(502, "PROVIDER_RPC_ERROR")?;
+    assert_node_failed(
+        api.get(&format!(
+            "/wallets/{}/balances?chain=base",
+            own.to_lowercase()
+        ))
+        .await?,
+    )?;
     Ok(())
 }
 
@@ -322,9 +335,7 @@ async fn undelegated_wallets_cannot_write(b: Backend) -> anyhow::Result<()> {
     let api = svc.rest(&svc.api_key);
     let own = evm_wallet(&svc, &svc.api_key).await?;
     // Delegated, the send reaches the (dead) node.
-    api.post("/send", &send_body("base"))
-        .await?
-        .assert_error(502, "PROVIDER_RPC_ERROR")?;
+    assert_node_failed(api.post("/send", &send_body("base")).await?)?;
     let mut admin = AdminServiceClient::new(svc.channel().await?);
     let mut req = tonic::Request::new(pb::UpdateWalletRequest {
         address: own.clone(),
