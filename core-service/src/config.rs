@@ -72,6 +72,11 @@ pub struct MonitorConfig {
     pub max_fee_per_gas_gwei: u64,
     /// How long a core holds a transaction it is following, in seconds.
     pub lease_secs: u64,
+    /// How long a transaction's nonce must be seen used by another transaction, with none
+    /// of its own versions found, before it is signed with a new nonce, in seconds (at least
+    /// three sweeps): a node behind a load balancer can hide a mined transaction for a block
+    /// or two.
+    pub resign_after_secs: u64,
 }
 
 impl MonitorConfig {
@@ -89,6 +94,7 @@ impl Default for MonitorConfig {
             fee_bump_percent: 15,
             max_fee_per_gas_gwei: 1000,
             lease_secs: 30,
+            resign_after_secs: 3,
         }
     }
 }

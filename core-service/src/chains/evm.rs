@@ -545,6 +545,15 @@ const NO_VERDICT: &[&str] = &[
     "deadline",
     "broken pipe",
     "unexpected eof",
+    // A nonce ahead of the node's (geth: "nonce too high", Nethermind: "NonceGap", Besu:
+    // "NONCE_TOO_FAR_IN_FUTURE_FOR_SENDER"): the transaction is fine, an earlier one of the
+    // wallet has not reached this node yet (another core's, or a batch a gateway split).
+    "nonce too high",
+    "nonce is too high",
+    "noncegap",
+    "nonce gap",
+    "too far in future",
+    "too_far_in_future",
 ];
 
 /// How nodes say they hold a transaction already (geth, reth, erigon: "already known"; besu:
@@ -736,6 +745,9 @@ mod tests {
             "rate limit exceeded",
             "header not found",
             "upstream connect error",
+            "nonce too high",
+            "NonceGap",
+            "NONCE_TOO_FAR_IN_FUTURE_FOR_SENDER",
         ] {
             assert!(
                 matches!(error_answer(message), BroadcastOutcome::Unknown(_)),

@@ -65,9 +65,9 @@ struct Settlement {
     hash: String,
 }
 
-/// How long, at least, a record's nonce must be seen used with none of its versions found
-/// before it is signed with a new one (three sweeps, when they are longer).
-const TAKEN_GRACE_MS: u64 = 3_000;
+/// Stuck times a record a node took before is kept open while every send of it is refused,
+/// before it ends DROPPED and its nonce is given back or filled.
+const REFUSED_STUCK_TIMES: i32 = 5;
 /// Records followed at once within a sweep.
 const FOLLOWERS: usize = 16;
 /// Sweeps between purges of expired idempotency keys.
@@ -93,6 +93,8 @@ pub struct Monitor {
     /// Since when each record's nonce has been seen used on chain while none of its own
     /// versions was found: it is signed with a new nonce only once that has lasted.
     taken: Arc<Marks>,
+    /// Since when every send of each record a node took before has been refused.
+    refused_since: Arc<Marks>,
 }
 
 /// A time per record, kept in memory for the records this core follows.
@@ -160,6 +162,7 @@ impl Monitor {
             unanswered: Arc::default(),
             raised: Arc::default(),
             taken: Arc::default(),
+            refused_since: Arc::default(),
         }
     }
 
@@ -231,6 +234,7 @@ impl Monitor {
         self.unanswered.forget_before(horizon);
         self.raised.forget_before(horizon);
         self.taken.forget_before(horizon);
+        self.refused_since.forget_before(horizon);
         // The final states of the sweep are written in one database transaction; when it
         // fails, the records are still open and leased to this core, and the next sweep
         // finds the same receipts.
@@ -333,12 +337,14 @@ impl Monitor {
         if !sent_before || !client.knows(hash_of(current)?).await? {
             match client.broadcast(&open.signed_payload).await {
                 BroadcastOutcome::Accepted if sent_before => {
+                    self.refused_since.clear(id);
                     // The stuck time still runs from the first send: a node that keeps
                     // losing a transaction (a pool evicting it for its price) gets it again,
                     // and it is replaced with a higher fee in time all the same.
                     tracing::info!(%id, "rebroadcast a transaction the node had lost");
                 }
                 BroadcastOutcome::Accepted => {
+                    self.refused_since.clear(id);
                     self.store.record_broadcasts(&[id], Utc::now()).await?;
                 }
                 BroadcastOutcome::Unknown(why) => {
@@ -392,15 +398,12 @@ impl Monitor {
             // filled instead (one nonce a sweep; the filler then counts as pending).
             let pending = client.pending_nonce(from).await?;
             if pending < nonce {
-                if !self
-                    .store
-                    .nonce_held_open(open.chain_id, &open.from, pending)
+                if self
+                    .evm
+                    .fill_gap(&chain, &wallet, &client, &open, pending)
                     .await?
                 {
-                    tracing::warn!(%id, gap = pending, "filling a nonce gap below a stuck transaction");
-                    self.evm
-                        .fill_gap(&chain, &wallet, &client, &open, pending)
-                        .await?;
+                    tracing::warn!(%id, gap = pending, "filled a nonce gap below a stuck transaction");
                 }
                 return Ok(None);
             }
@@ -578,14 +581,17 @@ impl Monitor {
             return self.note_once(open, note).await;
         }
         let accepted = open.last_broadcast_at.is_some() || open.hashes.len() > 1;
-        if filler || (accepted && !insufficient) {
+        let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
+        // Not for ever: a record refused every time for this long is taken as gone.
+        let refused_long =
+            Utc::now() - self.refused_since.first(id) >= stuck_after * REFUSED_STUCK_TIMES;
+        if filler || (accepted && !insufficient && !refused_long) {
             // A filler must fill its nonce. A transaction a node took before may still sit
             // in other nodes' pools and be mined: ending it would give back or fill a nonce
             // it holds, and its record would say DROPPED of a payment that is made. Both are
             // sent again each sweep and raised in fee at most once a stuck time (a filler at
             // once), so a refusal for the fee (a base fee risen over it) ends, and a passing
             // one (a full pool) does not cost a raise each second.
-            let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
             let stuck = filler
                 || open
                     .last_broadcast_at
@@ -600,8 +606,10 @@ impl Monitor {
             );
             return self.note_once(open, note).await;
         }
-        // Never taken by a node, or taken but beyond the wallet's funds now: no node will
-        // mine it, and the nonce is given back or filled so later ones are not stranded.
+        // Never taken by a node, taken but beyond the wallet's funds now, or refused every
+        // time for `REFUSED_STUCK_TIMES` stuck times: taken as gone, and the nonce is given
+        // back or filled so later ones are not stranded.
+        self.refused_since.clear(id);
         let status = if accepted {
             TxStatus::Dropped
         } else {
@@ -718,7 +726,7 @@ impl Monitor {
         // transaction: ours looks lost) and the next one a node ahead (the nonce used): a new
         // nonce then pays twice. The sight must last a few sweeps first.
         let grace = chrono::Duration::milliseconds(
-            (3 * self.config.poll_interval_ms).max(TAKEN_GRACE_MS) as i64,
+            (3 * self.config.poll_interval_ms).max(self.config.resign_after_secs * 1000) as i64,
         );
         if Utc::now() - self.taken.first(open.id) < grace {
             let nonce = open.nonce.unwrap_or_default();
@@ -735,7 +743,7 @@ impl Monitor {
         let needed = chain.confirmations();
         let resigned = self
             .evm
-            .resign_with_new_nonce(chain, wallet, client, open, why, needed)
+            .resign_with_new_nonce(chain, wallet, client, open, why, needed, true)
             .await?;
         if resigned != Resign::Shallow {
             self.taken.clear(open.id);
@@ -761,7 +769,7 @@ impl Monitor {
                 )
                 .await
             }
-            Resign::HeldByRecord | Resign::NonceFree => Ok(()),
+            Resign::HeldByRecord | Resign::NonceFree | Resign::Due => Ok(()),
         }
     }
 
@@ -772,6 +780,7 @@ impl Monitor {
             return Ok(());
         };
         if let BroadcastOutcome::Accepted = client.broadcast(&open.signed_payload).await {
+            self.refused_since.clear(id);
             self.store.record_broadcasts(&[id], Utc::now()).await?;
         }
         Ok(())

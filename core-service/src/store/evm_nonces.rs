@@ -63,6 +63,23 @@ impl Store {
         u64::try_from(row.next_nonce - count).map_err(|_| corrupt("negative nonce"))
     }
 
+    /// Locks the ledger row of `(chain_id, address)` until `conn`'s transaction ends, as
+    /// allocating does: whoever decides what holds one of its nonces holds it alone.
+    pub(crate) async fn lock_nonce_row<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        chain_id: i64,
+        address: &str,
+    ) -> Result<()> {
+        nonces::Entity::update_many()
+            .col_expr(nonces::Column::UpdatedAt, Expr::value(Utc::now()))
+            .filter(nonces::Column::ChainId.eq(chain_id))
+            .filter(nonces::Column::Address.eq(address))
+            .exec(conn)
+            .await?;
+        Ok(())
+    }
+
     /// Gives `nonce` back when it is the last one handed out, inside `conn`'s transaction.
     /// Returns false when later nonces are out already: the caller must fill the gap.
     pub(crate) async fn release_nonce<C: ConnectionTrait>(

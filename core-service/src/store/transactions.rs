@@ -222,9 +222,10 @@ impl Store {
         Ok(updated.rows_affected == 1)
     }
 
-    /// Whether an open record of `from` on chain `chain_id` holds `nonce`.
-    pub(crate) async fn nonce_held_open(
+    /// Whether an open record of `from` on chain `chain_id` holds `nonce`, read in `conn`.
+    pub(crate) async fn nonce_held_open<C: ConnectionTrait>(
         &self,
+        conn: &C,
         chain_id: i64,
         from: &str,
         nonce: u64,
@@ -234,16 +235,9 @@ impl Store {
             .filter(txs::Column::FromAddress.eq(from))
             .filter(txs::Column::Nonce.eq(to_i64(nonce)?))
             .filter(txs::Column::Status.is_in(open_statuses()))
-            .one(self.db())
+            .one(conn)
             .await?
             .is_some())
-    }
-
-    /// Transaction `id`, which the caller knows exists (it stored it).
-    pub(crate) async fn stored_transaction(&self, id: Uuid) -> Result<OpenTransaction> {
-        self.open_transaction(id)
-            .await?
-            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("transaction {id} vanished")))
     }
 
     /// The open (or any) transaction `id` with what the monitor needs.
@@ -486,8 +480,16 @@ mod tests {
     async fn a_worker_holding_an_older_copy_of_a_record_changes_nothing() {
         let (_dir, store, id) = one_open_record().await;
         let (first, stale) = (
-            store.stored_transaction(id).await.expect("read"),
-            store.stored_transaction(id).await.expect("read"),
+            store
+                .open_transaction(id)
+                .await
+                .expect("read")
+                .expect("stored"),
+            store
+                .open_transaction(id)
+                .await
+                .expect("read")
+                .expect("stored"),
         );
         // One worker notes why the record waits, status and hash unchanged.
         let note = "the node gives no verdict".to_owned();
@@ -535,7 +537,11 @@ mod tests {
                 .is_err(),
             "a re-signing from the older copy is refused too"
         );
-        let now = store.stored_transaction(id).await.expect("read");
+        let now = store
+            .open_transaction(id)
+            .await
+            .expect("read")
+            .expect("stored");
         assert_eq!(now.status, TxStatus::FeeCapped);
         let notes: Vec<_> = now
             .history

@@ -39,9 +39,6 @@ use crate::{
 
 /// Gas of a plain value transfer.
 const TRANSFER_GAS: u64 = 21_000;
-/// Times a fresh transaction is re-signed with a new nonce when the node says its nonce is
-/// taken (the wallet was used outside the service) before the request gives up.
-const RESYNC_ATTEMPTS: usize = 3;
 
 /// What an EVM write sends, parsed and ready.
 #[derive(Debug, Clone)]
@@ -143,6 +140,9 @@ pub(crate) enum Resign {
     Shallow,
     /// Nothing: the record is a nonce filler, and another transaction filled its nonce.
     Unneeded,
+    /// Nothing, as asked: another transaction took the nonce, deep enough, and the record is
+    /// to be signed with a new one.
+    Due,
 }
 
 /// What a lane holds for its drainer.
@@ -641,108 +641,88 @@ impl EvmPipeline {
         Ok(Attempt::Stored(txn, opens))
     }
 
-    /// Broadcasts a freshly stored transaction; re-signs it with a new nonce when the node
-    /// says the nonce is taken (the wallet was used outside the service).
+    /// Follows up the first broadcast of a freshly stored transaction.
     ///
     /// Once the record is stored, the only error is a definite refusal that was recorded (the
     /// record FAILED, its nonce freed). Anything else that goes wrong on the way answers with
     /// the submission and leaves the record to the monitor: an error would mark the key's
     /// claim failed and send the caller to retry with a new key, while the monitor still
-    /// sends the stored transaction, and the payment would go out twice.
+    /// sends the stored transaction, and the payment would go out twice. So does a nonce
+    /// another transaction took (the wallet was used outside the service): a new nonce is
+    /// the monitor's to sign, once that sight has lasted, since a gateway that retried the
+    /// send may have had it mined through a node the next call does not reach, and signing
+    /// now would pay twice.
     async fn first_broadcast(
         &self,
         chain: &Chain,
         wallet: &DelegatedWallet,
         client: &EvmClient,
-        stored: OpenTransaction,
-        first: BroadcastOutcome,
+        open: OpenTransaction,
+        answer: BroadcastOutcome,
     ) -> Result<Submission> {
-        let id = stored.id;
-        let mut open = stored;
-        let mut outcome = Some(first);
-        for attempt in 0..=RESYNC_ATTEMPTS {
-            let answer = match outcome.take() {
-                Some(first) => first,
-                None => {
-                    open = match self.store.stored_transaction(id).await {
-                        Ok(reread) => reread,
-                        Err(e) => return Ok(handed_over(chain, &open, &e)),
-                    };
-                    let answer = client.broadcast(&open.signed_payload).await;
-                    if answer == BroadcastOutcome::Accepted {
-                        self.broadcasts.note(id);
-                    }
-                    answer
-                }
-            };
-            let rejection = match answer {
-                BroadcastOutcome::Accepted => return Ok(Submission::of(chain, &open)),
-                BroadcastOutcome::Unknown(why) => {
-                    tracing::warn!(%id, %why, "broadcast outcome unknown; the monitor takes over");
-                    return Ok(Submission::of(chain, &open));
-                }
-                BroadcastOutcome::Rejected(rejection) => rejection,
-            };
-            // Whether the node holds one of the record's versions, which makes the refusal
-            // a duplicate's: re-signing asks that first, any other refusal asks it here.
-            let held = match &rejection {
-                Rejection::NonceTooLow(why) | Rejection::Underpriced(why)
-                    if attempt < RESYNC_ATTEMPTS =>
-                {
-                    match self
-                        .resign_with_new_nonce(chain, wallet, client, &open, why, 1)
-                        .await
-                    {
-                        Ok(Resign::Resigned) => continue,
-                        Ok(Resign::HeldByRecord) => true,
-                        // Nothing holds the nonce: the node refused the transaction itself (a
-                        // fee under its minimum, say), which fails it like any other refusal.
-                        Ok(Resign::NonceFree) => false,
-                        Ok(Resign::Shallow | Resign::Unneeded) => {
-                            return Ok(Submission::of(chain, &open));
-                        }
-                        Err(e) => return Ok(handed_over(chain, &open, &e)),
-                    }
-                }
-                _ => match held_by_node(client, &open).await {
-                    Ok(held) => held,
-                    Err(e) => return Ok(handed_over(chain, &open, &e)),
-                },
-            };
-            if held {
-                tracing::warn!(%id, ?rejection, "the node refused a transaction it holds; taken as sent");
-                self.broadcasts.note(id);
+        let id = open.id;
+        let rejection = match answer {
+            BroadcastOutcome::Accepted => return Ok(Submission::of(chain, &open)),
+            BroadcastOutcome::Unknown(why) => {
+                tracing::warn!(%id, %why, "broadcast outcome unknown; the monitor takes over");
                 return Ok(Submission::of(chain, &open));
             }
-            let err = match rejection {
-                Rejection::InsufficientFunds(m) => WalletOpsError::InsufficientFunds(format!(
-                    "the node refused the transaction: {m}"
-                )),
-                Rejection::NonceTooLow(m) | Rejection::Underpriced(m) | Rejection::Other(m) => {
-                    WalletOpsError::SendFailed(format!("the node refused the transaction: {m}"))
+            BroadcastOutcome::Rejected(rejection) => rejection,
+        };
+        // Whether the node holds one of the record's versions, which makes the refusal a
+        // duplicate's: the nonce checks ask that first, any other refusal asks it here.
+        let held = match &rejection {
+            Rejection::NonceTooLow(why) | Rejection::Underpriced(why) => {
+                match self
+                    .resign_with_new_nonce(chain, wallet, client, &open, why, 1, false)
+                    .await
+                {
+                    Ok(Resign::HeldByRecord) => true,
+                    // Nothing holds the nonce: the node refused the transaction itself (a fee
+                    // under its minimum, say), which fails it like any other refusal.
+                    Ok(Resign::NonceFree) => false,
+                    Ok(Resign::Resigned | Resign::Shallow | Resign::Unneeded | Resign::Due) => {
+                        tracing::info!(%id, %why, "the nonce is taken; the monitor follows the record up");
+                        return Ok(Submission::of(chain, &open));
+                    }
+                    Err(e) => return Ok(handed_over(chain, &open, &e)),
                 }
-            };
-            return match self
-                .fail_and_free_nonce(
-                    chain,
-                    wallet,
-                    client,
-                    &open,
-                    TxStatus::Failed,
-                    &err.to_string(),
-                    Some(&err),
-                )
-                .await
-            {
-                Ok(true) => Err(err),
-                // The monitor took the record up meanwhile: it is its to finish.
-                Ok(false) => Ok(Submission::of(chain, &open)),
-                Err(e) => Ok(handed_over(chain, &open, &e)),
-            };
+            }
+            _ => match held_by_node(client, &open).await {
+                Ok(held) => held,
+                Err(e) => return Ok(handed_over(chain, &open, &e)),
+            },
+        };
+        if held {
+            tracing::warn!(%id, ?rejection, "the node refused a transaction it holds; taken as sent");
+            self.broadcasts.note(id);
+            return Ok(Submission::of(chain, &open));
         }
-        Err(WalletOpsError::Internal(anyhow::anyhow!(
-            "unreachable resync loop end"
-        )))
+        let err = match rejection {
+            Rejection::InsufficientFunds(m) => {
+                WalletOpsError::InsufficientFunds(format!("the node refused the transaction: {m}"))
+            }
+            Rejection::NonceTooLow(m) | Rejection::Underpriced(m) | Rejection::Other(m) => {
+                WalletOpsError::SendFailed(format!("the node refused the transaction: {m}"))
+            }
+        };
+        match self
+            .fail_and_free_nonce(
+                chain,
+                wallet,
+                client,
+                &open,
+                TxStatus::Failed,
+                &err.to_string(),
+                Some(&err),
+            )
+            .await
+        {
+            Ok(true) => Err(err),
+            // The monitor took the record up meanwhile: it is its to finish.
+            Ok(false) => Ok(Submission::of(chain, &open)),
+            Err(e) => Ok(handed_over(chain, &open, &e)),
+        }
     }
 
     /// Re-signs `open` with the next free nonce, moving the ledger past the chain's pending
@@ -756,7 +736,9 @@ impl EvmPipeline {
     /// underpriced" also answers a fee under the node's minimum), and a new nonce would
     /// leave a gap behind. Nor until the block that used the nonce is `depth` blocks deep
     /// (1: mined at all): re-signing pays twice if that block is reorganised away and an
-    /// earlier send of the record's own version is mined in its place.
+    /// earlier send of the record's own version is mined in its place. With `sign` false,
+    /// nothing is signed: `Due` says it would be.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn resign_with_new_nonce(
         &self,
         chain: &Chain,
@@ -765,6 +747,7 @@ impl EvmPipeline {
         open: &OpenTransaction,
         why: &str,
         depth: u64,
+        sign: bool,
     ) -> Result<Resign> {
         if held_by_node(client, open).await? {
             return Ok(Resign::HeldByRecord);
@@ -783,6 +766,9 @@ impl EvmPipeline {
         // A filler is there to fill its nonce: at another nonce it would only cost gas.
         if open.kind == TxKind::NonceFill {
             return Ok(Resign::Unneeded);
+        }
+        if !sign {
+            return Ok(Resign::Due);
         }
         let mut tx = decode_payload(&open.signed_payload)?;
         self.signer.prepare(wallet).await?;
@@ -894,7 +880,9 @@ impl EvmPipeline {
     /// nonce of `open`, queued behind it: a transaction sent from the wallet outside the
     /// service that the ledger counted when it started (the chain's pending nonce) and that
     /// left the pool unmined, say. Without it, `open` and every later transaction of the
-    /// wallet would wait for ever.
+    /// wallet would wait for ever. False, with nothing signed, when an open record holds the nonce: checked under the
+    /// ledger row's lock, so that two followers (two stuck records of the wallet, or two
+    /// cores) do not both fill it.
     pub(crate) async fn fill_gap(
         &self,
         chain: &Chain,
@@ -902,10 +890,27 @@ impl EvmPipeline {
         client: &EvmClient,
         open: &OpenTransaction,
         nonce: u64,
-    ) -> Result<()> {
+    ) -> Result<bool> {
+        let store = &self.store;
+        if store
+            .nonce_held_open(store.db(), open.chain_id, &open.from, nonce)
+            .await?
+        {
+            return Ok(false);
+        }
         self.signer.prepare(wallet).await?;
         let fees = client.fees().await?;
-        let txn = self.store.begin().await?;
+        let txn = store.begin().await?;
+        store
+            .lock_nonce_row(&txn, open.chain_id, &open.from)
+            .await?;
+        if store
+            .nonce_held_open(&txn, open.chain_id, &open.from, nonce)
+            .await?
+        {
+            txn.rollback().await?;
+            return Ok(false);
+        }
         let note = format!(
             "fills nonce {nonce}, a gap below transaction {} that nothing holds",
             open.id
@@ -913,7 +918,7 @@ impl EvmPipeline {
         self.insert_filler(&txn, chain, wallet, open, nonce, fees, note)
             .await?;
         txn.commit().await?;
-        Ok(())
+        Ok(true)
     }
 
     /// Signs and stores, in `txn`, a zero-value self-transfer from the wallet of `open` at

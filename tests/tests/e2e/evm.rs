@@ -1366,7 +1366,14 @@ async fn a_refusal_fails_the_record_and_its_key_together(b: Backend) -> anyhow::
 async fn a_mined_transaction_a_lagging_node_hides_is_not_signed_again(
     b: Backend,
 ) -> anyhow::Result<()> {
-    let e = Evm::behind_gateway(b, "[monitor]\npoll_interval_ms = 100\n", &[], &[]).await?;
+    // A sight that lasts far longer than the test needs to look, however loaded the machine.
+    let e = Evm::behind_gateway(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nresign_after_secs = 60\n",
+        &[],
+        &[],
+    )
+    .await?;
     // Mined at once, but the node that answers about transactions is behind the one that
     // answers the nonce: the nonce is used and no version of the record is found.
     e.gateway()?.limit(Limits {
@@ -1526,20 +1533,30 @@ async fn a_refused_filler_is_raised_once_a_stuck_time(b: Backend) -> anyhow::Res
     Ok(())
 }
 
-async fn a_transaction_a_node_took_is_not_ended_by_a_refusal(b: Backend) -> anyhow::Result<()> {
+/// Over a gateway to a node that does not mine, with `stuck_after_secs`: a send of 5 wei the
+/// node takes, then loses, and refuses every time it is sent again (a full pool, a relay's
+/// policy). Returns the service, the record's id and its hash.
+async fn lost_then_refused(
+    b: Backend,
+    stuck_after_secs: u64,
+) -> anyhow::Result<(Evm, String, String)> {
     let e = Evm::behind_gateway(
         b,
-        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
+        &format!("[monitor]\npoll_interval_ms = 100\nstuck_after_secs = {stuck_after_secs}\n"),
         &["--no-mining"],
         &[],
     )
     .await?;
     let (id, hash) = e.send_native(RECIPIENT, "5").await?;
-    // The node loses it and refuses it when sent again (a full pool, a relay's policy): it
-    // may still sit in other nodes' pools and be mined, so it is neither dropped nor its
-    // nonce given back; it is sent again until a node takes it.
     e.gateway()?.set(Sends::Refuse);
     e.anvil.drop_transaction(&hash).await?;
+    Ok((e, id, hash))
+}
+
+async fn a_transaction_a_node_took_is_not_ended_by_a_refusal(b: Backend) -> anyhow::Result<()> {
+    // It may still sit in other nodes' pools and be mined, so it is neither dropped nor its
+    // nonce given back; it is sent again until a node takes it.
+    let (e, id, hash) = lost_then_refused(b, 3600).await?;
     let waiting = e.wait_for_note(&id, "sent again each sweep").await?;
     assert_eq!(waiting["status"], "SUBMITTED", "{waiting}");
     assert_eq!(e.svc.stored_statuses("nonce_fill").await?.len(), 0);
@@ -1561,6 +1578,26 @@ async fn a_transaction_a_node_took_is_not_ended_by_a_refusal(b: Backend) -> anyh
         "{next}"
     );
     assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    Ok(())
+}
+
+async fn a_transaction_refused_for_five_stuck_times_is_dropped(b: Backend) -> anyhow::Result<()> {
+    // Kept open for five stuck times, then taken as gone, its nonce given back for the next
+    // send.
+    let (e, id, _) = lost_then_refused(b, 1).await?;
+    let dropped = e.wait_for(&id, "DROPPED").await?;
+    assert!(
+        dropped["statusHistory"]
+            .to_string()
+            .contains("raised in fee at most once"),
+        "{dropped}"
+    );
+    e.gateway()?.set(Sends::PassOn);
+    let (next, _) = e.send_native(RECIPIENT, "7").await?;
+    e.anvil.mine().await?;
+    e.wait_for(&next, "CONFIRMED").await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(7u64));
     Ok(())
 }
 
@@ -1862,6 +1899,7 @@ on_both_backends!(
     a_refused_filler_is_raised_once_a_stuck_time,
     a_transaction_a_node_took_is_not_ended_by_a_refusal,
     a_nonce_held_only_in_a_pool_is_not_skipped,
+    a_transaction_refused_for_five_stuck_times_is_dropped,
     a_gap_below_the_ledger_is_filled,
     a_mined_transaction_a_lagging_node_hides_is_not_signed_again,
 );
