@@ -84,9 +84,11 @@ impl Core {
     /// Opens the store (running migrations), the keystore and the registry.
     pub async fn open(config: Config) -> anyhow::Result<Self> {
         let store = Store::connect(&config.database_url()).await?;
+        let sample = store.any_sealed_key().await?;
         let keystore = Arc::new(Keystore::open(
             config.master_key.as_ref().map(|s| s.expose()),
             &config.data_dir,
+            sample.as_ref().map(|(f, a, k)| (*f, a.as_str(), k)),
         )?);
         let chains = Arc::new(Registry::new(&config.chains)?);
         let signer: Arc<dyn Signer> = Arc::new(LocalSigner::new(keystore.clone(), store.clone()));

@@ -358,9 +358,15 @@ impl Service {
 
     /// Runs `walletops <args>` against this service's data dir and database.
     pub async fn cli(&self, args: &[&str]) -> anyhow::Result<CliOutput> {
+        self.cli_in(self.data_dir.path(), args).await
+    }
+
+    /// Runs `walletops <args>` against this service's database with `data_dir` as its data
+    /// dir (the master key's place).
+    pub async fn cli_in(&self, data_dir: &Path, args: &[&str]) -> anyhow::Result<CliOutput> {
         let mut cmd = Command::new(walletops_bin()?);
         cmd.args(args)
-            .env("WALLETOPS_DATA_DIR", self.data_dir.path())
+            .env("WALLETOPS_DATA_DIR", data_dir)
             // WALLETOPS_TEST_LOG turns up the service's log for a test or benchmark run.
             .env(
                 "RUST_LOG",
@@ -368,9 +374,14 @@ impl Service {
             )
             .env_remove("DATABASE_URL")
             .env_remove("WALLETOPS_DATABASE_URL");
-        if let Some(url) = &self.database_url {
-            cmd.env("WALLETOPS_DATABASE_URL", url);
-        }
+        let url = match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.path().join("walletops.db").display()
+            ),
+        };
+        cmd.env("WALLETOPS_DATABASE_URL", url);
         let out = tokio::time::timeout(WAIT_TIMEOUT, cmd.output())
             .await
             .context("waiting for the walletops CLI")??;

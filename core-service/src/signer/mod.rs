@@ -49,14 +49,45 @@ impl std::fmt::Debug for Keystore {
 impl Keystore {
     /// The keystore for `configured` (base64 of 32 bytes) or, when none is configured, for
     /// the key in `data_dir/master.key`, generated there with mode 0600 on first start.
-    pub fn open(configured: Option<&str>, data_dir: &Path) -> anyhow::Result<Self> {
+    ///
+    /// `sample` is one key the database already holds: the master key must open it, and
+    /// none is generated beside it. A master key that is not the one the wallets were
+    /// sealed under (a data dir lost or not the same, another core's, a CLI run elsewhere)
+    /// would seal new wallets under a second key and fail every signing of the old ones, so
+    /// the start is refused instead.
+    pub fn open(
+        configured: Option<&str>,
+        data_dir: &Path,
+        sample: Option<(ChainFamily, &str, &SealedKey)>,
+    ) -> anyhow::Result<Self> {
         let key = match configured {
             Some(b64) => decode_master_key(b64).context("master_key")?,
-            None => load_or_create_master_key(data_dir)?,
+            None => {
+                let path = data_dir.join(MASTER_KEY_FILE);
+                anyhow::ensure!(
+                    sample.is_none() || path.exists(),
+                    "{} does not exist, but the database holds wallets sealed under a master key: point data_dir at the directory that holds their master.key, or set master_key; a new key could never open them",
+                    path.display()
+                );
+                load_or_create_master_key(data_dir)?
+            }
         };
         let cipher = Aes256Gcm::new_from_slice(key.as_slice())
             .map_err(|_| anyhow::anyhow!("master key must be 32 bytes"))?;
-        Ok(Self { cipher })
+        let keystore = Self { cipher };
+        if let Some((family, address, sealed)) = sample {
+            keystore.open_key(family, address, sealed).map_err(|_| {
+                anyhow::anyhow!(
+                    "the master key ({}) does not open the wallets in the database: they were sealed under another one",
+                    if configured.is_some() {
+                        "master_key".to_owned()
+                    } else {
+                        data_dir.join(MASTER_KEY_FILE).display().to_string()
+                    }
+                )
+            })?;
+        }
+        Ok(keystore)
     }
 
     /// Generates a new wallet of `family`: its canonical address and its sealed private key.
@@ -339,7 +370,7 @@ mod tests {
     #[test]
     fn sealed_keys_open_only_for_their_wallet() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let ks = Keystore::open(None, dir.path()).expect("keystore");
+        let ks = Keystore::open(None, dir.path(), None).expect("keystore");
         let (address, sealed) = ks.generate(ChainFamily::Evm).expect("generate");
         assert!(address.starts_with("0x") && address.len() == 42);
         let secret = ks
@@ -348,8 +379,18 @@ mod tests {
         assert_eq!(secret.len(), 32);
         assert!(ks.open_key(ChainFamily::Evm, "0xother", &sealed).is_err());
         // The generated master key is reused on the next start, and kept private.
-        let again = Keystore::open(None, dir.path()).expect("reopen");
+        let sample = Some((ChainFamily::Evm, address.as_str(), &sealed));
+        let again = Keystore::open(None, dir.path(), sample).expect("reopen");
         assert!(again.open_key(ChainFamily::Evm, &address, &sealed).is_ok());
+        // Another data dir: no new key beside the database's wallets, and another key
+        // does not open them.
+        let elsewhere = tempfile::tempdir().expect("tempdir");
+        let err = Keystore::open(None, elsewhere.path(), sample).expect_err("no new key");
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        assert!(!elsewhere.path().join(MASTER_KEY_FILE).exists());
+        let other = B64.encode([7u8; 32]);
+        let err = Keystore::open(Some(&other), dir.path(), sample).expect_err("another key");
+        assert!(err.to_string().contains("does not open"), "{err}");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -372,9 +413,9 @@ mod tests {
     #[test]
     fn configured_master_key_must_be_32_bytes() {
         let dir = tempfile::tempdir().expect("tempdir");
-        assert!(Keystore::open(Some("c2hvcnQ="), dir.path()).is_err());
+        assert!(Keystore::open(Some("c2hvcnQ="), dir.path(), None).is_err());
         let good = B64.encode([7u8; 32]);
-        assert!(Keystore::open(Some(&good), dir.path()).is_ok());
+        assert!(Keystore::open(Some(&good), dir.path(), None).is_ok());
         assert!(!dir.path().join(MASTER_KEY_FILE).exists());
     }
 }

@@ -219,6 +219,26 @@ impl Store {
 }
 
 impl Store {
+    /// One sealed key of the database, if it holds any: its family, the address it was
+    /// sealed for and the key, for checking that the master key opens them.
+    pub(crate) async fn any_sealed_key(&self) -> Result<Option<(ChainFamily, String, SealedKey)>> {
+        let Some(m) = signer_keys::Entity::find().one(self.db()).await? else {
+            return Ok(None);
+        };
+        let family = m
+            .chain_type
+            .parse::<ChainFamily>()
+            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signer key chain_type: {e}")))?;
+        Ok(Some((
+            family,
+            m.address,
+            SealedKey {
+                nonce: m.nonce,
+                ciphertext: m.ciphertext,
+            },
+        )))
+    }
+
     /// The sealed private key of wallet `wallet_id`, with the address it was sealed for.
     pub(crate) async fn sealed_key(&self, wallet_id: Uuid) -> Result<Option<(String, SealedKey)>> {
         Ok(signer_keys::Entity::find_by_id(wallet_id)

@@ -120,7 +120,30 @@ async fn core_and_edge_run_as_separate_processes(b: Backend) -> anyhow::Result<(
     Ok(())
 }
 
+async fn another_master_key_than_the_wallets_is_refused(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    // A data dir without the master key the database's wallets were sealed under (lost, or
+    // a CLI run elsewhere): no new key is made beside them, nothing starts.
+    let elsewhere = tempfile::tempdir()?;
+    let out = svc.cli_in(elsewhere.path(), &["users", "list"]).await?;
+    assert!(!out.success, "{}", out.stdout);
+    assert!(out.stderr.contains("master.key"), "{}", out.stderr);
+    assert!(!elsewhere.path().join("master.key").exists());
+    // Another master key there does not open them either.
+    std::fs::write(
+        elsewhere.path().join("master.key"),
+        "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+    )?;
+    let out = svc.cli_in(elsewhere.path(), &["users", "list"]).await?;
+    assert!(!out.success, "{}", out.stdout);
+    assert!(out.stderr.contains("does not open"), "{}", out.stderr);
+    // Its own data dir opens them.
+    assert!(svc.cli(&["users", "list"]).await?.success);
+    Ok(())
+}
+
 on_both_backends!(
+    another_master_key_than_the_wallets_is_refused,
     first_start_prints_one_key_once_and_restarts_keep_the_data,
     admin_commands_manage_users_and_keys,
     core_and_edge_run_as_separate_processes,
