@@ -482,7 +482,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Core(_) => run_servers(config, true, false, false).await,
         Command::Edge { .. } => run_servers(config, false, true, false).await,
         Command::Migrate(_) => {
-            Core::open(config).await?;
+            // The store alone: migrating needs no master key.
+            walletops_core::store::Store::connect(&config.database_url()).await?;
             println!("migrations are up to date");
             Ok(())
         }

@@ -76,11 +76,18 @@ pub(crate) enum EdgeError {
 }
 
 impl EdgeError {
-    /// `INVALID_INPUT` naming `field`.
+    /// `INVALID_INPUT` naming `field`. The problem is cut short: parsers quote the input,
+    /// which goes to the core in a metadata header of limited size.
     pub(crate) fn invalid(field: &str, problem: impl std::fmt::Display) -> Self {
+        const MOST_CHARS: usize = 200;
+        let mut problem = problem.to_string();
+        if let Some((cut, _)) = problem.char_indices().nth(MOST_CHARS) {
+            problem.truncate(cut);
+            problem.push('…');
+        }
         Self::Unreadable {
-            field: field.to_owned(),
-            problem: problem.to_string(),
+            field: field.chars().take(MOST_CHARS).collect(),
+            problem,
         }
     }
 }

@@ -142,9 +142,10 @@ mod tests {
 pub(crate) fn without_urls(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
+    // ASCII lower-casing keeps every byte offset.
     while let Some(at) = ["http://", "https://", "ws://", "wss://"]
         .iter()
-        .filter_map(|scheme| rest.find(scheme))
+        .filter_map(|scheme| rest.to_ascii_lowercase().find(scheme))
         .min()
     {
         out.push_str(&rest[..at]);
@@ -212,6 +213,7 @@ mod amount_tests {
             "[rpc url] and [rpc url]"
         );
         assert_eq!(without_urls("no url here"), "no url here");
+        assert_eq!(without_urls("at HTTPS://Node/KEY."), "at [rpc url]");
     }
 
     #[test]

@@ -245,12 +245,24 @@ impl WalletOpsService for WalletOpsApi {
                 ),
             );
         }
+        // A token named twice (in two spellings, say) would be answered twice.
+        let mut seen = std::collections::HashMap::new();
         let tokens: Vec<WalletAddress> = req
             .tokens
             .iter()
             .take(MAX_BALANCE_TOKENS)
             .enumerate()
-            .filter_map(|(i, t)| v.check(&format!("tokens[{i}]"), family.parse_address(t)))
+            .filter_map(|(i, t)| {
+                let field = format!("tokens[{i}]");
+                let token = v.check(&field, family.parse_address(t))?;
+                match seen.insert(token.clone(), i) {
+                    Some(earlier) => {
+                        v.push(&field, format!("repeats tokens[{earlier}]"));
+                        None
+                    }
+                    None => Some(token),
+                }
+            })
             .collect();
         v.finish()?;
         let wallet = self

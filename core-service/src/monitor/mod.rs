@@ -36,7 +36,7 @@ use crate::{
     store::Store,
     transactions::{OpenTransaction, TxKind, TxStatus},
     transfers::{
-        evm::{EvmPipeline, Resign, decode_payload},
+        evm::{Ending, EvmPipeline, Resign, decode_payload},
         solana::SolanaPipeline,
     },
     wallets::Wallets,
@@ -350,6 +350,14 @@ impl Monitor {
                 BroadcastOutcome::Unknown(why) => {
                     tracing::warn!(%id, %why, "no verdict from the node; will send again");
                     self.no_verdict(&open, open.created_at).await?;
+                    // A node that refuses a nonce ahead of its own ("nonce too high") never
+                    // takes a record above a gap: the gap is filled once it is stuck.
+                    if Utc::now() - open.created_at >= stuck_after
+                        && let Some(wallet) = self.signable(&open).await
+                    {
+                        self.gap_filled_below(&chain, &wallet, &client, &open, nonce)
+                            .await?;
+                    }
                 }
                 BroadcastOutcome::Rejected(rejection) => {
                     let Some(wallet) = self.signable(&open).await else {
@@ -389,27 +397,51 @@ impl Monitor {
             }
             return Ok(None);
         }
+        // The node holds it: any run of refusals has ended.
+        self.refused_since.clear(id);
         if open
             .last_broadcast_at
             .is_some_and(|at| Utc::now() - at >= stuck_after)
             && let Some(wallet) = self.signable(&open).await
         {
-            // Queued behind a nonce nothing holds, a higher fee would not help: the gap is
-            // filled instead (one nonce a sweep; the filler then counts as pending).
-            let pending = client.pending_nonce(from).await?;
-            if pending < nonce {
-                if self
-                    .evm
-                    .fill_gap(&chain, &wallet, &client, &open, pending)
-                    .await?
-                {
-                    tracing::warn!(%id, gap = pending, "filled a nonce gap below a stuck transaction");
-                }
-                return Ok(None);
+            // Queued behind a nonce nothing holds, a higher fee would not help.
+            if !self
+                .gap_filled_below(&chain, &wallet, &client, &open, nonce)
+                .await?
+            {
+                self.replace(&wallet, &open, &client).await?;
             }
-            self.replace(&wallet, &open, &client).await?;
         }
         Ok(None)
+    }
+
+    /// Fills the lowest nonce below `nonce`, that of `open`, that the node has nothing
+    /// pending at, when no open record holds it (one nonce a sweep; the filler then counts as
+    /// pending). Whether there is such a gap, filled now or held by a record of ours.
+    async fn gap_filled_below(
+        &self,
+        chain: &crate::chains::Chain,
+        wallet: &crate::wallets::DelegatedWallet,
+        client: &crate::chains::evm::EvmClient,
+        open: &OpenTransaction,
+        nonce: u64,
+    ) -> Result<bool> {
+        let from = open
+            .from
+            .parse()
+            .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("bad sender {}", open.from)))?;
+        let pending = client.pending_nonce(from).await?;
+        if pending >= nonce {
+            return Ok(false);
+        }
+        if self
+            .evm
+            .fill_gap(chain, wallet, client, open, pending)
+            .await?
+        {
+            tracing::warn!(id = %open.id, gap = pending, "filled a nonce gap below a stuck transaction");
+        }
+        Ok(true)
     }
 
     /// The wallet of `open`, for the steps that sign (a re-signing, a replacement, a nonce
@@ -610,10 +642,10 @@ impl Monitor {
         // time for `REFUSED_STUCK_TIMES` stuck times: taken as gone, and the nonce is given
         // back or filled so later ones are not stranded.
         self.refused_since.clear(id);
-        let status = if accepted {
-            TxStatus::Dropped
-        } else {
-            TxStatus::Failed
+        let (status, ending) = match (accepted, refused_long && !insufficient) {
+            (false, _) => (TxStatus::Failed, Ending::Found),
+            (true, false) => (TxStatus::Dropped, Ending::Found),
+            (true, true) => (TxStatus::Dropped, Ending::MaybeHeld),
         };
         self.evm
             .fail_and_free_nonce(
@@ -623,7 +655,7 @@ impl Monitor {
                 open,
                 status,
                 &format!("the node refused the transaction: {why}"),
-                None,
+                ending,
             )
             .await?;
         Ok(())

@@ -71,12 +71,15 @@ impl Store {
         chain_id: i64,
         address: &str,
     ) -> Result<()> {
-        nonces::Entity::update_many()
+        let locked = nonces::Entity::update_many()
             .col_expr(nonces::Column::UpdatedAt, Expr::value(Utc::now()))
             .filter(nonces::Column::ChainId.eq(chain_id))
             .filter(nonces::Column::Address.eq(address))
             .exec(conn)
             .await?;
+        if locked.rows_affected != 1 {
+            return Err(corrupt("no ledger row to lock"));
+        }
         Ok(())
     }
 

@@ -222,7 +222,11 @@ impl Store {
     /// One sealed key of the database, if it holds any: its family, the address it was
     /// sealed for and the key, for checking that the master key opens them.
     pub(crate) async fn any_sealed_key(&self) -> Result<Option<(ChainFamily, String, SealedKey)>> {
-        let Some(m) = signer_keys::Entity::find().one(self.db()).await? else {
+        let Some(m) = signer_keys::Entity::find()
+            .order_by_asc(signer_keys::Column::CreatedAt)
+            .one(self.db())
+            .await?
+        else {
             return Ok(None);
         };
         let family = m

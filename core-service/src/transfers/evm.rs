@@ -124,6 +124,19 @@ impl Attempt {
     }
 }
 
+/// Who ends a record that is refused for good, and what that means for its key and nonce.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ending<'a> {
+    /// The request that signed it answers with this refusal: its key's claim fails with it,
+    /// in the same database transaction.
+    Answered(&'a WalletOpsError),
+    /// The monitor, for a record no node may still hold.
+    Found,
+    /// The monitor, for a record taken as gone that a node may still hold: its nonce is
+    /// filled, never given back, so that no later payment takes a nonce it may still use.
+    MaybeHeld,
+}
+
 /// What `resign_with_new_nonce` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Resign {
@@ -678,10 +691,21 @@ impl EvmPipeline {
                     .await
                 {
                     Ok(Resign::HeldByRecord) => true,
-                    // Nothing holds the nonce: the node refused the transaction itself (a fee
-                    // under its minimum, say), which fails it like any other refusal.
-                    Ok(Resign::NonceFree) => false,
-                    Ok(Resign::Resigned | Resign::Shallow | Resign::Unneeded | Resign::Due) => {
+                    // Nothing holds the nonce, by the node's pending nonce: an "underpriced"
+                    // was about the transaction itself (a fee under the node's minimum), which
+                    // fails it like any other refusal. A "nonce too low" says the opposite of
+                    // that pending nonce: two nodes behind one gateway disagree, and one of
+                    // them may have the transaction mined, so the monitor follows it up.
+                    Ok(Resign::NonceFree) if matches!(rejection, Rejection::Underpriced(_)) => {
+                        false
+                    }
+                    Ok(
+                        Resign::NonceFree
+                        | Resign::Resigned
+                        | Resign::Shallow
+                        | Resign::Unneeded
+                        | Resign::Due,
+                    ) => {
                         tracing::info!(%id, %why, "the nonce is taken; the monitor follows the record up");
                         return Ok(Submission::of(chain, &open));
                     }
@@ -714,7 +738,7 @@ impl EvmPipeline {
                 &open,
                 TxStatus::Failed,
                 &err.to_string(),
-                Some(&err),
+                Ending::Answered(&err),
             )
             .await
         {
@@ -820,9 +844,8 @@ impl EvmPipeline {
     /// Ends `open` as `status` (FAILED or DROPPED) with `error`, and gives its nonce back; when
     /// later nonces are out already, signs a zero-value self-transfer at that nonce instead,
     /// so the wallet's later transactions are not stranded behind a gap. False, with nothing
-    /// changed, when another worker settled or re-signed the record meanwhile. `answered`:
-    /// the refusal the request that signed the record answers with, which fails its key's
-    /// claim in the same database transaction.
+    /// changed, when another worker settled or re-signed the record meanwhile. `ending` says
+    /// who ends it and what that means for its key and its nonce.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn fail_and_free_nonce(
         &self,
@@ -832,7 +855,7 @@ impl EvmPipeline {
         open: &OpenTransaction,
         status: TxStatus,
         error: &str,
-        answered: Option<&WalletOpsError>,
+        ending: Ending<'_>,
     ) -> Result<bool> {
         self.signer.prepare(wallet).await?;
         // Read before the database transaction, which must not wait on the node.
@@ -846,16 +869,17 @@ impl EvmPipeline {
             txn.rollback().await?;
             return Ok(false);
         }
-        if let Some(answered) = answered {
+        if let Ending::Answered(answered) = ending {
             self.store
                 .fail_claim_of(&txn, open, failure_detail(answered))
                 .await?;
         }
         if let Some(nonce) = open.nonce {
-            let released = self
-                .store
-                .release_nonce(&txn, chain.chain_id(), &open.from, nonce)
-                .await?;
+            let released = !matches!(ending, Ending::MaybeHeld)
+                && self
+                    .store
+                    .release_nonce(&txn, chain.chain_id(), &open.from, nonce)
+                    .await?;
             if !released {
                 let failed = decode_payload(&open.signed_payload)?;
                 // The filler may have to displace the failed version from a pool, and must

@@ -214,6 +214,10 @@ async fn malformed_requests_are_invalid_input_naming_the_field(b: Backend) -> an
             "/wallets/balances?chain=base&tokens=0x1111111111111111111111111111111111111111,%200x2222222222222222222222222222222222222222",
             "tokens[1]",
         ),
+        (
+            "/wallets/balances?chain=base&tokens=0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,0x2222222222222222222222222222222222222222,0xAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            "tokens[2]: repeats tokens[0]",
+        ),
         ("/wallets/balances?chain=base&address=0xzz", "address"),
         ("/wallets/balances", "chain"),
         ("/tx/not-a-uuid", "id"),

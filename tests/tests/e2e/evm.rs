@@ -1582,8 +1582,8 @@ async fn a_transaction_a_node_took_is_not_ended_by_a_refusal(b: Backend) -> anyh
 }
 
 async fn a_transaction_refused_for_five_stuck_times_is_dropped(b: Backend) -> anyhow::Result<()> {
-    // Kept open for five stuck times, then taken as gone, its nonce given back for the next
-    // send.
+    // Kept open for five stuck times, then taken as gone. A node may still hold it, so its
+    // nonce is filled, never given back to the next payment.
     let (e, id, _) = lost_then_refused(b, 1).await?;
     let dropped = e.wait_for(&id, "DROPPED").await?;
     assert!(
@@ -1592,11 +1592,20 @@ async fn a_transaction_refused_for_five_stuck_times_is_dropped(b: Backend) -> an
             .contains("raised in fee at most once"),
         "{dropped}"
     );
+    assert_eq!(e.svc.stored_statuses("nonce_fill").await?, ["submitted"]);
     e.gateway()?.set(Sends::PassOn);
     let (next, _) = e.send_native(RECIPIENT, "7").await?;
+    poll_until("the filler and the next send pending", || async {
+        Ok((e.anvil.pool_hashes().await?.len() == 2).then_some(()))
+    })
+    .await?;
     e.anvil.mine().await?;
-    e.wait_for(&next, "CONFIRMED").await?;
-    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    let next = e.wait_for(&next, "CONFIRMED").await?;
+    assert!(
+        !next["statusHistory"].to_string().contains("re-signed"),
+        "{next}"
+    );
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
     assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(7u64));
     Ok(())
 }
