@@ -335,13 +335,14 @@ impl Monitor {
         let sent_before = open.last_broadcast_at.is_some();
         let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
         if !sent_before || !client.knows(hash_of(current)?).await? {
+            let mut retaken = false;
             match client.broadcast(&open.signed_payload).await {
                 BroadcastOutcome::Accepted if sent_before => {
-                    self.refused_since.clear(id);
                     // The stuck time still runs from the first send: a node that keeps
                     // losing a transaction (a pool evicting it for its price) gets it again,
-                    // and it is replaced with a higher fee in time all the same.
+                    // and it is replaced with a higher fee in time all the same, below.
                     tracing::info!(%id, "rebroadcast a transaction the node had lost");
+                    retaken = true;
                 }
                 BroadcastOutcome::Accepted => {
                     self.refused_since.clear(id);
@@ -395,7 +396,9 @@ impl Monitor {
                     }
                 }
             }
-            return Ok(None);
+            if !retaken {
+                return Ok(None);
+            }
         }
         // The node holds it: any run of refusals has ended.
         self.refused_since.clear(id);
@@ -640,12 +643,14 @@ impl Monitor {
         }
         // Never taken by a node, taken but beyond the wallet's funds now, or refused every
         // time for `REFUSED_STUCK_TIMES` stuck times: taken as gone, and the nonce is given
-        // back or filled so later ones are not stranded.
+        // back (never taken) or filled so later ones are not stranded.
         self.refused_since.clear(id);
-        let (status, ending) = match (accepted, refused_long && !insufficient) {
-            (false, _) => (TxStatus::Failed, Ending::Found),
-            (true, false) => (TxStatus::Dropped, Ending::Found),
-            (true, true) => (TxStatus::Dropped, Ending::MaybeHeld),
+        // One a node took may still sit in another pool and be mined once the wallet is
+        // funded again: its nonce is filled, never given to the next payment.
+        let (status, ending) = if accepted {
+            (TxStatus::Dropped, Ending::MaybeHeld)
+        } else {
+            (TxStatus::Failed, Ending::Found)
         };
         self.evm
             .fail_and_free_nonce(
