@@ -333,7 +333,7 @@ impl Monitor {
             .last()
             .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("record {id} has no hash")))?;
         let sent_before = open.last_broadcast_at.is_some();
-        let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
+        let stuck_after = self.stuck_after();
         if !sent_before || !client.knows(hash_of(current)?).await? {
             let mut retaken = false;
             match client.broadcast(&open.signed_payload).await {
@@ -616,7 +616,7 @@ impl Monitor {
             return self.note_once(open, note).await;
         }
         let accepted = open.last_broadcast_at.is_some() || open.hashes.len() > 1;
-        let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
+        let stuck_after = self.stuck_after();
         // Not for ever: a record refused every time for this long is taken as gone.
         let refused_long =
             Utc::now() - self.refused_since.first(id) >= stuck_after * REFUSED_STUCK_TIMES;
@@ -642,11 +642,11 @@ impl Monitor {
             return self.note_once(open, note).await;
         }
         // Never taken by a node, taken but beyond the wallet's funds now, or refused every
-        // time for `REFUSED_STUCK_TIMES` stuck times: taken as gone, and the nonce is given
-        // back (never taken) or filled so later ones are not stranded.
+        // time for `REFUSED_STUCK_TIMES` stuck times: taken as gone. The nonce of one no node
+        // took is given back (or filled, when later ones are out); that of one a node took
+        // is filled, never given to the next payment: funded again, or in another pool, it
+        // could still be mined.
         self.refused_since.clear(id);
-        // One a node took may still sit in another pool and be mined once the wallet is
-        // funded again: its nonce is filled, never given to the next payment.
         let (status, ending) = if accepted {
             (TxStatus::Dropped, Ending::MaybeHeld)
         } else {
@@ -666,12 +666,17 @@ impl Monitor {
         Ok(())
     }
 
+    /// How long an unmined transaction waits before it counts as stuck.
+    fn stuck_after(&self) -> chrono::Duration {
+        chrono::Duration::seconds(self.config.stuck_after_secs as i64)
+    }
+
     /// Notes in the history of `open` that its node gives no verdict (it does not answer, or
     /// answers with errors that say nothing of the transaction), once that has lasted since
     /// `since` for as long as a transaction takes to count as stuck: it says why it is still
     /// open.
     async fn no_verdict(&self, open: &OpenTransaction, since: DateTime<Utc>) -> Result<()> {
-        let stuck_after = chrono::Duration::seconds(self.config.stuck_after_secs as i64);
+        let stuck_after = self.stuck_after();
         if Utc::now() - since >= stuck_after {
             self.note_once(open, NO_VERDICT_NOTE.to_owned()).await?;
         }
