@@ -93,15 +93,20 @@ impl Keystore {
     /// Generates a new wallet of `family`: its canonical address and its sealed private key.
     pub fn generate(&self, family: ChainFamily) -> anyhow::Result<(String, SealedKey)> {
         let (address, secret): (String, Zeroizing<Vec<u8>>) = match family {
+            // The key bytes are copied out once, and that copy is wiped too.
             ChainFamily::Evm => {
                 let signer = alloy::signers::local::PrivateKeySigner::random();
-                let secret = Zeroizing::new(signer.to_bytes().to_vec());
+                let mut raw = signer.to_bytes().0;
+                let secret = Zeroizing::new(raw.to_vec());
+                zeroize::Zeroize::zeroize(&mut raw);
                 (signer.address().to_checksum(None), secret)
             }
             ChainFamily::Solana => {
                 use solana_signer::Signer as _;
                 let keypair = solana_keypair::Keypair::new();
-                let secret = Zeroizing::new(keypair.to_bytes().to_vec());
+                let mut raw = keypair.to_bytes();
+                let secret = Zeroizing::new(raw.to_vec());
+                zeroize::Zeroize::zeroize(&mut raw);
                 (keypair.pubkey().to_string(), secret)
             }
         };
