@@ -571,6 +571,18 @@ impl Reply {
         self.body.get("code").and_then(Value::as_str)
     }
 
+    /// Asserts an INVALID_INPUT answer (400 and the contract's error body) that names
+    /// `field`.
+    pub fn assert_invalid(&self, field: &str) -> anyhow::Result<()> {
+        self.assert_error(400, "INVALID_INPUT")?;
+        anyhow::ensure!(
+            self.text.contains(field),
+            "expected {field} named: {}",
+            self.text
+        );
+        Ok(())
+    }
+
     /// Asserts the contract's error shape: `status`, `code`, `{error, code, requestId}` with
     /// `requestId` equal to the `x-request-id` header, and nothing else in the body.
     pub fn assert_error(&self, status: u16, code: &str) -> anyhow::Result<()> {

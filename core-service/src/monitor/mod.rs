@@ -66,7 +66,7 @@ struct Settlement {
 }
 
 /// Stuck times a record a node took before is kept open while every send of it is refused,
-/// before it ends DROPPED and its nonce is given back or filled.
+/// before it ends DROPPED and its nonce is filled.
 const REFUSED_STUCK_TIMES: i32 = 5;
 /// Records followed at once within a sweep.
 const FOLLOWERS: usize = 16;
@@ -356,7 +356,7 @@ impl Monitor {
                     if Utc::now() - open.created_at >= stuck_after
                         && let Some(wallet) = self.signable(&open).await
                     {
-                        self.gap_filled_below(&chain, &wallet, &client, &open, nonce)
+                        self.gap_filled_below(&chain, &wallet, &client, &open, from, nonce)
                             .await?;
                     }
                 }
@@ -409,7 +409,7 @@ impl Monitor {
         {
             // Queued behind a nonce nothing holds, a higher fee would not help.
             if !self
-                .gap_filled_below(&chain, &wallet, &client, &open, nonce)
+                .gap_filled_below(&chain, &wallet, &client, &open, from, nonce)
                 .await?
             {
                 self.replace(&wallet, &open, &client).await?;
@@ -418,21 +418,19 @@ impl Monitor {
         Ok(None)
     }
 
-    /// Fills the lowest nonce below `nonce`, that of `open`, that the node has nothing
-    /// pending at, when no open record holds it (one nonce a sweep; the filler then counts as
-    /// pending). Whether there is such a gap, filled now or held by a record of ours.
+    /// Fills the lowest nonce below `nonce`, that of `open` (sent from `from`), that the
+    /// node has nothing pending at, when no open record holds it (one nonce a sweep; the
+    /// filler then counts as pending). Whether there is such a gap, filled now or held by a
+    /// record of ours.
     async fn gap_filled_below(
         &self,
         chain: &crate::chains::Chain,
         wallet: &crate::wallets::DelegatedWallet,
         client: &crate::chains::evm::EvmClient,
         open: &OpenTransaction,
+        from: alloy::primitives::Address,
         nonce: u64,
     ) -> Result<bool> {
-        let from = open
-            .from
-            .parse()
-            .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("bad sender {}", open.from)))?;
         let pending = client.pending_nonce(from).await?;
         if pending >= nonce {
             return Ok(false);
@@ -579,9 +577,10 @@ impl Monitor {
     /// counts as sent. An earlier version the node holds can still be mined: the record waits
     /// for it. A nonce filler, and a record some version of which a node took before, stay
     /// open and are raised in fee once a stuck time, unless the wallet cannot pay
-    /// (`insufficient`): a filler then waits for funds, noted in its history. Any other
-    /// record ends FAILED (never taken) or DROPPED (beyond the wallet's funds now) and its
-    /// nonce is freed or filled.
+    /// (`insufficient`): a filler then waits for funds, noted in its history. A record no
+    /// node took ends FAILED, its nonce freed (or filled, when later ones are out); one a
+    /// node took ends DROPPED, its nonce filled, once the wallet cannot pay for it or it has
+    /// been refused for `REFUSED_STUCK_TIMES` stuck times.
     async fn refused(
         &self,
         chain: &crate::chains::Chain,

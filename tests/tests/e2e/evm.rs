@@ -188,6 +188,14 @@ fn gated_options(
     options
 }
 
+/// Asserts that record `tx` kept the nonce it was first signed with.
+fn assert_never_re_signed(tx: &Value) {
+    assert!(
+        !tx["statusHistory"].to_string().contains("re-signed"),
+        "{tx}"
+    );
+}
+
 fn submitted_id(reply: &walletops_tests::Reply) -> anyhow::Result<String> {
     anyhow::ensure!(
         reply.status == 200,
@@ -287,8 +295,7 @@ async fn balances_equal_the_nodes(b: Backend) -> anyhow::Result<()> {
         .api()
         .get("/wallets/balances?chain=anvil&tokens=0x000000000000000000000000000000000000dEaD")
         .await?;
-    reply.assert_error(400, "INVALID_INPUT")?;
-    assert!(reply.text.contains("tokens[0]"), "{}", reply.text);
+    reply.assert_invalid("tokens[0]")?;
     Ok(())
 }
 
@@ -312,8 +319,7 @@ async fn balances_fall_back_to_a_batch_without_multicall(b: Backend) -> anyhow::
             "/wallets/balances?chain=anvil&tokens={usdc},{counter}"
         ))
         .await?;
-    reply.assert_error(400, "INVALID_INPUT")?;
-    assert!(reply.text.contains("tokens[1]"), "{}", reply.text);
+    reply.assert_invalid("tokens[1]")?;
     Ok(())
 }
 
@@ -561,8 +567,7 @@ async fn approvals_and_contract_calls_execute(b: Backend) -> anyhow::Result<()> 
             &json!({"chain": "anvil", "to": counter, "function": "add(uint256)", "args": ["x"]}),
         )
         .await?;
-    bad.assert_error(400, "INVALID_INPUT")?;
-    assert!(bad.text.contains("args"), "{}", bad.text);
+    bad.assert_invalid("args")?;
     Ok(())
 }
 
@@ -1303,10 +1308,7 @@ async fn a_refused_send_the_node_holds_is_not_failed(b: Backend) -> anyhow::Resu
     e.gateway()?.set(Sends::PassOn);
     let (next, _) = e.send_native(RECIPIENT, "3").await?;
     let next = e.wait_for(&next, "CONFIRMED").await?;
-    assert!(
-        !next["statusHistory"].to_string().contains("re-signed"),
-        "{next}"
-    );
+    assert_never_re_signed(&next);
     assert_eq!(e.anvil.nonce(e.wallet).await?, 3);
     assert_eq!(
         e.anvil.balance(RECIPIENT.parse()?).await?,
@@ -1391,10 +1393,7 @@ async fn a_mined_transaction_a_lagging_node_hides_is_not_signed_again(
     e.gateway()?.limit(Limits::default());
     let tx = e.wait_for(&id, "CONFIRMED").await?;
     assert_eq!(tx["hash"], hash.as_str());
-    assert!(
-        !tx["statusHistory"].to_string().contains("re-signed"),
-        "{tx}"
-    );
+    assert_never_re_signed(&tx);
     assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
     assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
     Ok(())
@@ -1573,10 +1572,7 @@ async fn a_transaction_a_node_took_is_not_ended_by_a_refusal(b: Backend) -> anyh
     let (next, _) = e.send_native(RECIPIENT, "1").await?;
     e.anvil.mine().await?;
     let next = e.wait_for(&next, "CONFIRMED").await?;
-    assert!(
-        !next["statusHistory"].to_string().contains("re-signed"),
-        "{next}"
-    );
+    assert_never_re_signed(&next);
     assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
     Ok(())
 }
@@ -1601,10 +1597,7 @@ async fn a_transaction_refused_for_five_stuck_times_is_dropped(b: Backend) -> an
     .await?;
     e.anvil.mine().await?;
     let next = e.wait_for(&next, "CONFIRMED").await?;
-    assert!(
-        !next["statusHistory"].to_string().contains("re-signed"),
-        "{next}"
-    );
+    assert_never_re_signed(&next);
     assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
     assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(7u64));
     Ok(())
@@ -1624,10 +1617,7 @@ async fn a_nonce_held_only_in_a_pool_is_not_skipped(b: Backend) -> anyhow::Resul
     // Nonce 1 is only pooled, not mined: a new nonce would strand ours and every later
     // send behind a gap if the owner's transaction never is.
     let tx = e.tx(&id).await?;
-    assert!(
-        !tx["statusHistory"].to_string().contains("re-signed"),
-        "{tx}"
-    );
+    assert_never_re_signed(&tx);
     // It never is: it leaves the pool, and ours takes nonce 1.
     e.anvil.drop_transaction(&owners[0]).await?;
     poll_until("ours in the pool", || async {
@@ -1637,10 +1627,7 @@ async fn a_nonce_held_only_in_a_pool_is_not_skipped(b: Backend) -> anyhow::Resul
     .await?;
     e.anvil.mine().await?;
     let tx = e.wait_for(&id, "CONFIRMED").await?;
-    assert!(
-        !tx["statusHistory"].to_string().contains("re-signed"),
-        "{tx}"
-    );
+    assert_never_re_signed(&tx);
     assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
     assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(6u64));
     Ok(())

@@ -147,8 +147,7 @@ async fn balances_equal_the_nodes(b: Backend) -> anyhow::Result<()> {
             Keypair::new().pubkey()
         ))
         .await?;
-    bad.assert_error(400, "INVALID_INPUT")?;
-    assert!(bad.text.contains("tokens[0]"), "{}", bad.text);
+    bad.assert_invalid("tokens[0]")?;
     Ok(())
 }
 
@@ -219,8 +218,7 @@ async fn shortfalls_change_nothing(b: Backend) -> anyhow::Result<()> {
         .api()
         .post("/send", &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "spl", "token": mint.to_string(), "amount": "18446744073709551616"}))
         .await?;
-    reply.assert_error(400, "INVALID_INPUT")?;
-    assert!(reply.text.contains("amount"), "{}", reply.text);
+    reply.assert_invalid("amount")?;
     Ok(())
 }
 
@@ -314,8 +312,7 @@ async fn a_mint_of_one_cluster_is_no_mint_on_another(b: Backend) -> anyhow::Resu
             "/wallets/balances?chain=solana-testnet&tokens={mint}&includeZero=true"
         ))
         .await?;
-    there.assert_error(400, "INVALID_INPUT")?;
-    assert!(there.text.contains("tokens[0]"), "{}", there.text);
+    there.assert_invalid("tokens[0]")?;
     Ok(())
 }
 
