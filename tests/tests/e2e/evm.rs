@@ -995,9 +995,19 @@ async fn a_stuck_transaction_of_a_withdrawn_wallet_says_why_it_waits(
     // Delegated again, the replacement goes out and is mined.
     let on = e.svc.cli(&["wallets", "delegate", &wallet, "on"]).await?;
     anyhow::ensure!(on.success, "delegate on: {}", on.stderr);
-    poll_until("the replacement", || async {
+    let replacement = poll_until("the replacement", || async {
         let tx = e.tx(&id).await?;
-        Ok((tx["hash"] != first.as_str()).then_some(()))
+        Ok((tx["hash"] != first.as_str()).then(|| tx["hash"].as_str().map(str::to_owned)))
+    })
+    .await?
+    .context("a hash")?;
+    // Stored before it is sent: mined only once the node holds it.
+    poll_until("the replacement in the node's pool", || async {
+        Ok(e.anvil
+            .pool_hashes()
+            .await?
+            .contains(&replacement)
+            .then_some(()))
     })
     .await?;
     e.anvil.mine().await?;
