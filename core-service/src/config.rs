@@ -153,10 +153,51 @@ pub enum LogFormat {
 /// The shortest `admin_token` accepted.
 const MIN_ADMIN_TOKEN_LEN: usize = 16;
 
-/// A configured secret: usable, but never printed by `Debug`.
-#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// A configured secret: usable, but never printed by `Debug`, nor by an error about it.
+#[derive(Clone, Serialize, PartialEq, Eq)]
 #[serde(transparent)]
 pub struct Secret(String);
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// Serde's own errors quote a value of the wrong type: this one does not.
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = Secret;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string (quote it in TOML)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Secret, E> {
+                Ok(Secret(v.to_owned()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Secret, E> {
+                Err(E::invalid_type(
+                    serde::de::Unexpected::Other("a number"),
+                    &self,
+                ))
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Secret, E> {
+                Err(E::invalid_type(
+                    serde::de::Unexpected::Other("a number"),
+                    &self,
+                ))
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Secret, E> {
+                Err(E::invalid_type(
+                    serde::de::Unexpected::Other("a number"),
+                    &self,
+                ))
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Secret, E> {
+                Err(E::invalid_type(
+                    serde::de::Unexpected::Other("a boolean"),
+                    &self,
+                ))
+            }
+        }
+        deserializer.deserialize_string(Text)
+    }
+}
 
 impl Secret {
     /// The secret's value.
@@ -177,39 +218,94 @@ impl From<String> for Secret {
     }
 }
 
+/// Options that hold secrets, with the variables that set them. Read as they are: figment
+/// would parse a value that looks like a number (dropping leading zeros) or a list.
+const SECRET_VARIABLES: [(&str, &str); 3] = [
+    ("admin_token", "WALLETOPS_ADMIN_TOKEN"),
+    ("master_key", "WALLETOPS_MASTER_KEY"),
+    ("redis_url", "WALLETOPS_REDIS_URL"),
+];
+
 impl Config {
-    /// Reads the defaults, then the TOML file at `file` (if any), then the environment.
+    /// Reads the defaults, then `DATABASE_URL`, then the TOML file at `file` (if any), then
+    /// the `WALLETOPS_*` environment variables. `DATABASE_URL` sits below the file: it is
+    /// often set in a developer's shell for other projects.
     pub fn load(file: Option<&std::path::Path>) -> anyhow::Result<Self> {
-        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        let mut figment = Figment::from(Serialized::defaults(Config::default()))
+            .merge(Env::raw().only(&["DATABASE_URL"]));
         if let Some(path) = file {
             anyhow::ensure!(path.exists(), "config file {} not found", path.display());
             figment = figment.merge(Toml::file_exact(path));
         }
-        let config: Config = figment
-            .merge(Env::raw().only(&["DATABASE_URL"]))
-            .merge(
-                Env::prefixed("WALLETOPS_")
-                    // Variables that steer the process, not options of the file.
-                    .filter(|key| {
-                        let key = key.as_str().to_ascii_lowercase();
-                        !NOT_OPTIONS.contains(&key.as_str()) && !key.starts_with("test_")
-                    })
-                    .split("__"),
-            )
-            .extract()?;
+        figment = figment.merge(
+            Env::prefixed("WALLETOPS_")
+                // Variables that steer the process, not options of the file.
+                .filter(|key| {
+                    let key = key.as_str().to_ascii_lowercase();
+                    !NOT_OPTIONS.contains(&key.as_str())
+                        && !key.starts_with("test_")
+                        && !SECRET_VARIABLES.iter().any(|(option, _)| key == *option)
+                })
+                .split("__"),
+        );
+        for (option, variable) in SECRET_VARIABLES {
+            if let Ok(value) = std::env::var(variable) {
+                figment = figment.merge(Serialized::global(option, value));
+            }
+        }
+        let config: Config = figment.extract()?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Refuses values the service cannot run with, naming the option: a zero rate limit
+    /// refuses every request, a zero stuck time raises every fee each sweep up to the cap.
+    fn validate(&self) -> anyhow::Result<()> {
         // An empty token would match a request without one: anyone could create users.
-        if let Some(token) = &config.admin_token {
+        if let Some(token) = &self.admin_token {
             anyhow::ensure!(
                 token.expose().len() >= MIN_ADMIN_TOKEN_LEN,
                 "admin_token must be at least {MIN_ADMIN_TOKEN_LEN} characters (it guards creating users, keys and wallets); leave it unset to disable the admin API"
             );
         }
-        Ok(config)
+        let m = &self.monitor;
+        let at_least = [
+            (
+                "rate_limits.writes_per_minute",
+                u64::from(self.rate_limits.writes_per_minute),
+                1,
+            ),
+            (
+                "rate_limits.reads_per_minute",
+                u64::from(self.rate_limits.reads_per_minute),
+                1,
+            ),
+            ("request_timeout_secs", self.request_timeout_secs, 1),
+            ("max_body_bytes", self.max_body_bytes as u64, 1024),
+            (
+                "idempotency_retention_secs",
+                self.idempotency_retention_secs,
+                1,
+            ),
+            ("monitor.poll_interval_ms", m.poll_interval_ms, 50),
+            ("monitor.stuck_after_secs", m.stuck_after_secs, 1),
+            ("monitor.fee_bump_percent", m.fee_bump_percent, 10),
+            ("monitor.max_fee_per_gas_gwei", m.max_fee_per_gas_gwei, 1),
+            ("monitor.lease_secs", m.lease_secs, 5),
+            ("monitor.resign_after_secs", m.resign_after_secs, 1),
+        ];
+        for (option, value, least) in at_least {
+            anyhow::ensure!(
+                value >= least,
+                "{option} must be at least {least}, not {value}"
+            );
+        }
+        Ok(())
     }
 
     /// The request timeout as a `Duration`.
     pub fn request_timeout(&self) -> Duration {
-        Duration::from_secs(self.request_timeout_secs.max(1))
+        Duration::from_secs(self.request_timeout_secs)
     }
 
     /// The database to use: `database_url`, else a SQLite file in `data_dir`.
@@ -265,5 +361,45 @@ mod tests {
             assert!(err.to_string().contains("admin_token"), "{err}");
         }
         assert!(NOT_OPTIONS.contains(&"anvil_bin"));
+    }
+
+    #[test]
+    fn values_the_service_cannot_run_with_are_refused_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("c.toml");
+        for (toml, option) in [
+            (
+                "[rate_limits]\nwrites_per_minute = 0\n",
+                "rate_limits.writes_per_minute",
+            ),
+            (
+                "[monitor]\nstuck_after_secs = 0\n",
+                "monitor.stuck_after_secs",
+            ),
+            (
+                "[monitor]\nfee_bump_percent = 5\n",
+                "monitor.fee_bump_percent",
+            ),
+            (
+                "[monitor]\npoll_interval_ms = 10\n",
+                "monitor.poll_interval_ms",
+            ),
+            ("request_timeout_secs = 0\n", "request_timeout_secs"),
+            ("max_body_bytes = 0\n", "max_body_bytes"),
+        ] {
+            std::fs::write(&path, toml).expect("write");
+            let err = Config::load(Some(&path)).expect_err(toml);
+            assert!(err.to_string().contains(option), "{toml}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_secret_of_the_wrong_type_is_not_quoted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "admin_token = 9876543210123456\n").expect("write");
+        let err = format!("{:#}", Config::load(Some(&path)).expect_err("a number"));
+        assert!(err.contains("admin_token"), "{err}");
+        assert!(!err.contains("9876543210123456"), "{err}");
     }
 }

@@ -28,8 +28,9 @@ pub mod solana_node;
 /// waited for.
 pub const WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The admin token every test service is started with.
-pub const ADMIN_TOKEN: &str = "test-admin-token";
+/// The admin token every test service is started with, through `WALLETOPS_ADMIN_TOKEN`. All
+/// digits with leading zeros: a secret is taken as it is written, not read as a number.
+pub const ADMIN_TOKEN: &str = "0042000000000000017";
 
 /// Which database a test service runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

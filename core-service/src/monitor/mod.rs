@@ -168,8 +168,7 @@ impl Monitor {
 
     /// Sweeps until `stop` completes.
     pub async fn run(self, stop: impl Future<Output = ()>) {
-        let mut tick =
-            tokio::time::interval(Duration::from_millis(self.config.poll_interval_ms.max(50)));
+        let mut tick = tokio::time::interval(Duration::from_millis(self.config.poll_interval_ms));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(stop);
         let mut sweeps: u64 = 0;
@@ -193,7 +192,7 @@ impl Monitor {
     /// One pass over the open transactions this core can lease.
     pub async fn sweep(&self) -> Result<()> {
         let now = Utc::now();
-        let lease = chrono::Duration::seconds(self.config.lease_secs.max(5) as i64);
+        let lease = chrono::Duration::seconds(self.config.lease_secs as i64);
         let leased = self
             .store
             .lease_open_transactions(self.owner, now, now + lease, now - HANDOFF_AGE, BATCH)

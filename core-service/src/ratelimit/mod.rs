@@ -10,9 +10,9 @@
 //!
 //! The window lives in this process by default. With `redis_url` set it lives in Redis, in
 //! one sorted set per user and budget updated by one Lua script (one round trip, atomic,
-//! timed by the Redis clock), so every core draws from the same budget. If Redis stops
-//! answering, requests are admitted (and a warning logged): an outage of the limiter must
-//! not become an outage of the service.
+//! timed by the Redis clock), so every core draws from the same budget. If Redis fails or
+//! does not answer within half a second, requests are admitted (and a warning logged): an
+//! outage of the limiter must not become an outage of the service.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -29,6 +29,9 @@ use crate::{
 
 /// The window every budget is counted over.
 const WINDOW: Duration = Duration::from_secs(60);
+
+/// How long the limiter waits for Redis before admitting the request unchecked.
+const REDIS_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Which budget a request draws from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,7 +110,13 @@ impl RateLimiter {
     /// A limiter that counts in the Redis at `url`, shared by every core that uses it.
     pub async fn redis(limits: RateLimits, url: &str) -> anyhow::Result<Self> {
         let client = redis::Client::open(url)?;
-        let connection = redis::aio::ConnectionManager::new(client).await?;
+        // Without timeouts a Redis that stops answering (paused, its host gone without a
+        // reset) holds every request until the request timeout: the limiter would become
+        // the outage it must not be.
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(REDIS_TIMEOUT)
+            .set_connection_timeout(REDIS_TIMEOUT);
+        let connection = redis::aio::ConnectionManager::new_with_config(client, config).await?;
         Ok(Self {
             limits,
             windows: Windows::Redis {

@@ -142,6 +142,7 @@ async fn budgets_come_from_the_config_file_and_environment(b: Backend) -> anyhow
 
 on_both_backends!(
     budgets_are_shared_through_redis,
+    a_redis_that_stops_answering_does_not_hold_requests,
     sixteenth_write_of_a_minute_is_refused_across_keys,
     sixty_first_read_of_a_minute_is_refused_across_keys,
     budgets_come_from_the_config_file_and_environment,
@@ -180,5 +181,87 @@ async fn budgets_are_shared_through_redis(b: Backend) -> anyhow::Result<()> {
     assert_retry_after(&quote(&a).await?)?;
     // Reads still pass on both.
     assert_eq!(b2.get("/wallets").await?.status, 200);
+    Ok(())
+}
+
+/// A TCP relay to the test Redis that can be told to stop passing bytes on: a Redis paused,
+/// or its host gone without resetting connections.
+struct Relay {
+    addr: std::net::SocketAddr,
+    passing: tokio::sync::watch::Sender<bool>,
+}
+
+impl Relay {
+    async fn to(upstream: &str) -> anyhow::Result<Relay> {
+        let upstream = upstream
+            .trim_start_matches("redis://")
+            .trim_end_matches('/')
+            .to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let (passing, _) = tokio::sync::watch::channel(true);
+        let gate = passing.clone();
+        tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let Ok(outbound) = tokio::net::TcpStream::connect(&upstream).await else {
+                    continue;
+                };
+                let (ri, wi) = inbound.into_split();
+                let (ro, wo) = outbound.into_split();
+                tokio::spawn(Self::pass(ri, wo, gate.subscribe()));
+                tokio::spawn(Self::pass(ro, wi, gate.subscribe()));
+            }
+        });
+        Ok(Relay { addr, passing })
+    }
+
+    /// Copies `from` to `to`, holding what it reads while the relay is stopped.
+    async fn pass(
+        mut from: tokio::net::tcp::OwnedReadHalf,
+        mut to: tokio::net::tcp::OwnedWriteHalf,
+        mut passing: tokio::sync::watch::Receiver<bool>,
+    ) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = match from.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if passing.wait_for(|on| *on).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+}
+
+/// Redis holding every answer must not hold the requests: they are admitted unchecked (the
+/// limiter's outage is not the service's), and counted again once it answers.
+async fn a_redis_that_stops_answering_does_not_hold_requests(b: Backend) -> anyhow::Result<()> {
+    let redis = std::env::var("WALLETOPS_TEST_REDIS")
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+    let relay = Relay::to(&redis).await?;
+    let svc = Service::start_with(
+        b,
+        Options {
+            config_toml: Some("request_timeout_secs = 10\n".to_owned()),
+            env: vec![("WALLETOPS_REDIS_URL".to_owned(), relay.url())],
+        },
+    )
+    .await?;
+    let api = svc.rest(&svc.api_key);
+    assert_eq!(api.get("/wallets").await?.status, 200);
+    relay.passing.send_replace(false);
+    // Without a deadline on Redis, this waits out the request timeout and answers 503.
+    for _ in 0..3 {
+        let reply = api.get("/wallets").await?;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    relay.passing.send_replace(true);
+    assert_eq!(api.get("/wallets").await?.status, 200);
     Ok(())
 }
