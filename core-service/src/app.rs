@@ -104,7 +104,7 @@ impl Core {
                 .context("connecting to Redis (redis_url) for the rate limits")?,
             None => RateLimiter::new(config.rate_limits.clone()),
         };
-        let broadcasts = BroadcastLog::start(store.clone());
+        let broadcasts = BroadcastLog::start(store.clone(), config.request_timeout());
         Ok(Self(Arc::new(Parts {
             keys: ApiKeys::new(store.clone()),
             limiter,

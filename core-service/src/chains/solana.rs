@@ -37,7 +37,7 @@ pub const TOKEN_PROGRAMS: [Pubkey; 2] = [spl_token_interface::ID, spl_token_2022
 const RPC_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What the node said to a sent transaction.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum SendOutcome {
     /// Accepted for processing.
     Accepted,

@@ -45,8 +45,6 @@ use crate::{
 /// The history note of a record whose sends the node keeps answering without a verdict.
 const NO_VERDICT_NOTE: &str = "no verdict from the node yet (unreachable, or answering with errors that say nothing of the transaction); sent again each sweep";
 
-/// Records younger than this are still handled by the request that made them.
-const HANDOFF_AGE: chrono::Duration = chrono::Duration::milliseconds(1500);
 /// Records followed per sweep.
 const BATCH: u64 = 100;
 /// Signed versions a Solana transfer gets at most. Once that many blockhashes have expired
@@ -195,7 +193,7 @@ impl Monitor {
         let lease = chrono::Duration::seconds(self.config.lease_secs as i64);
         let leased = self
             .store
-            .lease_open_transactions(self.owner, now, now + lease, now - HANDOFF_AGE, BATCH)
+            .lease_open_transactions(self.owner, now, now + lease, BATCH)
             .await?;
         let ids: Vec<Uuid> = leased.iter().map(|open| open.id).collect();
         // Each record waits mostly on its node: several are followed at once.
@@ -226,8 +224,8 @@ impl Monitor {
             },
         )
         .await;
-        // Not by the records leased now: a record can skip sweeps (a re-signed one waits
-        // out the hand-off age) and must keep its marks meanwhile.
+        // Not by the records leased now: a record can skip sweeps (leased by another core
+        // for a while, say) and must keep its marks meanwhile.
         let horizon =
             now - chrono::Duration::seconds(10 * self.config.stuck_after_secs.max(60) as i64);
         self.unanswered.forget_before(horizon);

@@ -10,6 +10,7 @@ use super::{Store, entities::transactions as txs};
 use crate::{
     error::{Result, WalletOpsError},
     transactions::{OpenTransaction, StatusChange, TransactionRecord, TxKind, TxStatus},
+    transfers::REQUEST_HOLD,
 };
 
 /// A signed transaction about to be stored, before its first broadcast.
@@ -34,6 +35,8 @@ pub(crate) struct NewTransaction {
     pub(crate) note: Option<String>,
     /// Solana: the last block height at which the payload's blockhash is valid.
     pub(crate) valid_until: Option<u64>,
+    /// Until when the request storing it holds it (`REQUEST_HOLD`); none: the monitor's at once.
+    pub(crate) held_until: Option<DateTime<Utc>>,
 }
 
 fn enum_text<T: serde::Serialize>(v: T) -> String {
@@ -113,8 +116,8 @@ impl Store {
                     created_at: now,
                     updated_at: now,
                     last_broadcast_at: None,
-                    lease_owner: None,
-                    lease_until: None,
+                    lease_owner: new.held_until.map(|_| REQUEST_HOLD),
+                    lease_until: new.held_until,
                     valid_until_height: new.valid_until.map(to_i64).transpose()?,
                     revision: 0,
                 })
@@ -183,11 +186,35 @@ impl Store {
         Ok(())
     }
 
-    /// Notes that the current payloads of `ids` were sent to the node by `at`: one UPDATE.
+    /// Notes that the current payloads of `ids` were sent to the node by `at`, and ends the
+    /// holds of their requests on them: one UPDATE.
     pub(crate) async fn record_broadcasts(&self, ids: &[Uuid], at: DateTime<Utc>) -> Result<()> {
         txs::Entity::update_many()
             .col_expr(txs::Column::LastBroadcastAt, Expr::value(at))
+            .col_expr(
+                txs::Column::LeaseUntil,
+                Expr::case(
+                    txs::Column::LeaseOwner.eq(REQUEST_HOLD),
+                    Expr::value(Option::<DateTime<Utc>>::None),
+                )
+                .finally(Expr::col(txs::Column::LeaseUntil))
+                .into(),
+            )
             .filter(txs::Column::Id.is_in(ids.iter().copied()))
+            .exec(self.db())
+            .await?;
+        Ok(())
+    }
+
+    /// Ends the hold of its request on record `id`, if it still has one.
+    pub(crate) async fn release_hold(&self, id: Uuid) -> Result<()> {
+        txs::Entity::update_many()
+            .col_expr(
+                txs::Column::LeaseUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(txs::Column::Id.eq(id))
+            .filter(txs::Column::LeaseOwner.eq(REQUEST_HOLD))
             .exec(self.db())
             .await?;
         Ok(())
@@ -267,7 +294,7 @@ impl Store {
     /// Takes up to `limit` open transactions whose lease is free or expired for `owner`
     /// until `until`, and returns them. The lease is one conditional UPDATE over the
     /// candidates, so of several cores exactly one wins each record, and a dead core's lease
-    /// simply runs out. Never-leased records come first, then the ones leased longest ago:
+    /// (or a dead request's hold) simply runs out. Never-leased records come first, then the ones leased longest ago:
     /// with more open records than `limit`, every one is still followed in turn, instead of
     /// the oldest `limit` (say, sends queued behind a fee-capped one) every time.
     pub(crate) async fn lease_open_transactions(
@@ -275,7 +302,6 @@ impl Store {
         owner: Uuid,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        younger_than: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<OpenTransaction>> {
         let open = open_statuses();
@@ -288,13 +314,6 @@ impl Store {
             .column(txs::Column::Id)
             .filter(txs::Column::Status.is_in(open.clone()))
             .filter(free.clone())
-            // A record this young, not yet broadcast, is still in the hands of the request
-            // that made it; once broadcast it is the monitor's at once.
-            .filter(
-                Condition::any()
-                    .add(txs::Column::CreatedAt.lt(younger_than))
-                    .add(txs::Column::LastBroadcastAt.is_not_null()),
-            )
             .order_by_with_nulls(txs::Column::LeaseUntil, Order::Asc, NullOrdering::First)
             .order_by_asc(txs::Column::CreatedAt)
             .limit(limit)
@@ -366,13 +385,16 @@ mod tests {
 
     /// A store on a new SQLite file holding one open transaction, and the transaction's id.
     async fn one_open_record() -> (tempfile::TempDir, Store, Uuid) {
-        let (dir, store, ids) = open_records(1).await;
+        let (dir, store, ids) = open_records(1, None).await;
         (dir, store, ids[0])
     }
 
-    /// A store on a new SQLite file holding `n` open transactions, and their ids, oldest
-    /// first.
-    async fn open_records(n: u64) -> (tempfile::TempDir, Store, Vec<Uuid>) {
+    /// A store on a new SQLite file holding `n` open transactions, held by their requests
+    /// until `held_until`, and their ids, oldest first.
+    async fn open_records(
+        n: u64,
+        held_until: Option<DateTime<Utc>>,
+    ) -> (tempfile::TempDir, Store, Vec<Uuid>) {
         let (dir, store) = crate::store::tests::temp_sqlite().await;
         let user = store.insert_user("lease").await.expect("a user");
         let from = "0x00000000000000000000000000000000000000aa".to_owned();
@@ -414,6 +436,7 @@ mod tests {
                         idempotency_key: None,
                         note: None,
                         valid_until: None,
+                        held_until,
                     },
                 )
                 .await
@@ -425,7 +448,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch() {
-        let (_dir, store, ids) = open_records(5).await;
+        let (_dir, store, ids) = open_records(5, None).await;
         let owner = Uuid::now_v7();
         let t0 = Utc::now() + chrono::Duration::seconds(5);
         let mut seen = std::collections::BTreeSet::new();
@@ -433,7 +456,7 @@ mod tests {
         for sweep in 0..3 {
             let now = t0 + chrono::Duration::seconds(10 * sweep);
             let leased = store
-                .lease_open_transactions(owner, now, now + chrono::Duration::seconds(5), t0, 2)
+                .lease_open_transactions(owner, now, now + chrono::Duration::seconds(5), 2)
                 .await
                 .expect("lease");
             assert_eq!(leased.len(), 2);
@@ -447,12 +470,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_record_its_request_holds_waits_for_the_hand_over_or_the_hold_to_run_out() {
+        let t0 = Utc::now();
+        let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
+        let (_dir, store, ids) = open_records(3, Some(at(40))).await;
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let lease = |owner, now: DateTime<Utc>| {
+            store.lease_open_transactions(owner, now, now + chrono::Duration::seconds(60), 10)
+        };
+        let leased = |l: Vec<OpenTransaction>| l.into_iter().map(|o| o.id).collect::<Vec<_>>();
+        assert!(lease(a, at(0)).await.expect("lease").is_empty());
+        // The first request's send was taken: its note hands the record over. The second
+        // request handed its record over without one.
+        store
+            .record_broadcasts(&ids[..1], at(1))
+            .await
+            .expect("note");
+        store.release_hold(ids[1]).await.expect("release");
+        assert_eq!(leased(lease(a, at(1)).await.expect("lease")), ids[..2]);
+        // A later note of the monitor's own sends keeps its lease.
+        store
+            .record_broadcasts(&ids[..2], at(2))
+            .await
+            .expect("note");
+        assert!(lease(b, at(2)).await.expect("lease").is_empty());
+        // The third request died: its hold runs out, and a core takes the record then.
+        assert_eq!(leased(lease(b, at(41)).await.expect("lease")), ids[2..]);
+    }
+
+    #[tokio::test]
     async fn a_renewed_lease_keeps_a_record_from_other_cores_and_a_lost_one_is_not_taken_back() {
         let (_dir, store, id) = one_open_record().await;
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         let t0 = Utc::now() + chrono::Duration::seconds(5);
         let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
-        let lease = |owner, now, until| store.lease_open_transactions(owner, now, until, at(0), 10);
+        let lease = |owner, now, until| store.lease_open_transactions(owner, now, until, 10);
         let ids =
             |leased: Vec<OpenTransaction>| leased.into_iter().map(|o| o.id).collect::<Vec<_>>();
 

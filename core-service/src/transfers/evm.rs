@@ -411,6 +411,7 @@ impl EvmPipeline {
                 idempotency_key: ticket.map(|t| t.claim.key),
                 note: None,
                 valid_until: None,
+                held_until: Some(self.broadcasts.hold_until()),
             },
             claim: ticket.map(|t| t.claim.clone()),
         };
@@ -675,19 +676,39 @@ impl EvmPipeline {
     ) -> Result<Submission> {
         let id = open.id;
         let rejection = match answer {
+            // The broadcast's note hands the record over.
             BroadcastOutcome::Accepted => return Ok(Submission::of(chain, &open)),
             BroadcastOutcome::Unknown(why) => {
                 tracing::warn!(%id, %why, "broadcast outcome unknown; the monitor takes over");
+                self.broadcasts.hand_over(id).await;
                 return Ok(Submission::of(chain, &open));
             }
             BroadcastOutcome::Rejected(rejection) => rejection,
         };
+        let answer = self
+            .after_refusal(chain, wallet, client, &open, rejection)
+            .await;
+        self.broadcasts.hand_over(id).await;
+        answer
+    }
+
+    /// Follows up a refusal of the first broadcast of `open`: the record failed and its
+    /// nonce freed, or left to the monitor.
+    async fn after_refusal(
+        &self,
+        chain: &Chain,
+        wallet: &DelegatedWallet,
+        client: &EvmClient,
+        open: &OpenTransaction,
+        rejection: Rejection,
+    ) -> Result<Submission> {
+        let id = open.id;
         // Whether the node holds one of the record's versions, which makes the refusal a
         // duplicate's: the nonce checks ask that first, any other refusal asks it here.
         let held = match &rejection {
             Rejection::NonceTooLow(why) | Rejection::Underpriced(why) => {
                 match self
-                    .resign_with_new_nonce(chain, wallet, client, &open, why, 1, false)
+                    .resign_with_new_nonce(chain, wallet, client, open, why, 1, false)
                     .await
                 {
                     Ok(Resign::HeldByRecord) => true,
@@ -707,20 +728,20 @@ impl EvmPipeline {
                         | Resign::Due,
                     ) => {
                         tracing::info!(%id, %why, "the nonce is taken; the monitor follows the record up");
-                        return Ok(Submission::of(chain, &open));
+                        return Ok(Submission::of(chain, open));
                     }
-                    Err(e) => return Ok(handed_over(chain, &open, &e)),
+                    Err(e) => return Ok(handed_over(chain, open, &e)),
                 }
             }
-            _ => match held_by_node(client, &open).await {
+            _ => match held_by_node(client, open).await {
                 Ok(held) => held,
-                Err(e) => return Ok(handed_over(chain, &open, &e)),
+                Err(e) => return Ok(handed_over(chain, open, &e)),
             },
         };
         if held {
             tracing::warn!(%id, ?rejection, "the node refused a transaction it holds; taken as sent");
             self.broadcasts.note(id);
-            return Ok(Submission::of(chain, &open));
+            return Ok(Submission::of(chain, open));
         }
         let err = match rejection {
             Rejection::InsufficientFunds(m) => {
@@ -735,7 +756,7 @@ impl EvmPipeline {
                 chain,
                 wallet,
                 client,
-                &open,
+                open,
                 TxStatus::Failed,
                 &err.to_string(),
                 Ending::Answered(&err),
@@ -743,9 +764,10 @@ impl EvmPipeline {
             .await
         {
             Ok(true) => Err(err),
-            // The monitor took the record up meanwhile: it is its to finish.
-            Ok(false) => Ok(Submission::of(chain, &open)),
-            Err(e) => Ok(handed_over(chain, &open, &e)),
+            // The request's hold ran out and the monitor took the record up: it is its to
+            // finish.
+            Ok(false) => Ok(Submission::of(chain, open)),
+            Err(e) => Ok(handed_over(chain, open, &e)),
         }
     }
 
@@ -995,6 +1017,7 @@ impl EvmPipeline {
                     idempotency_key: None,
                     note: Some(note),
                     valid_until: None,
+                    held_until: None,
                 },
             )
             .await?;

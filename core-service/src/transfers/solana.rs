@@ -262,6 +262,7 @@ impl SolanaPipeline {
                         "signed with a blockhash valid to block height {valid_until}"
                     )),
                     valid_until: Some(valid_until),
+                    held_until: Some(self.broadcasts.hold_until()),
                 },
             )
             .await?;
@@ -286,22 +287,42 @@ impl SolanaPipeline {
         open: OpenTransaction,
     ) -> Result<Submission> {
         let id = open.id;
-        let tx = match decode(&open.signed_payload) {
-            Ok(tx) => tx,
-            Err(e) => return Ok(handed_over(chain, &open, &e)),
-        };
-        let err = match client.send(&tx).await {
-            SendOutcome::Accepted => {
-                self.broadcasts.note(id);
-                return Ok(Submission::of(chain, &open));
+        let outcome = match decode(&open.signed_payload) {
+            Ok(tx) => client.send(&tx).await,
+            Err(e) => {
+                self.broadcasts.hand_over(id).await;
+                return Ok(handed_over(chain, &open, &e));
             }
+        };
+        if outcome == SendOutcome::Accepted {
+            // The broadcast's note hands the record over.
+            self.broadcasts.note(id);
+            return Ok(Submission::of(chain, &open));
+        }
+        let answer = self.after_send(chain, client, &open, outcome).await;
+        self.broadcasts.hand_over(id).await;
+        answer
+    }
+
+    /// Follows up a first send of `open` that the node did not take: the record failed for
+    /// a refusal, or left to the monitor.
+    async fn after_send(
+        &self,
+        chain: &Chain,
+        client: &SolanaClient,
+        open: &OpenTransaction,
+        outcome: SendOutcome,
+    ) -> Result<Submission> {
+        let id = open.id;
+        let err = match outcome {
+            SendOutcome::Accepted => return Ok(Submission::of(chain, open)),
             SendOutcome::Unknown(why) => {
                 tracing::warn!(%id, %why, "send outcome unknown; the monitor takes over");
-                return Ok(Submission::of(chain, &open));
+                return Ok(Submission::of(chain, open));
             }
             SendOutcome::BlockhashExpired => {
                 tracing::warn!(%id, "the node does not know the blockhash; the monitor takes over");
-                return Ok(Submission::of(chain, &open));
+                return Ok(Submission::of(chain, open));
             }
             SendOutcome::Rejected { why, insufficient } if insufficient => {
                 WalletOpsError::InsufficientFunds(format!("the node refused the transfer: {why}"))
@@ -310,25 +331,26 @@ impl SolanaPipeline {
                 WalletOpsError::SendFailed(format!("the node refused the transfer: {why}"))
             }
         };
-        // Another send of it (the monitor's, or one a gateway forwarded before it answered)
-        // may have reached the cluster: a refusal of a transfer it holds is a duplicate's.
-        match held_by_node(client, &open).await {
+        // Another send of it (one a gateway forwarded before it answered, say) may have
+        // reached the cluster: a refusal of a transfer it holds is a duplicate's.
+        match held_by_node(client, open).await {
             Ok(false) => {}
             Ok(true) => {
                 tracing::warn!(%id, %err, "the node refused a transfer it holds; taken as sent");
                 self.broadcasts.note(id);
-                return Ok(Submission::of(chain, &open));
+                return Ok(Submission::of(chain, open));
             }
-            Err(e) => return Ok(handed_over(chain, &open, &e)),
+            Err(e) => return Ok(handed_over(chain, open, &e)),
         }
         match self
-            .fail(&open, TxStatus::Failed, &err.to_string(), Some(&err))
+            .fail(open, TxStatus::Failed, &err.to_string(), Some(&err))
             .await
         {
             Ok(true) => Err(err),
-            // The monitor took the record up meanwhile: it is its to finish.
-            Ok(false) => Ok(Submission::of(chain, &open)),
-            Err(e) => Ok(handed_over(chain, &open, &e)),
+            // The request's hold ran out and the monitor took the record up: it is its to
+            // finish.
+            Ok(false) => Ok(Submission::of(chain, open)),
+            Err(e) => Ok(handed_over(chain, open, &e)),
         }
     }
 

@@ -233,16 +233,16 @@ async fn a_record_says_why_it_waits_while_its_node_is_down(b: Backend) -> anyhow
 /// The monitor sends a stored transaction the request has not broadcast yet, and the node
 /// mines it; the request's own broadcast then meets "nonce too low" for its own transaction.
 /// That must not read as a wallet used elsewhere: re-signing with a new nonce would pay twice.
-async fn request_late_after_the_monitor_sent_pays_once(b: Backend) -> anyhow::Result<()> {
+async fn a_request_slow_to_broadcast_pays_once(b: Backend) -> anyhow::Result<()> {
     let anvil = Anvil::start().await?;
-    // The request stalls five seconds before its broadcast; the monitor takes records over
-    // after 1.5 s and polls every 100 ms.
+    // The request stalls five seconds before its broadcast, while the monitor polls every
+    // 100 ms: it leaves the record to its request meanwhile.
     let svc =
         Service::start_with(b, options(&anvil, Some("evm-before-broadcast=sleep(5000)"))).await?;
     let wallet = funded_wallet(&svc, &anvil).await?;
     let key = uuid::Uuid::new_v4().to_string();
     let inflight = spawn_send(&svc, &key, 777);
-    poll_until("the monitor to send the stored transaction", || async {
+    poll_until("the stored transaction to be sent and mined", || async {
         Ok((anvil.nonce(wallet).await? == 1).then_some(()))
     })
     .await?;
@@ -264,7 +264,7 @@ async fn request_late_after_the_monitor_sent_pays_once(b: Backend) -> anyhow::Re
 on_both_backends!(
     killed_between_signing_and_broadcast,
     a_record_says_why_it_waits_while_its_node_is_down,
-    request_late_after_the_monitor_sent_pays_once,
+    a_request_slow_to_broadcast_pays_once,
     killed_at_random_moments_of_keyed_sends,
     node_stopped_mid_send_gives_no_duplicate,
 );

@@ -1375,6 +1375,36 @@ async fn a_refusal_fails_the_record_and_its_key_together(b: Backend) -> anyhow::
     Ok(())
 }
 
+async fn a_record_is_its_requests_until_its_first_send_is_answered(
+    b: Backend,
+) -> anyhow::Result<()> {
+    // The node takes three seconds to answer the request's first send, and refuses it. The
+    // monitor must not send or end the record meanwhile: its send could have the payment
+    // made while the request fails the record, or it could fail the record while the request
+    // answers SUBMITTED.
+    let e = Evm::behind_gateway(
+        b,
+        "[monitor]\npoll_interval_ms = 100\n",
+        &[],
+        &[("FAILPOINTS", "evm-before-broadcast=sleep(3000)")],
+    )
+    .await?;
+    e.gateway()?.set(Sends::Refuse);
+    let reply = e
+        .api()
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": RECIPIENT, "asset": "native", "amount": "5"}),
+        )
+        .await?;
+    reply.assert_error(502, "SEND_FAILED")?;
+    assert_eq!(e.svc.stored_statuses("send").await?, ["failed"]);
+    // Signed, then failed by the request: nothing in between.
+    let history: Vec<Value> = serde_json::from_str(&e.svc.stored_histories("send").await?[0])?;
+    assert_eq!(history.len(), 2, "{history:?}");
+    Ok(())
+}
+
 async fn a_mined_transaction_a_lagging_node_hides_is_not_signed_again(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -1900,6 +1930,7 @@ on_both_backends!(
     a_broadcast_without_verdict_is_sent_again_not_failed,
     a_refused_send_the_node_holds_is_not_failed,
     a_refusal_fails_the_record_and_its_key_together,
+    a_record_is_its_requests_until_its_first_send_is_answered,
     a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep,
     a_filler_whose_nonce_another_transaction_took_is_dropped,
     a_refused_filler_is_raised_once_a_stuck_time,
