@@ -143,7 +143,8 @@ impl SolanaPipeline {
         let client = self.client(chain);
         let w = wallet.wallet();
         let from = pubkey(&w.address)?;
-        let (instructions, rent, token) = match intent.mint {
+        let id = Uuid::now_v7();
+        let (mut instructions, rent, token) = match intent.mint {
             None => (
                 vec![solana_system_interface::instruction::transfer(
                     &from,
@@ -219,6 +220,14 @@ impl SolanaPipeline {
                 )
             }
         };
+        // Signatures are deterministic: without it, two equal payments signed with one
+        // blockhash (same wallet, recipient and amount, within a slot or a provider's cached
+        // blockhash) would be one transaction, landing once for two records.
+        instructions.push(spl_memo_interface::instruction::build_memo(
+            &spl_memo_interface::v3::ID,
+            id.to_string().as_bytes(),
+            &[],
+        ));
         let (blockhash, valid_until) = client.blockhash().await?;
         let message = Message::new_with_blockhash(&instructions, Some(&from), &blockhash);
         let fee = client
@@ -233,7 +242,6 @@ impl SolanaPipeline {
                 w.address
             )));
         }
-        let id = Uuid::now_v7();
         self.signer.prepare(wallet).await?;
         let txn = self.store.begin().await?;
         let (tx, signature) = self.sign(wallet, message, blockhash).await?;

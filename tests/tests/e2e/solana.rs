@@ -31,6 +31,15 @@ struct Sol {
 
 impl Sol {
     async fn start(b: Backend, extra_toml: &str) -> anyhow::Result<Self> {
+        Self::start_with(b, extra_toml, &[]).await
+    }
+
+    /// `start`, the service run with the environment variables `env` besides.
+    async fn start_with(
+        b: Backend,
+        extra_toml: &str,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
         let svc = Service::start_with(
             b,
@@ -39,7 +48,10 @@ impl Sol {
                     "[chains.solana-devnet]\nrpc_url = \"{}\"\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n{extra_toml}",
                     node.url()
                 )),
-                ..Options::default()
+                env: env
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
             },
         )
         .await?;
@@ -189,6 +201,23 @@ async fn sol_and_spl_sends_move_exactly_the_amount(b: Backend) -> anyhow::Result
             650_000
         );
     }
+    Ok(())
+}
+
+async fn two_equal_payments_signed_with_one_blockhash_both_land(b: Backend) -> anyhow::Result<()> {
+    // Both requests read the blockhash before either transfer lands (each waits a second and
+    // a half between storing and sending). Signatures are deterministic: the two transfers
+    // must still differ, or the second would be the first one again, landing once for two
+    // records.
+    let s = Sol::start_with(b, "", &[("FAILPOINTS", "solana-before-send=2*sleep(1500)")]).await?;
+    let to = Keypair::new().pubkey();
+    let body = json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"});
+    let (first, second) = tokio::join!(s.send(body.clone()), s.send(body));
+    let (first, second) = (first?, second?);
+    let first = s.wait_for(&first, "CONFIRMED").await?;
+    let second = s.wait_for(&second, "CONFIRMED").await?;
+    assert_ne!(first["hash"], second["hash"]);
+    assert_eq!(s.rpc.get_balance(&to).await?, 2_000_000);
     Ok(())
 }
 
@@ -375,6 +404,7 @@ on_both_backends!(
     a_transfer_is_failed_only_for_a_refusal_of_what_the_node_does_not_hold,
     sol_and_spl_sends_move_exactly_the_amount,
     shortfalls_change_nothing,
+    two_equal_payments_signed_with_one_blockhash_both_land,
     one_idempotency_key_gives_one_transfer,
     expired_blockhash_is_re_signed_without_a_duplicate,
     a_transfer_the_cluster_never_sees_ends_dropped,
