@@ -91,7 +91,8 @@ pub struct Monitor {
     /// Since when each record's nonce has been seen used on chain while none of its own
     /// versions was found: it is signed with a new nonce only once that has lasted.
     taken: Arc<Marks>,
-    /// Since when every send of each record a node took before has been refused.
+    /// Since when every send of each record has been refused: on EVM of a record a node took
+    /// before; on Solana of a record whose current version has not been seen.
     refused_since: Arc<Marks>,
 }
 
@@ -111,6 +112,10 @@ impl Marks {
 
     fn clear(&self, id: Uuid) {
         self.map().remove(&id);
+    }
+
+    fn marked(&self, id: Uuid) -> bool {
+        self.map().contains_key(&id)
     }
 
     /// Whether `period` has passed since the time marked for `id` (or none is marked); if
@@ -464,8 +469,9 @@ impl Monitor {
     }
 
     /// Follows a Solana transfer: settled from its signatures' statuses; never seen and its
-    /// blockhash expired (and only then), re-signed with a new one; otherwise sent again,
-    /// which a node that has it ignores.
+    /// blockhash expired (and only then), re-signed with a new one, or ended when a send of
+    /// it was refused, it has had its last version, or its wallet can no longer be signed
+    /// for; otherwise sent again, which a node that has it ignores.
     async fn follow_solana(
         &self,
         chain: &crate::chains::Chain,
@@ -498,24 +504,50 @@ impl Monitor {
             // Unseen by a node behind the one that saw the expiry: no verdict yet.
             return Ok(None);
         }
-        if expired && open.hashes.len() >= SOLANA_MAX_VERSIONS {
-            let why = format!(
-                "none of its {} signed versions was seen by the cluster before its blockhash expired",
-                open.hashes.len()
-            );
-            self.solana
-                .fail(&open, TxStatus::Dropped, &why, None)
-                .await?;
-            return Ok(None);
-        }
         if expired {
-            let Some(wallet) = self.signable(&open).await else {
-                return Ok(None);
+            // Unseen, and it can never land as signed: it ends or is signed again.
+            let ending = if self.refused_since.marked(open.id) {
+                Some((
+                    TxStatus::Failed,
+                    "the node refused the transfer (its history says why), and its blockhash expired unseen".to_owned(),
+                ))
+            } else if open.hashes.len() >= SOLANA_MAX_VERSIONS {
+                Some((
+                    TxStatus::Dropped,
+                    format!(
+                        "none of its {} signed versions was seen by the cluster before its blockhash expired",
+                        open.hashes.len()
+                    ),
+                ))
+            } else {
+                match self.wallets.delegated_by_id(open.wallet_id).await {
+                    Ok(wallet) => {
+                        self.solana
+                            .resign_with_new_blockhash(
+                                &wallet,
+                                &client,
+                                &open,
+                                "its blockhash expired unseen",
+                            )
+                            .await?;
+                        self.send_solana(&client, open.id).await?;
+                        None
+                    }
+                    // Kept open, it would be signed and paid once the wallet is delegated
+                    // again, however late: the caller may have paid another way meanwhile.
+                    Err(WalletOpsError::WalletNotDelegated(why)) => Some((
+                        TxStatus::Dropped,
+                        format!(
+                            "its blockhash expired unseen, and it cannot be signed again: {why}"
+                        ),
+                    )),
+                    Err(e) => return Err(e),
+                }
             };
-            self.solana
-                .resign_with_new_blockhash(&wallet, &client, &open, "its blockhash expired unseen")
-                .await?;
-            self.send_solana(&client, open.id).await?;
+            if let Some((status, why)) = ending {
+                self.refused_since.clear(open.id);
+                self.solana.fail(&open, status, &why, None).await?;
+            }
             return Ok(None);
         }
         let resend_after = chrono::Duration::seconds(2);
@@ -539,33 +571,35 @@ impl Monitor {
         };
         let tx = crate::transfers::solana::decode(&open.signed_payload)?;
         match client.send(&tx).await {
-            SendOutcome::Accepted => self.store.record_broadcasts(&[id], Utc::now()).await,
+            SendOutcome::Accepted => {
+                self.refused_since.clear(id);
+                self.store.record_broadcasts(&[id], Utc::now()).await
+            }
             // Unknown blockhash: handled once the height passes its validity.
             SendOutcome::BlockhashExpired | SendOutcome::Unknown(_) => Ok(()),
-            // Refused again after an accepted send: that copy may still land ("already
-            // processed" is such a refusal), so the record waits for its blockhash to expire,
-            // after which it is re-signed only if it was never seen.
-            SendOutcome::Rejected { why, .. } if open.last_broadcast_at.is_some() => {
-                tracing::warn!(%id, %why, "the node refused a resend; waiting for the blockhash to expire");
-                Ok(())
-            }
             // A send the node holds was refused as a duplicate, whatever its words.
             SendOutcome::Rejected { why, .. }
                 if crate::transfers::solana::held_by_node(client, &open).await? =>
             {
                 tracing::warn!(%id, %why, "the node refused a transfer it holds; taken as sent");
+                self.refused_since.clear(id);
                 self.store.record_broadcasts(&[id], Utc::now()).await
             }
-            SendOutcome::Rejected { why, .. } => self
-                .solana
-                .fail(
+            // An earlier send may still land: one a node took before, or one whose answer
+            // never came (forwarded all the same), and a node behind the others refuses
+            // what they take. Only the blockhash's expiry, unseen, says it never will: the
+            // record ends FAILED then, not before.
+            SendOutcome::Rejected { why, .. } => {
+                tracing::warn!(%id, %why, "the node refused a send; waiting for the blockhash to expire");
+                self.refused_since.first(id);
+                self.note_once(
                     &open,
-                    TxStatus::Failed,
-                    &format!("the node refused the transfer: {why}"),
-                    None,
+                    format!(
+                        "the node refused it ({why}); it ends FAILED if its blockhash expires unseen"
+                    ),
                 )
                 .await
-                .map(|_| ()),
+            }
         }
     }
 

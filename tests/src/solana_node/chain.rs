@@ -93,9 +93,10 @@ pub(crate) struct Chain {
     transaction_count: u64,
     /// How many of the next `sendTransaction` calls are accepted and then lost.
     pub(crate) drop_next: u64,
-    /// How many of the next `sendTransaction` calls are answered with an error, and which
-    /// (`unhealthy`: not taken; `refusal`: processed all the same).
-    pub(crate) fault_next: (u64, String),
+    /// The errors the next `sendTransaction` calls are answered with, in turn (`unhealthy`:
+    /// not taken; `refusal`: processed all the same; `rejected`: a preflight failure, not
+    /// taken).
+    pub(crate) fault_next: VecDeque<String>,
     faucet: Keypair,
 }
 
@@ -120,7 +121,7 @@ impl Chain {
             landed: HashMap::new(),
             transaction_count: 0,
             drop_next: 0,
-            fault_next: (0, String::new()),
+            fault_next: VecDeque::new(),
             faucet,
         };
         chain.sync_clock();

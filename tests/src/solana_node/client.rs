@@ -150,9 +150,10 @@ pub async fn drop_transactions(rpc: &RpcClient, count: u64) -> anyhow::Result<()
     Ok(control(rpc, "litesvm_dropTransactions", json!([count])).await?)
 }
 
-/// `litesvm_faultSends`: the next `count` sent transactions are answered with an error:
-/// `unhealthy` (the node does not take the transaction, and its error says nothing of it) or
-/// `refusal` (a preflight failure, after the transaction landed all the same).
+/// `litesvm_faultSends`: the next `count` sent transactions (after those of earlier calls)
+/// are answered with an error: `unhealthy` (the node does not take the transaction, and its
+/// error says nothing of it), `refusal` (a preflight failure, after the transaction landed
+/// all the same) or `rejected` (a preflight failure, the transaction not taken).
 pub async fn fault_sends(rpc: &RpcClient, count: u64, kind: &str) -> anyhow::Result<()> {
     Ok(control(rpc, "litesvm_faultSends", json!([count, kind])).await?)
 }

@@ -119,7 +119,8 @@ pub(crate) fn call(chain: &mut Chain, method: &str, params: &Params) -> RpcResul
             Ok(Value::Null)
         }
         "litesvm_faultSends" => {
-            chain.fault_next = (params.required(0)?, params.required(1)?);
+            let (count, kind): (usize, String) = (params.required(0)?, params.required(1)?);
+            chain.fault_next.extend(std::iter::repeat_n(kind, count));
             Ok(Value::Null)
         }
         _ => Err(RpcError::method_not_found()),
@@ -380,11 +381,26 @@ fn send_transaction(chain: &mut Chain, params: &Params) -> RpcResult {
             .with_data(serde_json::to_value(data).map_err(|_| RpcError::internal())?));
         }
     }
-    if chain.fault_next.0 > 0 {
+    if let Some(fault) = chain.fault_next.pop_front() {
         // An unhealthy node answers without taking the transaction; a `refusal` is a
-        // relay's, in words no client knows, after it forwarded it and it landed.
-        chain.fault_next.0 -= 1;
-        return Err(if chain.fault_next.1 == "refusal" {
+        // relay's, in words no client knows, after it forwarded it and it landed; `rejected`
+        // is a preflight failure of a node that sees the fee payer's account otherwise (one
+        // behind the others, say), and takes nothing.
+        if fault == "rejected" {
+            let data = encoding::simulation_result(
+                Some(TransactionError::AccountNotFound),
+                &TransactionMetadata::default(),
+                None,
+                false,
+                None,
+            );
+            return Err(RpcError::new(
+                JSON_RPC_SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
+                "Transaction simulation failed: Attempt to debit an account but found no record of a prior credit.",
+            )
+            .with_data(serde_json::to_value(data).map_err(|_| RpcError::internal())?));
+        }
+        return Err(if fault == "refusal" {
             let _ = chain.process(tx);
             let data = encoding::simulation_result(
                 Some(TransactionError::AccountInUse),

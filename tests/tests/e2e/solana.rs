@@ -89,6 +89,14 @@ impl Sol {
         .await
     }
 
+    async fn wait_for_note(&self, id: &str, note: &str) -> anyhow::Result<Value> {
+        poll_until(&format!("transaction {id} to note {note:?}"), || async {
+            let tx = self.api().get(&format!("/tx/{id}")).await?.body;
+            Ok(tx["statusHistory"].to_string().contains(note).then_some(tx))
+        })
+        .await
+    }
+
     async fn send(&self, body: Value) -> anyhow::Result<String> {
         let reply = self.api().post("/send", &body).await?;
         anyhow::ensure!(reply.status == 200, "{} {}", reply.status, reply.text);
@@ -398,6 +406,64 @@ async fn a_transfer_the_cluster_never_sees_ends_dropped(b: Backend) -> anyhow::R
     Ok(())
 }
 
+/// The monitor's send of a transfer whose first send got no verdict is refused (by a node
+/// behind the others, say): the first send may still land, so the record waits for its
+/// blockhash to expire, unseen, before it ends FAILED.
+async fn a_refused_resend_fails_a_transfer_only_once_its_blockhash_expired(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let s = Sol::start(b, "").await?;
+    client::fault_sends(&s.rpc, 1, "unhealthy").await?;
+    client::fault_sends(&s.rpc, 1_000, "rejected").await?;
+    let to = Keypair::new().pubkey();
+    let id = s
+        .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
+        .await?;
+    let waiting = s
+        .wait_for_note(&id, "ends FAILED if its blockhash expires unseen")
+        .await?;
+    assert_eq!(waiting["status"], "SUBMITTED", "{waiting}");
+    client::expire_blockhash(&s.rpc).await?;
+    let failed = s.wait_for(&id, "FAILED").await?;
+    assert!(
+        failed["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("expired unseen")),
+        "{failed}"
+    );
+    assert_eq!(s.rpc.get_balance(&to).await?, 0, "nothing moved");
+    Ok(())
+}
+
+/// A lost transfer of a wallet no longer delegated cannot be signed again once its
+/// blockhash expires: it ends DROPPED, rather than wait to be paid whenever the wallet is
+/// delegated again.
+async fn an_expired_transfer_of_a_wallet_no_longer_delegated_ends_dropped(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let s = Sol::start(b, "").await?;
+    client::drop_transactions(&s.rpc, 1).await?;
+    let to = Keypair::new().pubkey();
+    let id = s
+        .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
+        .await?;
+    let wallet = s.wallet.to_string();
+    let off = s.svc.cli(&["wallets", "delegate", &wallet, "off"]).await?;
+    anyhow::ensure!(off.success, "delegate off: {}", off.stderr);
+    client::expire_blockhash(&s.rpc).await?;
+    let dropped = s.wait_for(&id, "DROPPED").await?;
+    assert!(
+        dropped["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot be signed again")),
+        "{dropped}"
+    );
+    let on = s.svc.cli(&["wallets", "delegate", &wallet, "on"]).await?;
+    anyhow::ensure!(on.success, "delegate on: {}", on.stderr);
+    assert_eq!(s.rpc.get_balance(&to).await?, 0, "nothing moved");
+    Ok(())
+}
+
 on_both_backends!(
     balances_equal_the_nodes,
     a_mint_of_one_cluster_is_no_mint_on_another,
@@ -405,6 +471,8 @@ on_both_backends!(
     sol_and_spl_sends_move_exactly_the_amount,
     shortfalls_change_nothing,
     two_equal_payments_signed_with_one_blockhash_both_land,
+    a_refused_resend_fails_a_transfer_only_once_its_blockhash_expired,
+    an_expired_transfer_of_a_wallet_no_longer_delegated_ends_dropped,
     one_idempotency_key_gives_one_transfer,
     expired_blockhash_is_re_signed_without_a_duplicate,
     a_transfer_the_cluster_never_sees_ends_dropped,
