@@ -332,7 +332,17 @@ impl Store {
             .exec_with_returning(self.db())
             .await?;
         leased.sort_by_key(|m| m.created_at);
-        leased.into_iter().map(OpenTransaction::try_from).collect()
+        // One unreadable row (written by a newer version, say) must not stop the others
+        // from being followed.
+        Ok(leased
+            .into_iter()
+            .filter_map(|m| {
+                let id = m.id;
+                OpenTransaction::try_from(m)
+                    .inspect_err(|e| tracing::error!(%id, error = %e, "an open transaction's row is unreadable; it is not followed"))
+                    .ok()
+            })
+            .collect())
     }
 
     /// Extends `owner`'s lease on those of `ids` that are still open to `until`; returns how
@@ -496,6 +506,26 @@ mod tests {
         assert!(lease(b, at(2)).await.expect("lease").is_empty());
         // The third request died: its hold runs out, and a core takes the record then.
         assert_eq!(leased(lease(b, at(41)).await.expect("lease")), ids[2..]);
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_row_does_not_keep_the_others_from_being_followed() {
+        let (_dir, store, ids) = open_records(2, None).await;
+        txs::Entity::update_many()
+            .col_expr(txs::Column::Hashes, Expr::value(serde_json::json!(5)))
+            .filter(txs::Column::Id.eq(ids[0]))
+            .exec(store.db())
+            .await
+            .expect("corrupt");
+        let now = Utc::now();
+        let leased = store
+            .lease_open_transactions(Uuid::now_v7(), now, now + chrono::Duration::seconds(5), 10)
+            .await
+            .expect("lease");
+        assert_eq!(
+            leased.into_iter().map(|o| o.id).collect::<Vec<_>>(),
+            ids[1..]
+        );
     }
 
     #[tokio::test]
