@@ -39,7 +39,7 @@ impl Core {
         };
         let (_, secret) = self
             .keys
-            .create(user.id, "first key", Expiration::Never)
+            .create(user.id, "first key", Expiration::Never, None)
             .await?;
         let wallets = self.create_starter_wallets(user.id).await?;
         Ok(Some(Bootstrapped {
@@ -59,7 +59,7 @@ impl Core {
         let user = self.store.insert_user(name).await?;
         let (key, secret) = self
             .keys
-            .create(user.id, "first key", Expiration::Never)
+            .create(user.id, "first key", Expiration::Never, None)
             .await?;
         Ok((user, key, secret))
     }

@@ -518,7 +518,7 @@ async fn main() -> anyhow::Result<()> {
                     expires,
                 } => {
                     let user = core.find_user(&user).await?;
-                    let (key, secret) = core.keys.create(user.id, &name, expires).await?;
+                    let (key, secret) = core.keys.create(user.id, &name, expires, None).await?;
                     print_key(&key);
                     println!("API key: {}", secret.expose());
                     println!("(The key is shown only this once: store it now.)");

@@ -13,6 +13,7 @@ mod m20261123_000006_create_idempotency_keys;
 mod m20261123_000007_create_evm_nonces;
 mod m20261123_000008_add_transactions_valid_until;
 mod m20261123_000009_add_transactions_revision;
+mod m20261124_000010_add_api_keys_created_by;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000007_create_evm_nonces::Migration),
             Box::new(m20261123_000008_add_transactions_valid_until::Migration),
             Box::new(m20261123_000009_add_transactions_revision::Migration),
+            Box::new(m20261124_000010_add_api_keys_created_by::Migration),
         ]
     }
 }

@@ -36,6 +36,8 @@ pub struct Caller {
     pub key_id: Uuid,
     /// The key's prefix, the only part of a key that may be logged.
     pub key_prefix: String,
+    /// When the key expires; `None`: never.
+    pub key_expires_at: Option<DateTime<Utc>>,
 }
 
 /// A stored API key; its value is not part of it.
@@ -185,18 +187,35 @@ impl ApiKeys {
             user_id: key.user_id,
             key_id: key.id,
             key_prefix: key.prefix,
+            key_expires_at: key.expires_at,
         })
     }
 
-    /// Makes a key for `user_id`; the secret is returned this once and never stored.
+    /// Makes a key for `user_id`, with the key of `creator` when a caller makes it (not the
+    /// CLI or the admin API); the secret is returned this once and never stored. A key
+    /// cannot make one that outlives it: a leaked key would keep its holder in past its
+    /// expiry. (Revoking it revokes the keys made with it.)
     pub async fn create(
         &self,
         user_id: Uuid,
         name: &str,
         expiration: Expiration,
+        creator: Option<&Caller>,
     ) -> Result<(ApiKey, ApiKeySecret)> {
         let name = check_name(name).map_err(|e| WalletOpsError::invalid("name", e))?;
         let now = Utc::now();
+        let expires_at = expiration.expires_at(now);
+        if let Some(limit) = creator.and_then(|c| c.key_expires_at)
+            && expires_at.is_none_or(|at| at > limit)
+        {
+            return Err(WalletOpsError::invalid(
+                "expiration",
+                format!(
+                    "the key making it expires at {}: it cannot make a key that outlives it",
+                    limit.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                ),
+            ));
+        }
         // A 4-character prefix can collide with an existing key's; draw again when it does.
         for _ in 0..8 {
             let secret = ApiKeySecret::generate();
@@ -205,7 +224,8 @@ impl ApiKeys {
                 name: name.to_owned(),
                 prefix: secret.prefix().to_owned(),
                 secret_hash: secret.hash(),
-                expires_at: expiration.expires_at(now),
+                expires_at,
+                created_by: creator.map(|c| c.key_id),
             };
             if let Some(key) = self.store.insert_api_key(new, MAX_ACTIVE_KEYS, now).await? {
                 return Ok((key, secret));

@@ -45,7 +45,12 @@ impl ApiKeyService for ApiKeyApi {
         let (key, secret) = self
             .core
             .keys
-            .create(caller.user_id, &req.name, expiration(lifetime))
+            .create(
+                caller.user_id,
+                &req.name,
+                expiration(lifetime),
+                Some(&caller),
+            )
             .await?;
         tracing::info!(prefix = %key.prefix, "API key created");
         Ok(Response::new(pb::CreateApiKeyResponse {

@@ -28,6 +28,8 @@ pub struct NewApiKey {
     pub secret_hash: String,
     /// Expiry, if any.
     pub expires_at: Option<DateTime<Utc>>,
+    /// The key it is created with, if a key creates it.
+    pub created_by: Option<Uuid>,
 }
 
 impl From<api_keys::Model> for ApiKey {
@@ -97,6 +99,7 @@ impl Store {
             expires_at: Set(key.expires_at),
             revoked_at: Set(None),
             last_used_at: Set(None),
+            created_by: Set(key.created_by),
         };
         match row.insert(&txn).await {
             Ok(m) => {
@@ -136,8 +139,9 @@ impl Store {
             .collect())
     }
 
-    /// Revokes the key of `user_id` whose id or prefix is `id_or_prefix`; a key revoked
-    /// before keeps its first revocation time. `None` when the user has no such key.
+    /// Revokes the key of `user_id` whose id or prefix is `id_or_prefix`, and with it every
+    /// key created with it (and theirs), in one transaction; a key revoked before keeps its
+    /// first revocation time. `None` when the user has no such key.
     pub(crate) async fn revoke_api_key(
         &self,
         user_id: Uuid,
@@ -148,20 +152,37 @@ impl Store {
         if let Ok(id) = Uuid::parse_str(id_or_prefix) {
             which = which.add(api_keys::Column::Id.eq(id));
         }
-        let filter = Condition::all()
-            .add(api_keys::Column::UserId.eq(user_id))
-            .add(which);
-        api_keys::Entity::update_many()
-            .col_expr(api_keys::Column::RevokedAt, Expr::value(now))
-            .filter(filter.clone())
-            .filter(api_keys::Column::RevokedAt.is_null())
-            .exec(self.db())
-            .await?;
-        Ok(api_keys::Entity::find()
-            .filter(filter)
-            .one(self.db())
+        let txn = self.begin().await?;
+        let Some(key) = api_keys::Entity::find()
+            .filter(api_keys::Column::UserId.eq(user_id))
+            .filter(which)
+            .one(&txn)
             .await?
-            .map(Into::into))
+        else {
+            return Ok(None);
+        };
+        // Generation by generation: the key, the keys it created, theirs, and so on.
+        let mut generation = vec![key.id];
+        while !generation.is_empty() {
+            api_keys::Entity::update_many()
+                .col_expr(api_keys::Column::RevokedAt, Expr::value(now))
+                .filter(api_keys::Column::Id.is_in(generation.clone()))
+                .filter(api_keys::Column::RevokedAt.is_null())
+                .exec(&txn)
+                .await?;
+            generation = api_keys::Entity::find()
+                .filter(api_keys::Column::UserId.eq(user_id))
+                .filter(api_keys::Column::CreatedBy.is_in(generation))
+                .filter(api_keys::Column::RevokedAt.is_null())
+                .all(&txn)
+                .await?
+                .into_iter()
+                .map(|m| m.id)
+                .collect();
+        }
+        let revoked = api_keys::Entity::find_by_id(key.id).one(&txn).await?;
+        txn.commit().await?;
+        Ok(revoked.map(Into::into))
     }
 
     /// Records a use of key `id` at `now` unless one after `stale` is recorded already (a

@@ -146,6 +146,55 @@ async fn revocation_is_immediate_and_permanent(b: Backend) -> anyhow::Result<()>
     Ok(())
 }
 
+/// A leaked key cannot keep its holder in past its revocation or expiry through keys made
+/// with it: it makes none that outlives it, and revoking it revokes the keys made with it,
+/// and theirs.
+async fn a_key_cannot_outlive_the_key_that_made_it(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    let leaked = create(&mut keys, &svc.api_key, "ci", KeyExpiration::NinetyDays).await?;
+    for longer in [
+        KeyExpiration::Never,
+        KeyExpiration::Unspecified,
+        KeyExpiration::OneHundredEightyDays,
+        // Made later, it would expire later.
+        KeyExpiration::NinetyDays,
+    ] {
+        let err = create(&mut keys, &leaked.secret, "spawn", longer)
+            .await
+            .expect_err("outlives its maker");
+        assert_eq!(reason(&err).as_deref(), Some("INVALID_INPUT"), "{err:?}");
+        assert!(err.message().contains("expiration"), "{err:?}");
+    }
+    let child = create(
+        &mut keys,
+        &leaked.secret,
+        "child",
+        KeyExpiration::ThirtyDays,
+    )
+    .await?;
+    let grandchild = create(
+        &mut keys,
+        &child.secret,
+        "grandchild",
+        KeyExpiration::SevenDays,
+    )
+    .await?;
+    // A key the owner made elsewhere is not the leaked key's to take along.
+    let other = create(&mut keys, &svc.api_key, "other", KeyExpiration::SevenDays).await?;
+    let id = leaked.api_key.expect("key").id;
+    keys.revoke_api_key(with_key(pb::RevokeApiKeyRequest { id }, &svc.api_key)?)
+        .await?;
+    for secret in [&leaked.secret, &child.secret, &grandchild.secret] {
+        svc.rest(secret)
+            .get("/wallets")
+            .await?
+            .assert_error(401, "UNAUTHORIZED")?;
+    }
+    assert_eq!(svc.rest(&other.secret).get("/wallets").await?.status, 200);
+    Ok(())
+}
+
 async fn users_cannot_touch_each_others_keys(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start(b).await?;
     let bob = svc.create_user("bob").await?;
@@ -215,6 +264,7 @@ async fn concurrent_creations_cannot_pass_the_limit(b: Backend) -> anyhow::Resul
 }
 
 on_both_backends!(
+    a_key_cannot_outlive_the_key_that_made_it,
     created_keys_have_the_contract_shape_and_each_expiration,
     keys_are_listed_without_values_and_names_are_checked,
     revocation_is_immediate_and_permanent,

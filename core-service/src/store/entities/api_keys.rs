@@ -13,6 +13,7 @@ pub(crate) struct Model {
     pub(crate) expires_at: Option<DateTimeUtc>,
     pub(crate) revoked_at: Option<DateTimeUtc>,
     pub(crate) last_used_at: Option<DateTimeUtc>,
+    pub(crate) created_by: Option<Uuid>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
