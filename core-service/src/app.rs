@@ -128,6 +128,20 @@ impl Core {
         })))
     }
 
+    /// Forgets what the store knew of dev chain `slug` from an earlier run, the chain having
+    /// started empty: see `Store::forget_chain_state`. Returns how many open records ended.
+    pub async fn forget_dev_chain(&self, slug: &str) -> anyhow::Result<u64> {
+        let chain = self.chains.resolve(slug)?;
+        Ok(self
+            .store
+            .forget_chain_state(
+                slug,
+                chain.chain_id(),
+                "the dev chain it was sent to was restarted empty",
+            )
+            .await?)
+    }
+
     /// The transaction monitor of this core.
     pub fn monitor(&self) -> Monitor {
         Monitor::new(

@@ -346,6 +346,20 @@ async fn run_servers(
         core_url = format!("http://{}", dialable(grpc_addr));
         let (core, key) = open_core(config.clone()).await?;
         first_key = key;
+        // The dev nodes start empty: a nonce ledger or open records of an earlier run on them
+        // would have the first send wait for a gap filler, and old records sent again.
+        let started = [
+            dev_node.as_ref().map(|_| devnet::ANVIL_SLUG),
+            dev_solana.as_ref().map(|_| devnet::SOLANA_SLUG),
+        ];
+        for slug in started.into_iter().flatten() {
+            let ended = core.forget_dev_chain(slug).await?;
+            if ended > 0 {
+                println!(
+                    "Dev chain `{slug}` starts empty: {ended} transactions still open on its last run end DROPPED"
+                );
+            }
+        }
         if let Some(node) = &dev_solana
             && let Some(wallet) = first_wallet(&core, ChainFamily::Solana).await?
         {
@@ -389,9 +403,7 @@ async fn run_servers(
             "REST listening on http://{http_addr} (API under /api/v1, forwarding to {core_url})"
         );
         if dev_wallet.is_some() {
-            let key = first_key
-                .clone()
-                .unwrap_or_else(|| "$WALLETOPS_API_KEY".to_owned());
+            let key = first_key.clone().unwrap_or_else(|| "$KEY".to_owned());
             let body = r#"{"chain":"anvil","to":"0x1111111111111111111111111111111111111111","asset":"native","amount":"1000000000000000"}"#;
             println!("Try a send on the dev chain:");
             println!(

@@ -206,6 +206,46 @@ impl Store {
         Ok(())
     }
 
+    /// Forgets what a restart of chain `slug` (id `chain_id`) has made untrue, for dev chains,
+    /// which start empty each time: its nonce ledger rows go, and its open records end
+    /// DROPPED with `why` (the chain they were sent to is gone). Returns how many ended.
+    pub(crate) async fn forget_chain_state(
+        &self,
+        slug: &str,
+        chain_id: i64,
+        why: &str,
+    ) -> Result<u64> {
+        let txn = self.begin().await?;
+        super::entities::evm_nonces::Entity::delete_many()
+            .filter(super::entities::evm_nonces::Column::ChainId.eq(chain_id))
+            .exec(&txn)
+            .await?;
+        let open = txs::Entity::find()
+            .filter(txs::Column::Chain.eq(slug))
+            .filter(txs::Column::Status.is_in(open_statuses()))
+            .all(&txn)
+            .await?;
+        let mut ended = 0;
+        for m in open {
+            let open = OpenTransaction::try_from(m)?;
+            if self
+                .settle_transaction(
+                    &txn,
+                    &open,
+                    TxStatus::Dropped,
+                    Some(why.to_owned()),
+                    None,
+                    None,
+                )
+                .await?
+            {
+                ended += 1;
+            }
+        }
+        txn.commit().await?;
+        Ok(ended)
+    }
+
     /// Ends the hold of its request on record `id`, if it still has one.
     pub(crate) async fn release_hold(&self, id: Uuid) -> Result<()> {
         txs::Entity::update_many()

@@ -3,7 +3,7 @@
 
 use alloy::providers::Provider as _;
 use tokio::process::Command;
-use walletops_tests::{Backend, Service, launch, on_both_backends, walletops_bin};
+use walletops_tests::{Backend, Launched, Service, launch, on_both_backends, walletops_bin};
 
 async fn first_start_prints_one_key_once_and_restarts_keep_the_data(
     b: Backend,
@@ -153,66 +153,14 @@ on_both_backends!(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
     let data = tempfile::tempdir()?;
-    let mut cmd = Command::new(walletops_bin()?);
-    cmd.args([
-        "serve",
-        "--dev",
-        "--http-addr",
-        "127.0.0.1:0",
-        "--grpc-addr",
-        "127.0.0.1:0",
-    ])
-    .env("WALLETOPS_DATA_DIR", data.path())
-    .env("RUST_LOG", "warn")
-    .env_remove("DATABASE_URL")
-    .env_remove("WALLETOPS_DATABASE_URL")
-    .env("WALLETOPS_MONITOR__POLL_INTERVAL_MS", "100")
-    .current_dir(walletops_tests::workspace_root());
-    let mut dev = launch(cmd, &["REST listening on ", "Dev playground ready"]).await?;
+    let mut dev = launch(
+        dev_command(data.path())?,
+        &["REST listening on ", "Dev playground ready"],
+    )
+    .await?;
     let key = dev.value("API key: ").expect("first start prints the key");
-    let curls: Vec<&String> = dev
-        .lines
-        .iter()
-        .filter(|l| l.starts_with("curl "))
-        .collect();
-    // One line for anvil, one for the Solana test node (built beside walletops).
-    assert_eq!(curls.len(), 2, "{:?}", dev.lines);
+    sends_confirm(&dev, &key, &key).await?;
     let client = reqwest::Client::new();
-    for curl in curls {
-        assert!(curl.contains(&key), "{curl}");
-        let url = curl
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .expect("a URL");
-        let body = curl
-            .rsplit_once(" -d '")
-            .map(|(_, b)| b.trim_end_matches('\''))
-            .expect("a body");
-        let reply: serde_json::Value = client
-            .post(url)
-            .header("x-api-key", &key)
-            .header("Idempotency-Key", uuid::Uuid::new_v4().to_string())
-            .header("content-type", "application/json")
-            .body(body.to_owned())
-            .send()
-            .await?
-            .json()
-            .await?;
-        assert_eq!(reply["status"], "SUBMITTED", "{reply}");
-        let id = reply["id"].as_str().expect("id").to_owned();
-        let tx_url = format!("{}/api/v1/tx/{id}", dev.http()?);
-        walletops_tests::poll_until("the dev send to be confirmed", || async {
-            let tx: serde_json::Value = client
-                .get(&tx_url)
-                .header("x-api-key", &key)
-                .send()
-                .await?
-                .json()
-                .await?;
-            Ok((tx["status"] == "CONFIRMED").then_some(()))
-        })
-        .await?;
-    }
     // Killed outright, with no chance to stop them, the service still takes its nodes along.
     let node_url = |line: &str| {
         let rest = line.split(" at ").nth(1)?;
@@ -253,6 +201,86 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
                 .await
                 .is_err()
                 .then_some(()))
+        })
+        .await?;
+    }
+    // Started again over the same data, with new, empty nodes: what the store knew of the
+    // old ones (the wallet's nonce) must not hold the next sends back.
+    let mut again = launch(
+        dev_command(data.path())?,
+        &["REST listening on ", "Dev playground ready"],
+    )
+    .await?;
+    assert_eq!(again.value("API key: "), None, "the key is shown only once");
+    sends_confirm(&again, "$KEY", &key).await?;
+    again.child.start_kill()?;
+    again.child.wait().await?;
+    Ok(())
+}
+
+/// `walletops serve --dev` over the data dir `data`, on free ports.
+fn dev_command(data: &std::path::Path) -> anyhow::Result<Command> {
+    let mut cmd = Command::new(walletops_bin()?);
+    cmd.args([
+        "serve",
+        "--dev",
+        "--http-addr",
+        "127.0.0.1:0",
+        "--grpc-addr",
+        "127.0.0.1:0",
+    ])
+    .env("WALLETOPS_DATA_DIR", data)
+    .env("RUST_LOG", "warn")
+    .env_remove("DATABASE_URL")
+    .env_remove("WALLETOPS_DATABASE_URL")
+    .env("WALLETOPS_MONITOR__POLL_INTERVAL_MS", "100")
+    .current_dir(walletops_tests::workspace_root());
+    Ok(cmd)
+}
+
+/// Sends what each `curl` line `dev` printed sends (one for anvil, one for the Solana test
+/// node, built beside walletops), with `key`, which the lines show as `shown`, and waits
+/// for each transaction to be confirmed.
+async fn sends_confirm(dev: &Launched, shown: &str, key: &str) -> anyhow::Result<()> {
+    let curls: Vec<&String> = dev
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("curl "))
+        .collect();
+    assert_eq!(curls.len(), 2, "{:?}", dev.lines);
+    let client = reqwest::Client::new();
+    for curl in curls {
+        assert!(curl.contains(shown), "{curl}");
+        let url = curl
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .expect("a URL");
+        let body = curl
+            .rsplit_once(" -d '")
+            .map(|(_, b)| b.trim_end_matches('\''))
+            .expect("a body");
+        let reply: serde_json::Value = client
+            .post(url)
+            .header("x-api-key", key)
+            .header("Idempotency-Key", uuid::Uuid::new_v4().to_string())
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .await?
+            .json()
+            .await?;
+        assert_eq!(reply["status"], "SUBMITTED", "{reply}");
+        let id = reply["id"].as_str().expect("id").to_owned();
+        let tx_url = format!("{}/api/v1/tx/{id}", dev.http()?);
+        walletops_tests::poll_until("the dev send to be confirmed", || async {
+            let tx: serde_json::Value = client
+                .get(&tx_url)
+                .header("x-api-key", key)
+                .send()
+                .await?
+                .json()
+                .await?;
+            Ok((tx["status"] == "CONFIRMED").then_some(()))
         })
         .await?;
     }
