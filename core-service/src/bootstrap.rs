@@ -25,23 +25,30 @@ pub struct Bootstrapped {
 }
 
 impl Core {
-    /// Makes the first user, key and wallets when no user exists; `None` otherwise. Two cores
-    /// starting together over one empty PostgreSQL race on the unique user name: the loser
-    /// finds the user taken and makes nothing.
+    /// Makes the first user, its wallets and key when no user exists, or finishes that when
+    /// a first start stopped half-way (the user made, no key yet); `None` otherwise. The key
+    /// comes last, so that a first start that fails before it is finished by the next one,
+    /// which then shows the key. Two cores starting together over one empty PostgreSQL race
+    /// on the unique user name: the loser finds the user taken and makes nothing.
     pub async fn bootstrap(&self) -> Result<Option<Bootstrapped>> {
-        if self.store.count_users().await? > 0 {
-            return Ok(None);
-        }
-        let user = match self.store.insert_user(FIRST_USER).await {
-            Ok(user) => user,
-            Err(WalletOpsError::InvalidInput(_)) => return Ok(None),
-            Err(e) => return Err(e),
+        let user = match self.store.find_user(FIRST_USER).await? {
+            Some(user) if self.keys.list(user.id).await?.is_empty() => user,
+            Some(_) => return Ok(None),
+            None if self.store.count_users().await? > 0 => return Ok(None),
+            None => match self.store.insert_user(FIRST_USER).await {
+                Ok(user) => user,
+                Err(WalletOpsError::InvalidInput(_)) => return Ok(None),
+                Err(e) => return Err(e),
+            },
         };
+        let wallets = self.create_starter_wallets(user.id).await?;
+        fail::fail_point!("bootstrap-before-key", |_| Err(WalletOpsError::Internal(
+            anyhow::anyhow!("stopped by the bootstrap-before-key failpoint")
+        )));
         let (_, secret) = self
             .keys
             .create(user.id, "first key", Expiration::Never, None)
             .await?;
-        let wallets = self.create_starter_wallets(user.id).await?;
         Ok(Some(Bootstrapped {
             user,
             secret,
@@ -64,11 +71,20 @@ impl Core {
         Ok((user, key, secret))
     }
 
-    /// Gives `user_id` one delegated wallet per chain family, each its default.
+    /// Gives `user_id` one delegated wallet per chain family it has none of, each its
+    /// default; returns its default wallets.
     pub async fn create_starter_wallets(&self, user_id: uuid::Uuid) -> Result<Vec<Wallet>> {
         let mut wallets = Vec::new();
         for family in [ChainFamily::Evm, ChainFamily::Solana] {
-            wallets.push(self.wallets.create(user_id, family, true).await?);
+            let filter = crate::store::WalletFilter {
+                family: Some(family),
+                default_only: true,
+                automation_only: false,
+            };
+            match self.wallets.list(user_id, filter).await?.pop() {
+                Some(wallet) => wallets.push(wallet),
+                None => wallets.push(self.wallets.create(user_id, family, true).await?),
+            }
         }
         Ok(wallets)
     }

@@ -320,6 +320,20 @@ impl Config {
     }
 }
 
+/// Creates `dir` and its missing parents, readable by this user only (on Unix): the data dir
+/// holds the database (sealed wallet keys, key hashes, transaction history) and the master
+/// key. A directory that exists keeps its mode.
+pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

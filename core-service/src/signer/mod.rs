@@ -320,33 +320,66 @@ fn decode_master_key(b64: &str) -> anyhow::Result<Zeroizing<Vec<u8>>> {
 fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8>>> {
     let path = data_dir.join(MASTER_KEY_FILE);
     if path.exists() {
+        warn_if_readable_by_others(&path);
         let text = Zeroizing::new(
             fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
         );
         return decode_master_key(&text).with_context(|| format!("in {}", path.display()));
     }
-    fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+    crate::config::create_private_dir(data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
     let mut key = Zeroizing::new(vec![0u8; 32]);
     rand::rng().fill_bytes(&mut key);
     let text = Zeroizing::new(B64.encode(key.as_slice()));
+    // Written whole and synced under a name of its own, then linked into place: the key
+    // file appears complete or not at all (a crash mid-write left an empty key that refused
+    // every later start), and the link fails when another process got there first, so two
+    // processes starting at once never each keep a different key.
+    let draft = data_dir.join(format!("{MASTER_KEY_FILE}.{}", uuid::Uuid::now_v7()));
     let mut options = fs::OpenOptions::new();
-    // create_new: two processes starting at once must not each write a different key.
     options.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    match options.open(&path) {
-        Ok(mut file) => {
+    let written = options
+        .open(&draft)
+        .and_then(|mut file| {
             file.write_all(text.as_bytes())?;
-            file.sync_all()?;
-            Ok(key)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            load_or_create_master_key(data_dir)
-        }
+            file.sync_all()
+        })
+        .with_context(|| format!("writing {}", draft.display()));
+    let linked = written.and_then(|()| match fs::hard_link(&draft, &path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
+    });
+    let _ = fs::remove_file(&draft);
+    if !linked? {
+        return load_or_create_master_key(data_dir);
+    }
+    // The new name must outlive a crash too.
+    fs::File::open(data_dir)
+        .and_then(|dir| dir.sync_all())
+        .with_context(|| format!("syncing {}", data_dir.display()))?;
+    Ok(key)
+}
+
+/// Logs a warning when the key file at `path` is readable by other users.
+fn warn_if_readable_by_others(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                path = %path.display(),
+                mode = format!("{:o}", meta.permissions().mode() & 0o777),
+                "the master key file is readable by other users; chmod 600 it"
+            );
+        }
     }
 }
 

@@ -34,8 +34,22 @@ impl Store {
             if let Some(dir) = std::path::Path::new(file).parent()
                 && !dir.as_os_str().is_empty()
             {
-                std::fs::create_dir_all(dir)
+                crate::config::create_private_dir(dir)
                     .with_context(|| format!("creating {}", dir.display()))?;
+            }
+            // Made here, not by SQLite, so that it is this user's alone (its journal files
+            // take its mode).
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            match options.open(file) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e).with_context(|| format!("creating {file}")),
             }
         }
         let mut options = ConnectOptions::new(url.to_owned());
@@ -162,6 +176,32 @@ mod tests {
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("w.db").display());
         let store = super::Store::connect(&url).await.expect("connecting");
         (dir, store)
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_new_data_dir_and_database_are_this_users_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        let url = format!("sqlite://{}?mode=rwc", data.join("w.db").display());
+        let _store = super::Store::connect(&url).await.expect("connecting");
+        let mode = |p: &std::path::Path| {
+            std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777
+        };
+        assert_eq!(mode(&data), 0o700);
+        for file in ["w.db", "w.db-wal"] {
+            assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+        }
+        // The master key written beside it too.
+        crate::signer::Keystore::open(None, &data, None).expect("a new key");
+        assert_eq!(mode(&data.join("master.key")), 0o600);
+        let left: Vec<_> = std::fs::read_dir(&data)
+            .expect("listing")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("master.key."))
+            .collect();
+        assert!(left.is_empty(), "no draft left behind: {left:?}");
     }
 
     #[tokio::test]

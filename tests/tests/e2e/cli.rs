@@ -149,6 +149,43 @@ on_both_backends!(
     core_and_edge_run_as_separate_processes,
 );
 
+/// A first start that stops half-way (the user made, its key not) is finished by the next
+/// start, which shows the key: it is not left without one, nothing said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_start_stopped_half_way_is_finished_by_the_next() -> anyhow::Result<()> {
+    let data = tempfile::tempdir()?;
+    let mut failing = serve_in(data.path(), &[])?;
+    failing.env("FAILPOINTS", "bootstrap-before-key=return");
+    let out = tokio::time::timeout(walletops_tests::WAIT_TIMEOUT, failing.output()).await??;
+    assert!(!out.status.success());
+    let mut svc = launch(
+        serve_in(data.path(), &[])?,
+        &["REST listening on ", "gRPC listening on "],
+    )
+    .await?;
+    let key = svc
+        .value("API key: ")
+        .expect("the key of the finished first start");
+    let wallets = svc
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("Wallet ("))
+        .count();
+    assert_eq!(wallets, 2, "{:?}", svc.lines);
+    let listed = walletops_tests::Rest::new(&svc.http()?, &key)
+        .get("/wallets")
+        .await?;
+    assert_eq!(
+        listed.body["wallets"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        listed.text
+    );
+    svc.child.start_kill()?;
+    svc.child.wait().await?;
+    Ok(())
+}
+
 /// `walletops serve --dev` starts a funded local chain and prints a curl line that works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
@@ -220,21 +257,21 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
 
 /// `walletops serve --dev` over the data dir `data`, on free ports.
 fn dev_command(data: &std::path::Path) -> anyhow::Result<Command> {
+    serve_in(data, &["--dev"])
+}
+
+/// `walletops serve` with `args` over the data dir `data` (SQLite), on free ports.
+fn serve_in(data: &std::path::Path, args: &[&str]) -> anyhow::Result<Command> {
     let mut cmd = Command::new(walletops_bin()?);
-    cmd.args([
-        "serve",
-        "--dev",
-        "--http-addr",
-        "127.0.0.1:0",
-        "--grpc-addr",
-        "127.0.0.1:0",
-    ])
-    .env("WALLETOPS_DATA_DIR", data)
-    .env("RUST_LOG", "warn")
-    .env_remove("DATABASE_URL")
-    .env_remove("WALLETOPS_DATABASE_URL")
-    .env("WALLETOPS_MONITOR__POLL_INTERVAL_MS", "100")
-    .current_dir(walletops_tests::workspace_root());
+    cmd.arg("serve")
+        .args(args)
+        .args(["--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"])
+        .env("WALLETOPS_DATA_DIR", data)
+        .env("RUST_LOG", "warn")
+        .env_remove("DATABASE_URL")
+        .env_remove("WALLETOPS_DATABASE_URL")
+        .env("WALLETOPS_MONITOR__POLL_INTERVAL_MS", "100")
+        .current_dir(walletops_tests::workspace_root());
     Ok(cmd)
 }
 
