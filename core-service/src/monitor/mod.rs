@@ -137,6 +137,15 @@ impl Marks {
     }
 }
 
+/// The final state a mined transaction's `receipt` gives its record.
+fn outcome_of(receipt: &alloy::rpc::types::TransactionReceipt) -> (TxStatus, Option<String>) {
+    if receipt.status() {
+        (TxStatus::Confirmed, None)
+    } else {
+        (TxStatus::Reverted, Some("execution reverted".to_owned()))
+    }
+}
+
 fn hash_of(h: &str) -> Result<B256> {
     h.parse()
         .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("stored hash {h} unreadable")))
@@ -300,11 +309,7 @@ impl Monitor {
                         return Ok(None);
                     }
                 }
-                let (status, error) = if receipt.status() {
-                    (TxStatus::Confirmed, None)
-                } else {
-                    (TxStatus::Reverted, Some("execution reverted".to_owned()))
-                };
+                let (status, error) = outcome_of(&receipt);
                 let note = Some(included);
                 return Ok(Some(Settlement {
                     hash: hash.clone(),
@@ -834,6 +839,7 @@ impl Monitor {
             }
             Resign::Unneeded => {
                 let nonce = open.nonce.unwrap_or_default();
+                self.settle_filled(client, open).await?;
                 self.mark(
                     open,
                     TxStatus::Dropped,
@@ -843,6 +849,36 @@ impl Monitor {
             }
             Resign::HeldByRecord | Resign::NonceFree | Resign::Due => Ok(()),
         }
+    }
+
+    /// Settles the record the nonce filler `filler` was made for, one taken as gone and
+    /// ended DROPPED, when the nonce went to one of its own versions after all (a node that
+    /// held it mined it): a caller reading DROPPED would pay again.
+    async fn settle_filled(
+        &self,
+        client: &crate::chains::evm::EvmClient,
+        filler: &OpenTransaction,
+    ) -> Result<()> {
+        let Some(dropped) = self.store.dropped_filled_by(filler).await? else {
+            return Ok(());
+        };
+        for hash in dropped.hashes.iter().rev() {
+            let Some(receipt) = client.receipt(hash_of(hash)?).await? else {
+                continue;
+            };
+            let (status, error) = outcome_of(&receipt);
+            let note = format!(
+                "mined after all, in block {} ({:#x}), after it was taken as gone",
+                receipt.block_number.unwrap_or_default(),
+                receipt.block_hash.unwrap_or_default()
+            );
+            tracing::warn!(id = %dropped.id, %hash, "a transaction taken as dropped was mined after all");
+            self.store
+                .settle_dropped(&dropped, status, error, note, hash)
+                .await?;
+            return Ok(());
+        }
+        Ok(())
     }
 
     /// Sends the current payload of `id` right after it was re-signed, so the new version

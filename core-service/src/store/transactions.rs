@@ -272,6 +272,72 @@ impl Store {
         note: Option<String>,
         hash: Option<&str>,
     ) -> Result<bool> {
+        self.settle_as_seen(conn, open, still_as_seen(open), status, error, note, hash)
+            .await
+    }
+
+    /// The record ended DROPPED whose nonce the nonce filler `filler` was signed to fill,
+    /// if there is one.
+    pub(crate) async fn dropped_filled_by(
+        &self,
+        filler: &OpenTransaction,
+    ) -> Result<Option<OpenTransaction>> {
+        let Some(row) = txs::Entity::find_by_id(filler.id).one(self.db()).await? else {
+            return Ok(None);
+        };
+        let Some(filled) = row.request["fills"]
+            .as_str()
+            .and_then(|id| Uuid::parse_str(id).ok())
+        else {
+            return Ok(None);
+        };
+        txs::Entity::find_by_id(filled)
+            .filter(txs::Column::Status.eq(enum_text(TxStatus::Dropped)))
+            .filter(txs::Column::Nonce.eq(filler.nonce.map(to_i64).transpose()?))
+            .one(self.db())
+            .await?
+            .map(OpenTransaction::try_from)
+            .transpose()
+    }
+
+    /// Settles `dropped`, a record ended DROPPED, as `status` with its version `hash`, which
+    /// was mined after all; false when the record is no longer as `dropped` shows it.
+    pub(crate) async fn settle_dropped(
+        &self,
+        dropped: &OpenTransaction,
+        status: TxStatus,
+        error: Option<String>,
+        note: String,
+        hash: &str,
+    ) -> Result<bool> {
+        let seen = Condition::all()
+            .add(txs::Column::Id.eq(dropped.id))
+            .add(txs::Column::Status.eq(enum_text(TxStatus::Dropped)))
+            .add(txs::Column::Revision.eq(dropped.revision));
+        self.settle_as_seen(
+            self.db(),
+            dropped,
+            seen,
+            status,
+            error,
+            Some(note),
+            Some(hash),
+        )
+        .await
+    }
+
+    /// Moves `open` to `status` as `settle_transaction` does, where `seen` holds.
+    #[allow(clippy::too_many_arguments)]
+    async fn settle_as_seen<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        open: &OpenTransaction,
+        seen: Condition,
+        status: TxStatus,
+        error: Option<String>,
+        note: Option<String>,
+        hash: Option<&str>,
+    ) -> Result<bool> {
         let now = Utc::now();
         let mut update = txs::Entity::update_many()
             .col_expr(txs::Column::Status, Expr::value(enum_text(status)))
@@ -285,7 +351,7 @@ impl Store {
         if let Some(hash) = hash {
             update = update.col_expr(txs::Column::Hash, Expr::value(hash));
         }
-        let updated = update.filter(still_as_seen(open)).exec(conn).await?;
+        let updated = update.filter(seen).exec(conn).await?;
         Ok(updated.rows_affected == 1)
     }
 

@@ -1643,6 +1643,48 @@ async fn a_transaction_refused_for_five_stuck_times_is_dropped(b: Backend) -> an
     Ok(())
 }
 
+async fn a_dropped_transaction_mined_after_all_is_settled(b: Backend) -> anyhow::Result<()> {
+    use alloy::providers::Provider;
+    // A node the service cannot reach any more still holds the transaction, taken as gone
+    // after five stuck times of refusals, and mines it: its filler is not needed, and the
+    // record must not stay DROPPED (its caller would pay again).
+    let e = Evm::behind_gateway(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n",
+        &["--no-mining"],
+        &[],
+    )
+    .await?;
+    let (id, hash) = e.send_native(RECIPIENT, "5").await?;
+    let raw: alloy::primitives::Bytes = e
+        .anvil
+        .provider()
+        .raw_request("eth_getRawTransactionByHash".into(), (hash.as_str(),))
+        .await?;
+    e.gateway()?.set(Sends::Refuse);
+    e.anvil.drop_transaction(&hash).await?;
+    e.wait_for(&id, "DROPPED").await?;
+    assert_eq!(e.svc.stored_statuses("nonce_fill").await?, ["submitted"]);
+    let _pending = e.anvil.provider().send_raw_transaction(&raw).await?;
+    e.anvil.mine().await?;
+    e.gateway()?.set(Sends::PassOn);
+    let settled = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(settled["hash"], hash.as_str(), "{settled}");
+    assert!(
+        settled["statusHistory"]
+            .to_string()
+            .contains("mined after all"),
+        "{settled}"
+    );
+    poll_until("the filler to end", || async {
+        Ok((e.svc.stored_statuses("nonce_fill").await? == ["dropped"]).then_some(()))
+    })
+    .await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    Ok(())
+}
+
 async fn a_nonce_held_only_in_a_pool_is_not_skipped(b: Backend) -> anyhow::Result<()> {
     let e = unmined(b).await?;
     let (first, _) = e.send_native(RECIPIENT, "1").await?;
@@ -1931,6 +1973,7 @@ on_both_backends!(
     a_refused_send_the_node_holds_is_not_failed,
     a_refusal_fails_the_record_and_its_key_together,
     a_record_is_its_requests_until_its_first_send_is_answered,
+    a_dropped_transaction_mined_after_all_is_settled,
     a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep,
     a_filler_whose_nonce_another_transaction_took_is_dropped,
     a_refused_filler_is_raised_once_a_stuck_time,
