@@ -5,11 +5,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::{
-    Store,
-    entities::{api_keys, users},
-    is_unique_violation,
-};
+use super::{Store, entities::api_keys, is_unique_violation};
 use crate::{
     auth::ApiKey,
     error::{Result, WalletOpsError},
@@ -71,14 +67,7 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<Option<ApiKey>> {
         let txn = self.begin().await?;
-        let locked = users::Entity::update_many()
-            .col_expr(users::Column::Name, Expr::col(users::Column::Name))
-            .filter(users::Column::Id.eq(key.user_id))
-            .exec(&txn)
-            .await?;
-        if locked.rows_affected == 0 {
-            return Err(WalletOpsError::NotFound("no such user".to_owned()));
-        }
+        super::users::lock_user(&txn, key.user_id).await?;
         let active = api_keys::Entity::find()
             .filter(api_keys::Column::UserId.eq(key.user_id))
             .filter(active_at(now))

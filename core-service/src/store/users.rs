@@ -1,4 +1,7 @@
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, PaginatorTrait, QueryOrder};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, sea_query::Expr,
+};
 use uuid::Uuid;
 
 use super::{Store, entities::users, is_unique_violation};
@@ -15,6 +18,22 @@ impl From<users::Model> for User {
             created_at: m.created_at,
         }
     }
+}
+
+/// Locks user `user_id`'s row until `conn`'s transaction ends (a row lock on PostgreSQL, the
+/// write lock on SQLite) by writing it unchanged: what is counted or checked per user next
+/// (its active keys, its default wallet) cannot change under a concurrent request.
+/// `NOT_FOUND` when there is no such user.
+pub(crate) async fn lock_user<C: ConnectionTrait>(conn: &C, user_id: Uuid) -> Result<()> {
+    let locked = users::Entity::update_many()
+        .col_expr(users::Column::Name, Expr::col(users::Column::Name))
+        .filter(users::Column::Id.eq(user_id))
+        .exec(conn)
+        .await?;
+    if locked.rows_affected == 0 {
+        return Err(WalletOpsError::NotFound("no such user".to_owned()));
+    }
+    Ok(())
 }
 
 impl Store {

@@ -135,6 +135,8 @@ impl Store {
     /// stored without the key that signs for it.
     pub(crate) async fn insert_wallet(&self, new: NewWallet) -> Result<Wallet> {
         let txn = self.begin().await?;
+        // Two concurrent creations would both find no default and both make one.
+        super::users::lock_user(&txn, new.user_id).await?;
         let has_default = wallets::Entity::find()
             .filter(wallets::Column::UserId.eq(new.user_id))
             .filter(wallets::Column::ChainType.eq(new.family.as_str()))
@@ -142,6 +144,11 @@ impl Store {
             .one(&txn)
             .await?
             .is_some();
+        // The test of concurrent creations lingers here without blocking its thread.
+        #[cfg(feature = "failpoints")]
+        if fail::eval("wallet-after-default-read", |_| ()).is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
         let is_default = new.make_default || !has_default;
         if is_default {
             clear_default(&txn, new.user_id, new.family).await?;
@@ -188,6 +195,7 @@ impl Store {
     /// Makes `wallet` its owner's default for its family.
     pub(crate) async fn make_default_wallet(&self, wallet: &Wallet) -> Result<()> {
         let txn = self.begin().await?;
+        super::users::lock_user(&txn, wallet.user_id).await?;
         clear_default(&txn, wallet.user_id, wallet.family).await?;
         wallets::Entity::update_many()
             .col_expr(wallets::Column::IsDefault, Expr::value(true))

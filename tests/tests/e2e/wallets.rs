@@ -1,8 +1,11 @@
 //! GET /wallets: every field of the Wallet resource, the three filters, and ownership.
 
 use serde_json::Value;
-use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
-use walletops_tests::{Backend, Rest, Service, on_both_backends, with_key};
+use walletops_proto::v1::{
+    self as pb, admin_service_client::AdminServiceClient,
+    wallet_ops_service_client::WalletOpsServiceClient,
+};
+use walletops_tests::{ADMIN_TOKEN, Backend, Options, Rest, Service, on_both_backends, with_key};
 
 async fn addresses(api: &Rest, query: &str) -> anyhow::Result<Vec<String>> {
     let reply = api.get(&format!("/wallets{query}")).await?;
@@ -154,7 +157,57 @@ async fn callers_see_only_their_own_wallets(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A user's first wallets, made at once, give it one default, not two (nor an internal
+/// error for the one that lost).
+async fn wallets_made_at_once_give_one_default(b: Backend) -> anyhow::Result<()> {
+    // Each creation dwells between finding no default and storing its wallet.
+    let svc = Service::start_with(
+        b,
+        Options {
+            env: vec![(
+                "FAILPOINTS".to_owned(),
+                "wallet-after-default-read=return".to_owned(),
+            )],
+            ..Options::default()
+        },
+    )
+    .await?;
+    let out = svc
+        .cli(&["users", "create", "carol", "--no-wallets"])
+        .await?;
+    anyhow::ensure!(out.success, "{}", out.stderr);
+    let key = out.api_key().expect("carol's key");
+    let admin = AdminServiceClient::new(svc.channel().await?);
+    let made = futures::future::join_all((0..6).map(|_| {
+        let mut admin = admin.clone();
+        async move {
+            let mut req = tonic::Request::new(pb::CreateWalletRequest {
+                user: "carol".to_owned(),
+                chain_type: "ethereum".to_owned(),
+                make_default: None,
+            });
+            req.metadata_mut()
+                .insert("x-admin-token", ADMIN_TOKEN.parse()?);
+            Ok::<_, anyhow::Error>(admin.create_wallet(req).await?)
+        }
+    }))
+    .await;
+    for m in made {
+        m?;
+    }
+    let api = svc.rest(&key);
+    assert_eq!(addresses(&api, "?chain=ethereum").await?.len(), 6);
+    assert_eq!(
+        addresses(&api, "?chain=ethereum&defaultOnly=true")
+            .await?
+            .len(),
+        1
+    );
+    Ok(())
+}
+
 on_both_backends!(
+    wallets_made_at_once_give_one_default,
     wallets_have_every_field_of_the_resource,
     filters_select_by_family_default_and_automation,
     callers_see_only_their_own_wallets,
