@@ -385,7 +385,11 @@ async fn run_servers(
             );
         }
         spawn_pruner(&core, stop_rx.clone());
-        tokio::spawn(core.monitor().run(on_stop(stop_rx.clone())));
+        let monitor = core.monitor().run(on_stop(stop_rx.clone()));
+        tasks.spawn(async move {
+            monitor.await;
+            Ok(())
+        });
         println!("gRPC listening on {grpc_addr}");
         let stop = on_stop(stop_rx.clone());
         tasks.spawn(async move { walletops_core::grpc::serve(core, grpc, stop).await });

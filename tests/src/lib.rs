@@ -417,12 +417,22 @@ impl Service {
 
     /// How many transaction records the service has stored, whatever their state.
     pub async fn stored_transactions(&self) -> anyhow::Result<i64> {
+        self.count_transactions("1 = 1").await
+    }
+
+    /// How many transaction records a core's monitor holds a lease on.
+    pub async fn leased_transactions(&self) -> anyhow::Result<i64> {
+        self.count_transactions("lease_until IS NOT NULL").await
+    }
+
+    /// How many stored transaction records meet `condition` (SQL).
+    async fn count_transactions(&self, condition: &str) -> anyhow::Result<i64> {
         use sea_orm::{ConnectionTrait, Statement};
         let db = self.database().await?;
         let row = db
             .query_one_raw(Statement::from_string(
                 db.get_database_backend(),
-                "SELECT COUNT(*) AS n FROM transactions".to_owned(),
+                format!("SELECT COUNT(*) AS n FROM transactions WHERE {condition}"),
             ))
             .await?
             .context("no count")?;
@@ -462,6 +472,21 @@ impl Service {
     pub async fn restart(&mut self) -> anyhow::Result<bool> {
         self.kill().await?;
         self.relaunch(self.options.clone()).await
+    }
+
+    /// Stops the service with SIGTERM, as an orderly shutdown does, and waits until it is
+    /// gone.
+    pub async fn terminate(&mut self) -> anyhow::Result<()> {
+        let pid = self.child.id().context("the service has exited")?;
+        let status = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .await?;
+        anyhow::ensure!(status.success(), "kill -TERM {pid} failed");
+        tokio::time::timeout(WAIT_TIMEOUT, self.child.wait())
+            .await
+            .context("the service did not stop on SIGTERM")??;
+        Ok(())
     }
 
     /// Kills the service with SIGKILL, as a crash would, and waits until it is gone.

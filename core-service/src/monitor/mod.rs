@@ -178,7 +178,8 @@ impl Monitor {
         }
     }
 
-    /// Sweeps until `stop` completes.
+    /// Sweeps until `stop` completes (a sweep under way is finished first), then gives up
+    /// this core's leases.
     pub async fn run(self, stop: impl Future<Output = ()>) {
         let mut tick = tokio::time::interval(Duration::from_millis(self.config.poll_interval_ms));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -187,7 +188,7 @@ impl Monitor {
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
-                () = &mut stop => return,
+                () = &mut stop => break,
             }
             if let Err(e) = self.sweep().await {
                 tracing::warn!(error = %e, "monitor sweep failed");
@@ -197,6 +198,15 @@ impl Monitor {
                 && let Err(e) = self.idempotency.purge().await
             {
                 tracing::warn!(error = %e, "purging idempotency keys failed");
+            }
+        }
+        match self.store.release_leases(self.owner).await {
+            Ok(n) => tracing::info!(
+                records = n,
+                "monitor stopped; its records are free for other cores"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "releasing the monitor's leases failed; they run out instead")
             }
         }
     }

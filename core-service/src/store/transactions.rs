@@ -246,6 +246,20 @@ impl Store {
         Ok(ended)
     }
 
+    /// Gives up every lease `owner` holds, so that other cores follow those records at once
+    /// instead of when the leases run out: a core stopping.
+    pub(crate) async fn release_leases(&self, owner: Uuid) -> Result<u64> {
+        Ok(txs::Entity::update_many()
+            .col_expr(
+                txs::Column::LeaseUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(txs::Column::LeaseOwner.eq(owner))
+            .exec(self.db())
+            .await?
+            .rows_affected)
+    }
+
     /// Ends the hold of its request on record `id`, if it still has one.
     pub(crate) async fn release_hold(&self, id: Uuid) -> Result<()> {
         txs::Entity::update_many()

@@ -1685,6 +1685,34 @@ async fn a_dropped_transaction_mined_after_all_is_settled(b: Backend) -> anyhow:
     Ok(())
 }
 
+async fn a_core_that_stops_hands_its_records_to_the_others_at_once(
+    b: Backend,
+) -> anyhow::Result<()> {
+    // Leases that would outlast the test: only a core that gives its up on stopping lets the
+    // other follow its records in time.
+    let mut e = Evm::start(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nlease_secs = 3600\n",
+        &["--no-mining"],
+    )
+    .await?;
+    let (id, _) = e.send_native(RECIPIENT, "5").await?;
+    poll_until("the core's monitor to lease the record", || async {
+        Ok((e.svc.leased_transactions().await? == 1).then_some(()))
+    })
+    .await?;
+    let other = e.svc.sibling().await?;
+    e.svc.terminate().await?;
+    e.anvil.mine().await?;
+    let api = Rest::new(&other.http()?, &e.svc.api_key);
+    poll_until("the other core to settle the record", || async {
+        let tx = api.get(&format!("/tx/{id}")).await?.body;
+        Ok((tx["status"] == "CONFIRMED").then_some(()))
+    })
+    .await?;
+    Ok(())
+}
+
 async fn a_nonce_held_only_in_a_pool_is_not_skipped(b: Backend) -> anyhow::Result<()> {
     let e = unmined(b).await?;
     let (first, _) = e.send_native(RECIPIENT, "1").await?;
@@ -1974,6 +2002,7 @@ on_both_backends!(
     a_refusal_fails_the_record_and_its_key_together,
     a_record_is_its_requests_until_its_first_send_is_answered,
     a_dropped_transaction_mined_after_all_is_settled,
+    a_core_that_stops_hands_its_records_to_the_others_at_once,
     a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep,
     a_filler_whose_nonce_another_transaction_took_is_dropped,
     a_refused_filler_is_raised_once_a_stuck_time,
