@@ -115,7 +115,11 @@ impl RateLimiter {
         // the outage it must not be.
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_response_timeout(REDIS_TIMEOUT)
-            .set_connection_timeout(REDIS_TIMEOUT);
+            .set_connection_timeout(REDIS_TIMEOUT)
+            // Reconnecting goes on behind the requests (each of which still waits at most
+            // `REDIS_TIMEOUT`, below), a few times a second at most.
+            .set_number_of_retries(2)
+            .set_max_delay(250);
         let connection = redis::aio::ConnectionManager::new_with_config(client, config).await?;
         Ok(Self {
             limits,
@@ -149,18 +153,27 @@ impl RateLimiter {
             Windows::Redis { connection, script } => {
                 let key = format!("walletops:ratelimit:{user}:{}", budget.as_str());
                 let mut connection = connection.clone();
-                let wait: redis::RedisResult<u64> = script
-                    .key(key)
+                let mut invocation = script.key(key);
+                invocation
                     .arg(WINDOW.as_millis() as u64)
                     .arg(self.limit(budget))
-                    .arg(Uuid::now_v7().to_string())
-                    .invoke_async(&mut connection)
-                    .await;
+                    .arg(Uuid::now_v7().to_string());
+                // The response timeout covers a command on an open connection only: a call
+                // made while the manager reconnects waits for that, however long it takes.
+                let wait = tokio::time::timeout(
+                    REDIS_TIMEOUT,
+                    invocation.invoke_async::<u64>(&mut connection),
+                )
+                .await;
                 match wait {
-                    Ok(0) => Ok(()),
-                    Ok(ms) => Err(self.refused(budget, Duration::from_millis(ms))),
-                    Err(e) => {
+                    Ok(Ok(0)) => Ok(()),
+                    Ok(Ok(ms)) => Err(self.refused(budget, Duration::from_millis(ms))),
+                    Ok(Err(e)) => {
                         tracing::warn!(error = %e, "rate limiter unreachable; admitting");
+                        Ok(())
+                    }
+                    Err(_) => {
+                        tracing::warn!("rate limiter did not answer in time; admitting");
                         Ok(())
                     }
                 }

@@ -184,11 +184,22 @@ async fn budgets_are_shared_through_redis(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A TCP relay to the test Redis that can be told to stop passing bytes on: a Redis paused,
-/// or its host gone without resetting connections.
+/// What a `Relay` does with the bytes it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// Passes them on.
+    Pass,
+    /// Holds them: a Redis paused, or its host gone without resetting connections.
+    Hold,
+    /// Resets every connection, and leaves new ones unanswered: a Redis that died, its
+    /// address not answering.
+    Cut,
+}
+
+/// A TCP relay to the test Redis that can be told to stop passing bytes on.
 struct Relay {
     addr: std::net::SocketAddr,
-    passing: tokio::sync::watch::Sender<bool>,
+    flow: tokio::sync::watch::Sender<Flow>,
 }
 
 impl Relay {
@@ -199,10 +210,18 @@ impl Relay {
             .to_owned();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let (passing, _) = tokio::sync::watch::channel(true);
-        let gate = passing.clone();
+        let (flow, _) = tokio::sync::watch::channel(Flow::Pass);
+        let gate = flow.clone();
         tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
+                if *gate.borrow() == Flow::Cut {
+                    let mut flow = gate.subscribe();
+                    tokio::spawn(async move {
+                        let _ = flow.wait_for(|f| *f != Flow::Cut).await;
+                        drop(inbound);
+                    });
+                    continue;
+                }
                 let Ok(outbound) = tokio::net::TcpStream::connect(&upstream).await else {
                     continue;
                 };
@@ -212,24 +231,28 @@ impl Relay {
                 tokio::spawn(Self::pass(ro, wi, gate.subscribe()));
             }
         });
-        Ok(Relay { addr, passing })
+        Ok(Relay { addr, flow })
     }
 
-    /// Copies `from` to `to`, holding what it reads while the relay is stopped.
+    /// Copies `from` to `to` as `flow` says; returns (closing both) once it says `Cut`.
     async fn pass(
         mut from: tokio::net::tcp::OwnedReadHalf,
         mut to: tokio::net::tcp::OwnedWriteHalf,
-        mut passing: tokio::sync::watch::Receiver<bool>,
+        mut flow: tokio::sync::watch::Receiver<Flow>,
     ) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut buf = vec![0u8; 16 * 1024];
         loop {
-            let n = match from.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => n,
+            let n = tokio::select! {
+                read = from.read(&mut buf) => match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                },
+                _ = flow.wait_for(|f| *f == Flow::Cut) => return,
             };
-            if passing.wait_for(|on| *on).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
-                return;
+            match flow.wait_for(|f| *f != Flow::Hold).await.map(|f| *f) {
+                Ok(Flow::Pass) if to.write_all(&buf[..n]).await.is_ok() => {}
+                _ => return,
             }
         }
     }
@@ -255,13 +278,16 @@ async fn a_redis_that_stops_answering_does_not_hold_requests(b: Backend) -> anyh
     .await?;
     let api = svc.rest(&svc.api_key);
     assert_eq!(api.get("/wallets").await?.status, 200);
-    relay.passing.send_replace(false);
-    // Without a deadline on Redis, this waits out the request timeout and answers 503.
-    for _ in 0..3 {
-        let reply = api.get("/wallets").await?;
-        assert_eq!(reply.status, 200, "{}", reply.text);
+    // Without a deadline on Redis, these wait out the request timeout and answer 503: held,
+    // then reset and refused (the limiter reconnecting behind them).
+    for flow in [Flow::Hold, Flow::Cut] {
+        relay.flow.send_replace(flow);
+        for _ in 0..3 {
+            let reply = api.get("/wallets").await?;
+            assert_eq!(reply.status, 200, "{flow:?}: {}", reply.text);
+        }
     }
-    relay.passing.send_replace(true);
+    relay.flow.send_replace(Flow::Pass);
     assert_eq!(api.get("/wallets").await?.status, 200);
     Ok(())
 }
