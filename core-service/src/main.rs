@@ -547,7 +547,7 @@ async fn main() -> anyhow::Result<()> {
                 }
                 KeysCommand::Revoke { user, key } => {
                     let user = core.find_user(&user).await?;
-                    let key = core.keys.revoke(user.id, &key).await?;
+                    let key = core.keys.revoke(user.id, &key, None).await?;
                     print_key(&key);
                 }
             }

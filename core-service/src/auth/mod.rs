@@ -241,13 +241,25 @@ impl ApiKeys {
         self.store.list_api_keys(user_id).await
     }
 
-    /// Revokes `user_id`'s key with id or prefix `id_or_prefix`, for good.
-    pub async fn revoke(&self, user_id: Uuid, id_or_prefix: &str) -> Result<ApiKey> {
+    /// Revokes `user_id`'s key with id or prefix `id_or_prefix`, for good, with the keys made
+    /// with it (see `Store::revoke_api_key`: not when `caller` revokes its own key, nor the
+    /// line of `caller`'s key).
+    pub async fn revoke(
+        &self,
+        user_id: Uuid,
+        id_or_prefix: &str,
+        caller: Option<&Caller>,
+    ) -> Result<ApiKey> {
         if id_or_prefix.trim().is_empty() {
             return Err(WalletOpsError::invalid("id", "must be a key id or prefix"));
         }
         self.store
-            .revoke_api_key(user_id, id_or_prefix.trim(), Utc::now())
+            .revoke_api_key(
+                user_id,
+                id_or_prefix.trim(),
+                caller.map(|c| c.key_id),
+                Utc::now(),
+            )
             .await?
             .ok_or_else(|| WalletOpsError::NotFound("no such API key".to_owned()))
     }

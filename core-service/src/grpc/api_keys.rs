@@ -77,7 +77,11 @@ impl ApiKeyService for ApiKeyApi {
     ) -> Result<Response<pb::RevokeApiKeyResponse>, Status> {
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
         let req = request.into_inner();
-        let key = self.core.keys.revoke(caller.user_id, &req.id).await?;
+        let key = self
+            .core
+            .keys
+            .revoke(caller.user_id, &req.id, Some(&caller))
+            .await?;
         tracing::info!(prefix = %key.prefix, "API key revoked");
         Ok(Response::new(pb::RevokeApiKeyResponse {
             api_key: Some(convert::api_key(key, Utc::now())),

@@ -68,6 +68,18 @@ impl Store {
     ) -> Result<Option<ApiKey>> {
         let txn = self.begin().await?;
         super::users::lock_user(&txn, key.user_id).await?;
+        // Its maker was checked when the request came in: revoked since (under this same
+        // lock, so before or after, never during), it makes nothing.
+        if let Some(maker) = key.created_by {
+            let active = api_keys::Entity::find_by_id(maker)
+                .filter(active_at(now))
+                .one(&txn)
+                .await?
+                .is_some();
+            if !active {
+                return Err(WalletOpsError::Unauthorized("key revoked or expired"));
+            }
+        }
         let active = api_keys::Entity::find()
             .filter(api_keys::Column::UserId.eq(key.user_id))
             .filter(active_at(now))
@@ -129,12 +141,16 @@ impl Store {
     }
 
     /// Revokes the key of `user_id` whose id or prefix is `id_or_prefix`, and with it every
-    /// key created with it (and theirs), in one transaction; a key revoked before keeps its
+    /// key created with it (and theirs) but the line of `by`, the key the revocation is made
+    /// with, in one transaction that holds the user's lock, as key creation does. A key that
+    /// revokes itself takes none along: rotating is making a key with the old one, then
+    /// revoking the old one with itself or with the new one. A key revoked before keeps its
     /// first revocation time. `None` when the user has no such key.
     pub(crate) async fn revoke_api_key(
         &self,
         user_id: Uuid,
         id_or_prefix: &str,
+        by: Option<Uuid>,
         now: DateTime<Utc>,
     ) -> Result<Option<ApiKey>> {
         let mut which = Condition::any().add(api_keys::Column::Prefix.eq(id_or_prefix));
@@ -142,6 +158,7 @@ impl Store {
             which = which.add(api_keys::Column::Id.eq(id));
         }
         let txn = self.begin().await?;
+        super::users::lock_user(&txn, user_id).await?;
         let Some(key) = api_keys::Entity::find()
             .filter(api_keys::Column::UserId.eq(user_id))
             .filter(which)
@@ -151,6 +168,7 @@ impl Store {
             return Ok(None);
         };
         // Generation by generation: the key, the keys it created, theirs, and so on.
+        let cascade = by != Some(key.id);
         let mut generation = vec![key.id];
         while !generation.is_empty() {
             api_keys::Entity::update_many()
@@ -167,6 +185,7 @@ impl Store {
                 .await?
                 .into_iter()
                 .map(|m| m.id)
+                .filter(|id| cascade && Some(*id) != by)
                 .collect();
         }
         let revoked = api_keys::Entity::find_by_id(key.id).one(&txn).await?;

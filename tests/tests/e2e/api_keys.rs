@@ -192,6 +192,25 @@ async fn a_key_cannot_outlive_the_key_that_made_it(b: Backend) -> anyhow::Result
             .assert_error(401, "UNAUTHORIZED")?;
     }
     assert_eq!(svc.rest(&other.secret).get("/wallets").await?.status, 200);
+    // Rotating: a new key made with the old one, then the old one revoked with the new one,
+    // or with itself. The new key lives on.
+    for revoked_with_itself in [false, true] {
+        let old = create(&mut keys, &svc.api_key, "old", KeyExpiration::Never).await?;
+        let new = create(&mut keys, &old.secret, "new", KeyExpiration::Never).await?;
+        let by = if revoked_with_itself {
+            &old.secret
+        } else {
+            &new.secret
+        };
+        let id = old.api_key.expect("key").id;
+        keys.revoke_api_key(with_key(pb::RevokeApiKeyRequest { id }, by)?)
+            .await?;
+        svc.rest(&old.secret)
+            .get("/wallets")
+            .await?
+            .assert_error(401, "UNAUTHORIZED")?;
+        assert_eq!(svc.rest(&new.secret).get("/wallets").await?.status, 200);
+    }
     Ok(())
 }
 
