@@ -508,10 +508,17 @@ impl EvmPipeline {
             .collect();
         let outcomes = client.broadcast_all(&payloads).await;
         for ((open, reply), outcome) in committed.into_iter().zip(outcomes) {
-            if outcome == BroadcastOutcome::Accepted {
+            let accepted = outcome == BroadcastOutcome::Accepted;
+            if accepted {
                 self.broadcasts.note(open.id);
             }
-            let _ = reply.send(Ok((open, outcome)));
+            let id = open.id;
+            // A request that went away (its caller disconnected, its deadline passed) does
+            // not follow its send up: the monitor does, at once rather than once the hold
+            // runs out.
+            if reply.send(Ok((open, outcome))).is_err() && !accepted {
+                self.broadcasts.hand_over(id).await;
+            }
         }
     }
 

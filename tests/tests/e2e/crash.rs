@@ -11,7 +11,10 @@ use walletops_tests::{Backend, Options, Service, anvil::Anvil, on_both_backends,
 const TO: &str = "0x1111111111111111111111111111111111111111";
 
 fn options(anvil: &Anvil, failpoints: Option<&str>) -> Options {
-    let env: Vec<(&str, &str)> = failpoints.map(|f| ("FAILPOINTS", f)).into_iter().collect();
+    // A record a killed request held is followed once its hold (the request timeout and
+    // 10 s) runs out: well inside the tests' waits.
+    let mut env = vec![("WALLETOPS_REQUEST_TIMEOUT_SECS", "10")];
+    env.extend(failpoints.map(|f| ("FAILPOINTS", f)));
     crate::evm::service_options(anvil, "[monitor]\npoll_interval_ms = 100\n", &env)
 }
 

@@ -165,8 +165,12 @@ pub(crate) fn service_options(anvil: &Anvil, extra_toml: &str, env: &[(&str, &st
             "{}\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n{extra_toml}",
             anvil.chain_toml()
         )),
-        env: env
+        // A request's hold on its record outlasts every wait of the tests: a record its
+        // request did not hand over when it was done would never be followed in time. (The
+        // environment given after this overrides it.)
+        env: [("WALLETOPS_REQUEST_TIMEOUT_SECS", "120")]
             .iter()
+            .chain(env)
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
     }

@@ -45,7 +45,7 @@ impl Sol {
             b,
             Options {
                 config_toml: Some(format!(
-                    "[chains.solana-devnet]\nrpc_url = \"{}\"\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n{extra_toml}",
+                    "request_timeout_secs = 120\n[chains.solana-devnet]\nrpc_url = \"{}\"\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n{extra_toml}",
                     node.url()
                 )),
                 env: env
@@ -442,7 +442,8 @@ async fn an_expired_transfer_of_a_wallet_no_longer_delegated_ends_dropped(
     b: Backend,
 ) -> anyhow::Result<()> {
     let s = Sol::start(b, "").await?;
-    client::drop_transactions(&s.rpc, 1).await?;
+    // Every send is lost: a resend before the delegation is off must not land it.
+    client::drop_transactions(&s.rpc, 1_000).await?;
     let to = Keypair::new().pubkey();
     let id = s
         .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
