@@ -453,16 +453,32 @@ impl Store {
             .await?;
         leased.sort_by_key(|m| m.created_at);
         // One unreadable row (written by a newer version, say) must not stop the others
-        // from being followed.
-        Ok(leased
-            .into_iter()
-            .filter_map(|m| {
-                let id = m.id;
-                OpenTransaction::try_from(m)
-                    .inspect_err(|e| tracing::error!(%id, error = %e, "an open transaction's row is unreadable; it is not followed"))
-                    .ok()
-            })
-            .collect())
+        // from being followed. It is set aside for a while, leased to nobody: leased to this
+        // core, it would be taken again each sweep, and never by a core that can read it.
+        let mut opens = Vec::with_capacity(leased.len());
+        let mut unreadable = Vec::new();
+        for m in leased {
+            let id = m.id;
+            match OpenTransaction::try_from(m) {
+                Ok(open) => opens.push(open),
+                Err(e) => {
+                    tracing::error!(%id, error = %e, "an open transaction's row is unreadable; set aside for 10 minutes");
+                    unreadable.push(id);
+                }
+            }
+        }
+        if !unreadable.is_empty() {
+            txs::Entity::update_many()
+                .col_expr(txs::Column::LeaseOwner, Expr::value(Uuid::now_v7()))
+                .col_expr(
+                    txs::Column::LeaseUntil,
+                    Expr::value(now + chrono::Duration::minutes(10)),
+                )
+                .filter(txs::Column::Id.is_in(unreadable))
+                .exec(self.db())
+                .await?;
+        }
+        Ok(opens)
     }
 
     /// Extends `owner`'s lease on those of `ids` that are still open to `until`; returns how
@@ -637,14 +653,27 @@ mod tests {
             .exec(store.db())
             .await
             .expect("corrupt");
-        let now = Utc::now();
-        let leased = store
-            .lease_open_transactions(Uuid::now_v7(), now, now + chrono::Duration::seconds(5), 10)
+        let (now, core) = (Utc::now(), Uuid::now_v7());
+        for at in [now, now + chrono::Duration::seconds(10)] {
+            let leased = store
+                .lease_open_transactions(core, at, at + chrono::Duration::seconds(5), 10)
+                .await
+                .expect("lease");
+            assert_eq!(
+                leased.into_iter().map(|o| o.id).collect::<Vec<_>>(),
+                ids[1..]
+            );
+        }
+        // Set aside, not kept by the core that could not read it.
+        let row = txs::Entity::find_by_id(ids[0])
+            .one(store.db())
             .await
-            .expect("lease");
-        assert_eq!(
-            leased.into_iter().map(|o| o.id).collect::<Vec<_>>(),
-            ids[1..]
+            .expect("read")
+            .expect("row");
+        assert_ne!(row.lease_owner, Some(core));
+        assert!(
+            row.lease_until
+                .is_some_and(|t| t > now + chrono::Duration::minutes(5))
         );
     }
 
