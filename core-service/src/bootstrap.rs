@@ -28,8 +28,9 @@ impl Core {
     /// Makes the first user, its wallets and key when no user exists, or finishes that when
     /// a first start stopped half-way (the user made, no key yet); `None` otherwise. The key
     /// comes last, so that a first start that fails before it is finished by the next one,
-    /// which then shows the key. Two cores starting together over one empty PostgreSQL race
-    /// on the unique user name: the loser finds the user taken and makes nothing.
+    /// which then shows the key. Two cores starting together over one empty PostgreSQL
+    /// make one user (its name is unique) and one key (made only while the user has none,
+    /// under its lock); the wallets the loser may make besides are not defaults.
     pub async fn bootstrap(&self) -> Result<Option<Bootstrapped>> {
         let user = match self.store.find_user(FIRST_USER).await? {
             Some(user) if self.keys.list(user.id).await?.is_empty() => user,
@@ -45,10 +46,9 @@ impl Core {
         fail::fail_point!("bootstrap-before-key", |_| Err(WalletOpsError::Internal(
             anyhow::anyhow!("stopped by the bootstrap-before-key failpoint")
         )));
-        let (_, secret) = self
-            .keys
-            .create(user.id, "first key", Expiration::Never, None)
-            .await?;
+        let Some((_, secret)) = self.keys.create_first(user.id).await? else {
+            return Ok(None);
+        };
         Ok(Some(Bootstrapped {
             user,
             secret,
@@ -71,20 +71,20 @@ impl Core {
         Ok((user, key, secret))
     }
 
-    /// Gives `user_id` one delegated wallet per chain family it has none of, each its
-    /// default; returns its default wallets.
+    /// Gives `user_id` one delegated wallet per chain family it has none of (the first of a
+    /// family is its default); returns its default wallets.
     pub async fn create_starter_wallets(&self, user_id: uuid::Uuid) -> Result<Vec<Wallet>> {
         let mut wallets = Vec::new();
         for family in [ChainFamily::Evm, ChainFamily::Solana] {
-            let filter = crate::store::WalletFilter {
+            let filter = |default_only| crate::store::WalletFilter {
                 family: Some(family),
-                default_only: true,
+                default_only,
                 automation_only: false,
             };
-            match self.wallets.list(user_id, filter).await?.pop() {
-                Some(wallet) => wallets.push(wallet),
-                None => wallets.push(self.wallets.create(user_id, family, true).await?),
+            if self.wallets.list(user_id, filter(false)).await?.is_empty() {
+                self.wallets.create(user_id, family, false).await?;
             }
+            wallets.extend(self.wallets.list(user_id, filter(true)).await?);
         }
         Ok(wallets)
     }

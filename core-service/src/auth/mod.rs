@@ -216,6 +216,36 @@ impl ApiKeys {
                 ),
             ));
         }
+        self.insert(
+            user_id,
+            name,
+            expires_at,
+            creator.map(|c| c.key_id),
+            MAX_ACTIVE_KEYS,
+        )
+        .await
+    }
+
+    /// Makes `user_id`'s first key, which never expires, unless it has an active key
+    /// already (`None`: another core's first start made it meanwhile).
+    pub async fn create_first(&self, user_id: Uuid) -> Result<Option<(ApiKey, ApiKeySecret)>> {
+        match self.insert(user_id, "first key", None, None, 1).await {
+            Ok(made) => Ok(Some(made)),
+            Err(WalletOpsError::Forbidden(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Stores a new key of `user_id` unless it has `max_active` active keys (`FORBIDDEN`).
+    async fn insert(
+        &self,
+        user_id: Uuid,
+        name: &str,
+        expires_at: Option<DateTime<Utc>>,
+        created_by: Option<Uuid>,
+        max_active: u64,
+    ) -> Result<(ApiKey, ApiKeySecret)> {
+        let now = Utc::now();
         // A 4-character prefix can collide with an existing key's; draw again when it does.
         for _ in 0..8 {
             let secret = ApiKeySecret::generate();
@@ -225,9 +255,9 @@ impl ApiKeys {
                 prefix: secret.prefix().to_owned(),
                 secret_hash: secret.hash(),
                 expires_at,
-                created_by: creator.map(|c| c.key_id),
+                created_by,
             };
-            if let Some(key) = self.store.insert_api_key(new, MAX_ACTIVE_KEYS, now).await? {
+            if let Some(key) = self.store.insert_api_key(new, max_active, now).await? {
                 return Ok((key, secret));
             }
         }
