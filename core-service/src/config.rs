@@ -248,8 +248,12 @@ impl Config {
                 })
                 .split("__"),
         );
-        for (option, variable) in SECRET_VARIABLES {
-            if let Ok(value) = std::env::var(variable) {
+        // Matched without regard to case, as figment matches the other variables.
+        for (name, value) in std::env::vars() {
+            if let Some((option, _)) = SECRET_VARIABLES
+                .iter()
+                .find(|(_, variable)| name.eq_ignore_ascii_case(variable))
+            {
                 figment = figment.merge(Serialized::global(option, value));
             }
         }

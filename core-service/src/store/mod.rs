@@ -38,18 +38,24 @@ impl Store {
                     .with_context(|| format!("creating {}", dir.display()))?;
             }
             // Made here, not by SQLite, so that it is this user's alone (its journal files
-            // take its mode).
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                options.mode(0o600);
-            }
-            match options.open(file) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e).with_context(|| format!("creating {file}")),
+            // take its mode); not for a database in memory, or one opened read-only.
+            let in_file = !(file.is_empty()
+                || file == ":memory:"
+                || url.contains("mode=memory")
+                || url.contains("mode=ro"));
+            if in_file {
+                let mut options = std::fs::OpenOptions::new();
+                options.write(true).create_new(true);
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::OpenOptionsExt;
+                    options.mode(0o600);
+                }
+                match options.open(file) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e).with_context(|| format!("creating {file}")),
+                }
             }
         }
         let mut options = ConnectOptions::new(url.to_owned());
