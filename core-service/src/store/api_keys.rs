@@ -167,8 +167,11 @@ impl Store {
         else {
             return Ok(None);
         };
-        // Generation by generation: the key, the keys it created, theirs, and so on.
+        // Generation by generation: the key, the keys it created, theirs, and so on, through
+        // keys revoked before too (a key made with a leaked one, then revoked, may have made
+        // others that live on).
         let cascade = by != Some(key.id);
+        let mut seen = std::collections::HashSet::from([key.id]);
         let mut generation = vec![key.id];
         while !generation.is_empty() {
             api_keys::Entity::update_many()
@@ -177,15 +180,17 @@ impl Store {
                 .filter(api_keys::Column::RevokedAt.is_null())
                 .exec(&txn)
                 .await?;
+            if !cascade {
+                break;
+            }
             generation = api_keys::Entity::find()
                 .filter(api_keys::Column::UserId.eq(user_id))
                 .filter(api_keys::Column::CreatedBy.is_in(generation))
-                .filter(api_keys::Column::RevokedAt.is_null())
                 .all(&txn)
                 .await?
                 .into_iter()
                 .map(|m| m.id)
-                .filter(|id| cascade && Some(*id) != by)
+                .filter(|id| Some(*id) != by && seen.insert(*id))
                 .collect();
         }
         let revoked = api_keys::Entity::find_by_id(key.id).one(&txn).await?;

@@ -4,7 +4,7 @@
 use walletops_proto::v1::{
     self as pb, ApiKeyState, KeyExpiration, api_key_service_client::ApiKeyServiceClient,
 };
-use walletops_tests::{Backend, Service, on_both_backends, reason, with_key};
+use walletops_tests::{Backend, Options, Service, on_both_backends, reason, with_key};
 
 type Keys = ApiKeyServiceClient<tonic::transport::Channel>;
 
@@ -150,7 +150,14 @@ async fn revocation_is_immediate_and_permanent(b: Backend) -> anyhow::Result<()>
 /// with it: it makes none that outlives it, and revoking it revokes the keys made with it,
 /// and theirs.
 async fn a_key_cannot_outlive_the_key_that_made_it(b: Backend) -> anyhow::Result<()> {
-    let svc = Service::start(b).await?;
+    let svc = Service::start_with(
+        b,
+        Options {
+            config_toml: Some("[rate_limits]\nwrites_per_minute = 1000\n".to_owned()),
+            ..Options::default()
+        },
+    )
+    .await?;
     let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
     let leaked = create(&mut keys, &svc.api_key, "ci", KeyExpiration::NinetyDays).await?;
     for longer in [
@@ -192,6 +199,33 @@ async fn a_key_cannot_outlive_the_key_that_made_it(b: Backend) -> anyhow::Result
             .assert_error(401, "UNAUTHORIZED")?;
     }
     assert_eq!(svc.rest(&other.secret).get("/wallets").await?.status, 200);
+    // Keys made with a leaked key, then revoked (one with a key it made, one with itself),
+    // do not shelter the keys they made.
+    let leaked = create(&mut keys, &svc.api_key, "ci", KeyExpiration::Never).await?;
+    let mut hidden = Vec::new();
+    for revoked_with_itself in [false, true] {
+        let middle = create(&mut keys, &leaked.secret, "middle", KeyExpiration::Never).await?;
+        let last = create(&mut keys, &middle.secret, "last", KeyExpiration::Never).await?;
+        let by = if revoked_with_itself {
+            &middle.secret
+        } else {
+            &last.secret
+        };
+        let id = middle.api_key.expect("key").id;
+        keys.revoke_api_key(with_key(pb::RevokeApiKeyRequest { id }, by)?)
+            .await?;
+        assert_eq!(svc.rest(&last.secret).get("/wallets").await?.status, 200);
+        hidden.push(last.secret);
+    }
+    let id = leaked.api_key.expect("key").id;
+    keys.revoke_api_key(with_key(pb::RevokeApiKeyRequest { id }, &svc.api_key)?)
+        .await?;
+    for secret in &hidden {
+        svc.rest(secret)
+            .get("/wallets")
+            .await?
+            .assert_error(401, "UNAUTHORIZED")?;
+    }
     // Rotating: a new key made with the old one, then the old one revoked with the new one,
     // or with itself. The new key lives on.
     for revoked_with_itself in [false, true] {
