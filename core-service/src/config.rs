@@ -248,8 +248,12 @@ impl Config {
                 })
                 .split("__"),
         );
-        // Matched without regard to case, as figment matches the other variables.
-        for (name, value) in std::env::vars() {
+        // Matched without regard to case, as figment matches the other variables; variables
+        // that are not Unicode are none of WalletOps' (and `vars` would panic on them).
+        for (name, value) in std::env::vars_os() {
+            let (Some(name), Some(value)) = (name.to_str(), value.to_str()) else {
+                continue;
+            };
             if let Some((option, _)) = SECRET_VARIABLES
                 .iter()
                 .find(|(_, variable)| name.eq_ignore_ascii_case(variable))

@@ -420,9 +420,11 @@ impl Service {
         self.count_transactions("1 = 1").await
     }
 
-    /// How many transaction records a core's monitor holds a lease on.
+    /// How many transaction records a core's monitor holds a lease on (a sent record its
+    /// request still held would have no broadcast time yet).
     pub async fn leased_transactions(&self) -> anyhow::Result<i64> {
-        self.count_transactions("lease_until IS NOT NULL").await
+        self.count_transactions("lease_until IS NOT NULL AND last_broadcast_at IS NOT NULL")
+            .await
     }
 
     /// How many stored transaction records meet `condition` (SQL).

@@ -338,8 +338,13 @@ impl Monitor {
         // the record's hashes.
         let mined = client.mined_nonce(from, 1).await?;
         if mined > nonce {
-            if let Some(wallet) = self.signable(&open).await {
-                self.resign_and_send(&chain, &wallet, &client, &open, "seen on chain")
+            // A filler is never signed again (only found unneeded, and the record it fills
+            // settled): it needs no key.
+            if open.kind == TxKind::NonceFill {
+                self.resign_and_send(&chain, None, &client, &open, "seen on chain")
+                    .await?;
+            } else if let Some(wallet) = self.signable(&open).await {
+                self.resign_and_send(&chain, Some(&wallet), &client, &open, "seen on chain")
                     .await?;
             }
             return Ok(None);
@@ -383,7 +388,7 @@ impl Monitor {
                     };
                     match rejection {
                         Rejection::NonceTooLow(why) => {
-                            self.resign_and_send(&chain, &wallet, &client, &open, &why)
+                            self.resign_and_send(&chain, Some(&wallet), &client, &open, &why)
                                 .await?;
                         }
                         // Raised at once, then at most once a stuck time: another transaction
@@ -804,7 +809,7 @@ impl Monitor {
     async fn resign_and_send(
         &self,
         chain: &crate::chains::Chain,
-        wallet: &crate::wallets::DelegatedWallet,
+        wallet: Option<&crate::wallets::DelegatedWallet>,
         client: &crate::chains::evm::EvmClient,
         open: &OpenTransaction,
         why: &str,
@@ -830,7 +835,7 @@ impl Monitor {
         let needed = chain.confirmations();
         let resigned = self
             .evm
-            .resign_with_new_nonce(chain, wallet, client, open, why, needed, true)
+            .resign_with_new_nonce(chain, wallet, client, open, why, needed)
             .await?;
         if resigned != Resign::Shallow {
             self.taken.clear(open.id);
@@ -861,9 +866,9 @@ impl Monitor {
         }
     }
 
-    /// Settles the record the nonce filler `filler` was made for, one taken as gone and
-    /// ended DROPPED, when the nonce went to one of its own versions after all (a node that
-    /// held it mined it): a caller reading DROPPED would pay again.
+    /// Settles the record the nonce filler `filler` was made for, one ended DROPPED (taken
+    /// as gone) or FAILED, when the nonce went to one of its own versions after all (a node
+    /// that held it mined it): a caller reading either would pay again.
     async fn settle_filled(
         &self,
         client: &crate::chains::evm::EvmClient,

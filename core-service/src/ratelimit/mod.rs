@@ -116,10 +116,10 @@ impl RateLimiter {
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_response_timeout(REDIS_TIMEOUT)
             .set_connection_timeout(REDIS_TIMEOUT)
-            // Reconnecting goes on behind the requests (each of which still waits at most
-            // `REDIS_TIMEOUT`, below), a few times a second at most.
+            // Reconnecting goes on behind the requests, each of which still waits at most
+            // `REDIS_TIMEOUT` (below); a start with Redis down gives up after two retries.
             .set_number_of_retries(2)
-            .set_max_delay(250);
+            .set_max_delay(2_000);
         let connection = redis::aio::ConnectionManager::new_with_config(client, config).await?;
         Ok(Self {
             limits,

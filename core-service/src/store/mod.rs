@@ -38,11 +38,12 @@ impl Store {
                     .with_context(|| format!("creating {}", dir.display()))?;
             }
             // Made here, not by SQLite, so that it is this user's alone (its journal files
-            // take its mode); not for a database in memory, or one opened read-only.
-            let in_file = !(file.is_empty()
-                || file == ":memory:"
-                || url.contains("mode=memory")
-                || url.contains("mode=ro"));
+            // take its mode): only where SQLite would make it (`mode=rwc`), and for a plain
+            // path (SQLite decodes `%` escapes).
+            let in_file = url.contains("mode=rwc")
+                && !file.is_empty()
+                && file != ":memory:"
+                && !file.contains('%');
             if in_file {
                 let mut options = std::fs::OpenOptions::new();
                 options.write(true).create_new(true);

@@ -290,8 +290,8 @@ impl Store {
             .await
     }
 
-    /// The record ended DROPPED whose nonce the nonce filler `filler` was signed to fill,
-    /// if there is one.
+    /// The record ended DROPPED or FAILED whose nonce the nonce filler `filler` was signed
+    /// to fill, if there is one.
     pub(crate) async fn dropped_filled_by(
         &self,
         filler: &OpenTransaction,
@@ -306,7 +306,7 @@ impl Store {
             return Ok(None);
         };
         txs::Entity::find_by_id(filled)
-            .filter(txs::Column::Status.eq(enum_text(TxStatus::Dropped)))
+            .filter(txs::Column::Status.is_in(ended_unmined()))
             .filter(txs::Column::Nonce.eq(filler.nonce.map(to_i64).transpose()?))
             .one(self.db())
             .await?
@@ -314,8 +314,9 @@ impl Store {
             .transpose()
     }
 
-    /// Settles `dropped`, a record ended DROPPED, as `status` with its version `hash`, which
-    /// was mined after all; false when the record is no longer as `dropped` shows it.
+    /// Settles `dropped`, a record ended DROPPED or FAILED, as `status` with its version
+    /// `hash`, which was mined after all; false when the record is no longer as `dropped`
+    /// shows it.
     pub(crate) async fn settle_dropped(
         &self,
         dropped: &OpenTransaction,
@@ -326,7 +327,7 @@ impl Store {
     ) -> Result<bool> {
         let seen = Condition::all()
             .add(txs::Column::Id.eq(dropped.id))
-            .add(txs::Column::Status.eq(enum_text(TxStatus::Dropped)))
+            .add(txs::Column::Status.is_in(ended_unmined()))
             .add(txs::Column::Revision.eq(dropped.revision));
         self.settle_as_seen(
             self.db(),
@@ -514,6 +515,11 @@ fn still_as_seen(open: &OpenTransaction) -> Condition {
         .add(txs::Column::Id.eq(open.id))
         .add(txs::Column::Status.is_in(open_statuses()))
         .add(txs::Column::Revision.eq(open.revision))
+}
+
+/// The statuses of a record ended without being mined, whose nonce a filler takes.
+fn ended_unmined() -> [String; 2] {
+    [enum_text(TxStatus::Dropped), enum_text(TxStatus::Failed)]
 }
 
 /// The statuses of a record the monitor still follows.

@@ -715,7 +715,7 @@ impl EvmPipeline {
         let held = match &rejection {
             Rejection::NonceTooLow(why) | Rejection::Underpriced(why) => {
                 match self
-                    .resign_with_new_nonce(chain, wallet, client, open, why, 1, false)
+                    .resign_with_new_nonce(chain, None, client, open, why, 1)
                     .await
                 {
                     Ok(Resign::HeldByRecord) => true,
@@ -789,18 +789,17 @@ impl EvmPipeline {
     /// underpriced" also answers a fee under the node's minimum), and a new nonce would
     /// leave a gap behind. Nor until the block that used the nonce is `depth` blocks deep
     /// (1: mined at all): re-signing pays twice if that block is reorganised away and an
-    /// earlier send of the record's own version is mined in its place. With `sign` false,
+    /// earlier send of the record's own version is mined in its place. Without `wallet`,
     /// nothing is signed: `Due` says it would be.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn resign_with_new_nonce(
         &self,
         chain: &Chain,
-        wallet: &DelegatedWallet,
+        wallet: Option<&DelegatedWallet>,
         client: &EvmClient,
         open: &OpenTransaction,
         why: &str,
         depth: u64,
-        sign: bool,
     ) -> Result<Resign> {
         if held_by_node(client, open).await? {
             return Ok(Resign::HeldByRecord);
@@ -820,9 +819,9 @@ impl EvmPipeline {
         if open.kind == TxKind::NonceFill {
             return Ok(Resign::Unneeded);
         }
-        if !sign {
+        let Some(wallet) = wallet else {
             return Ok(Resign::Due);
-        }
+        };
         let mut tx = decode_payload(&open.signed_payload)?;
         self.signer.prepare(wallet).await?;
         let txn = self.store.begin().await?;

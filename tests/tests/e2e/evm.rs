@@ -1669,6 +1669,11 @@ async fn a_dropped_transaction_mined_after_all_is_settled(b: Backend) -> anyhow:
     e.anvil.drop_transaction(&hash).await?;
     e.wait_for(&id, "DROPPED").await?;
     assert_eq!(e.svc.stored_statuses("nonce_fill").await?, ["submitted"]);
+    // Finding the filler unneeded and settling the record takes no signing: it happens for
+    // a wallet no longer delegated too.
+    let wallet = e.wallet.to_string();
+    let off = e.svc.cli(&["wallets", "delegate", &wallet, "off"]).await?;
+    anyhow::ensure!(off.success, "delegate off: {}", off.stderr);
     let _pending = e.anvil.provider().send_raw_transaction(&raw).await?;
     e.anvil.mine().await?;
     e.gateway()?.set(Sends::PassOn);
