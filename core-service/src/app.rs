@@ -59,6 +59,8 @@ pub struct Parts {
     pub idempotency: Idempotency,
     /// Wallet keys' signer.
     pub signer: Arc<dyn Signer>,
+    /// The broadcast times the write pipelines note, written behind.
+    pub broadcasts: BroadcastLog,
 }
 
 impl Deref for Core {
@@ -119,7 +121,13 @@ impl Core {
                 config.monitor.max_fee_per_gas_wei(),
             ),
             balances: Balances::new(evm_clients, solana_clients.clone()),
-            solana: SolanaPipeline::new(store.clone(), signer.clone(), solana_clients, broadcasts),
+            solana: SolanaPipeline::new(
+                store.clone(),
+                signer.clone(),
+                solana_clients,
+                broadcasts.clone(),
+            ),
+            broadcasts,
             idempotency,
             signer,
             chains,

@@ -335,6 +335,7 @@ async fn run_servers(
     };
     let mut dev_solana_wallet = None;
     let mut first_key = None;
+    let mut stopping_core: Option<Core> = None;
     let mut dev_wallet = None;
     let mut tasks = tokio::task::JoinSet::new();
     let mut core_url = config.core_url.clone();
@@ -349,6 +350,7 @@ async fn run_servers(
         core_url = format!("http://{}", dialable(grpc_addr));
         let (core, key) = open_core(config.clone()).await?;
         first_key = key;
+        stopping_core = Some(core.clone());
         // The dev nodes start empty: a nonce ledger or open records of an earlier run on them
         // would have the first send wait for a gap filler, and old records sent again.
         let started = [
@@ -447,6 +449,10 @@ async fn run_servers(
     let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
         while let Some(done) = tasks.join_next().await {
             done??;
+        }
+        // The last requests' records are handed over, not left held.
+        if let Some(core) = &stopping_core {
+            core.broadcasts.flush().await;
         }
         Ok::<_, anyhow::Error>(())
     })

@@ -651,6 +651,26 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_flushed_broadcast_log_has_handed_its_records_over() {
+        let held = Utc::now() + chrono::Duration::seconds(60);
+        let (_dir, store, ids) = open_records(3, Some(held)).await;
+        let log = crate::transfers::BroadcastLog::start(
+            store.clone(),
+            std::time::Duration::from_secs(30),
+        );
+        for id in &ids {
+            log.note(*id);
+        }
+        log.flush().await;
+        let now = Utc::now();
+        let leased = store
+            .lease_open_transactions(Uuid::now_v7(), now, now + chrono::Duration::seconds(5), 10)
+            .await
+            .expect("lease");
+        assert_eq!(leased.into_iter().map(|o| o.id).collect::<Vec<_>>(), ids);
+    }
+
+    #[tokio::test]
     async fn an_unreadable_row_does_not_keep_the_others_from_being_followed() {
         let (_dir, store, ids) = open_records(2, None).await;
         txs::Entity::update_many()

@@ -167,9 +167,18 @@ const HOLD_MARGIN: chrono::Duration = chrono::Duration::seconds(10);
 /// transaction, and send the same bytes if not.
 #[derive(Debug, Clone)]
 pub struct BroadcastLog {
-    notes: tokio::sync::mpsc::UnboundedSender<Uuid>,
+    notes: tokio::sync::mpsc::UnboundedSender<Note>,
     store: Store,
     hold: chrono::Duration,
+}
+
+/// What the broadcast log's writer is given.
+#[derive(Debug)]
+enum Note {
+    /// The current payload of this record was accepted by the node.
+    Sent(Uuid),
+    /// Answer once every note before this one is written.
+    Flush(tokio::sync::oneshot::Sender<()>),
 }
 
 /// Notes written in one UPDATE at most.
@@ -182,12 +191,27 @@ impl BroadcastLog {
         let (notes, mut pending) = tokio::sync::mpsc::unbounded_channel();
         let writer = store.clone();
         tokio::spawn(async move {
-            let mut ids = Vec::with_capacity(BROADCAST_NOTES_PER_WRITE);
-            while pending.recv_many(&mut ids, BROADCAST_NOTES_PER_WRITE).await > 0 {
-                if let Err(e) = writer.record_broadcasts(&ids, chrono::Utc::now()).await {
+            let mut batch = Vec::with_capacity(BROADCAST_NOTES_PER_WRITE);
+            while pending
+                .recv_many(&mut batch, BROADCAST_NOTES_PER_WRITE)
+                .await
+                > 0
+            {
+                let (mut ids, mut flushes) = (Vec::with_capacity(batch.len()), Vec::new());
+                for note in batch.drain(..) {
+                    match note {
+                        Note::Sent(id) => ids.push(id),
+                        Note::Flush(done) => flushes.push(done),
+                    }
+                }
+                if !ids.is_empty()
+                    && let Err(e) = writer.record_broadcasts(&ids, chrono::Utc::now()).await
+                {
                     tracing::warn!(error = %e, "recording broadcast times failed");
                 }
-                ids.clear();
+                for done in flushes {
+                    let _ = done.send(());
+                }
             }
         });
         let hold = chrono::Duration::from_std(request_timeout)
@@ -205,7 +229,16 @@ impl BroadcastLog {
     /// Notes that the current payload of record `id` was just accepted by the node.
     pub fn note(&self, id: Uuid) {
         // The writer ends only with the runtime; a note lost then is harmless (see above).
-        let _ = self.notes.send(id);
+        let _ = self.notes.send(Note::Sent(id));
+    }
+
+    /// Waits until every note made so far is written: a core stopping hands its requests'
+    /// records over, rather than leave them held until the holds run out.
+    pub async fn flush(&self) {
+        let (done, written) = tokio::sync::oneshot::channel();
+        if self.notes.send(Note::Flush(done)).is_ok() {
+            let _ = written.await;
+        }
     }
 
     /// Hands record `id`, whose first send its request has handled without the node taking
