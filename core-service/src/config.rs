@@ -248,16 +248,19 @@ impl Config {
                 })
                 .split("__"),
         );
-        // Matched without regard to case, as figment matches the other variables; variables
-        // that are not Unicode are none of WalletOps' (and `vars` would panic on them).
+        // Matched without regard to case, as figment matches the other variables (`vars`
+        // would panic on a variable that is not Unicode, anyone's).
         for (name, value) in std::env::vars_os() {
-            let (Some(name), Some(value)) = (name.to_str(), value.to_str()) else {
+            let Some(name) = name.to_str() else {
                 continue;
             };
             if let Some((option, _)) = SECRET_VARIABLES
                 .iter()
                 .find(|(_, variable)| name.eq_ignore_ascii_case(variable))
             {
+                let value = value
+                    .into_string()
+                    .map_err(|_| anyhow::anyhow!("{name} is not valid Unicode"))?;
                 figment = figment.merge(Serialized::global(option, value));
             }
         }

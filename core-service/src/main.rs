@@ -210,10 +210,10 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
-/// Completes on Ctrl-C or SIGTERM.
-/// How long a stopping service waits for in-flight requests and the monitor's sweep.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How long a stopping service waits for the monitor's sweep beyond its requests' deadline.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// Completes on Ctrl-C or SIGTERM.
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -446,23 +446,30 @@ async fn run_servers(
     // In-flight requests finish and the monitor its sweep, within a bound: a sweep waiting
     // on nodes that do not answer would hold the stop for minutes. Whatever is cut off is
     // left as a crash would leave it (leases run out).
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+    let grace = config.request_timeout() + SHUTDOWN_GRACE;
+    let drained = tokio::time::timeout(grace, async {
         while let Some(done) = tasks.join_next().await {
             done??;
-        }
-        // The last requests' records are handed over, not left held.
-        if let Some(core) = &stopping_core {
-            core.broadcasts.flush().await;
         }
         Ok::<_, anyhow::Error>(())
     })
     .await;
+    // The last requests' records are handed over, not left held, whatever stopped them.
+    if let Some(core) = &stopping_core
+        && tokio::time::timeout(SHUTDOWN_GRACE, core.broadcasts.flush())
+            .await
+            .is_err()
+    {
+        tracing::warn!(
+            "the last broadcast notes were not written; their records wait for their holds to run out"
+        );
+    }
     match drained {
         Ok(done) => done,
         Err(_) => {
             tracing::warn!(
                 "stopped without finishing: requests or the monitor's sweep ran past {} s",
-                SHUTDOWN_GRACE.as_secs()
+                grace.as_secs()
             );
             Ok(())
         }

@@ -882,12 +882,19 @@ impl Monitor {
                 continue;
             };
             let (status, error) = outcome_of(&receipt);
+            let ended = if dropped.status == TxStatus::Failed {
+                // Its caller was told it failed, and may have paid again.
+                tracing::error!(id = %dropped.id, %hash, "a transaction ended FAILED was mined after all");
+                "FAILED"
+            } else {
+                tracing::warn!(id = %dropped.id, %hash, "a transaction taken as dropped was mined after all");
+                "DROPPED"
+            };
             let note = format!(
-                "mined after all, in block {} ({:#x}), after it was taken as gone",
+                "mined after all, in block {} ({:#x}), after it had ended {ended}",
                 receipt.block_number.unwrap_or_default(),
                 receipt.block_hash.unwrap_or_default()
             );
-            tracing::warn!(id = %dropped.id, %hash, "a transaction taken as dropped was mined after all");
             self.store
                 .settle_dropped(&dropped, status, error, note, hash)
                 .await?;

@@ -189,6 +189,25 @@ impl Store {
         Ok(())
     }
 
+    /// Has the failed claim of record `open`'s key, if there is one, answer from the record
+    /// again (succeeded, with no stored response: a replay reads the record), inside `conn`'s
+    /// transaction: the record was mined after all.
+    pub(crate) async fn unfail_claim_of<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        open: &OpenTransaction,
+    ) -> Result<()> {
+        keys::Entity::update_many()
+            .col_expr(keys::Column::State, Expr::value("succeeded"))
+            .col_expr(keys::Column::Error, Expr::value(Option::<String>::None))
+            .filter(keys::Column::UserId.eq(open.user_id))
+            .filter(keys::Column::TransactionId.eq(open.id))
+            .filter(keys::Column::State.eq("failed"))
+            .exec(conn)
+            .await?;
+        Ok(())
+    }
+
     /// Deletes claims past their retention.
     pub(crate) async fn purge_idempotency_keys(&self, now: DateTime<Utc>) -> Result<u64> {
         Ok(keys::Entity::delete_many()

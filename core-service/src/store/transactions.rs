@@ -315,8 +315,10 @@ impl Store {
     }
 
     /// Settles `dropped`, a record ended DROPPED or FAILED, as `status` with its version
-    /// `hash`, which was mined after all; false when the record is no longer as `dropped`
-    /// shows it.
+    /// `hash`, which was mined after all, and has its key's claim, if it was failed, answer
+    /// from the record again (a key that says "failed, use a new key" has the caller pay
+    /// twice): one database transaction. False when the record is no longer as `dropped`
+    /// shows it, and then nothing changed.
     pub(crate) async fn settle_dropped(
         &self,
         dropped: &OpenTransaction,
@@ -329,16 +331,15 @@ impl Store {
             .add(txs::Column::Id.eq(dropped.id))
             .add(txs::Column::Status.is_in(ended_unmined()))
             .add(txs::Column::Revision.eq(dropped.revision));
-        self.settle_as_seen(
-            self.db(),
-            dropped,
-            seen,
-            status,
-            error,
-            Some(note),
-            Some(hash),
-        )
-        .await
+        let txn = self.begin().await?;
+        let settled = self
+            .settle_as_seen(&txn, dropped, seen, status, error, Some(note), Some(hash))
+            .await?;
+        if settled {
+            self.unfail_claim_of(&txn, dropped).await?;
+        }
+        txn.commit().await?;
+        Ok(settled)
     }
 
     /// Moves `open` to `status` as `settle_transaction` does, where `seen` holds.
@@ -648,6 +649,64 @@ mod tests {
         assert!(lease(b, at(2)).await.expect("lease").is_empty());
         // The third request died: its hold runs out, and a core takes the record then.
         assert_eq!(leased(lease(b, at(41)).await.expect("lease")), ids[2..]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_record_mined_after_all_has_its_key_answer_from_it() {
+        let (_dir, store, ids) = open_records(1, None).await;
+        let open = store
+            .open_transaction(ids[0])
+            .await
+            .expect("read")
+            .expect("row");
+        let now = Utc::now();
+        let claim = crate::store::NewClaim {
+            user: open.user_id,
+            key: Uuid::new_v4(),
+            path: "/v1/send".to_owned(),
+            request_hash: "h".to_owned(),
+            created_at: now,
+            expires_at: now + chrono::Duration::hours(1),
+        };
+        let failed = "refused".to_owned();
+        store
+            .insert_idempotency_key(
+                store.db(),
+                &claim,
+                "failed",
+                Some(open.id),
+                None,
+                Some(failed),
+            )
+            .await
+            .expect("claim");
+        assert!(
+            store
+                .settle_transaction(store.db(), &open, TxStatus::Failed, None, None, None)
+                .await
+                .expect("fail")
+        );
+        let ended = store
+            .open_transaction(open.id)
+            .await
+            .expect("read")
+            .expect("row");
+        let hash = ended.hashes[0].clone();
+        assert!(
+            store
+                .settle_dropped(&ended, TxStatus::Confirmed, None, "mined".to_owned(), &hash)
+                .await
+                .expect("settle")
+        );
+        let stored = store
+            .find_idempotency_key(claim.user, claim.key, now)
+            .await
+            .expect("read")
+            .expect("claim");
+        // Succeeded with no response stored: a replay answers from the record.
+        assert_eq!(stored.state, "succeeded");
+        assert_eq!(stored.response, None);
+        assert_eq!(stored.transaction_id, Some(open.id));
     }
 
     #[tokio::test]
