@@ -97,6 +97,15 @@ impl Sol {
         .await
     }
 
+    /// Sends `lamports` SOL to `to`; the record's id.
+    async fn send_native(&self, to: &Pubkey, lamports: u64) -> anyhow::Result<String> {
+        self.send(
+            json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native",
+                         "amount": lamports.to_string()}),
+        )
+        .await
+    }
+
     async fn send(&self, body: Value) -> anyhow::Result<String> {
         let reply = self.api().post("/send", &body).await?;
         anyhow::ensure!(reply.status == 200, "{} {}", reply.status, reply.text);
@@ -219,8 +228,8 @@ async fn two_equal_payments_signed_with_one_blockhash_both_land(b: Backend) -> a
     // records.
     let s = Sol::start_with(b, "", &[("FAILPOINTS", "solana-before-send=2*sleep(1500)")]).await?;
     let to = Keypair::new().pubkey();
-    let body = json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"});
-    let (first, second) = tokio::join!(s.send(body.clone()), s.send(body));
+    let (first, second) =
+        tokio::join!(s.send_native(&to, 1_000_000), s.send_native(&to, 1_000_000));
     let (first, second) = (first?, second?);
     let first = s.wait_for(&first, "CONFIRMED").await?;
     let second = s.wait_for(&second, "CONFIRMED").await?;
@@ -364,10 +373,7 @@ async fn a_transfer_is_failed_only_for_a_refusal_of_what_the_node_does_not_hold(
     for fault in ["unhealthy", "refusal"] {
         client::fault_sends(&s.rpc, 1, fault).await?;
         let to = Keypair::new().pubkey();
-        let id = s
-            .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
-            .await
-            .context(fault)?;
+        let id = s.send_native(&to, 1_000_000).await.context(fault)?;
         s.wait_for(&id, "CONFIRMED").await?;
         assert_eq!(s.rpc.get_balance(&to).await?, 1_000_000, "{fault}");
     }
@@ -381,9 +387,7 @@ async fn a_transfer_the_cluster_never_sees_ends_dropped(b: Backend) -> anyhow::R
     let s = Sol::start(b, "").await?;
     client::drop_transactions(&s.rpc, 1_000).await?;
     let to = Keypair::new().pubkey();
-    let id = s
-        .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
-        .await?;
+    let id = s.send_native(&to, 1_000_000).await?;
     let tx = poll_until("the transfer to end DROPPED", || async {
         client::expire_blockhash(&s.rpc).await?;
         let tx = s.api().get(&format!("/tx/{id}")).await?.body;
@@ -416,9 +420,7 @@ async fn a_refused_resend_fails_a_transfer_only_once_its_blockhash_expired(
     client::fault_sends(&s.rpc, 1, "unhealthy").await?;
     client::fault_sends(&s.rpc, 1_000, "rejected").await?;
     let to = Keypair::new().pubkey();
-    let id = s
-        .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
-        .await?;
+    let id = s.send_native(&to, 1_000_000).await?;
     let waiting = s
         .wait_for_note(&id, "ends FAILED if its blockhash expires unseen")
         .await?;
@@ -445,9 +447,7 @@ async fn an_expired_transfer_of_a_wallet_no_longer_delegated_ends_dropped(
     // Every send is lost: a resend before the delegation is off must not land it.
     client::drop_transactions(&s.rpc, 1_000).await?;
     let to = Keypair::new().pubkey();
-    let id = s
-        .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
-        .await?;
+    let id = s.send_native(&to, 1_000_000).await?;
     let wallet = s.wallet.to_string();
     let off = s.svc.cli(&["wallets", "delegate", &wallet, "off"]).await?;
     anyhow::ensure!(off.success, "delegate off: {}", off.stderr);
