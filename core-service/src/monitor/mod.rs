@@ -366,10 +366,7 @@ impl Monitor {
                     tracing::info!(%id, "rebroadcast a transaction the node had lost");
                     retaken = true;
                 }
-                BroadcastOutcome::Accepted => {
-                    self.refused_since.clear(id);
-                    self.store.record_broadcasts(&[id], Utc::now()).await?;
-                }
+                BroadcastOutcome::Accepted => self.sent(id).await?,
                 BroadcastOutcome::Unknown(why) => {
                     tracing::warn!(%id, %why, "no verdict from the node; will send again");
                     self.no_verdict(&open, open.created_at).await?;
@@ -591,10 +588,7 @@ impl Monitor {
         };
         let tx = crate::transfers::solana::decode(&open.signed_payload)?;
         match client.send(&tx).await {
-            SendOutcome::Accepted => {
-                self.refused_since.clear(id);
-                self.store.record_broadcasts(&[id], Utc::now()).await
-            }
+            SendOutcome::Accepted => self.sent(id).await,
             // Unknown blockhash: handled once the height passes its validity.
             SendOutcome::BlockhashExpired | SendOutcome::Unknown(_) => Ok(()),
             // A send the node holds was refused as a duplicate, whatever its words.
@@ -602,8 +596,7 @@ impl Monitor {
                 if crate::transfers::solana::held_by_node(client, &open).await? =>
             {
                 tracing::warn!(%id, %why, "the node refused a transfer it holds; taken as sent");
-                self.refused_since.clear(id);
-                self.store.record_broadcasts(&[id], Utc::now()).await
+                self.sent(id).await
             }
             // An earlier send may still land: one a node took before, or one whose answer
             // never came (forwarded all the same), and a node behind the others refuses
@@ -874,7 +867,7 @@ impl Monitor {
         client: &crate::chains::evm::EvmClient,
         filler: &OpenTransaction,
     ) -> Result<()> {
-        let Some(dropped) = self.store.dropped_filled_by(filler).await? else {
+        let Some(dropped) = self.store.ended_record_filled_by(filler).await? else {
             return Ok(());
         };
         for hash in dropped.hashes.iter().rev() {
@@ -896,7 +889,7 @@ impl Monitor {
                 receipt.block_hash.unwrap_or_default()
             );
             self.store
-                .settle_dropped(&dropped, status, error, note, hash)
+                .settle_ended(&dropped, status, error, note, hash)
                 .await?;
             return Ok(());
         }
@@ -910,10 +903,16 @@ impl Monitor {
             return Ok(());
         };
         if let BroadcastOutcome::Accepted = client.broadcast(&open.signed_payload).await {
-            self.refused_since.clear(id);
-            self.store.record_broadcasts(&[id], Utc::now()).await?;
+            self.sent(id).await?;
         }
         Ok(())
+    }
+
+    /// Notes that a node took the current version of record `id` just now: any run of
+    /// refusals has ended.
+    async fn sent(&self, id: Uuid) -> Result<()> {
+        self.refused_since.clear(id);
+        self.store.record_broadcasts(&[id], Utc::now()).await
     }
 }
 

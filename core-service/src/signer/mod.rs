@@ -336,15 +336,7 @@ fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8
     // every later start), and the link fails when another process got there first, so two
     // processes starting at once never each keep a different key.
     let draft = data_dir.join(format!("{MASTER_KEY_FILE}.{}", uuid::Uuid::now_v7()));
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let written = options
-        .open(&draft)
+    let written = crate::config::create_private_file(&draft)
         .and_then(|mut file| {
             file.write_all(text.as_bytes())?;
             file.sync_all()

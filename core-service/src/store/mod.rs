@@ -45,14 +45,7 @@ impl Store {
                 && file != ":memory:"
                 && !file.contains('%');
             if in_file {
-                let mut options = std::fs::OpenOptions::new();
-                options.write(true).create_new(true);
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::OpenOptionsExt;
-                    options.mode(0o600);
-                }
-                match options.open(file) {
+                match crate::config::create_private_file(std::path::Path::new(file)) {
                     Ok(_) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(e).with_context(|| format!("creating {file}")),

@@ -249,29 +249,32 @@ impl Store {
     /// Gives up every lease `owner` holds, so that other cores follow those records at once
     /// instead of when the leases run out: a core stopping.
     pub(crate) async fn release_leases(&self, owner: Uuid) -> Result<u64> {
+        self.free_leases(Condition::all().add(txs::Column::LeaseOwner.eq(owner)))
+            .await
+    }
+
+    /// Ends the hold of its request on record `id`, if it still has one.
+    pub(crate) async fn release_hold(&self, id: Uuid) -> Result<()> {
+        self.free_leases(
+            Condition::all()
+                .add(txs::Column::Id.eq(id))
+                .add(txs::Column::LeaseOwner.eq(REQUEST_HOLD)),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Ends the leases (or holds) of the records `which` selects; returns how many.
+    async fn free_leases(&self, which: Condition) -> Result<u64> {
         Ok(txs::Entity::update_many()
             .col_expr(
                 txs::Column::LeaseUntil,
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
-            .filter(txs::Column::LeaseOwner.eq(owner))
+            .filter(which)
             .exec(self.db())
             .await?
             .rows_affected)
-    }
-
-    /// Ends the hold of its request on record `id`, if it still has one.
-    pub(crate) async fn release_hold(&self, id: Uuid) -> Result<()> {
-        txs::Entity::update_many()
-            .col_expr(
-                txs::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(txs::Column::Id.eq(id))
-            .filter(txs::Column::LeaseOwner.eq(REQUEST_HOLD))
-            .exec(self.db())
-            .await?;
-        Ok(())
     }
 
     /// Moves `open` to `status` (with `error` for failures), appending to its history; false
@@ -292,7 +295,7 @@ impl Store {
 
     /// The record ended DROPPED or FAILED whose nonce the nonce filler `filler` was signed
     /// to fill, if there is one.
-    pub(crate) async fn dropped_filled_by(
+    pub(crate) async fn ended_record_filled_by(
         &self,
         filler: &OpenTransaction,
     ) -> Result<Option<OpenTransaction>> {
@@ -319,7 +322,7 @@ impl Store {
     /// from the record again (a key that says "failed, use a new key" has the caller pay
     /// twice): one database transaction. False when the record is no longer as `dropped`
     /// shows it, and then nothing changed.
-    pub(crate) async fn settle_dropped(
+    pub(crate) async fn settle_ended(
         &self,
         dropped: &OpenTransaction,
         status: TxStatus,
@@ -694,7 +697,7 @@ mod tests {
         let hash = ended.hashes[0].clone();
         assert!(
             store
-                .settle_dropped(&ended, TxStatus::Confirmed, None, "mined".to_owned(), &hash)
+                .settle_ended(&ended, TxStatus::Confirmed, None, "mined".to_owned(), &hash)
                 .await
                 .expect("settle")
         );

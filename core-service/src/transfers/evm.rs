@@ -282,6 +282,16 @@ pub(crate) async fn held_by_node(client: &EvmClient, open: &OpenTransaction) -> 
     Ok(false)
 }
 
+/// The chain id of EVM `chain` as transactions carry it.
+fn evm_chain_id(chain: &Chain) -> Result<u64> {
+    u64::try_from(chain.chain_id()).map_err(|_| {
+        WalletOpsError::Internal(anyhow::anyhow!(
+            "EVM chain id {} negative",
+            chain.chain_id()
+        ))
+    })
+}
+
 fn parse_address(a: &str) -> Result<Address> {
     a.parse()
         .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("stored address {a} unreadable")))
@@ -369,12 +379,7 @@ impl EvmPipeline {
             )));
         }
         let floor = self.nonce_floor(chain, &client, from, &w.address).await?;
-        let chain_id = u64::try_from(chain.chain_id()).map_err(|_| {
-            WalletOpsError::Internal(anyhow::anyhow!(
-                "EVM chain id {} negative",
-                chain.chain_id()
-            ))
-        })?;
+        let chain_id = evm_chain_id(chain)?;
         self.signer.prepare(wallet).await?;
         let draft = Draft {
             chain: chain.clone(),
@@ -791,7 +796,6 @@ impl EvmPipeline {
     /// (1: mined at all): re-signing pays twice if that block is reorganised away and an
     /// earlier send of the record's own version is mined in its place. Without `wallet`,
     /// nothing is signed: `Due` says it would be.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn resign_with_new_nonce(
         &self,
         chain: &Chain,
@@ -989,8 +993,7 @@ impl EvmPipeline {
         let from = parse_address(&open.from)?;
         let max_fee_per_gas = fees.max_fee_per_gas.min(self.fee_cap);
         let filler = TxEip1559 {
-            chain_id: u64::try_from(chain.chain_id())
-                .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("negative chain id")))?,
+            chain_id: evm_chain_id(chain)?,
             nonce,
             gas_limit: TRANSFER_GAS,
             max_fee_per_gas,
