@@ -68,6 +68,14 @@ pub struct Ticket {
 }
 
 impl Ticket {
+    /// A ticket for `claim`, not yet claimed.
+    pub(crate) fn new(claim: NewClaim) -> Self {
+        Self {
+            claim,
+            claimed: std::sync::OnceLock::new(),
+        }
+    }
+
     /// Notes that the claim was committed with transaction `id` and `response`.
     pub(crate) fn claimed_with(&self, id: Uuid, response: serde_json::Value) {
         let _ = self.claimed.set((id, response));
@@ -80,22 +88,23 @@ impl Idempotency {
         Self { store, retention }
     }
 
+    /// The retention, as a `chrono` duration.
+    fn keep(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.retention).unwrap_or_else(|_| chrono::Duration::days(1))
+    }
+
     /// The ticket of a request of `user` with `key` at `path`, hashing to `hash`.
     pub fn ticket(&self, user: Uuid, key: IdempotencyKey, path: &str, hash: String) -> Ticket {
         let now = Utc::now();
-        let keep = chrono::Duration::from_std(self.retention)
-            .unwrap_or_else(|_| chrono::Duration::days(1));
-        Ticket {
-            claim: NewClaim {
-                user,
-                key: key.uuid(),
-                path: path.to_owned(),
-                request_hash: hash,
-                created_at: now,
-                expires_at: now + keep,
-            },
-            claimed: std::sync::OnceLock::new(),
-        }
+        let keep = self.keep();
+        Ticket::new(NewClaim {
+            user,
+            key: key.uuid(),
+            path: path.to_owned(),
+            request_hash: hash,
+            created_at: now,
+            expires_at: now + keep,
+        })
     }
 
     /// What the ticket's key already stands for: `None` when it is free. A different request
@@ -104,7 +113,7 @@ impl Idempotency {
         let claim = &ticket.claim;
         let Some(stored) = self
             .store
-            .find_idempotency_key(claim.user, claim.key, Utc::now())
+            .find_idempotency_key(claim.user, claim.key, Utc::now(), self.keep())
             .await?
         else {
             return Ok(None);
@@ -145,43 +154,41 @@ impl Idempotency {
             return Ok(());
         }
         self.store
-            .finish_idempotency_key(&ticket.claim, *id, "succeeded", Some(response), None)
+            .replace_claim_response(&ticket.claim, *id, response)
             .await
             .map(drop)
     }
 
-    /// Records that the request failed with `error`: its own claim is marked failed, or, when
-    /// it failed before it claimed (before signing), a failed claim is inserted. False when
-    /// a concurrent twin holds the key already: the key stands for the twin's outcome.
+    /// Records that the request failed with `error` before it claimed its key (before
+    /// signing): a failed claim is inserted. False when a concurrent twin holds the key
+    /// already: the key stands for the twin's outcome. A claim committed with a record is
+    /// left alone: it follows its record, failed in the transaction that fails the record
+    /// and un-failed in the one that finds it mined after all. Failing it here, apart, could
+    /// undo such a correction and have the caller pay again under a new key, or fail the
+    /// key of a record that is still open and will be sent.
     pub async fn fail(&self, ticket: &Ticket, error: &WalletOpsError) -> Result<bool> {
-        let detail = failure_detail(error);
-        match ticket.claimed.get() {
-            Some((id, _)) => {
-                self.store
-                    .finish_idempotency_key(&ticket.claim, *id, "failed", None, Some(detail))
-                    .await?;
-                Ok(true)
-            }
-            // Refused before signing: nothing can have reached the chain; the key is still
-            // recorded as used, unless a concurrent twin holds it already.
-            None => {
-                self.store
-                    .insert_idempotency_key(
-                        self.store.db(),
-                        &ticket.claim,
-                        "failed",
-                        None,
-                        None,
-                        Some(detail),
-                    )
-                    .await
-            }
+        if ticket.claimed.get().is_some() {
+            return Ok(true);
         }
+        // Nothing can have reached the chain; the key is still recorded as used, unless a
+        // concurrent twin holds it already.
+        self.store
+            .insert_idempotency_key(
+                self.store.db(),
+                &ticket.claim,
+                "failed",
+                None,
+                None,
+                Some(failure_detail(error)),
+            )
+            .await
     }
 
     /// Deletes claims past their retention.
     pub async fn purge(&self) -> Result<u64> {
-        self.store.purge_idempotency_keys(Utc::now()).await
+        self.store
+            .purge_idempotency_keys(Utc::now(), self.keep())
+            .await
     }
 }
 

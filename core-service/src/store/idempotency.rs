@@ -3,7 +3,8 @@ use std::collections::HashSet;
 
 use sea_orm::{
     ActiveValue::Set,
-    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, TryInsertResult,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect,
+    TryInsertResult,
     sea_query::{Expr, Query},
 };
 use uuid::Uuid;
@@ -11,9 +12,12 @@ use uuid::Uuid;
 use super::{
     Store,
     entities::{idempotency_keys as keys, transactions as txs},
-    transactions::open_statuses,
+    transactions::{enum_text, open_statuses},
 };
-use crate::{error::Result, transactions::OpenTransaction};
+use crate::{
+    error::Result,
+    transactions::{OpenTransaction, TxKind},
+};
 
 /// A key as stored.
 #[derive(Debug, Clone)]
@@ -48,12 +52,14 @@ pub(crate) struct NewClaim {
 
 impl Store {
     /// The claim of `(user, key)` that is still within its retention; an expired one is
-    /// deleted, so the key may be used again.
+    /// deleted, so the key may be used again. `retention` also runs from the settling of
+    /// the claim's transaction (see `expired_and_settled`).
     pub(crate) async fn find_idempotency_key(
         &self,
         user: Uuid,
         key: Uuid,
         now: DateTime<Utc>,
+        retention: chrono::Duration,
     ) -> Result<Option<StoredClaim>> {
         let Some(mut found) = keys::Entity::find_by_id((user, key)).one(self.db()).await? else {
             return Ok(None);
@@ -63,7 +69,7 @@ impl Store {
             let deleted = keys::Entity::delete_many()
                 .filter(keys::Column::UserId.eq(user))
                 .filter(keys::Column::Key.eq(key))
-                .filter(expired_and_settled(now))
+                .filter(self.expired_and_settled(now, retention).await?)
                 .exec(self.db())
                 .await?;
             if deleted.rows_affected == 1 {
@@ -142,23 +148,22 @@ impl Store {
         })
     }
 
-    /// Records how the request that claimed `claim` for transaction `transaction_id` ended;
-    /// only that request's own row is touched.
-    pub(crate) async fn finish_idempotency_key(
+    /// Replaces the stored response of the claim that `claim`'s request committed with
+    /// transaction `transaction_id`; only that request's own row is touched, and only while
+    /// it still stands for a success: a claim its record's ending failed meanwhile stays
+    /// failed.
+    pub(crate) async fn replace_claim_response(
         &self,
         claim: &NewClaim,
         transaction_id: Uuid,
-        state: &str,
-        response: Option<serde_json::Value>,
-        error: Option<String>,
+        response: serde_json::Value,
     ) -> Result<bool> {
         let updated = keys::Entity::update_many()
-            .col_expr(keys::Column::State, Expr::value(state))
-            .col_expr(keys::Column::Response, Expr::value(response))
-            .col_expr(keys::Column::Error, Expr::value(error))
+            .col_expr(keys::Column::Response, Expr::value(Some(response)))
             .filter(keys::Column::UserId.eq(claim.user))
             .filter(keys::Column::Key.eq(claim.key))
             .filter(keys::Column::TransactionId.eq(transaction_id))
+            .filter(keys::Column::State.eq("succeeded"))
             .exec(self.db())
             .await?;
         Ok(updated.rows_affected == 1)
@@ -209,30 +214,62 @@ impl Store {
     }
 
     /// Deletes claims past their retention.
-    pub(crate) async fn purge_idempotency_keys(&self, now: DateTime<Utc>) -> Result<u64> {
+    pub(crate) async fn purge_idempotency_keys(
+        &self,
+        now: DateTime<Utc>,
+        retention: chrono::Duration,
+    ) -> Result<u64> {
         Ok(keys::Entity::delete_many()
-            .filter(expired_and_settled(now))
+            .filter(self.expired_and_settled(now, retention).await?)
             .exec(self.db())
             .await?
             .rows_affected)
     }
 }
 
-/// Claims past their retention whose transaction, if any, is no longer open. A key whose
-/// transaction is still open (stuck, or held back by the fee cap) outlives its retention:
-/// dropping it would let a retry under the key sign a second payment beside the first.
-fn expired_and_settled(now: DateTime<Utc>) -> Condition {
-    Condition::all().add(keys::Column::ExpiresAt.lt(now)).add(
-        Condition::any()
-            .add(keys::Column::TransactionId.is_null())
-            .add(
-                keys::Column::TransactionId.not_in_subquery(
-                    Query::select()
-                        .column(txs::Column::Id)
-                        .from(txs::Entity)
-                        .and_where(txs::Column::Status.is_in(open_statuses()))
-                        .to_owned(),
-                ),
-            ),
-    )
+impl Store {
+    /// Claims past their retention whose transaction, if any, has been settled for the
+    /// retention too. A key whose transaction is still open (stuck, or held back by the fee
+    /// cap) outlives its retention: dropping it would let a retry under the key sign a second
+    /// payment beside the first. So does one whose transaction settled only lately (a
+    /// payment stuck for a day must not lose its key the moment it confirms), and one whose
+    /// DROPPED or FAILED transaction an open nonce filler was signed for: the filler may
+    /// yet find it mined after all, and its key must then answer from it.
+    async fn expired_and_settled(
+        &self,
+        now: DateTime<Utc>,
+        retention: chrono::Duration,
+    ) -> Result<Condition> {
+        let fillers: Vec<serde_json::Value> = txs::Entity::find()
+            .select_only()
+            .column(txs::Column::Request)
+            .filter(txs::Column::Kind.eq(enum_text(TxKind::NonceFill)))
+            .filter(txs::Column::Status.is_in(open_statuses()))
+            .into_tuple()
+            .all(self.db())
+            .await?;
+        let settling: Vec<Uuid> = fillers
+            .iter()
+            .filter_map(|request| Uuid::parse_str(request["fills"].as_str()?).ok())
+            .collect();
+        let unsettled = Query::select()
+            .column(txs::Column::Id)
+            .from(txs::Entity)
+            .cond_where(
+                Condition::any()
+                    .add(txs::Column::Status.is_in(open_statuses()))
+                    .add(txs::Column::UpdatedAt.gt(now - retention)),
+            )
+            .to_owned();
+        let mut settled =
+            Condition::all().add(keys::Column::TransactionId.not_in_subquery(unsettled));
+        if !settling.is_empty() {
+            settled = settled.add(keys::Column::TransactionId.is_not_in(settling));
+        }
+        Ok(Condition::all().add(keys::Column::ExpiresAt.lt(now)).add(
+            Condition::any()
+                .add(keys::Column::TransactionId.is_null())
+                .add(settled),
+        ))
+    }
 }

@@ -39,7 +39,7 @@ pub(crate) struct NewTransaction {
     pub(crate) held_until: Option<DateTime<Utc>>,
 }
 
-fn enum_text<T: serde::Serialize>(v: T) -> String {
+pub(super) fn enum_text<T: serde::Serialize>(v: T) -> String {
     serde_json::to_value(v)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
@@ -570,36 +570,43 @@ mod tests {
         let mut ids = Vec::new();
         for i in 0..n {
             let id = Uuid::now_v7();
+            let record = NewTransaction {
+                id,
+                held_until,
+                ..new_record(user.id, wallet.id, &from, i)
+            };
             store
-                .insert_transaction(
-                    store.db(),
-                    NewTransaction {
-                        id,
-                        user_id: user.id,
-                        wallet_id: wallet.id,
-                        chain: "anvil".to_owned(),
-                        chain_id: 31_337,
-                        kind: TxKind::Send,
-                        from: from.clone(),
-                        to: "0x00000000000000000000000000000000000000bb".to_owned(),
-                        asset: Some("native".to_owned()),
-                        token: None,
-                        amount: Some("1".to_owned()),
-                        request: serde_json::json!({}),
-                        hash: format!("0x{:064x}", i + 1),
-                        nonce: Some(i),
-                        signed_payload: vec![1, 2, 3],
-                        idempotency_key: None,
-                        note: None,
-                        valid_until: None,
-                        held_until,
-                    },
-                )
+                .insert_transaction(store.db(), record)
                 .await
                 .expect("a record");
             ids.push(id);
         }
         (dir, store, ids)
+    }
+
+    /// A native send of 1 wei from `from`, wallet `wallet` of `user`, at `nonce`.
+    fn new_record(user: Uuid, wallet: Uuid, from: &str, nonce: u64) -> NewTransaction {
+        NewTransaction {
+            id: Uuid::now_v7(),
+            user_id: user,
+            wallet_id: wallet,
+            chain: "anvil".to_owned(),
+            chain_id: 31_337,
+            kind: TxKind::Send,
+            from: from.to_owned(),
+            to: "0x00000000000000000000000000000000000000bb".to_owned(),
+            asset: Some("native".to_owned()),
+            token: None,
+            amount: Some("1".to_owned()),
+            request: serde_json::json!({}),
+            hash: format!("0x{:064x}", nonce + 1),
+            nonce: Some(nonce),
+            signed_payload: vec![1, 2, 3],
+            idempotency_key: None,
+            note: None,
+            valid_until: None,
+            held_until: None,
+        }
     }
 
     #[tokio::test]
@@ -683,6 +690,29 @@ mod tests {
             )
             .await
             .expect("claim");
+        // The request that signed the record, answering late, touches neither ending of its
+        // key: the record's own transactions set it.
+        let keys = crate::idempotency::Idempotency::new(
+            store.clone(),
+            std::time::Duration::from_secs(3600),
+        );
+        let ticket = crate::idempotency::Ticket::new(claim.clone());
+        ticket.claimed_with(open.id, serde_json::json!({ "hash": "0x01" }));
+        let state = async || {
+            store
+                .find_idempotency_key(claim.user, claim.key, now, chrono::Duration::hours(1))
+                .await
+                .expect("read")
+                .expect("claim")
+        };
+        keys.succeed(&ticket, serde_json::json!({ "hash": "0x02" }))
+            .await
+            .expect("succeed");
+        assert_eq!(
+            state().await.state,
+            "failed",
+            "a late success unfails nothing"
+        );
         assert!(
             store
                 .settle_transaction(store.db(), &open, TxStatus::Failed, None, None, None)
@@ -702,7 +732,7 @@ mod tests {
                 .expect("settle")
         );
         let stored = store
-            .find_idempotency_key(claim.user, claim.key, now)
+            .find_idempotency_key(claim.user, claim.key, now, chrono::Duration::hours(1))
             .await
             .expect("read")
             .expect("claim");
@@ -710,6 +740,100 @@ mod tests {
         assert_eq!(stored.state, "succeeded");
         assert_eq!(stored.response, None);
         assert_eq!(stored.transaction_id, Some(open.id));
+        let refused = crate::error::WalletOpsError::SendFailed("refused".to_owned());
+        assert!(keys.fail(&ticket, &refused).await.expect("fail"));
+        let after = state().await;
+        assert_eq!(
+            after.state, "succeeded",
+            "a late refusal undoes no correction"
+        );
+        assert_eq!(after.response, None);
+    }
+
+    #[tokio::test]
+    async fn a_key_outlives_its_retention_until_its_record_has_been_settled_as_long() {
+        let (_dir, store, ids) = open_records(3, None).await;
+        let retention = chrono::Duration::hours(1);
+        let t0 = Utc::now();
+        let mut opens = Vec::new();
+        for id in &ids {
+            let open = store
+                .open_transaction(*id)
+                .await
+                .expect("read")
+                .expect("row");
+            let claim = crate::store::NewClaim {
+                user: open.user_id,
+                key: *id,
+                path: "/v1/send".to_owned(),
+                request_hash: "h".to_owned(),
+                created_at: t0,
+                expires_at: t0 + retention,
+            };
+            store
+                .insert_idempotency_key(store.db(), &claim, "succeeded", Some(*id), None, None)
+                .await
+                .expect("claim");
+            opens.push(open);
+        }
+        // The first settled at once, the second and third fail later; an open nonce filler
+        // was signed for the third.
+        let settle = async |i: usize, status, at: DateTime<Utc>| {
+            let open: &OpenTransaction = &opens[i];
+            assert!(
+                store
+                    .settle_transaction(store.db(), open, status, None, None, None)
+                    .await
+                    .expect("settle")
+            );
+            txs::Entity::update_many()
+                .col_expr(txs::Column::UpdatedAt, Expr::value(at))
+                .filter(txs::Column::Id.eq(open.id))
+                .exec(store.db())
+                .await
+                .expect("date");
+        };
+        settle(0, TxStatus::Confirmed, t0).await;
+        settle(1, TxStatus::Failed, t0 + chrono::Duration::minutes(50)).await;
+        settle(2, TxStatus::Failed, t0 + chrono::Duration::minutes(50)).await;
+        let filler = NewTransaction {
+            kind: TxKind::NonceFill,
+            request: serde_json::json!({ "fills": opens[2].id }),
+            ..new_record(opens[2].user_id, opens[2].wallet_id, &opens[2].from, 99)
+        };
+        let filler = store
+            .insert_transaction(store.db(), filler)
+            .await
+            .expect("filler");
+        let kept = async |at: DateTime<Utc>| {
+            store
+                .purge_idempotency_keys(at, retention)
+                .await
+                .expect("purge");
+            let mut kept = Vec::new();
+            for id in &ids {
+                if store
+                    .find_idempotency_key(opens[0].user_id, *id, t0, retention)
+                    .await
+                    .expect("read")
+                    .is_some()
+                {
+                    kept.push(*id);
+                }
+            }
+            kept
+        };
+        // Past the keys' retention: only the key of the record settled as long goes.
+        assert_eq!(kept(t0 + chrono::Duration::minutes(61)).await, ids[1..]);
+        // Past the second's retention from its ending: the filler still holds the third.
+        assert_eq!(kept(t0 + chrono::Duration::minutes(111)).await, ids[2..]);
+        assert!(
+            store
+                .settle_transaction(store.db(), &filler, TxStatus::Confirmed, None, None, None)
+                .await
+                .expect("settle filler")
+        );
+        assert!(kept(t0 + chrono::Duration::minutes(111)).await.is_empty());
     }
 
     #[tokio::test]

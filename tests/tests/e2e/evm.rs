@@ -1104,7 +1104,7 @@ async fn keys_outlive_their_retention_only_while_their_transaction_is_open(
         b,
         "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
         &["--no-mining"],
-        &[("WALLETOPS_IDEMPOTENCY_RETENTION_SECS", "2")],
+        &[("WALLETOPS_IDEMPOTENCY_RETENTION_SECS", "4")],
     )
     .await?;
     // A send the node holds unmined, then (later, so it expires later) a refused one.
@@ -1133,10 +1133,18 @@ async fn keys_outlive_their_retention_only_while_their_transaction_is_open(
     let again = keyed_send(&e, &open_key, "5").await?;
     assert_eq!(submitted_id(&again)?, id, "replayed, not sent again");
     assert_eq!(e.anvil.pool_hashes().await?.len(), 1);
-    // Settled, it expires like any other key.
+    // Settled, it is kept for the retention once more, counted from its settling, then
+    // expires like any other key.
     e.anvil.mine().await?;
     e.wait_for(&id, "CONFIRMED").await?;
-    let reused = keyed_send(&e, &open_key, "6").await?;
+    keyed_send(&e, &open_key, "6")
+        .await?
+        .assert_error(409, "IDEMPOTENT_BODY_MISMATCH")?;
+    let reused = poll_until("the settled key's retention to pass", || async {
+        let reply = keyed_send(&e, &open_key, "6").await?;
+        Ok((reply.code() != Some("IDEMPOTENT_BODY_MISMATCH")).then_some(reply))
+    })
+    .await?;
     assert_ne!(
         submitted_id(&reused)?,
         id,
