@@ -466,13 +466,11 @@ async fn run_servers(
     }
     match drained {
         Ok(done) => done,
-        Err(_) => {
-            tracing::warn!(
-                "stopped without finishing: requests or the monitor's sweep ran past {} s",
-                grace.as_secs()
-            );
-            Ok(())
-        }
+        // Not a clean stop: a supervisor should see it as a failure.
+        Err(_) => anyhow::bail!(
+            "stopped without finishing: requests or the monitor's sweep ran past {} s",
+            grace.as_secs()
+        ),
     }
 }
 

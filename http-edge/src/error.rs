@@ -112,11 +112,22 @@ fn read_status(status: &tonic::Status) -> (ErrorCode, String, Option<u64>) {
         Some(code) => (code, status.message().to_owned(), retry),
         // No contract code: the core never answered (down, unreachable, timed out).
         None => match status.code() {
-            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
+            tonic::Code::Unavailable => {
                 tracing::warn!(error = %status, "core unavailable");
                 (
                     ErrorCode::ServiceUnavailable,
                     "the WalletOps core is unavailable; retry shortly".to_owned(),
+                    None,
+                )
+            }
+            // The call ran out of time, the core's or the edge's: a write may have been
+            // signed and will then still be sent. Told "unavailable", a caller could take
+            // it for "not done" and pay again under a new key.
+            tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
+                tracing::warn!(error = %status, "core call timed out");
+                (
+                    ErrorCode::ServiceUnavailable,
+                    "the request timed out and its outcome is unknown: a write may still be carried out; retry it with the same Idempotency-Key to learn its outcome".to_owned(),
                     None,
                 )
             }

@@ -478,17 +478,28 @@ impl Service {
 
     /// Stops the service with SIGTERM, as an orderly shutdown does, and waits until it is
     /// gone.
-    pub async fn terminate(&mut self) -> anyhow::Result<()> {
+    pub async fn terminate(&mut self) -> anyhow::Result<std::process::ExitStatus> {
+        self.signal_stop().await?;
+        self.exited().await
+    }
+
+    /// Sends the service SIGTERM, as an orderly shutdown does, and returns at once.
+    pub async fn signal_stop(&mut self) -> anyhow::Result<()> {
         let pid = self.child.id().context("the service has exited")?;
         let status = Command::new("kill")
             .args(["-TERM", &pid.to_string()])
             .status()
             .await?;
         anyhow::ensure!(status.success(), "kill -TERM {pid} failed");
+        Ok(())
+    }
+
+    /// Waits until the service (told to stop) is gone; its exit status.
+    pub async fn exited(&mut self) -> anyhow::Result<std::process::ExitStatus> {
         tokio::time::timeout(WAIT_TIMEOUT, self.child.wait())
             .await
-            .context("the service did not stop on SIGTERM")??;
-        Ok(())
+            .context("the service did not stop on SIGTERM")?
+            .map_err(Into::into)
     }
 
     /// Kills the service with SIGKILL, as a crash would, and waits until it is gone.

@@ -13,6 +13,7 @@ use std::future::Future;
 use http::Request;
 use tokio::net::TcpListener;
 use tonic::transport::Server;
+use tonic_health::ServingStatus;
 use tower::ServiceBuilder;
 use tower_http::{
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
@@ -90,7 +91,23 @@ pub async fn serve(
         // peer's delayed ACK (Nagle).
         .serve_with_incoming_shutdown(
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown,
+            async move {
+                shutdown.await;
+                // Load balancers and health watchers learn of the drain before the
+                // connections close.
+                health
+                    .set_not_serving::<WalletOpsServiceServer<WalletOpsApi>>()
+                    .await;
+                health
+                    .set_not_serving::<ApiKeyServiceServer<ApiKeyApi>>()
+                    .await;
+                health
+                    .set_not_serving::<AdminServiceServer<AdminApi>>()
+                    .await;
+                health
+                    .set_service_status("", ServingStatus::NotServing)
+                    .await;
+            },
         )
         .await?;
     Ok(())

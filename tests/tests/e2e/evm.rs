@@ -1417,6 +1417,42 @@ async fn a_record_is_its_requests_until_its_first_send_is_answered(
     Ok(())
 }
 
+async fn a_write_that_timed_out_says_its_outcome_is_unknown_and_its_key_finds_it(
+    b: Backend,
+) -> anyhow::Result<()> {
+    // The node's answer to the first send comes after the request's time is up: the record
+    // is signed and stored, and the payment is made after all.
+    let e = Evm::start_with_env(
+        b,
+        "[monitor]\npoll_interval_ms = 100\n",
+        &[],
+        &[
+            ("WALLETOPS_REQUEST_TIMEOUT_SECS", "2"),
+            ("FAILPOINTS", "evm-before-broadcast=1*sleep(4000)"),
+        ],
+    )
+    .await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let reply = keyed_send(&e, &key, "5").await?;
+    reply.assert_error(503, "SERVICE_UNAVAILABLE")?;
+    // Not "unavailable": that reads as "not done", and a new key would pay twice.
+    assert!(
+        reply.text.contains("outcome is unknown") && reply.text.contains("same Idempotency-Key"),
+        "{}",
+        reply.text
+    );
+    let again = poll_until("the key to answer with its payment", || async {
+        let reply = keyed_send(&e, &key, "5").await?;
+        Ok((reply.status == 200).then_some(reply))
+    })
+    .await?;
+    let id = submitted_id(&again)?;
+    e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    Ok(())
+}
+
 async fn a_mined_transaction_a_lagging_node_hides_is_not_signed_again(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -2012,6 +2048,7 @@ on_both_backends!(
     a_refused_replacement_leaves_the_original_to_mine,
     a_stuck_transaction_of_a_withdrawn_wallet_says_why_it_waits,
     keys_outlive_their_retention_only_while_their_transaction_is_open,
+    a_write_that_timed_out_says_its_outcome_is_unknown_and_its_key_finds_it,
     a_retry_gets_its_answer_even_after_the_wallet_is_withdrawn,
     a_twin_refused_for_the_payment_its_key_made_answers_with_it,
     a_broadcast_without_verdict_is_sent_again_not_failed,

@@ -1,11 +1,12 @@
 //! The service's discoverable surfaces: gRPC reflection (v1 and v1alpha) and health, grpcurl
 //! as a newcomer uses it, and the OpenAPI document of the REST contract.
 
+use anyhow::Context as _;
 use futures::StreamExt;
 use tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
-use walletops_tests::{Backend, Service, grpcurl_bin, on_both_backends};
+use walletops_tests::{Backend, Service, WAIT_TIMEOUT, grpcurl_bin, on_both_backends};
 
 const OUR_SERVICES: [&str; 3] = [
     "walletops.v1.WalletOpsService",
@@ -97,6 +98,29 @@ async fn health_reports_serving(b: Backend) -> anyhow::Result<()> {
         .await
         .expect_err("unknown service");
     assert_eq!(err.code(), tonic::Code::NotFound);
+    Ok(())
+}
+
+async fn health_turns_not_serving_when_the_core_drains(b: Backend) -> anyhow::Result<()> {
+    let mut svc = Service::start(b).await?;
+    let mut health = HealthClient::new(svc.channel().await?);
+    let mut watch = health
+        .watch(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await?
+        .into_inner();
+    let status = |r: Option<tonic_health::pb::HealthCheckResponse>| r.map(|r| r.status());
+    assert_eq!(status(watch.message().await?), Some(ServingStatus::Serving));
+    svc.signal_stop().await?;
+    let next = tokio::time::timeout(WAIT_TIMEOUT, watch.message())
+        .await
+        .context("no health update after SIGTERM")??;
+    assert_eq!(status(next), Some(ServingStatus::NotServing));
+    // The watcher goes, and with it the last call the drain waited for.
+    drop((watch, health));
+    let exit = svc.exited().await?;
+    assert!(exit.success(), "a drained stop exits 0: {exit}");
     Ok(())
 }
 
@@ -227,6 +251,7 @@ async fn openapi_document_covers_the_rest_contract(b: Backend) -> anyhow::Result
 on_both_backends!(
     reflection_lists_the_services_in_v1_and_v1alpha,
     health_reports_serving,
+    health_turns_not_serving_when_the_core_drains,
     grpcurl_lists_describes_and_calls,
     openapi_document_covers_the_rest_contract,
 );
