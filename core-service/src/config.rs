@@ -46,6 +46,9 @@ pub struct Config {
     pub request_timeout_secs: u64,
     /// Largest accepted REST request body, in bytes.
     pub max_body_bytes: usize,
+    /// How long the REST edge waits for a request's headers, on a new connection or an idle
+    /// kept-alive one, before it closes the connection, in seconds.
+    pub header_read_timeout_secs: u64,
     /// Log format: `text` or `json`.
     pub log_format: LogFormat,
     /// Chains added to (or overriding) the built-in registry, by slug.
@@ -113,6 +116,7 @@ impl Default for Config {
             redis_url: None,
             request_timeout_secs: 30,
             max_body_bytes: 1024 * 1024,
+            header_read_timeout_secs: 30,
             log_format: LogFormat::Text,
             chains: BTreeMap::new(),
             idempotency_retention_secs: 24 * 60 * 60,
@@ -293,6 +297,7 @@ impl Config {
             ),
             ("request_timeout_secs", self.request_timeout_secs, 1),
             ("max_body_bytes", self.max_body_bytes as u64, 1024),
+            ("header_read_timeout_secs", self.header_read_timeout_secs, 1),
             (
                 "idempotency_retention_secs",
                 self.idempotency_retention_secs,

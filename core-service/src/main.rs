@@ -402,12 +402,12 @@ async fn run_servers(
     if let Some(http) = http {
         let http_addr = http.local_addr()?;
         let channel = walletops_edge::core_channel(&core_url, config.request_timeout())?;
-        let router = walletops_edge::router(
-            channel,
-            &walletops_edge::EdgeConfig {
-                max_body_bytes: config.max_body_bytes,
-            },
-        );
+        let edge_config = walletops_edge::EdgeConfig {
+            max_body_bytes: config.max_body_bytes,
+            body_timeout: config.request_timeout(),
+            header_read_timeout: Duration::from_secs(config.header_read_timeout_secs),
+        };
+        let router = walletops_edge::router(channel, &edge_config);
         println!(
             "REST listening on http://{http_addr} (API under /api/v1, forwarding to {core_url})"
         );
@@ -430,7 +430,7 @@ async fn run_servers(
         }
         let stop = on_stop(stop_rx.clone());
         tasks.spawn(async move {
-            walletops_edge::serve(http, router, stop)
+            walletops_edge::serve(http, router, &edge_config, stop)
                 .await
                 .map_err(anyhow::Error::from)
         });

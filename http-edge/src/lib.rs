@@ -25,6 +25,7 @@ use tonic::transport::{Channel, Endpoint};
 use tower::ServiceBuilder;
 use tower_http::{
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
+    timeout::RequestBodyTimeoutLayer,
     trace::{DefaultOnFailure, TraceLayer},
 };
 use walletops_proto::{
@@ -36,11 +37,15 @@ pub use error::{ErrorBody, http_status};
 
 use crate::error::{EdgeError, REQUEST_ID};
 
-/// What the edge needs: a channel to the core and its HTTP limits.
+/// The edge's HTTP limits.
 #[derive(Debug, Clone)]
 pub struct EdgeConfig {
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
+    /// Longest wait for a request's body (the request timeout).
+    pub body_timeout: Duration,
+    /// Longest wait for a request's headers, on a new connection or a kept-alive idle one.
+    pub header_read_timeout: Duration,
 }
 
 /// A lazily connecting channel to the core at `url`, with a per-call `timeout`. Lazy, so the
@@ -108,6 +113,9 @@ pub fn router(core: Channel, config: &EdgeConfig) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
+        // A body trickled in holds a task and a connection; the core's time starts only
+        // once it has been read.
+        .layer(RequestBodyTimeoutLayer::new(config.body_timeout))
         .layer(
             ServiceBuilder::new()
                 .map_request(request_id::drop_malformed::<axum::body::Body>)
@@ -130,21 +138,63 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     routes::openapi()
 }
 
-/// Serves `router` on `listener` until `shutdown` completes.
+/// Serves `router` on `listener` until `shutdown` completes, then lets the requests under
+/// way finish. Served through hyper-util rather than `axum::serve`, which has no timer: a
+/// client that opens connections and never finishes its headers would hold them forever.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
+    config: &EdgeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // Without TCP_NODELAY, small answers on a kept-alive connection wait ~40 ms for the
-    // client's delayed ACK (Nagle).
-    let listener = listener.tap_io(|tcp| {
+    use hyper_util::{
+        rt::{TokioExecutor, TokioIo, TokioTimer},
+        server::{conn::auto::Builder, graceful::GracefulShutdown},
+        service::TowerToHyperService,
+    };
+    use tower::ServiceExt as _;
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (tcp, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                // Out of file descriptors, say: accepting again at once would spin.
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Without TCP_NODELAY, small answers on a kept-alive connection wait ~40 ms for
+        // the client's delayed ACK (Nagle).
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::warn!(error = %e, "setting TCP_NODELAY");
         }
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+        let service = TowerToHyperService::new(
+            router
+                .clone()
+                .map_request(|req: Request<hyper::body::Incoming>| req.map(axum::body::Body::new)),
+        );
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(tcp), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "serving a connection");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }

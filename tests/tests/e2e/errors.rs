@@ -8,7 +8,9 @@ use walletops_proto::v1::{
     self as pb, admin_service_client::AdminServiceClient,
     wallet_ops_service_client::WalletOpsServiceClient,
 };
-use walletops_tests::{ADMIN_TOKEN, Backend, Options, Service, on_both_backends, reason, with_key};
+use walletops_tests::{
+    ADMIN_TOKEN, Backend, Options, Service, WAIT_TIMEOUT, on_both_backends, reason, with_key,
+};
 
 const SOME_EVM: &str = "0x1111111111111111111111111111111111111111";
 
@@ -464,6 +466,56 @@ async fn grpc_errors_carry_error_info_and_field_violations(b: Backend) -> anyhow
     Ok(())
 }
 
+async fn slow_clients_are_cut_off(b: Backend) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let svc = Service::start_with(
+        b,
+        Options {
+            env: vec![
+                (
+                    "WALLETOPS_HEADER_READ_TIMEOUT_SECS".to_owned(),
+                    "1".to_owned(),
+                ),
+                ("WALLETOPS_REQUEST_TIMEOUT_SECS".to_owned(), "2".to_owned()),
+            ],
+            ..Options::default()
+        },
+    )
+    .await?;
+    let addr = svc.http.trim_start_matches("http://").to_owned();
+    // Everything the server sends until it closes the connection, within `wait`.
+    let answer = async |written: &[u8], wait| -> anyhow::Result<String> {
+        let mut tcp = tokio::net::TcpStream::connect(&addr).await?;
+        tcp.write_all(written).await?;
+        let mut read = Vec::new();
+        tokio::time::timeout(wait, tcp.read_to_end(&mut read)).await??;
+        Ok(String::from_utf8_lossy(&read).into_owned())
+    };
+    // Headers never finished: the connection is closed, nothing answered; well before
+    // hyper's own default of 30 s, so the configured time is the one that counts.
+    let cut = answer(
+        b"GET /api/v1/wallets HTTP/1.1\r\nhost: walletops\r\n",
+        std::time::Duration::from_secs(20),
+    )
+    .await?;
+    assert!(!cut.contains("200 OK"), "{cut}");
+    // A body that stops short of its length: an answer naming the body, and nothing sent.
+    let head = format!(
+        "POST /api/v1/send HTTP/1.1\r\nhost: walletops\r\nconnection: close\r\nx-api-key: {}\r\nidempotency-key: {}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"chain\":",
+        svc.api_key,
+        uuid::Uuid::new_v4()
+    );
+    let short = answer(head.as_bytes(), WAIT_TIMEOUT).await?;
+    assert!(
+        short.starts_with("HTTP/1.1 400")
+            && short.contains("INVALID_INPUT")
+            && short.contains("body"),
+        "{short}"
+    );
+    assert!(svc.stored_statuses("send").await?.is_empty());
+    Ok(())
+}
+
 on_both_backends!(
     malformed_requests_are_invalid_input_naming_the_field,
     writes_need_a_uuid_idempotency_key,
@@ -472,4 +524,5 @@ on_both_backends!(
     undelegated_wallets_cannot_write,
     authentication_comes_before_input_checks,
     grpc_errors_carry_error_info_and_field_violations,
+    slow_clients_are_cut_off,
 );
