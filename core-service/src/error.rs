@@ -103,7 +103,7 @@ pub enum WalletOpsError {
     #[error("{0}")]
     WalletIdRequired(String),
     /// Unknown or unsupported chain slug.
-    #[error("unknown or unsupported chain: {0:?}")]
+    #[error("chain: unknown or unsupported chain {0:?}")]
     ChainUnknown(String),
     /// The sender lacks funds for value or fee.
     #[error("{0}")]

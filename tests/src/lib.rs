@@ -622,6 +622,17 @@ impl Reply {
         Ok(())
     }
 
+    /// Asserts `assert_error`, and that the message begins with the field at fault.
+    pub fn assert_error_on(&self, status: u16, code: &str, field: &str) -> anyhow::Result<()> {
+        self.assert_error(status, code)?;
+        let message = self.body["error"].as_str().unwrap_or_default();
+        anyhow::ensure!(
+            message.starts_with(&format!("{field}: ")),
+            "expected the message to name {field}: {message}"
+        );
+        Ok(())
+    }
+
     /// Asserts the contract's error shape: `status`, `code`, `{error, code, requestId}` with
     /// `requestId` equal to the `x-request-id` header, and nothing else in the body.
     pub fn assert_error(&self, status: u16, code: &str) -> anyhow::Result<()> {
@@ -734,6 +745,14 @@ pub fn with_key<T>(message: T, key: &str) -> anyhow::Result<tonic::Request<T>> {
     let mut req = tonic::Request::new(message);
     req.metadata_mut()
         .insert("x-api-key", MetadataValue::try_from(key)?);
+    Ok(req)
+}
+
+/// `message` as a gRPC request carrying the test services' admin token.
+pub fn as_admin<T>(message: T) -> anyhow::Result<tonic::Request<T>> {
+    let mut req = tonic::Request::new(message);
+    req.metadata_mut()
+        .insert("x-admin-token", MetadataValue::try_from(ADMIN_TOKEN)?);
     Ok(req)
 }
 

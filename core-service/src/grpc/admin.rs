@@ -85,7 +85,7 @@ impl AdminService for AdminApi {
         let family = req
             .chain_type
             .parse::<ChainFamily>()
-            .map_err(|e| WalletOpsError::invalid("chain_type", e))?;
+            .map_err(|e| WalletOpsError::invalid("chainType", e))?;
         let user = self.core.find_user(&req.user).await?;
         let wallet = self
             .core

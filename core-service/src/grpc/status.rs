@@ -61,6 +61,9 @@ impl From<WalletOpsError> for Status {
                         .collect::<Vec<_>>(),
                 );
             }
+            WalletOpsError::ChainUnknown(_) => {
+                details.set_bad_request(vec![FieldViolation::new("chain", err.to_string())]);
+            }
             WalletOpsError::RateLimited { retry_after, .. } => {
                 details.set_retry_info(Some(Duration::from_secs(retry_after_secs(*retry_after))));
             }
@@ -100,6 +103,13 @@ mod tests {
         let bad = details.bad_request().expect("bad request");
         assert_eq!(bad.field_violations[0].field, "chain");
         assert!(status.message().contains("chain"));
+
+        let status: Status = WalletOpsError::ChainUnknown("dogechain".to_owned()).into();
+        let details = status.get_error_details();
+        assert_eq!(details.error_info().expect("info").reason, "CHAIN_UNKNOWN");
+        let bad = details.bad_request().expect("bad request");
+        assert_eq!(bad.field_violations[0].field, "chain");
+        assert!(status.message().starts_with("chain: "));
 
         let status: Status = WalletOpsError::Internal(anyhow::anyhow!("SELECT secret")).into();
         assert_eq!(status.message(), "internal error");

@@ -92,11 +92,11 @@ impl Wallets {
                     .find_wallet(family, address.as_str())
                     .await?
                     .ok_or_else(|| {
-                        WalletOpsError::WalletNotFound(format!("no wallet {address}"))
+                        WalletOpsError::WalletNotFound(format!("{field}: no wallet {address}"))
                     })?;
                 if wallet.user_id != user_id {
                     return Err(WalletOpsError::Forbidden(format!(
-                        "wallet {address} belongs to another user"
+                        "{field}: wallet {address} belongs to another user"
                     )));
                 }
                 Ok(wallet)
@@ -209,7 +209,7 @@ impl Wallets {
             .ok_or_else(|| WalletOpsError::WalletNotFound(format!("no wallet {canonical}")))?;
         if make_default == Some(false) {
             return Err(WalletOpsError::invalid(
-                "make_default",
+                "makeDefault",
                 "only true is accepted: make another wallet the default instead",
             ));
         }

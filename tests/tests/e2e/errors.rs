@@ -9,7 +9,8 @@ use walletops_proto::v1::{
     wallet_ops_service_client::WalletOpsServiceClient,
 };
 use walletops_tests::{
-    ADMIN_TOKEN, Backend, Options, Service, WAIT_TIMEOUT, on_both_backends, reason, with_key,
+    ADMIN_TOKEN, Backend, Options, Service, WAIT_TIMEOUT, as_admin, on_both_backends, reason,
+    with_key,
 };
 
 const SOME_EVM: &str = "0x1111111111111111111111111111111111111111";
@@ -280,10 +281,10 @@ async fn unknown_chains_and_wrong_families(b: Backend) -> anyhow::Result<()> {
     let api = svc.rest(&svc.api_key);
     api.get("/wallets/balances?chain=dogechain")
         .await?
-        .assert_error(400, "CHAIN_UNKNOWN")?;
+        .assert_error_on(400, "CHAIN_UNKNOWN", "chain")?;
     api.post("/send", &send_body("not-a-chain"))
         .await?
-        .assert_error(400, "CHAIN_UNKNOWN")?;
+        .assert_error_on(400, "CHAIN_UNKNOWN", "chain")?;
     let approve = json!({"chain": "solana", "token": SOME_EVM, "spender": SOME_EVM, "amount": "1"});
     let reply = api.post("/token/approve", &approve).await?;
     reply.assert_invalid("chain")?;
@@ -302,20 +303,25 @@ async fn wallets_of_others_are_forbidden_and_unknown_ones_not_found(
     let api = svc.rest(&svc.api_key);
     api.get(&format!("/wallets/{bobs_wallet}/balances?chain=base"))
         .await?
-        .assert_error(403, "FORBIDDEN")?;
+        .assert_error_on(403, "FORBIDDEN", "address")?;
     api.get(&format!(
         "/wallets/balances?chain=base&address={bobs_wallet}"
     ))
     .await?
-    .assert_error(403, "FORBIDDEN")?;
+    .assert_error_on(403, "FORBIDDEN", "address")?;
     let mut from_bob = send_body("base");
     from_bob["from"] = json!(bobs_wallet);
     api.post("/send", &from_bob)
         .await?
-        .assert_error(403, "FORBIDDEN")?;
+        .assert_error_on(403, "FORBIDDEN", "from")?;
     api.get(&format!("/wallets/{SOME_EVM}/balances?chain=base"))
         .await?
-        .assert_error(404, "WALLET_NOT_FOUND")?;
+        .assert_error_on(404, "WALLET_NOT_FOUND", "address")?;
+    let mut from_nobody = send_body("base");
+    from_nobody["from"] = json!(SOME_EVM);
+    api.post("/send", &from_nobody)
+        .await?
+        .assert_error_on(404, "WALLET_NOT_FOUND", "from")?;
     api.get(&format!("/tx/{}", uuid::Uuid::new_v4()))
         .await?
         .assert_error(404, "NOT_FOUND")?;
@@ -441,16 +447,7 @@ async fn grpc_errors_carry_error_info_and_field_violations(b: Backend) -> anyhow
         .collect();
     fields.sort();
     assert_eq!(fields, ["amount", "to"]);
-    let err = client
-        .get_balances(with_key(
-            pb::GetBalancesRequest {
-                chain: "nope".to_owned(),
-                ..Default::default()
-            },
-            &svc.api_key,
-        )?)
-        .await
-        .expect_err("unknown chain");
+    let err = err_unknown_chain(&mut client, &svc.api_key).await?;
     assert_eq!(reason(&err).as_deref(), Some("CHAIN_UNKNOWN"));
     let err = client
         .get_transaction(with_key(
@@ -463,7 +460,53 @@ async fn grpc_errors_carry_error_info_and_field_violations(b: Backend) -> anyhow
         .expect_err("unknown transaction");
     assert_eq!(err.code(), tonic::Code::NotFound);
     assert_eq!(reason(&err).as_deref(), Some("NOT_FOUND"));
+    // Fields are named as the contract spells them (grpcurl's JSON), not as Rust does.
+    let violated = |err: &tonic::Status| -> Vec<String> {
+        err.get_error_details()
+            .bad_request()
+            .map(|b| b.field_violations.iter().map(|v| v.field.clone()).collect())
+            .unwrap_or_default()
+    };
+    let err = err_unknown_chain(&mut client, &svc.api_key).await?;
+    assert_eq!(violated(&err), ["chain"]);
+    let mut admin = AdminServiceClient::new(svc.channel().await?);
+    let err = admin
+        .create_wallet(as_admin(pb::CreateWalletRequest {
+            user: "admin".to_owned(),
+            chain_type: "dogecoin".to_owned(),
+            make_default: None,
+        })?)
+        .await
+        .expect_err("unknown chain type");
+    assert_eq!(violated(&err), ["chainType"]);
+    let own = evm_wallet(&svc, &svc.api_key).await?;
+    let err = admin
+        .update_wallet(as_admin(pb::UpdateWalletRequest {
+            address: own,
+            make_default: Some(false),
+            automation_enabled: None,
+        })?)
+        .await
+        .expect_err("makeDefault false");
+    assert_eq!(violated(&err), ["makeDefault"]);
     Ok(())
+}
+
+/// The error of a balance read on an unknown chain.
+async fn err_unknown_chain(
+    client: &mut WalletOpsServiceClient<tonic::transport::Channel>,
+    key: &str,
+) -> anyhow::Result<tonic::Status> {
+    Ok(client
+        .get_balances(with_key(
+            pb::GetBalancesRequest {
+                chain: "nope".to_owned(),
+                ..Default::default()
+            },
+            key,
+        )?)
+        .await
+        .expect_err("unknown chain"))
 }
 
 async fn slow_clients_are_cut_off(b: Backend) -> anyhow::Result<()> {
