@@ -834,7 +834,10 @@ impl Monitor {
             self.taken.clear(open.id);
         }
         match resigned {
-            Resign::Resigned => self.send_current(client, open.id).await,
+            Resign::Resigned => {
+                self.settle_ended_at_nonce(client, open).await?;
+                self.send_current(client, open.id).await
+            }
             Resign::Shallow => {
                 let nonce = open.nonce.unwrap_or_default();
                 self.note_once(
@@ -847,7 +850,7 @@ impl Monitor {
             }
             Resign::Unneeded => {
                 let nonce = open.nonce.unwrap_or_default();
-                self.settle_filled(client, open).await?;
+                self.settle_ended_at_nonce(client, open).await?;
                 self.mark(
                     open,
                     TxStatus::Dropped,
@@ -859,39 +862,41 @@ impl Monitor {
         }
     }
 
-    /// Settles the record the nonce filler `filler` was made for, one ended DROPPED (taken
-    /// as gone) or FAILED, when the nonce went to one of its own versions after all (a node
-    /// that held it mined it): a caller reading either would pay again.
-    async fn settle_filled(
+    /// Settles a record ended DROPPED (taken as gone) or FAILED at the nonce of `open`, whose
+    /// nonce went to another transaction, when that transaction is one of the ended record's
+    /// own versions after all: the record a nonce filler was made for, which a node that
+    /// held it mined, or one refused for sure whose nonce was given back and reused, which
+    /// another node behind the same gateway mined. A caller reading either would pay again.
+    async fn settle_ended_at_nonce(
         &self,
         client: &crate::chains::evm::EvmClient,
-        filler: &OpenTransaction,
+        open: &OpenTransaction,
     ) -> Result<()> {
-        let Some(dropped) = self.store.ended_record_filled_by(filler).await? else {
-            return Ok(());
-        };
-        for hash in dropped.hashes.iter().rev() {
-            let Some(receipt) = client.receipt(hash_of(hash)?).await? else {
-                continue;
-            };
-            let (status, error) = outcome_of(&receipt);
-            let ended = if dropped.status == TxStatus::Failed {
-                // Its caller was told it failed, and may have paid again.
-                tracing::error!(id = %dropped.id, %hash, "a transaction ended FAILED was mined after all");
-                "FAILED"
-            } else {
-                tracing::warn!(id = %dropped.id, %hash, "a transaction taken as dropped was mined after all");
-                "DROPPED"
-            };
-            let note = format!(
-                "mined after all, in block {} ({:#x}), after it had ended {ended}",
-                receipt.block_number.unwrap_or_default(),
-                receipt.block_hash.unwrap_or_default()
-            );
-            self.store
-                .settle_ended(&dropped, status, error, note, hash)
-                .await?;
-            return Ok(());
+        for ended in self.store.ended_records_at_nonce(open).await? {
+            for hash in ended.hashes.iter().rev() {
+                let Some(receipt) = client.receipt(hash_of(hash)?).await? else {
+                    continue;
+                };
+                let (status, error) = outcome_of(&receipt);
+                let was = if ended.status == TxStatus::Failed {
+                    // Its caller was told it failed, and may have paid again.
+                    tracing::error!(id = %ended.id, %hash, "a transaction ended FAILED was mined after all");
+                    "FAILED"
+                } else {
+                    tracing::warn!(id = %ended.id, %hash, "a transaction taken as dropped was mined after all");
+                    "DROPPED"
+                };
+                let note = format!(
+                    "mined after all, in block {} ({:#x}), after it had ended {was}",
+                    receipt.block_number.unwrap_or_default(),
+                    receipt.block_hash.unwrap_or_default()
+                );
+                self.store
+                    .settle_ended(&ended, status, error, note, hash)
+                    .await?;
+                // One transaction can use the nonce.
+                return Ok(());
+            }
         }
         Ok(())
     }

@@ -293,28 +293,28 @@ impl Store {
             .await
     }
 
-    /// The record ended DROPPED or FAILED whose nonce the nonce filler `filler` was signed
-    /// to fill, if there is one.
-    pub(crate) async fn ended_record_filled_by(
+    /// The other records of `open`'s wallet and chain that ended DROPPED or FAILED at its
+    /// nonce: the record a nonce filler was signed for, or one refused for sure whose nonce
+    /// was given back, and taken by a later record. When the nonce turns out used by another
+    /// transaction, it may be one of theirs.
+    pub(crate) async fn ended_records_at_nonce(
         &self,
-        filler: &OpenTransaction,
-    ) -> Result<Option<OpenTransaction>> {
-        let Some(row) = txs::Entity::find_by_id(filler.id).one(self.db()).await? else {
-            return Ok(None);
+        open: &OpenTransaction,
+    ) -> Result<Vec<OpenTransaction>> {
+        let Some(nonce) = open.nonce else {
+            return Ok(Vec::new());
         };
-        let Some(filled) = row.request["fills"]
-            .as_str()
-            .and_then(|id| Uuid::parse_str(id).ok())
-        else {
-            return Ok(None);
-        };
-        txs::Entity::find_by_id(filled)
+        txs::Entity::find()
+            .filter(txs::Column::ChainId.eq(open.chain_id))
+            .filter(txs::Column::FromAddress.eq(open.from.as_str()))
+            .filter(txs::Column::Nonce.eq(to_i64(nonce)?))
             .filter(txs::Column::Status.is_in(ended_unmined()))
-            .filter(txs::Column::Nonce.eq(filler.nonce.map(to_i64).transpose()?))
-            .one(self.db())
+            .filter(txs::Column::Id.ne(open.id))
+            .all(self.db())
             .await?
+            .into_iter()
             .map(OpenTransaction::try_from)
-            .transpose()
+            .collect()
     }
 
     /// Settles `dropped`, a record ended DROPPED or FAILED, as `status` with its version

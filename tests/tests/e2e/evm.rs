@@ -1192,16 +1192,19 @@ struct Gateway {
     url: String,
     sends: std::sync::Arc<std::sync::Mutex<Sends>>,
     limits: std::sync::Arc<std::sync::Mutex<Limits>>,
+    /// The raw transactions refused without being passed on, oldest first.
+    refused: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Gateway {
     async fn start(node: &str) -> anyhow::Result<Self> {
         let sends = std::sync::Arc::new(std::sync::Mutex::new(Sends::PassOn));
         let limits = std::sync::Arc::new(std::sync::Mutex::new(Limits::default()));
+        let refused = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let (node, http) = (node.to_owned(), reqwest::Client::new());
-        let (mode, limited) = (sends.clone(), limits.clone());
+        let (mode, limited, kept) = (sends.clone(), limits.clone(), refused.clone());
         let one = move |call: Value| {
-            let (node, http) = (node.clone(), http.clone());
+            let (node, http, kept) = (node.clone(), http.clone(), kept.clone());
             let mode = *mode.lock().expect("gateway mode");
             let (limited_call, behind) = {
                 let limits = limited.lock().expect("gateway limits");
@@ -1228,6 +1231,9 @@ impl Gateway {
                         "error": {"code": -32603, "message": "Internal error"}}));
                 }
                 if is_send && mode == Sends::Refuse {
+                    if let Some(raw) = call["params"][0].as_str() {
+                        kept.lock().expect("gateway refusals").push(raw.to_owned());
+                    }
                     return Ok(relay_refusal(&call["id"]));
                 }
                 let answer = http
@@ -1274,7 +1280,12 @@ impl Gateway {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Ok(Self { url, sends, limits })
+        Ok(Self {
+            url,
+            sends,
+            limits,
+            refused,
+        })
     }
 
     fn set(&self, sends: Sends) {
@@ -1283,6 +1294,11 @@ impl Gateway {
 
     fn limit(&self, limits: Limits) {
         *self.limits.lock().expect("gateway limits") = limits;
+    }
+
+    /// The raw transactions refused so far.
+    fn refused(&self) -> Vec<String> {
+        self.refused.lock().expect("gateway refusals").clone()
     }
 }
 
@@ -1738,6 +1754,52 @@ async fn a_dropped_transaction_mined_after_all_is_settled(b: Backend) -> anyhow:
     Ok(())
 }
 
+async fn a_failed_transaction_whose_nonce_was_reused_and_that_was_mined_is_settled(
+    b: Backend,
+) -> anyhow::Result<()> {
+    use alloy::providers::Provider as _;
+    // The gateway refuses the send for sure, so the record fails and gives its nonce back;
+    // yet another node behind it had the transaction and mines it. The next payment, signed
+    // with the same nonce, finds it used.
+    let e = Evm::behind_gateway(b, "[monitor]\npoll_interval_ms = 100\n", &[], &[]).await?;
+    e.gateway()?.set(Sends::Refuse);
+    let key = uuid::Uuid::new_v4().to_string();
+    keyed_send(&e, &key, "5")
+        .await?
+        .assert_error(502, "SEND_FAILED")?;
+    keyed_send(&e, &key, "5")
+        .await?
+        .assert_error(409, "IDEMPOTENT_REPLAY")?;
+    let raw: alloy::primitives::Bytes = e.gateway()?.refused()[0].parse()?;
+    let _pending = e.anvil.provider().send_raw_transaction(&raw).await?;
+    poll_until("the refused transaction to be mined", || async {
+        Ok((e.anvil.nonce(e.wallet).await? == 1).then_some(()))
+    })
+    .await?;
+    e.gateway()?.set(Sends::PassOn);
+    let (next, _) = e.send_native(RECIPIENT, "7").await?;
+    e.wait_for(&next, "CONFIRMED").await?;
+    // The failed payment was made: its key answers with it, and its record says so.
+    let replay = poll_until("the failed key to answer with its payment", || async {
+        let reply = keyed_send(&e, &key, "5").await?;
+        Ok((reply.status == 200).then_some(reply))
+    })
+    .await?;
+    let settled = e.wait_for(&submitted_id(&replay)?, "CONFIRMED").await?;
+    assert!(
+        settled["statusHistory"]
+            .to_string()
+            .contains("after it had ended FAILED"),
+        "{settled}"
+    );
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 2);
+    assert_eq!(
+        e.anvil.balance(RECIPIENT.parse()?).await?,
+        U256::from(12u64)
+    );
+    Ok(())
+}
+
 async fn a_core_that_stops_hands_its_records_to_the_others_at_once(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -2049,6 +2111,7 @@ on_both_backends!(
     a_stuck_transaction_of_a_withdrawn_wallet_says_why_it_waits,
     keys_outlive_their_retention_only_while_their_transaction_is_open,
     a_write_that_timed_out_says_its_outcome_is_unknown_and_its_key_finds_it,
+    a_failed_transaction_whose_nonce_was_reused_and_that_was_mined_is_settled,
     a_retry_gets_its_answer_even_after_the_wallet_is_withdrawn,
     a_twin_refused_for_the_payment_its_key_made_answers_with_it,
     a_broadcast_without_verdict_is_sent_again_not_failed,
