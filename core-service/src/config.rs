@@ -47,7 +47,8 @@ pub struct Config {
     /// Largest accepted REST request body, in bytes.
     pub max_body_bytes: usize,
     /// How long the REST edge waits for a request's headers, on a new connection or an idle
-    /// kept-alive one, before it closes the connection, in seconds.
+    /// kept-alive one, before it closes the connection, in seconds. Longer than the idle
+    /// timeout of the load balancers in front (60 s is common), so they close first.
     pub header_read_timeout_secs: u64,
     /// Log format: `text` or `json`.
     pub log_format: LogFormat,
@@ -116,7 +117,7 @@ impl Default for Config {
             redis_url: None,
             request_timeout_secs: 30,
             max_body_bytes: 1024 * 1024,
-            header_read_timeout_secs: 30,
+            header_read_timeout_secs: 75,
             log_format: LogFormat::Text,
             chains: BTreeMap::new(),
             idempotency_retention_secs: 24 * 60 * 60,

@@ -116,7 +116,8 @@ fn read_status(status: &tonic::Status) -> (ErrorCode, String, Option<u64>) {
                 tracing::warn!(error = %status, "core unavailable");
                 (
                     ErrorCode::ServiceUnavailable,
-                    "the WalletOps core is unavailable; retry shortly".to_owned(),
+                    // Also a connection that broke mid-call: a write may have been signed.
+                    "the WalletOps core is unavailable; retry shortly, a write with the same Idempotency-Key (it is never carried out twice)".to_owned(),
                     None,
                 )
             }

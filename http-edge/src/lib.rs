@@ -25,7 +25,7 @@ use tonic::transport::{Channel, Endpoint};
 use tower::ServiceBuilder;
 use tower_http::{
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
-    timeout::RequestBodyTimeoutLayer,
+    timeout::RequestBodyDeadlineLayer,
     trace::{DefaultOnFailure, TraceLayer},
 };
 use walletops_proto::{
@@ -42,7 +42,7 @@ use crate::error::{EdgeError, REQUEST_ID};
 pub struct EdgeConfig {
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
-    /// Longest wait for a request's body (the request timeout).
+    /// Longest time a request's whole body may take to arrive (the request timeout).
     pub body_timeout: Duration,
     /// Longest wait for a request's headers, on a new connection or a kept-alive idle one.
     pub header_read_timeout: Duration,
@@ -114,8 +114,8 @@ pub fn router(core: Channel, config: &EdgeConfig) -> Router {
         .method_not_allowed_fallback(wrong_method)
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
         // A body trickled in holds a task and a connection; the core's time starts only
-        // once it has been read.
-        .layer(RequestBodyTimeoutLayer::new(config.body_timeout))
+        // once it has been read. A deadline for the whole body, not a wait per frame.
+        .layer(RequestBodyDeadlineLayer::new(config.body_timeout))
         .layer(
             ServiceBuilder::new()
                 .map_request(request_id::drop_malformed::<axum::body::Body>)
@@ -138,9 +138,11 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     routes::openapi()
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then lets the requests under
-/// way finish. Served through hyper-util rather than `axum::serve`, which has no timer: a
-/// client that opens connections and never finishes its headers would hold them forever.
+/// Serves `router` on `listener` over HTTP/1.1 until `shutdown` completes, then lets the
+/// requests under way finish. Served through hyper rather than `axum::serve`, which has no
+/// timer: a client that opens connections and never finishes its headers (or never sends a
+/// byte) would hold them forever. HTTP/1 only: hyper's version sniffing, which HTTP/2 would
+/// need, waits for the first bytes without a timer (gRPC callers use the core).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -148,31 +150,32 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     use hyper_util::{
-        rt::{TokioExecutor, TokioIo, TokioTimer},
-        server::{conn::auto::Builder, graceful::GracefulShutdown},
+        rt::{TokioIo, TokioTimer},
+        server::graceful::GracefulShutdown,
         service::TowerToHyperService,
     };
     use tower::ServiceExt as _;
-    let mut builder = Builder::new(TokioExecutor::new());
+    let mut builder = hyper::server::conn::http1::Builder::new();
     builder
-        .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let (tcp, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                // Out of file descriptors, say: accepting again at once would spin.
-                Err(e) => {
-                    tracing::warn!(error = %e, "accepting a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
+        };
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            // Out of file descriptors, say: accepting again at once would spin.
+            Err(e) => {
+                tracing::warn!(error = %e, "accepting a connection");
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(100)) => continue,
+                    () = &mut shutdown => break,
+                }
+            }
         };
         // Without TCP_NODELAY, small answers on a kept-alive connection wait ~40 ms for
         // the client's delayed ACK (Nagle).
@@ -184,10 +187,7 @@ pub async fn serve(
                 .clone()
                 .map_request(|req: Request<hyper::body::Incoming>| req.map(axum::body::Body::new)),
         );
-        let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(tcp), service)
-            .into_owned();
-        let connection = graceful.watch(connection);
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "serving a connection");

@@ -13,7 +13,13 @@ use std::future::Future;
 use http::Request;
 use tokio::net::TcpListener;
 use tonic::transport::Server;
-use tonic_health::ServingStatus;
+use tonic_health::{
+    ServingStatus,
+    pb::{
+        HealthCheckRequest, HealthCheckResponse, health_check_response,
+        health_server::{Health, HealthServer},
+    },
+};
 use tower::ServiceBuilder;
 use tower_http::{
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
@@ -48,13 +54,56 @@ fn call_span<B>(req: &Request<B>) -> tracing::Span {
     )
 }
 
+/// `grpc.health.v1.Health`, whose watch streams end once they have told their watcher that
+/// the core is draining: an open watch (a load balancer's) would otherwise hold the graceful
+/// stop until its grace ran out.
+struct DrainingHealth(tonic_health::server::HealthService);
+
+#[tonic::async_trait]
+impl Health for DrainingHealth {
+    async fn check(
+        &self,
+        request: tonic::Request<HealthCheckRequest>,
+    ) -> Result<tonic::Response<HealthCheckResponse>, tonic::Status> {
+        self.0.check(request).await
+    }
+
+    type WatchStream = std::pin::Pin<
+        Box<dyn futures::Stream<Item = Result<HealthCheckResponse, tonic::Status>> + Send>,
+    >;
+
+    async fn watch(
+        &self,
+        request: tonic::Request<HealthCheckRequest>,
+    ) -> Result<tonic::Response<Self::WatchStream>, tonic::Status> {
+        use futures::StreamExt as _;
+        let statuses = self.0.watch(request).await?.into_inner();
+        // NOT_SERVING is only ever set on stopping: it is the last thing a watcher hears.
+        let until_draining = futures::stream::unfold(
+            (statuses, false),
+            |(mut statuses, told)| async move {
+                if told {
+                    return None;
+                }
+                let next = statuses.next().await?;
+                let draining = matches!(&next, Ok(r) if r.status() == health_check_response::ServingStatus::NotServing);
+                Some((next, (statuses, draining)))
+            },
+        );
+        Ok(tonic::Response::new(Box::pin(until_draining)))
+    }
+}
+
 /// Serves the core on `listener` until `shutdown` completes.
 pub async fn serve(
     core: Core,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let (health, health_service) = tonic_health::server::health_reporter();
+    let (health, _) = tonic_health::server::health_reporter();
+    let health_service = HealthServer::new(DrainingHealth(
+        tonic_health::server::HealthService::from_health_reporter(health.clone()),
+    ));
     health
         .set_serving::<WalletOpsServiceServer<WalletOpsApi>>()
         .await;

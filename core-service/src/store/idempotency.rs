@@ -5,7 +5,7 @@ use sea_orm::{
     ActiveValue::Set,
     ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect,
     TryInsertResult,
-    sea_query::{Expr, Query},
+    sea_query::{Expr, ExprTrait, Query},
 };
 use uuid::Uuid;
 
@@ -252,17 +252,21 @@ impl Store {
             .iter()
             .filter_map(|request| Uuid::parse_str(request["fills"].as_str()?).ok())
             .collect();
+        // Correlated on the primary key, so a purge reads only the keys' own records.
         let unsettled = Query::select()
-            .column(txs::Column::Id)
+            .expr(Expr::val(1))
             .from(txs::Entity)
+            .and_where(
+                Expr::col((txs::Entity, txs::Column::Id))
+                    .equals((keys::Entity, keys::Column::TransactionId)),
+            )
             .cond_where(
                 Condition::any()
                     .add(txs::Column::Status.is_in(open_statuses()))
                     .add(txs::Column::UpdatedAt.gt(now - retention)),
             )
             .to_owned();
-        let mut settled =
-            Condition::all().add(keys::Column::TransactionId.not_in_subquery(unsettled));
+        let mut settled = Condition::all().add(Expr::exists(unsettled).not());
         if !settling.is_empty() {
             settled = settled.add(keys::Column::TransactionId.is_not_in(settling));
         }

@@ -534,14 +534,15 @@ async fn slow_clients_are_cut_off(b: Backend) -> anyhow::Result<()> {
         tokio::time::timeout(wait, tcp.read_to_end(&mut read)).await??;
         Ok(String::from_utf8_lossy(&read).into_owned())
     };
-    // Headers never finished: the connection is closed, nothing answered; well before
-    // hyper's own default of 30 s, so the configured time is the one that counts.
-    let cut = answer(
+    // Nothing sent, or headers never finished: the connection is closed, nothing answered;
+    // well before hyper's own default of 30 s, so the configured time is the one that counts.
+    for written in [
+        &b""[..],
         b"GET /api/v1/wallets HTTP/1.1\r\nhost: walletops\r\n",
-        std::time::Duration::from_secs(20),
-    )
-    .await?;
-    assert!(!cut.contains("200 OK"), "{cut}");
+    ] {
+        let cut = answer(written, std::time::Duration::from_secs(20)).await?;
+        assert!(!cut.contains("200 OK"), "{cut}");
+    }
     // A body that stops short of its length: an answer naming the body, and nothing sent.
     let head = format!(
         "POST /api/v1/send HTTP/1.1\r\nhost: walletops\r\nconnection: close\r\nx-api-key: {}\r\nidempotency-key: {}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"chain\":",
@@ -554,6 +555,35 @@ async fn slow_clients_are_cut_off(b: Backend) -> anyhow::Result<()> {
             && short.contains("INVALID_INPUT")
             && short.contains("body"),
         "{short}"
+    );
+    // A body trickled a byte at a time, each byte well within the timeout: the whole body's
+    // deadline cuts it off long before its last byte.
+    let mut tcp = tokio::net::TcpStream::connect(&addr).await?;
+    tcp.write_all(head.as_bytes()).await?;
+    let (mut read, mut write) = tcp.into_split();
+    // The head carries 9 of the body's 100 bytes.
+    let (body_left, sent) = (
+        91,
+        std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+    );
+    let counted = sent.clone();
+    tokio::spawn(async move {
+        for _ in 0..body_left {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            if write.write_all(b" ").await.is_err() {
+                return;
+            }
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let mut answer = Vec::new();
+    tokio::time::timeout(WAIT_TIMEOUT, read.read_to_end(&mut answer)).await??;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let sent = sent.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        sent < body_left / 2,
+        "answered after {sent} of {body_left} bytes"
     );
     assert!(svc.stored_statuses("send").await?.is_empty());
     Ok(())

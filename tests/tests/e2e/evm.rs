@@ -1104,7 +1104,7 @@ async fn keys_outlive_their_retention_only_while_their_transaction_is_open(
         b,
         "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 3600\n",
         &["--no-mining"],
-        &[("WALLETOPS_IDEMPOTENCY_RETENTION_SECS", "4")],
+        &[("WALLETOPS_IDEMPOTENCY_RETENTION_SECS", "6")],
     )
     .await?;
     // A send the node holds unmined, then (later, so it expires later) a refused one.
@@ -1716,10 +1716,15 @@ async fn a_dropped_transaction_mined_after_all_is_settled(b: Backend) -> anyhow:
         b,
         "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n",
         &["--no-mining"],
-        &[],
+        &[("WALLETOPS_IDEMPOTENCY_RETENTION_SECS", "1")],
     )
     .await?;
-    let (id, hash) = e.send_native(RECIPIENT, "5").await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let sent = keyed_send(&e, &key, "5").await?;
+    let (id, hash) = (
+        submitted_id(&sent)?,
+        sent.body["hash"].as_str().unwrap_or_default().to_owned(),
+    );
     let raw: alloy::primitives::Bytes = e
         .anvil
         .provider()
@@ -1727,8 +1732,19 @@ async fn a_dropped_transaction_mined_after_all_is_settled(b: Backend) -> anyhow:
         .await?;
     e.gateway()?.set(Sends::Refuse);
     e.anvil.drop_transaction(&hash).await?;
-    e.wait_for(&id, "DROPPED").await?;
+    let dropped = e.wait_for(&id, "DROPPED").await?;
     assert_eq!(e.svc.stored_statuses("nonce_fill").await?, ["submitted"]);
+    // Past its retention, counted from the record's ending too, the key still stands while
+    // the filler is open: the record may yet turn out mined.
+    let ended: chrono::DateTime<chrono::Utc> =
+        dropped["updatedAt"].as_str().unwrap_or_default().parse()?;
+    poll_until(
+        "the key's retention to pass since the record ended",
+        || async { Ok((chrono::Utc::now() - ended > chrono::Duration::seconds(2)).then_some(())) },
+    )
+    .await?;
+    let replay = keyed_send(&e, &key, "5").await?;
+    assert_eq!(submitted_id(&replay)?, id, "replayed, not sent again");
     // Finding the filler unneeded and settling the record takes no signing: it happens for
     // a wallet no longer delegated too.
     let wallet = e.wallet.to_string();
