@@ -7,8 +7,11 @@
 use std::{path::PathBuf, process::Stdio, time::Duration};
 
 use alloy::{
-    primitives::{Address, U256},
-    providers::{Provider, RootProvider},
+    network::TransactionBuilder as _,
+    primitives::{Address, Bytes, U256},
+    providers::{MULTICALL3_ADDRESS, Provider, RootProvider, bindings::IMulticall3},
+    rpc::types::TransactionRequest,
+    sol_types::{SolCall as _, SolConstructor as _},
 };
 use anyhow::{Context, bail};
 use tokio::{
@@ -28,6 +31,41 @@ const FUNDING_LAMPORTS: u64 = 100_000_000_000;
 const ANVIL_CHAIN_ID: i64 = 31337;
 /// What the first user's EVM wallet is funded with: 1000 ETH.
 const FUNDING_WEI: u128 = 1_000_000_000_000_000_000_000;
+
+/// The test ERC20's and the Counter's solcjs artifacts, committed beside their sources in
+/// `tests/contracts`: the playground deploys them, so the README's token and contract
+/// examples run on a fresh machine with no Solidity tooling.
+const TEST_TOKEN_ARTIFACT: &str = include_str!("../../tests/contracts/build/TestToken.json");
+const COUNTER_ARTIFACT: &str = include_str!("../../tests/contracts/build/Counter.json");
+/// What the first user's EVM wallet is minted of the dev token: 1,000,000 WDT.
+const DEV_TOKEN_MINT: u128 = 1_000_000_000_000_000_000_000_000;
+
+alloy::sol! {
+    /// The part of `tests/contracts/TestToken.sol` the playground calls.
+    contract DevToken {
+        constructor(string name_, string symbol_, uint8 decimals_);
+        function mint(address to, uint256 amount) external;
+    }
+}
+
+/// The creation bytecode of a solcjs artifact.
+fn creation_code(artifact: &str) -> anyhow::Result<Bytes> {
+    let json: serde_json::Value = serde_json::from_str(artifact)?;
+    json["bytecode"]
+        .as_str()
+        .context("artifact has no bytecode")?
+        .parse()
+        .context("artifact bytecode")
+}
+
+/// What `serve --dev` deploys on its anvil.
+#[derive(Debug, Clone, Copy)]
+pub struct DevContracts {
+    /// The dev ERC20 (WDT, 18 decimals).
+    pub token: Address,
+    /// The Counter contract: `add(uint256)`, `deposit()` (payable), `fail()`.
+    pub counter: Address,
+}
 
 /// A running local node, stopped when dropped.
 #[derive(Debug)]
@@ -213,5 +251,67 @@ impl DevNode {
             .await
             .context("funding the wallet")?;
         Ok(())
+    }
+
+    /// Puts Multicall3 in place where this anvil lacks it (balances read through it, as on
+    /// the main networks), deploys the dev token, mints 1,000,000 of it to `wallet`, and
+    /// deploys the Counter, all from anvil's first unlocked account.
+    pub async fn deploy_samples(&self, wallet: &str) -> anyhow::Result<DevContracts> {
+        let wallet: Address = wallet.parse().context("dev wallet address")?;
+        let provider = RootProvider::<alloy::network::Ethereum>::new_http(self.url.parse()?);
+        let deployer = *provider
+            .get_accounts()
+            .await?
+            .first()
+            .context("anvil has no unlocked account")?;
+        let send = async |to: Option<Address>, input: Bytes| -> anyhow::Result<Option<Address>> {
+            let mut tx = TransactionRequest::default()
+                .from(deployer)
+                .input(input.into());
+            tx = match to {
+                Some(to) => tx.to(to),
+                None => tx.into_create(),
+            };
+            let receipt = provider
+                .send_transaction(tx)
+                .await?
+                .with_timeout(Some(Duration::from_secs(30)))
+                .get_receipt()
+                .await
+                .context("a dev contract transaction")?;
+            anyhow::ensure!(receipt.status(), "a dev contract transaction reverted");
+            Ok(receipt.contract_address)
+        };
+        if provider.get_code_at(MULTICALL3_ADDRESS).await?.is_empty() {
+            let deployed = send(None, IMulticall3::BYTECODE.clone())
+                .await?
+                .context("no Multicall3 address")?;
+            let code = provider.get_code_at(deployed).await?;
+            let _: serde_json::Value = provider
+                .raw_request("anvil_setCode".into(), (MULTICALL3_ADDRESS, code))
+                .await
+                .context("putting Multicall3 in place")?;
+        }
+        let mut code = creation_code(TEST_TOKEN_ARTIFACT)?.to_vec();
+        code.extend(
+            DevToken::constructorCall {
+                name_: "WalletOps Dev Token".to_owned(),
+                symbol_: "WDT".to_owned(),
+                decimals_: 18,
+            }
+            .abi_encode(),
+        );
+        let token = send(None, code.into())
+            .await?
+            .context("no dev token address")?;
+        let mint = DevToken::mintCall {
+            to: wallet,
+            amount: U256::from(DEV_TOKEN_MINT),
+        };
+        send(Some(token), mint.abi_encode().into()).await?;
+        let counter = send(None, creation_code(COUNTER_ARTIFACT)?)
+            .await?
+            .context("no Counter address")?;
+        Ok(DevContracts { token, counter })
     }
 }

@@ -388,6 +388,13 @@ async fn run_servers(
                     .map(|w| format!("; wallet {w} funded with 1000 ETH"))
                     .unwrap_or_default()
             );
+            if let Some(wallet) = &dev_wallet {
+                let devnet::DevContracts { token, counter } = node.deploy_samples(wallet).await?;
+                println!(
+                    "Dev token WDT (18 decimals) at {token}, 1000000 WDT minted to the wallet; dev contract Counter at {counter} (add(uint256), deposit(), fail())"
+                );
+                println!("export TOKEN={token} CONTRACT={counter}");
+            }
         }
         spawn_pruner(&core, stop_rx.clone());
         let monitor = core.monitor().run(on_stop(stop_rx.clone()));

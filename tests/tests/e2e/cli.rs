@@ -197,6 +197,7 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
     .await?;
     let key = dev.value("API key: ").expect("first start prints the key");
     sends_confirm(&dev, &key, &key).await?;
+    samples_work(&dev, &key).await?;
     let client = reqwest::Client::new();
     // Killed outright, with no chance to stop them, the service still takes its nodes along.
     let node_url = |line: &str| {
@@ -278,6 +279,39 @@ fn serve_in(data: &std::path::Path, args: &[&str]) -> anyhow::Result<Command> {
 /// Sends what each `curl` line `dev` printed sends (one for anvil, one for the Solana test
 /// node, built beside walletops), with `key`, which the lines show as `shown`, and waits
 /// for each transaction to be confirmed.
+/// The dev token and contract `serve --dev` prints, as the README's examples use them: the
+/// wallet holds the minted token, read through Multicall3, and a call to the Counter is mined.
+async fn samples_work(dev: &Launched, key: &str) -> anyhow::Result<()> {
+    let exported = dev.value("export TOKEN=").expect("the export line");
+    let (token, contract) = exported
+        .split_once(" CONTRACT=")
+        .expect("TOKEN=… CONTRACT=…");
+    let api = walletops_tests::Rest::new(&dev.http()?, key);
+    let read = api
+        .get(&format!(
+            "/wallets/balances?chain=anvil&tokens={token}&fresh=true"
+        ))
+        .await?;
+    assert_eq!(read.status, 200, "{}", read.text);
+    let held = &read.body["balances"][1];
+    assert_eq!(held["raw"], "1000000000000000000000000", "{}", read.text);
+    assert_eq!(held["symbol"], "WDT", "{}", read.text);
+    let call = api
+        .post(
+            "/contracts/send",
+            &serde_json::json!({"chain": "anvil", "to": contract, "function": "add(uint256)", "args": ["7"]}),
+        )
+        .await?;
+    assert_eq!(call.body["status"], "SUBMITTED", "{}", call.text);
+    let id = call.body["id"].as_str().expect("id").to_owned();
+    walletops_tests::poll_until("the dev contract call to be confirmed", || async {
+        let tx = api.get(&format!("/tx/{id}")).await?;
+        Ok((tx.body["status"] == "CONFIRMED").then_some(()))
+    })
+    .await?;
+    Ok(())
+}
+
 async fn sends_confirm(dev: &Launched, shown: &str, key: &str) -> anyhow::Result<()> {
     let curls: Vec<&String> = dev
         .lines
