@@ -72,6 +72,10 @@ fn artifact(name: &str) -> anyhow::Result<Bytes> {
     Ok(hex.parse()?)
 }
 
+/// The explorer the test chain `anvil` is configured with: transaction links are
+/// `{EXPLORER}/tx/{hash}`.
+pub const EXPLORER: &str = "https://explorer.anvil.test";
+
 /// Arguments for a node that takes many concurrent transactions of one sender: automine
 /// alone can leave ready transactions unmined when their nonces arrive out of order
 /// (foundry-rs/foundry#10122, an anvil bug, not a behaviour of real nodes); a block every
@@ -165,7 +169,7 @@ impl Anvil {
     /// The config TOML that adds this node to a service as chain `anvil`.
     pub fn chain_toml(&self) -> String {
         format!(
-            "[chains.anvil]\nfamily = \"ethereum\"\nchain_id = 31337\nname = \"Anvil\"\nrpc_url = \"{}\"\n",
+            "[chains.anvil]\nfamily = \"ethereum\"\nchain_id = 31337\nname = \"Anvil\"\nrpc_url = \"{}\"\nexplorer_tx_url = \"{EXPLORER}/tx/{{hash}}\"\n",
             self.url
         )
     }

@@ -10,10 +10,12 @@ use crate::{
     wallets::Wallet,
 };
 
+/// `t` to the millisecond, as the REST contract's ISO 8601 times are: both surfaces then
+/// show the same instant.
 pub(crate) fn timestamp(t: DateTime<Utc>) -> prost_types::Timestamp {
     prost_types::Timestamp {
         seconds: t.timestamp(),
-        nanos: t.timestamp_subsec_nanos() as i32,
+        nanos: (t.timestamp_subsec_millis() * 1_000_000) as i32,
     }
 }
 

@@ -338,6 +338,34 @@ async fn wallets_of_others_are_forbidden_and_unknown_ones_not_found(
     Ok(())
 }
 
+async fn idempotency_keys_are_scoped_per_user(b: Backend) -> anyhow::Result<()> {
+    // The dead node refuses both sends before signing, so each request records its key as
+    // failed: a key shared across users would answer bob with alice's outcome.
+    let svc = Service::start_with(b, dead_base_node()).await?;
+    let bob = svc.create_user("bob").await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let send = |api_key: &str| {
+        let api = svc.rest(api_key);
+        let key = key.clone();
+        async move {
+            api.request(
+                Method::POST,
+                "/send",
+                &[("Idempotency-Key", key.as_str())],
+                Some(&send_body("base").to_string()),
+            )
+            .await
+        }
+    };
+    assert_node_failed(send(&svc.api_key).await?)?;
+    assert_node_failed(send(&bob).await?)?;
+    send(&svc.api_key)
+        .await?
+        .assert_error(409, "IDEMPOTENT_REPLAY")?;
+    send(&bob).await?.assert_error(409, "IDEMPOTENT_REPLAY")?;
+    Ok(())
+}
+
 async fn undelegated_wallets_cannot_write(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start_with(b, dead_base_node()).await?;
     let api = svc.rest(&svc.api_key);
@@ -595,6 +623,7 @@ on_both_backends!(
     unknown_chains_and_wrong_families,
     wallets_of_others_are_forbidden_and_unknown_ones_not_found,
     undelegated_wallets_cannot_write,
+    idempotency_keys_are_scoped_per_user,
     authentication_comes_before_input_checks,
     grpc_errors_carry_error_info_and_field_violations,
     slow_clients_are_cut_off,

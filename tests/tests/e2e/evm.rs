@@ -394,7 +394,11 @@ async fn native_and_token_sends_move_exactly_the_amount(b: Backend) -> anyhow::R
     let id = submitted_id(&reply)?;
     let hash = reply.body["hash"].as_str().expect("hash").to_owned();
     assert_eq!(reply.body["chainName"], "Anvil");
+    let explorer = format!("{}/tx/{hash}", walletops_tests::anvil::EXPLORER);
+    assert_eq!(reply.body["explorerUrl"], explorer.as_str());
     let tx = e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(tx["explorerUrl"], explorer.as_str());
+    assert_eq!(tx["chainName"], "Anvil");
     assert_eq!(
         e.anvil.balance(to).await?,
         U256::from(1_000_000_000_000_000u64)
