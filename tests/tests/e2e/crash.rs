@@ -116,9 +116,25 @@ async fn killed_between_signing_and_broadcast(b: Backend) -> anyhow::Result<()> 
     .await?;
     let again = send_until_accepted(&svc, &key, 777).await?;
     assert_eq!(again, id);
+    all_settled(&svc, 1).await?;
+    assert_eq!(
+        anvil.nonce(wallet).await?,
+        1,
+        "no duplicate reached the chain"
+    );
     assert_eq!(svc.stored_transactions().await?, 1);
     assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(777u64));
     Ok(())
+}
+
+/// Waits until the service has settled all `n` of its records CONFIRMED: a record is final
+/// then, never signed again, so what the chain shows after is what stays.
+async fn all_settled(svc: &Service, n: usize) -> anyhow::Result<()> {
+    poll_until("every record to be settled CONFIRMED", || async {
+        let statuses = svc.stored_statuses("send").await?;
+        Ok((statuses.len() == n && statuses.iter().all(|s| s == "confirmed")).then_some(()))
+    })
+    .await
 }
 
 async fn killed_at_random_moments_of_keyed_sends(b: Backend) -> anyhow::Result<()> {
@@ -142,6 +158,7 @@ async fn killed_at_random_moments_of_keyed_sends(b: Backend) -> anyhow::Result<(
         Ok((anvil.nonce(wallet).await? >= keys.len() as u64).then_some(()))
     })
     .await?;
+    all_settled(&svc, keys.len()).await?;
     let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
     assert_eq!(
         distinct.len(),
@@ -189,6 +206,12 @@ async fn node_stopped_mid_send_gives_no_duplicate(b: Backend) -> anyhow::Result<
     })
     .await?;
     assert_eq!(send_until_accepted(&svc, &key, 4242).await?, id);
+    all_settled(&svc, 1).await?;
+    assert_eq!(
+        anvil.nonce(wallet).await?,
+        1,
+        "no duplicate reached the chain"
+    );
     let tx = svc.rest(&svc.api_key).get(&format!("/tx/{id}")).await?;
     assert_eq!(
         tx.body["hash"], reply.body["hash"],
