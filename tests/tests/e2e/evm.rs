@@ -1820,6 +1820,66 @@ async fn a_failed_transaction_whose_nonce_was_reused_and_that_was_mined_is_settl
     Ok(())
 }
 
+async fn a_call_that_reverts_when_mined_ends_reverted(b: Backend) -> anyhow::Result<()> {
+    alloy::sol! {
+        interface IAllowance {
+            function approve(address spender, uint256 amount) external returns (bool);
+        }
+    }
+    use alloy::sol_types::SolCall as _;
+    use walletops_tests::anvil::DEV_ACCOUNT;
+    // The wallet may pull 100 tokens from the dev account: the call passes simulation. Before
+    // it is mined, the dev account withdraws the allowance with a far higher tip, so its
+    // transaction is mined first in the same block and the call reverts.
+    let e = Evm::start(b, "[monitor]\npoll_interval_ms = 100\n", &[]).await?;
+    let token = e.anvil.deploy_token("PULL", 18).await?;
+    e.anvil.mint(token, DEV_ACCOUNT, U256::from(100u64)).await?;
+    let approve = |amount: u64| -> alloy::primitives::Bytes {
+        IAllowance::approveCall {
+            spender: e.wallet,
+            amount: U256::from(amount),
+        }
+        .abi_encode()
+        .into()
+    };
+    e.anvil.send_from_dev(Some(token), approve(100)).await?;
+    e.anvil.set_automine(false).await?;
+    let reply = e
+        .api()
+        .post(
+            "/contracts/send",
+            &json!({"chain": "anvil", "to": token,
+                    "function": "transferFrom(address,address,uint256)",
+                    "args": [DEV_ACCOUNT, e.wallet, "100"]}),
+        )
+        .await?;
+    let id = submitted_id(&reply)?;
+    let gwei = 1_000_000_000u64;
+    e.anvil
+        .rpc(
+            "eth_sendTransaction",
+            json!([{"from": DEV_ACCOUNT, "to": token, "input": approve(0),
+                    "maxPriorityFeePerGas": format!("{:#x}", 500 * gwei),
+                    "maxFeePerGas": format!("{:#x}", 1000 * gwei)}]),
+        )
+        .await?;
+    poll_until("both transactions to be pooled", || async {
+        Ok((e.anvil.pool_hashes().await?.len() == 2).then_some(()))
+    })
+    .await?;
+    e.anvil.mine().await?;
+    let tx = e.wait_for(&id, "REVERTED").await?;
+    assert_eq!(tx["hash"], reply.body["hash"], "{tx}");
+    // Mined: the nonce is used (the gas paid), and no token moved.
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
+    assert_eq!(e.anvil.token_balance(token, e.wallet).await?, U256::ZERO);
+    assert_eq!(
+        e.anvil.token_balance(token, DEV_ACCOUNT).await?,
+        U256::from(100u64)
+    );
+    Ok(())
+}
+
 async fn a_core_that_stops_hands_its_records_to_the_others_at_once(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -2132,6 +2192,7 @@ on_both_backends!(
     keys_outlive_their_retention_only_while_their_transaction_is_open,
     a_write_that_timed_out_says_its_outcome_is_unknown_and_its_key_finds_it,
     a_failed_transaction_whose_nonce_was_reused_and_that_was_mined_is_settled,
+    a_call_that_reverts_when_mined_ends_reverted,
     a_retry_gets_its_answer_even_after_the_wallet_is_withdrawn,
     a_twin_refused_for_the_payment_its_key_made_answers_with_it,
     a_broadcast_without_verdict_is_sent_again_not_failed,
