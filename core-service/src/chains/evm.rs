@@ -109,7 +109,7 @@ const FEES_FRESH_FOR: Duration = Duration::from_secs(1);
 #[derive(Debug, Default)]
 pub struct EvmClients {
     clients: Mutex<HashMap<String, EvmClient>>,
-    multicall: Mutex<HashMap<String, bool>>,
+    multicall: Mutex<HashMap<String, (bool, std::time::Instant)>>,
 }
 
 impl EvmClients {
@@ -137,29 +137,36 @@ impl EvmClients {
         Ok(client)
     }
 
-    /// Whether the chain at `rpc_url` has Multicall3, asked once and remembered.
+    /// Whether the chain at `rpc_url` has Multicall3. Present is remembered; absent is asked
+    /// again after `MULTICALL_RECHECK`, so a chain (or a dev node) that gains it later is
+    /// read through it without a restart.
     pub async fn has_multicall(
         &self,
         rpc_url: &str,
         client: &EvmClient,
     ) -> Result<bool, WalletOpsError> {
-        if let Some(known) = self
+        if let Some(&(known, at)) = self
             .multicall
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(rpc_url)
+            && (known || at.elapsed() < MULTICALL_RECHECK)
         {
-            return Ok(*known);
+            return Ok(known);
         }
         let code = client.code_at(MULTICALL3).await?;
         let present = !code.is_empty();
         self.multicall
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(rpc_url.to_owned(), present);
+            .insert(rpc_url.to_owned(), (present, std::time::Instant::now()));
         Ok(present)
     }
 }
+
+/// How long a chain found without Multicall3 is read with JSON-RPC batches before it is
+/// asked again.
+const MULTICALL_RECHECK: Duration = Duration::from_secs(600);
 
 /// A node that failed to answer a read.
 fn rpc_failed(what: &str, err: impl std::fmt::Display) -> WalletOpsError {
