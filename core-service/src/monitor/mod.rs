@@ -835,8 +835,10 @@ impl Monitor {
         }
         match resigned {
             Resign::Resigned => {
+                // The payment first: a correction that fails on the node must not hold it.
+                let sent = self.send_current(client, open.id).await;
                 self.settle_ended_at_nonce(client, open).await?;
-                self.send_current(client, open.id).await
+                sent
             }
             Resign::Shallow => {
                 let nonce = open.nonce.unwrap_or_default();
