@@ -1880,6 +1880,63 @@ async fn a_call_that_reverts_when_mined_ends_reverted(b: Backend) -> anyhow::Res
     Ok(())
 }
 
+async fn grpcurl_approves_and_calls_a_contract(b: Backend) -> anyhow::Result<()> {
+    // The README's grpcurl writes, as a caller types them: JSON field names, enum-free bodies,
+    // `args` as a JSON list.
+    let e = Evm::start(b, "", &[]).await?;
+    let token = e.anvil.deploy_token("GRPC", 18).await?;
+    let counter = e.anvil.deploy_counter().await?;
+    let spender: Address = "0x2222222222222222222222222222222222222222".parse()?;
+    let grpcurl = walletops_tests::grpcurl_bin()?;
+    let call = |method: &str, body: Value| {
+        let (grpcurl, addr, key) = (
+            grpcurl.clone(),
+            e.svc.grpc_addr.clone(),
+            e.svc.api_key.clone(),
+        );
+        let method = format!("walletops.v1.WalletOpsService/{method}");
+        async move {
+            let out = tokio::process::Command::new(grpcurl)
+                .args(["-plaintext", "-H", &format!("x-api-key: {key}")])
+                .args(["-H", &format!("idempotency-key: {}", uuid::Uuid::new_v4())])
+                .args(["-d", &body.to_string(), &addr, &method])
+                .output()
+                .await?;
+            anyhow::ensure!(
+                out.status.success(),
+                "grpcurl {method}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let reply: Value = serde_json::from_slice(&out.stdout)?;
+            Ok::<_, anyhow::Error>(
+                reply["submission"]["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        }
+    };
+    let approved = call(
+        "ApproveToken",
+        json!({"chain": "anvil", "token": token, "spender": spender, "amount": "1000000"}),
+    )
+    .await?;
+    e.wait_for(&approved, "CONFIRMED").await?;
+    assert_eq!(
+        e.anvil.allowance(token, e.wallet, spender).await?,
+        U256::from(1_000_000u64)
+    );
+    let called = call(
+        "CallContract",
+        json!({"chain": "anvil", "to": counter, "function": "add(uint256)", "args": [7]}),
+    )
+    .await?;
+    e.wait_for(&called, "CONFIRMED").await?;
+    let (count, _, caller) = e.anvil.counter_state(counter).await?;
+    assert_eq!((count, caller), (U256::from(7u64), e.wallet));
+    Ok(())
+}
+
 async fn a_core_that_stops_hands_its_records_to_the_others_at_once(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -2193,6 +2250,7 @@ on_both_backends!(
     a_write_that_timed_out_says_its_outcome_is_unknown_and_its_key_finds_it,
     a_failed_transaction_whose_nonce_was_reused_and_that_was_mined_is_settled,
     a_call_that_reverts_when_mined_ends_reverted,
+    grpcurl_approves_and_calls_a_contract,
     a_retry_gets_its_answer_even_after_the_wallet_is_withdrawn,
     a_twin_refused_for_the_payment_its_key_made_answers_with_it,
     a_broadcast_without_verdict_is_sent_again_not_failed,
