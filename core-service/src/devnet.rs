@@ -239,11 +239,16 @@ impl DevNode {
         &self.url
     }
 
+    /// A client of this (EVM) node.
+    fn provider(&self) -> anyhow::Result<RootProvider> {
+        Ok(RootProvider::new_http(self.url.parse()?))
+    }
+
     /// Gives `address` 1000 ETH.
     pub async fn fund(&self, address: &str) -> anyhow::Result<()> {
         let address: Address = address.parse().context("funding address")?;
-        let provider = RootProvider::<alloy::network::Ethereum>::new_http(self.url.parse()?);
-        let _: serde_json::Value = provider
+        let _: serde_json::Value = self
+            .provider()?
             .raw_request(
                 "anvil_setBalance".into(),
                 (address, U256::from(FUNDING_WEI)),
@@ -258,7 +263,7 @@ impl DevNode {
     /// deploys the Counter, all from anvil's first unlocked account.
     pub async fn deploy_samples(&self, wallet: &str) -> anyhow::Result<DevContracts> {
         let wallet: Address = wallet.parse().context("dev wallet address")?;
-        let provider = RootProvider::<alloy::network::Ethereum>::new_http(self.url.parse()?);
+        let provider = self.provider()?;
         let deployer = *provider
             .get_accounts()
             .await?

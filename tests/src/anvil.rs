@@ -149,12 +149,7 @@ impl Anvil {
     /// Stops the node as Ctrl-C would, so that a node started with `--state` writes its
     /// state out, and waits until it has exited.
     pub async fn stop_gracefully(mut self) -> anyhow::Result<()> {
-        let pid = self._child.id().context("anvil already exited")?;
-        let status = Command::new("kill")
-            .args(["-INT", &pid.to_string()])
-            .status()
-            .await?;
-        anyhow::ensure!(status.success(), "kill -INT {pid} failed");
+        crate::signal(&self._child, "-INT").await?;
         tokio::time::timeout(WAIT_TIMEOUT, self._child.wait())
             .await
             .context("waiting for anvil to exit")??;

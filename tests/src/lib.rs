@@ -109,6 +109,32 @@ pub fn grpcurl_bin() -> anyhow::Result<PathBuf> {
     Ok(bin)
 }
 
+/// Runs grpcurl with `args`; its standard output, when it succeeds.
+pub async fn grpcurl<I, S>(args: I) -> anyhow::Result<String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = Command::new(grpcurl_bin()?).args(args).output().await?;
+    anyhow::ensure!(
+        out.status.success(),
+        "grpcurl failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Sends `signal` (`-TERM`, `-INT`) to `child`.
+pub(crate) async fn signal(child: &Child, signal: &str) -> anyhow::Result<()> {
+    let pid = child.id().context("the process has exited")?;
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .await?;
+    anyhow::ensure!(status.success(), "kill {signal} {pid} failed");
+    Ok(())
+}
+
 fn pg_admin_url() -> String {
     std::env::var("WALLETOPS_TEST_PG")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
@@ -485,13 +511,7 @@ impl Service {
 
     /// Sends the service SIGTERM, as an orderly shutdown does, and returns at once.
     pub async fn signal_stop(&mut self) -> anyhow::Result<()> {
-        let pid = self.child.id().context("the service has exited")?;
-        let status = Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .await?;
-        anyhow::ensure!(status.success(), "kill -TERM {pid} failed");
-        Ok(())
+        signal(&self.child, "-TERM").await
     }
 
     /// Waits until the service (told to stop) is gone; its exit status.

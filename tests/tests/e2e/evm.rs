@@ -1887,34 +1887,24 @@ async fn grpcurl_approves_and_calls_a_contract(b: Backend) -> anyhow::Result<()>
     let token = e.anvil.deploy_token("GRPC", 18).await?;
     let counter = e.anvil.deploy_counter().await?;
     let spender: Address = "0x2222222222222222222222222222222222222222".parse()?;
-    let grpcurl = walletops_tests::grpcurl_bin()?;
-    let call = |method: &str, body: Value| {
-        let (grpcurl, addr, key) = (
-            grpcurl.clone(),
+    let call = async |method: &str, body: Value| -> anyhow::Result<String> {
+        let out = walletops_tests::grpcurl([
+            "-plaintext".to_owned(),
+            "-H".to_owned(),
+            format!("x-api-key: {}", e.svc.api_key),
+            "-H".to_owned(),
+            format!("idempotency-key: {}", uuid::Uuid::new_v4()),
+            "-d".to_owned(),
+            body.to_string(),
             e.svc.grpc_addr.clone(),
-            e.svc.api_key.clone(),
-        );
-        let method = format!("walletops.v1.WalletOpsService/{method}");
-        async move {
-            let out = tokio::process::Command::new(grpcurl)
-                .args(["-plaintext", "-H", &format!("x-api-key: {key}")])
-                .args(["-H", &format!("idempotency-key: {}", uuid::Uuid::new_v4())])
-                .args(["-d", &body.to_string(), &addr, &method])
-                .output()
-                .await?;
-            anyhow::ensure!(
-                out.status.success(),
-                "grpcurl {method}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let reply: Value = serde_json::from_slice(&out.stdout)?;
-            Ok::<_, anyhow::Error>(
-                reply["submission"]["id"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-            )
-        }
+            format!("walletops.v1.WalletOpsService/{method}"),
+        ])
+        .await?;
+        let reply: Value = serde_json::from_str(&out)?;
+        Ok(reply["submission"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned())
     };
     let approved = call(
         "ApproveToken",

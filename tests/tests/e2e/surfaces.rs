@@ -6,7 +6,7 @@ use futures::StreamExt;
 use tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
-use walletops_tests::{Backend, Service, WAIT_TIMEOUT, grpcurl_bin, on_both_backends};
+use walletops_tests::{Backend, Service, WAIT_TIMEOUT, grpcurl, grpcurl_bin, on_both_backends};
 
 const OUR_SERVICES: [&str; 3] = [
     "walletops.v1.WalletOpsService",
@@ -128,28 +128,12 @@ async fn health_turns_not_serving_when_the_core_drains(b: Backend) -> anyhow::Re
 
 async fn grpcurl_lists_describes_and_calls(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start(b).await?;
-    let grpcurl = grpcurl_bin()?;
-    let run = |args: Vec<String>| {
-        let grpcurl = grpcurl.clone();
-        async move {
-            let out = tokio::process::Command::new(grpcurl)
-                .args(args)
-                .output()
-                .await?;
-            anyhow::ensure!(
-                out.status.success(),
-                "grpcurl failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            Ok::<_, anyhow::Error>(String::from_utf8_lossy(&out.stdout).into_owned())
-        }
-    };
     let addr = svc.grpc_addr.clone();
-    let list = run(vec!["-plaintext".into(), addr.clone(), "list".into()]).await?;
+    let list = grpcurl(vec!["-plaintext".into(), addr.clone(), "list".into()]).await?;
     for name in OUR_SERVICES {
         assert!(list.contains(name), "{list}");
     }
-    let described = run(vec![
+    let described = grpcurl(vec![
         "-plaintext".into(),
         addr.clone(),
         "describe".into(),
@@ -157,7 +141,7 @@ async fn grpcurl_lists_describes_and_calls(b: Backend) -> anyhow::Result<()> {
     ])
     .await?;
     assert!(described.contains("amount"), "{described}");
-    let wallets = run(vec![
+    let wallets = grpcurl(vec![
         "-plaintext".into(),
         "-H".into(),
         format!("x-api-key: {}", svc.api_key),
@@ -170,7 +154,7 @@ async fn grpcurl_lists_describes_and_calls(b: Backend) -> anyhow::Result<()> {
     let parsed: serde_json::Value = serde_json::from_str(&wallets)?;
     assert_eq!(parsed["wallets"][0]["chainType"], "solana", "{wallets}");
     // grpcurl decodes the error details through reflection, so the contract code shows.
-    let out = tokio::process::Command::new(&grpcurl)
+    let out = tokio::process::Command::new(grpcurl_bin()?)
         .args([
             "-plaintext",
             "-d",
