@@ -479,6 +479,16 @@ impl Service {
             .await
     }
 
+    /// The lease owner of each stored send (empty: none), as text in the backend's own
+    /// spelling: only to compare with each other.
+    pub async fn send_lease_owners(&self) -> anyhow::Result<Vec<String>> {
+        let owner = match self.backend {
+            Backend::Sqlite => "COALESCE(hex(lease_owner), '')",
+            Backend::Postgres => "COALESCE(CAST(lease_owner AS TEXT), '')",
+        };
+        self.stored_texts("send", owner).await
+    }
+
     /// `column` (an SQL expression) of the stored transactions of `kind`, as text.
     async fn stored_texts(&self, kind: &str, column: &str) -> anyhow::Result<Vec<String>> {
         use sea_orm::{ConnectionTrait, Statement};
@@ -548,11 +558,12 @@ impl Service {
     /// Starts a second `walletops serve` over the same data dir and database (a second
     /// core and edge, as behind a load balancer).
     pub async fn sibling(&self) -> anyhow::Result<Launched> {
-        let cmd = serve_command(
-            self.data_dir.path(),
-            self.database_url.as_deref(),
-            &self.options,
-        )?;
+        self.sibling_with(&self.options).await
+    }
+
+    /// `sibling`, started with `options` instead of this service's.
+    pub async fn sibling_with(&self, options: &Options) -> anyhow::Result<Launched> {
+        let cmd = serve_command(self.data_dir.path(), self.database_url.as_deref(), options)?;
         launch(cmd, &["REST listening on ", "gRPC listening on "]).await
     }
 

@@ -94,6 +94,9 @@ pub struct Monitor {
     /// Since when every send of each record has been refused: on EVM of a record a node took
     /// before; on Solana of a record whose current version has not been seen.
     refused_since: Arc<Marks>,
+    /// Since when this core has failed to follow each record: once that lasts a lease, the
+    /// core gives the record up after each failure, for a core that can follow it.
+    failing: Arc<Marks>,
 }
 
 /// A time per record, kept in memory for the records this core follows.
@@ -175,6 +178,7 @@ impl Monitor {
             raised: Arc::default(),
             taken: Arc::default(),
             refused_since: Arc::default(),
+            failing: Arc::default(),
         }
     }
 
@@ -224,10 +228,17 @@ impl Monitor {
         let follow_all = futures::stream::iter(leased)
             .map(|open| async move {
                 let id = open.id;
-                self.follow(open).await.unwrap_or_else(|e| {
-                    tracing::warn!(%id, error = %e, "following a transaction failed");
-                    None
-                })
+                match self.follow(open).await {
+                    Ok(settled) => {
+                        self.failing.clear(id);
+                        settled
+                    }
+                    Err(e) => {
+                        tracing::warn!(%id, error = %e, "following a transaction failed");
+                        self.give_up_if_failing(id, lease).await;
+                        None
+                    }
+                }
             })
             .buffer_unordered(FOLLOWERS)
             .filter_map(std::future::ready)
@@ -256,6 +267,7 @@ impl Monitor {
         self.raised.forget_before(horizon);
         self.taken.forget_before(horizon);
         self.refused_since.forget_before(horizon);
+        self.failing.forget_before(horizon);
         // The final states of the sweep are written in one database transaction; when it
         // fails, the records are still open and leased to this core, and the next sweep
         // finds the same receipts.
@@ -274,6 +286,20 @@ impl Monitor {
             txn.commit().await?;
         }
         Ok(())
+    }
+
+    /// Gives up the lease on record `id` once this core has failed to follow it for a
+    /// lease: renewed each sweep, the lease would otherwise never run out, and a core whose
+    /// node is down (or that lacks the record's chain) would hold the record, and every later
+    /// nonce of its wallet, from the cores that can follow it.
+    async fn give_up_if_failing(&self, id: Uuid, lease: chrono::Duration) {
+        if Utc::now() - self.failing.first(id) < lease {
+            return;
+        }
+        match self.store.release_lease(self.owner, id).await {
+            Ok(()) => tracing::debug!(%id, "gave up a transaction this core cannot follow"),
+            Err(e) => tracing::warn!(%id, error = %e, "giving up a lease failed"),
+        }
     }
 
     /// Follows `open` one step; returns its final state when the chain shows one.

@@ -3,21 +3,17 @@ use std::collections::HashSet;
 
 use sea_orm::{
     ActiveValue::Set,
-    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect,
-    TryInsertResult,
-    sea_query::{Expr, ExprTrait, Query},
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, TryInsertResult,
+    sea_query::{Alias, Expr, ExprTrait, JoinType, Query},
 };
 use uuid::Uuid;
 
 use super::{
     Store,
     entities::{idempotency_keys as keys, transactions as txs},
-    transactions::{enum_text, open_statuses},
+    transactions::{ended_unmined, open_statuses},
 };
-use crate::{
-    error::Result,
-    transactions::{OpenTransaction, TxKind},
-};
+use crate::{error::Result, transactions::OpenTransaction};
 
 /// A key as stored.
 #[derive(Debug, Clone)]
@@ -69,7 +65,7 @@ impl Store {
             let deleted = keys::Entity::delete_many()
                 .filter(keys::Column::UserId.eq(user))
                 .filter(keys::Column::Key.eq(key))
-                .filter(self.expired_and_settled(now, retention).await?)
+                .filter(expired_and_settled(now, retention))
                 .exec(self.db())
                 .await?;
             if deleted.rows_affected == 1 {
@@ -220,60 +216,68 @@ impl Store {
         retention: chrono::Duration,
     ) -> Result<u64> {
         Ok(keys::Entity::delete_many()
-            .filter(self.expired_and_settled(now, retention).await?)
+            .filter(expired_and_settled(now, retention))
             .exec(self.db())
             .await?
             .rows_affected)
     }
 }
 
-impl Store {
-    /// Claims past their retention whose transaction, if any, has been settled for the
-    /// retention too. A key whose transaction is still open (stuck, or held back by the fee
-    /// cap) outlives its retention: dropping it would let a retry under the key sign a second
-    /// payment beside the first. So does one whose transaction settled only lately (a
-    /// payment stuck for a day must not lose its key the moment it confirms), and one whose
-    /// DROPPED or FAILED transaction an open nonce filler was signed for: the filler may
-    /// yet find it mined after all, and its key must then answer from it.
-    async fn expired_and_settled(
-        &self,
-        now: DateTime<Utc>,
-        retention: chrono::Duration,
-    ) -> Result<Condition> {
-        let fillers: Vec<serde_json::Value> = txs::Entity::find()
-            .select_only()
-            .column(txs::Column::Request)
-            .filter(txs::Column::Kind.eq(enum_text(TxKind::NonceFill)))
-            .filter(txs::Column::Status.is_in(open_statuses()))
-            .into_tuple()
-            .all(self.db())
-            .await?;
-        let settling: Vec<Uuid> = fillers
-            .iter()
-            .filter_map(|request| Uuid::parse_str(request["fills"].as_str()?).ok())
-            .collect();
-        // Correlated on the primary key, so a purge reads only the keys' own records.
-        let unsettled = Query::select()
-            .expr(Expr::val(1))
-            .from(txs::Entity)
-            .and_where(
-                Expr::col((txs::Entity, txs::Column::Id))
-                    .equals((keys::Entity, keys::Column::TransactionId)),
-            )
-            .cond_where(
-                Condition::any()
-                    .add(txs::Column::Status.is_in(open_statuses()))
-                    .add(txs::Column::UpdatedAt.gt(now - retention)),
-            )
-            .to_owned();
-        let mut settled = Condition::all().add(Expr::exists(unsettled).not());
-        if !settling.is_empty() {
-            settled = settled.add(keys::Column::TransactionId.is_not_in(settling));
-        }
-        Ok(Condition::all().add(keys::Column::ExpiresAt.lt(now)).add(
+/// Claims past their retention whose transaction, if any, has been settled for the
+/// retention too. A key whose transaction is still open (stuck, or held back by the fee
+/// cap) outlives its retention: dropping it would let a retry under the key sign a second
+/// payment beside the first. So does one whose transaction settled only lately (a
+/// payment stuck for a day must not lose its key the moment it confirms), and one whose
+/// DROPPED or FAILED transaction has its nonce held by an open record (a nonce filler,
+/// or a send given the freed nonce): that record may yet find it mined after all, and
+/// its key must then answer from it.
+fn expired_and_settled(now: DateTime<Utc>, retention: chrono::Duration) -> Condition {
+    let (mine, other) = (Alias::new("mine"), Alias::new("other"));
+    // Correlated on the primary key, so a purge reads only the keys' own records.
+    let unsettled = Query::select()
+        .expr(Expr::val(1))
+        .from(txs::Entity)
+        .and_where(
+            Expr::col((txs::Entity, txs::Column::Id))
+                .equals((keys::Entity, keys::Column::TransactionId)),
+        )
+        .cond_where(
             Condition::any()
-                .add(keys::Column::TransactionId.is_null())
-                .add(settled),
-        ))
-    }
+                .add(txs::Column::Status.is_in(open_statuses()))
+                .add(txs::Column::UpdatedAt.gt(now - retention)),
+        )
+        .to_owned();
+    // An ended record whose nonce an open record holds (its filler, or a send that was
+    // given the freed nonce) may still be found mined: when that open record finds the
+    // nonce taken, it settles the ended one and its key answers from it again.
+    let same_nonce =
+        |column: txs::Column| Expr::col((other.clone(), column)).equals((mine.clone(), column));
+    let nonce_held = Query::select()
+        .expr(Expr::val(1))
+        .from_as(txs::Entity, mine.clone())
+        .join_as(
+            JoinType::InnerJoin,
+            txs::Entity,
+            other.clone(),
+            Condition::all()
+                .add(same_nonce(txs::Column::ChainId))
+                .add(same_nonce(txs::Column::FromAddress))
+                .add(same_nonce(txs::Column::Nonce)),
+        )
+        .and_where(
+            Expr::col((mine.clone(), txs::Column::Id))
+                .equals((keys::Entity, keys::Column::TransactionId)),
+        )
+        .and_where(Expr::col((mine, txs::Column::Status)).is_in(ended_unmined()))
+        .and_where(Expr::col((other, txs::Column::Status)).is_in(open_statuses()))
+        .to_owned();
+    Condition::all().add(keys::Column::ExpiresAt.lt(now)).add(
+        Condition::any()
+            .add(keys::Column::TransactionId.is_null())
+            .add(
+                Condition::all()
+                    .add(Expr::exists(unsettled).not())
+                    .add(Expr::exists(nonce_held).not()),
+            ),
+    )
 }

@@ -253,24 +253,33 @@ impl Store {
             .await
     }
 
-    /// Ends the hold of its request on record `id`, if it still has one.
-    pub(crate) async fn release_hold(&self, id: Uuid) -> Result<()> {
+    /// Gives up `owner`'s lease on record `id`, so that any core may take it at its next
+    /// sweep: a core that cannot follow the record (its node unreachable from there, say)
+    /// must not keep it from the cores that can.
+    pub(crate) async fn release_lease(&self, owner: Uuid, id: Uuid) -> Result<()> {
         self.free_leases(
             Condition::all()
                 .add(txs::Column::Id.eq(id))
-                .add(txs::Column::LeaseOwner.eq(REQUEST_HOLD)),
+                .add(txs::Column::LeaseOwner.eq(owner)),
         )
         .await
         .map(|_| ())
     }
 
-    /// Ends the leases (or holds) of the records `which` selects; returns how many.
+    /// Ends the hold of its request on record `id`, if it still has one.
+    pub(crate) async fn release_hold(&self, id: Uuid) -> Result<()> {
+        self.release_lease(REQUEST_HOLD, id).await
+    }
+
+    /// Ends the leases (or holds) of the records `which` selects; returns how many. The
+    /// owner goes too, so that a sweep still under way does not renew a lease it gave up.
     async fn free_leases(&self, which: Condition) -> Result<u64> {
         Ok(txs::Entity::update_many()
             .col_expr(
                 txs::Column::LeaseUntil,
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
+            .col_expr(txs::Column::LeaseOwner, Expr::value(Option::<Uuid>::None))
             .filter(which)
             .exec(self.db())
             .await?
@@ -522,7 +531,7 @@ fn still_as_seen(open: &OpenTransaction) -> Condition {
 }
 
 /// The statuses of a record ended without being mined, whose nonce a filler takes.
-fn ended_unmined() -> [String; 2] {
+pub(super) fn ended_unmined() -> [String; 2] {
     [enum_text(TxStatus::Dropped), enum_text(TxStatus::Failed)]
 }
 
@@ -776,8 +785,8 @@ mod tests {
                 .expect("claim");
             opens.push(open);
         }
-        // The first settled at once, the second and third fail later; an open nonce filler
-        // was signed for the third.
+        // The first settled at once, the second and third fail later; the third's freed
+        // nonce was given to a send that is still open (a nonce filler would hold it alike).
         let settle = async |i: usize, status, at: DateTime<Utc>| {
             let open: &OpenTransaction = &opens[i];
             assert!(
@@ -796,15 +805,16 @@ mod tests {
         settle(0, TxStatus::Confirmed, t0).await;
         settle(1, TxStatus::Failed, t0 + chrono::Duration::minutes(50)).await;
         settle(2, TxStatus::Failed, t0 + chrono::Duration::minutes(50)).await;
-        let filler = NewTransaction {
-            kind: TxKind::NonceFill,
-            request: serde_json::json!({ "fills": opens[2].id }),
-            ..new_record(opens[2].user_id, opens[2].wallet_id, &opens[2].from, 99)
-        };
-        let filler = store
-            .insert_transaction(store.db(), filler)
+        let reuse = new_record(
+            opens[2].user_id,
+            opens[2].wallet_id,
+            &opens[2].from,
+            opens[2].nonce.expect("a nonce"),
+        );
+        let reuse = store
+            .insert_transaction(store.db(), reuse)
             .await
-            .expect("filler");
+            .expect("a send at the freed nonce");
         let kept = async |at: DateTime<Utc>| {
             store
                 .purge_idempotency_keys(at, retention)
@@ -825,13 +835,14 @@ mod tests {
         };
         // Past the keys' retention: only the key of the record settled as long goes.
         assert_eq!(kept(t0 + chrono::Duration::minutes(61)).await, ids[1..]);
-        // Past the second's retention from its ending: the filler still holds the third.
+        // Past the second's retention from its ending: the open send at its nonce still
+        // holds the third.
         assert_eq!(kept(t0 + chrono::Duration::minutes(111)).await, ids[2..]);
         assert!(
             store
-                .settle_transaction(store.db(), &filler, TxStatus::Confirmed, None, None, None)
+                .settle_transaction(store.db(), &reuse, TxStatus::Confirmed, None, None, None)
                 .await
-                .expect("settle filler")
+                .expect("settle the send")
         );
         assert!(kept(t0 + chrono::Duration::minutes(111)).await.is_empty());
     }

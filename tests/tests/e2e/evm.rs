@@ -1955,6 +1955,37 @@ async fn a_core_that_stops_hands_its_records_to_the_others_at_once(
     Ok(())
 }
 
+async fn a_core_that_cannot_follow_a_record_gives_it_up(b: Backend) -> anyhow::Result<()> {
+    let toml = "[monitor]\npoll_interval_ms = 100\nlease_secs = 5\n";
+    let mut e = Evm::start(b, toml, &["--no-mining"]).await?;
+    let (id, _) = e.send_native(RECIPIENT, "5").await?;
+    poll_until("the core's monitor to lease the record", || async {
+        Ok((e.svc.leased_transactions().await? == 1).then_some(()))
+    })
+    .await?;
+    let first = e.svc.send_lease_owners().await?;
+    // A second core whose node does not answer (unreachable from where it runs).
+    let mut blind = service_options(&e.anvil, toml, &[]);
+    blind.config_toml = blind
+        .config_toml
+        .map(|toml| toml.replace(e.anvil.url(), "http://127.0.0.1:9"));
+    let _blind = e.svc.sibling_with(&blind).await?;
+    e.svc.kill().await?;
+    poll_until("the blind core to take the record", || async {
+        Ok((e.svc.send_lease_owners().await? != first).then_some(()))
+    })
+    .await?;
+    // A core that can follow it starts: the blind core, renewing its lease each sweep,
+    // would keep the record (and every later nonce of the wallet) from it for good.
+    e.svc
+        .relaunch(gated_options(&e.anvil, None, toml, &[]))
+        .await?;
+    e.anvil.mine().await?;
+    e.wait_for(&id, "CONFIRMED").await?;
+    assert_eq!(e.anvil.balance(RECIPIENT.parse()?).await?, U256::from(5u64));
+    Ok(())
+}
+
 async fn a_nonce_held_only_in_a_pool_is_not_skipped(b: Backend) -> anyhow::Result<()> {
     let e = unmined(b).await?;
     let (first, _) = e.send_native(RECIPIENT, "1").await?;
@@ -2249,6 +2280,7 @@ on_both_backends!(
     a_record_is_its_requests_until_its_first_send_is_answered,
     a_dropped_transaction_mined_after_all_is_settled,
     a_core_that_stops_hands_its_records_to_the_others_at_once,
+    a_core_that_cannot_follow_a_record_gives_it_up,
     a_nonce_taken_outside_is_re_signed_only_once_that_block_is_deep,
     a_filler_whose_nonce_another_transaction_took_is_dropped,
     a_refused_filler_is_raised_once_a_stuck_time,
