@@ -170,7 +170,7 @@ impl Store {
     /// answers with the refusal. Done apart, a crash between the two writes would leave the
     /// key replaying the success response of a record that failed, and the caller would
     /// never send the payment again.
-    pub(crate) async fn fail_claim_of<C: ConnectionTrait>(
+    pub(super) async fn fail_claim_of<C: ConnectionTrait>(
         &self,
         conn: &C,
         open: &OpenTransaction,
@@ -193,7 +193,7 @@ impl Store {
     /// Has the failed claim of record `open`'s key, if there is one, answer from the record
     /// again (succeeded, with no stored response: a replay reads the record), inside `conn`'s
     /// transaction: the record was mined after all.
-    pub(crate) async fn unfail_claim_of<C: ConnectionTrait>(
+    pub(super) async fn unfail_claim_of<C: ConnectionTrait>(
         &self,
         conn: &C,
         open: &OpenTransaction,

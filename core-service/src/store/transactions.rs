@@ -302,6 +302,34 @@ impl Store {
             .await
     }
 
+    /// Ends `open` as `status` (FAILED or DROPPED) with `error`, in `conn`'s transaction.
+    /// `answered`: the refusal its own request answers with, which fails the key's claim
+    /// too; then only while nobody has sent the record with success: should the request's
+    /// hold have run out (another core's clock ahead of this one's), a monitor may have sent
+    /// it meanwhile, and failing the key would have the caller pay again while that send is
+    /// mined. False, with nothing changed, when the record is not as `open` shows it (or,
+    /// answered, was sent).
+    pub(crate) async fn fail_transaction<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        open: &OpenTransaction,
+        status: TxStatus,
+        error: String,
+        answered: Option<String>,
+    ) -> Result<bool> {
+        let mut seen = still_as_seen(open);
+        if answered.is_some() {
+            seen = seen.add(txs::Column::LastBroadcastAt.is_null());
+        }
+        let failed = self
+            .settle_as_seen(conn, open, seen, status, Some(error), None, None)
+            .await?;
+        if failed && let Some(detail) = answered {
+            self.fail_claim_of(conn, open, detail).await?;
+        }
+        Ok(failed)
+    }
+
     /// The other records of `open`'s wallet and chain that ended DROPPED or FAILED at its
     /// nonce: the record a nonce filler was signed for, or one refused for sure whose nonce
     /// was given back, and taken by a later record. When the nonce turns out used by another
@@ -593,6 +621,38 @@ mod tests {
         (dir, store, ids)
     }
 
+    /// `open_records(n, None)`, each record with a succeeded claim keyed by its id, made at
+    /// `at` for `retention`; and the records as read back.
+    async fn claimed_records(
+        n: u64,
+        at: DateTime<Utc>,
+        retention: chrono::Duration,
+    ) -> (tempfile::TempDir, Store, Vec<Uuid>, Vec<OpenTransaction>) {
+        let (dir, store, ids) = open_records(n, None).await;
+        let mut opens = Vec::new();
+        for id in &ids {
+            let open = store
+                .open_transaction(*id)
+                .await
+                .expect("read")
+                .expect("row");
+            let claim = crate::store::NewClaim {
+                user: open.user_id,
+                key: *id,
+                path: "/v1/send".to_owned(),
+                request_hash: "h".to_owned(),
+                created_at: at,
+                expires_at: at + retention,
+            };
+            store
+                .insert_idempotency_key(store.db(), &claim, "succeeded", Some(*id), None, None)
+                .await
+                .expect("claim");
+            opens.push(open);
+        }
+        (dir, store, ids, opens)
+    }
+
     /// A native send of 1 wei from `from`, wallet `wallet` of `user`, at `nonce`.
     fn new_record(user: Uuid, wallet: Uuid, from: &str, nonce: u64) -> NewTransaction {
         NewTransaction {
@@ -760,31 +820,52 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_key_outlives_its_retention_until_its_record_has_been_settled_as_long() {
-        let (_dir, store, ids) = open_records(3, None).await;
-        let retention = chrono::Duration::hours(1);
-        let t0 = Utc::now();
-        let mut opens = Vec::new();
-        for id in &ids {
-            let open = store
-                .open_transaction(*id)
+    async fn a_refusal_fails_no_record_that_was_sent_meanwhile() {
+        let now = Utc::now();
+        let (_dir, store, ids, opens) = claimed_records(2, now, chrono::Duration::hours(1)).await;
+        // The second was sent with success by a monitor while its request's own send was
+        // being refused.
+        store.record_broadcasts(&ids[1..], now).await.expect("note");
+        let fail = async |open: &OpenTransaction| {
+            store
+                .fail_transaction(
+                    store.db(),
+                    open,
+                    TxStatus::Failed,
+                    "refused".to_owned(),
+                    Some("refused".to_owned()),
+                )
+                .await
+                .expect("fail")
+        };
+        let state = async |id: Uuid| {
+            let claim = store
+                .find_idempotency_key(opens[0].user_id, id, now, chrono::Duration::hours(1))
                 .await
                 .expect("read")
-                .expect("row");
-            let claim = crate::store::NewClaim {
-                user: open.user_id,
-                key: *id,
-                path: "/v1/send".to_owned(),
-                request_hash: "h".to_owned(),
-                created_at: t0,
-                expires_at: t0 + retention,
-            };
-            store
-                .insert_idempotency_key(store.db(), &claim, "succeeded", Some(*id), None, None)
-                .await
                 .expect("claim");
-            opens.push(open);
-        }
+            let status = store
+                .find_transaction(opens[0].user_id, id)
+                .await
+                .expect("read")
+                .expect("row")
+                .status;
+            (claim.state, status)
+        };
+        assert!(fail(&opens[0]).await);
+        assert_eq!(state(ids[0]).await, ("failed".to_owned(), TxStatus::Failed));
+        assert!(!fail(&opens[1]).await, "a sent record is the monitor's");
+        assert_eq!(
+            state(ids[1]).await,
+            ("succeeded".to_owned(), TxStatus::Submitted)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_key_outlives_its_retention_until_its_record_has_been_settled_as_long() {
+        let retention = chrono::Duration::hours(1);
+        let t0 = Utc::now();
+        let (_dir, store, ids, opens) = claimed_records(3, t0, retention).await;
         // The first settled at once, the second and third fail later; the third's freed
         // nonce was given to a send that is still open (a nonce filler would hold it alike).
         let settle = async |i: usize, status, at: DateTime<Utc>| {

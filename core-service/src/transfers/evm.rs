@@ -893,18 +893,17 @@ impl EvmPipeline {
         // Read before the database transaction, which must not wait on the node.
         let now = client.fees().await?;
         let txn = self.store.begin().await?;
-        if !self
+        let answered = match ending {
+            Ending::Answered(answered) => Some(failure_detail(answered)),
+            _ => None,
+        };
+        let settled = self
             .store
-            .settle_transaction(&txn, open, status, Some(error.to_owned()), None, None)
-            .await?
-        {
+            .fail_transaction(&txn, open, status, error.to_owned(), answered)
+            .await?;
+        if !settled {
             txn.rollback().await?;
             return Ok(false);
-        }
-        if let Ending::Answered(answered) = ending {
-            self.store
-                .fail_claim_of(&txn, open, failure_detail(answered))
-                .await?;
         }
         if let Some(nonce) = open.nonce {
             let released = !matches!(ending, Ending::MaybeHeld)

@@ -405,13 +405,14 @@ impl SolanaPipeline {
         let txn = self.store.begin().await?;
         let failed = self
             .store
-            .settle_transaction(&txn, open, status, Some(error.to_owned()), None, None)
+            .fail_transaction(
+                &txn,
+                open,
+                status,
+                error.to_owned(),
+                answered.map(failure_detail),
+            )
             .await?;
-        if failed && let Some(answered) = answered {
-            self.store
-                .fail_claim_of(&txn, open, failure_detail(answered))
-                .await?;
-        }
         txn.commit().await?;
         Ok(failed)
     }
