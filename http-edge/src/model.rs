@@ -65,12 +65,32 @@ fn from_proto_struct(s: prost_types::Struct) -> serde_json::Value {
 
 // ---- wallets ----
 
+/// A chain family.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub(crate) enum ChainType {
+    Ethereum,
+    Solana,
+}
+
+/// What a send moves: the chain's native coin, an ERC20 token or an SPL token.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub(crate) enum Asset {
+    Native,
+    Erc20,
+    Spl,
+}
+
 /// Query of `GET /wallets`.
 #[derive(Debug, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)] // Documents the query; the handler reads it through `QueryParams`.
 pub(crate) struct ListWalletsQuery {
     /// Chain family: `ethereum` or `solana`.
+    #[param(value_type = Option<ChainType>, inline)]
     chain: Option<String>,
     /// Only default wallets.
     #[param(rename = "defaultOnly")]
@@ -132,8 +152,10 @@ impl From<pb::ListWalletsResponse> for WalletsJson {
 #[allow(dead_code)] // Documents the query; the handler reads it through `QueryParams`.
 pub(crate) struct BalancesQuery {
     /// Chain slug, e.g. `base` or `solana`.
+    #[param(min_length = 1)]
     chain: String,
     /// Comma-separated token addresses (EVM) or mints (Solana), at most 50.
+    #[param(pattern = "^([0-9A-Za-z]+(,[0-9A-Za-z]+){0,49})?$")]
     tokens: Option<String>,
     /// Include zero balances; default false.
     #[param(rename = "includeZero")]
@@ -354,18 +376,29 @@ impl From<Option<pb::Submission>> for SubmissionJson {
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct SendBody {
     /// Chain slug.
+    #[schema(required = true, min_length = 1)]
     pub(crate) chain: String,
     /// Sender wallet; null or absent: the caller's default wallet for the chain.
+    #[schema(pattern = "^(0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$")]
     pub(crate) from: Option<String>,
     /// Recipient wallet address (the owner, for token transfers).
+    #[schema(
+        required = true,
+        pattern = "^(0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
+    )]
     pub(crate) to: String,
     /// `native`, `erc20` or `spl`.
-    #[schema(example = "native")]
+    #[schema(required = true, value_type = Asset)]
     pub(crate) asset: String,
     /// Token address (EVM) or mint (Solana), for token sends.
+    #[schema(pattern = "^(0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$")]
     pub(crate) token: Option<String>,
-    /// Integer amount in base units (wei, lamports or token units).
-    #[schema(example = "1000000000000000")]
+    /// Integer amount in base units (wei, lamports or token units), decimal or 0x-hex.
+    #[schema(
+        required = true,
+        example = "1000000000000000",
+        pattern = "^(0x[0-9a-fA-F]+|[0-9]+)$"
+    )]
     pub(crate) amount: String,
 }
 
@@ -393,14 +426,19 @@ impl From<SendBody> for pb::SendRequest {
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct ApproveBody {
     /// EVM chain slug.
+    #[schema(required = true, min_length = 1)]
     pub(crate) chain: String,
     /// Owner wallet; default: the caller's default EVM wallet.
+    #[schema(pattern = "^0x[a-fA-F0-9]{40}$")]
     pub(crate) from: Option<String>,
     /// ERC20 token address.
+    #[schema(required = true, pattern = "^0x[a-fA-F0-9]{40}$")]
     pub(crate) token: String,
     /// Spender (router) address.
+    #[schema(required = true, pattern = "^0x[a-fA-F0-9]{40}$")]
     pub(crate) spender: String,
     /// Allowance in token base units.
+    #[schema(required = true, pattern = "^(0x[0-9a-fA-F]+|[0-9]+)$")]
     pub(crate) amount: String,
 }
 
@@ -421,14 +459,19 @@ impl From<ApproveBody> for pb::ApproveTokenRequest {
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct ContractCallBody {
     /// EVM chain slug.
+    #[schema(required = true, min_length = 1)]
     pub(crate) chain: String,
     /// Sender wallet; default: the caller's default EVM wallet.
+    #[schema(pattern = "^0x[a-fA-F0-9]{40}$")]
     pub(crate) from: Option<String>,
     /// Contract address.
+    #[schema(required = true, pattern = "^0x[a-fA-F0-9]{40}$")]
     pub(crate) to: String,
     /// Native value in wei; default 0.
+    #[schema(pattern = "^(0x[0-9a-fA-F]+|[0-9]+)$")]
     pub(crate) value: Option<String>,
     /// Raw 0x-hex calldata.
+    #[schema(pattern = "^0x([0-9a-fA-F]{2})*$")]
     pub(crate) data: Option<String>,
     /// Human-readable signature, e.g. `transfer(address,uint256)`.
     #[schema(example = "transfer(address,uint256)")]
@@ -459,14 +502,25 @@ impl From<ContractCallBody> for pb::CallContractRequest {
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct QuoteBody {
     /// Chain slug.
+    #[schema(required = true, min_length = 1)]
     pub(crate) chain: String,
     /// Source token address or `NATIVE`.
+    #[schema(
+        required = true,
+        pattern = "^(NATIVE|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
+    )]
     pub(crate) from_token: String,
     /// Destination token address or `NATIVE`.
+    #[schema(
+        required = true,
+        pattern = "^(NATIVE|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
+    )]
     pub(crate) to_token: String,
     /// Source amount in base units, decimal or 0x-hex.
+    #[schema(required = true, pattern = "^(0x[0-9a-fA-F]+|[0-9]+)$")]
     pub(crate) amount: String,
     /// Wallet used for allowance checks.
+    #[schema(pattern = "^(0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$")]
     pub(crate) from: Option<String>,
     /// Include gas estimates.
     pub(crate) include_gas: Option<bool>,
@@ -547,14 +601,25 @@ impl From<pb::GetQuoteResponse> for QuoteResponseJson {
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct SwapBody {
     /// Chain slug.
+    #[schema(required = true, min_length = 1)]
     pub(crate) chain: String,
     /// Sender wallet.
+    #[schema(pattern = "^(0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$")]
     pub(crate) from: Option<String>,
     /// Source token address or `NATIVE`.
+    #[schema(
+        required = true,
+        pattern = "^(NATIVE|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
+    )]
     pub(crate) from_token: String,
     /// Destination token address or `NATIVE`.
+    #[schema(
+        required = true,
+        pattern = "^(NATIVE|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
+    )]
     pub(crate) to_token: String,
     /// Source amount in base units, decimal or 0x-hex.
+    #[schema(required = true, pattern = "^(0x[0-9a-fA-F]+|[0-9]+)$")]
     pub(crate) amount: String,
     /// Slippage in percent; default 1.
     pub(crate) slippage: Option<f64>,

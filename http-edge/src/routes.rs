@@ -81,7 +81,7 @@ fn call<T: Default>(
         version = "1"
     ),
     modifiers(&ApiKeyScheme),
-    components(schemas(ErrorBody)),
+    components(schemas(ErrorBody, crate::model::Asset)),
     tags(
         (name = "wallets", description = "Wallets and balances"),
         (name = "transactions", description = "Transfers, approvals, contract calls, lookups"),
@@ -127,7 +127,58 @@ pub(crate) fn v1(core: Channel) -> (axum::Router, utoipa::openapi::OpenApi) {
 /// The OpenAPI document of the REST contract.
 pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
     let (_, paths) = v1_router().split_for_parts();
-    ApiDoc::openapi().nest("/api/v1", paths)
+    let mut doc = ApiDoc::openapi().nest("/api/v1", paths);
+    add_common_responses(&mut doc);
+    doc
+}
+
+/// Statuses any operation can answer with, whatever it does, each with the error body.
+const COMMON_RESPONSES: [(&str, &str); 5] = [
+    (
+        "400",
+        "INVALID_INPUT: a value breaks its format (the message and the details name the \
+         field); CHAIN_UNKNOWN",
+    ),
+    (
+        "401",
+        "UNAUTHORIZED: missing, invalid, expired or revoked API key",
+    ),
+    (
+        "429",
+        "RATE_LIMITED: the user's budget for the minute is spent; see Retry-After",
+    ),
+    ("500", "INTERNAL_ERROR"),
+    (
+        "503",
+        "SERVICE_UNAVAILABLE: the core cannot be reached, or the request timed out and its \
+         outcome is unknown (retry a write with the same Idempotency-Key)",
+    ),
+];
+
+/// Adds `COMMON_RESPONSES` to every operation that does not document the status itself.
+fn add_common_responses(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    for item in doc.paths.paths.values_mut() {
+        for op in [&mut item.get, &mut item.post].into_iter().flatten() {
+            for (status, description) in COMMON_RESPONSES {
+                op.responses
+                    .responses
+                    .entry(status.to_owned())
+                    .or_insert_with(|| {
+                        ResponseBuilder::new()
+                            .description(description)
+                            .content(
+                                "application/json",
+                                ContentBuilder::new()
+                                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                                    .build(),
+                            )
+                            .build()
+                            .into()
+                    });
+            }
+        }
+    }
 }
 
 /// The headers every call may carry, for the OpenAPI document.
@@ -136,7 +187,7 @@ pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
 #[allow(dead_code)]
 struct WriteHeaders {
     /// A UUID; a retry with the same key and body returns the first response.
-    #[param(rename = "Idempotency-Key")]
+    #[param(rename = "Idempotency-Key", value_type = uuid::Uuid)]
     idempotency_key: String,
 }
 
@@ -179,7 +230,8 @@ fn balances_request(
 }
 
 #[utoipa::path(get, path = "/wallets/balances", tag = "wallets",
-    params(("address" = Option<String>, Query, description = "One of the caller's wallets; default: the caller's default wallet for the chain"), BalancesQuery),
+    params(("address" = Option<String>, Query, description = "One of the caller's wallets; default: the caller's default wallet for the chain",
+        pattern = "^(0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"), BalancesQuery),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "Native and token balances", body = BalancesJson),
@@ -198,7 +250,8 @@ async fn get_balances(
 }
 
 #[utoipa::path(get, path = "/wallets/{address}/balances", tag = "wallets",
-    params(("address" = String, Path, description = "An address of one of the caller's wallets"), BalancesQuery),
+    params(("address" = String, Path, description = "An address of one of the caller's wallets",
+        pattern = "^(0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"), BalancesQuery),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "Native and token balances", body = BalancesJson),
@@ -217,7 +270,7 @@ async fn get_balances_of(
 }
 
 #[utoipa::path(get, path = "/tx/{id}", tag = "transactions",
-    params(("id" = String, Path, description = "Service transaction id")),
+    params(("id" = uuid::Uuid, Path, description = "Service transaction id")),
     security(("api_key" = [])),
     responses(
         (status = 200, description = "The transaction", body = TransactionJson),

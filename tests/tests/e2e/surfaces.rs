@@ -3,6 +3,7 @@
 
 use anyhow::Context as _;
 use futures::StreamExt;
+use serde_json::json;
 use tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
@@ -196,11 +197,39 @@ async fn openapi_document_covers_the_rest_contract(b: Backend) -> anyhow::Result
         ("/api/v1/trade/quote", "post"),
         ("/api/v1/trade/swap", "post"),
     ] {
+        let op = &doc["paths"][path][method];
+        assert!(op.is_object(), "{method} {path} missing");
+        // Any call can meet a bad key, a spent budget or an unreachable core.
+        for status in ["400", "401", "429", "500", "503"] {
+            assert_eq!(
+                op["responses"][status]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/ErrorBody",
+                "{method} {path} {status}"
+            );
+        }
+    }
+    // Values are documented as strictly as the service checks them.
+    let id = &doc["paths"]["/api/v1/tx/{id}"]["get"]["parameters"][0];
+    assert_eq!(id["schema"]["format"], "uuid", "{id}");
+    let key = doc["paths"]["/api/v1/send"]["post"]["parameters"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "Idempotency-Key"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(key["schema"]["format"], "uuid", "{key}");
+    let send = &doc["components"]["schemas"]["SendBody"];
+    for field in ["chain", "to", "asset", "amount"] {
         assert!(
-            doc["paths"][path][method].is_object(),
-            "{method} {path} missing"
+            send["required"]
+                .as_array()
+                .is_some_and(|r| r.contains(&json!(field))),
+            "SendBody.{field} required: {send}"
         );
     }
+    assert_eq!(
+        send["properties"]["amount"]["pattern"],
+        "^(0x[0-9a-fA-F]+|[0-9]+)$"
+    );
     // The address of `/wallets/{address}/balances` is its path's alone.
     let params = doc["paths"]["/api/v1/wallets/{address}/balances"]["get"]["parameters"]
         .as_array()
