@@ -393,7 +393,8 @@ pub(crate) struct SendBody {
     /// Token address (EVM) or mint (Solana), for token sends.
     #[schema(pattern = "^(0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$")]
     pub(crate) token: Option<String>,
-    /// Integer amount in base units (wei, lamports or token units), decimal or 0x-hex.
+    /// Integer amount in base units (wei, lamports or token units): decimal, or 0x-hex on
+    /// EVM chains.
     #[schema(
         required = true,
         example = "1000000000000000",

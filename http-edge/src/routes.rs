@@ -388,6 +388,7 @@ async fn get_quote(
     responses(
         (status = 200, description = "Accepted", body = SubmissionJson),
         (status = 400, description = "Bad input or unknown chain", body = ErrorBody),
+        (status = 403, description = "Not the caller's wallet, or not delegated", body = ErrorBody),
         (status = 409, description = "Idempotency-Key reused", body = ErrorBody),
     ))]
 async fn swap(

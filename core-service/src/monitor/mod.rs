@@ -97,6 +97,10 @@ pub struct Monitor {
     /// Since when this core has failed to follow each record: once that lasts a lease, the
     /// core gives the record up after each failure, for a core that can follow it.
     failing: Arc<Marks>,
+    /// When this core last gave each record up: it leaves the record to the other cores for
+    /// a lease. Taken back at its next sweep, a record whose follow fails slowly (a node
+    /// that times out) would be free for a moment only, and rarely reach another core.
+    gave_up: Arc<Marks>,
 }
 
 /// A time per record, kept in memory for the records this core follows.
@@ -113,8 +117,18 @@ impl Marks {
         *self.map().entry(id).or_insert_with(Utc::now)
     }
 
+    /// Marks `id` now.
+    fn set(&self, id: Uuid) {
+        self.map().insert(id, Utc::now());
+    }
+
     fn clear(&self, id: Uuid) {
         self.map().remove(&id);
+    }
+
+    /// The records marked.
+    fn ids(&self) -> Vec<Uuid> {
+        self.map().keys().copied().collect()
     }
 
     fn marked(&self, id: Uuid) -> bool {
@@ -179,6 +193,7 @@ impl Monitor {
             taken: Arc::default(),
             refused_since: Arc::default(),
             failing: Arc::default(),
+            gave_up: Arc::default(),
         }
     }
 
@@ -219,10 +234,24 @@ impl Monitor {
     pub async fn sweep(&self) -> Result<()> {
         let now = Utc::now();
         let lease = chrono::Duration::seconds(self.config.lease_secs as i64);
+        self.gave_up.forget_before(now - lease);
         let leased = self
             .store
-            .lease_open_transactions(self.owner, now, now + lease, BATCH)
+            .lease_open_transactions(self.owner, now, now + lease, BATCH, &self.gave_up.ids())
             .await?;
+        // Another core followed these since this one last did: what this one remembers of
+        // them would date a refusal, a taken nonce or a failing node from before that turn.
+        for id in &leased.taken_over {
+            for marks in [
+                &self.unanswered,
+                &self.taken,
+                &self.refused_since,
+                &self.failing,
+            ] {
+                marks.clear(*id);
+            }
+        }
+        let leased = leased.records;
         let ids: Vec<Uuid> = leased.iter().map(|open| open.id).collect();
         // Each record waits mostly on its node: several are followed at once.
         let follow_all = futures::stream::iter(leased)
@@ -297,7 +326,10 @@ impl Monitor {
             return;
         }
         match self.store.release_lease(self.owner, id).await {
-            Ok(()) => tracing::debug!(%id, "gave up a transaction this core cannot follow"),
+            Ok(()) => {
+                self.gave_up.set(id);
+                tracing::debug!(%id, "gave up a transaction this core cannot follow");
+            }
             Err(e) => tracing::warn!(%id, error = %e, "giving up a lease failed"),
         }
     }
@@ -840,6 +872,9 @@ impl Monitor {
             (3 * self.config.poll_interval_ms).max(self.config.resign_after_secs * 1000) as i64,
         );
         if Utc::now() - self.taken.first(open.id) < grace {
+            // Looked up on each sweep of the grace, not only once the record has moved to a
+            // new nonce: one failed lookup then would leave a mined payment FAILED for good.
+            self.settle_ended_at_nonce(client, open).await?;
             let nonce = open.nonce.unwrap_or_default();
             return self
                 .note_once(

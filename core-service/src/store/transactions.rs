@@ -4,6 +4,7 @@ use sea_orm::{
     QuerySelect,
     sea_query::{Expr, NullOrdering, Order},
 };
+use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::{Store, entities::transactions as txs};
@@ -272,14 +273,14 @@ impl Store {
     }
 
     /// Ends the leases (or holds) of the records `which` selects; returns how many. The
-    /// owner goes too, so that a sweep still under way does not renew a lease it gave up.
+    /// owner stays, so that the next core to lease a record knows whose it was (see
+    /// `Leased::taken_over`); a freed lease is not renewed (`renew_leases`).
     async fn free_leases(&self, which: Condition) -> Result<u64> {
         Ok(txs::Entity::update_many()
             .col_expr(
                 txs::Column::LeaseUntil,
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
-            .col_expr(txs::Column::LeaseOwner, Expr::value(Option::<Uuid>::None))
             .filter(which)
             .exec(self.db())
             .await?
@@ -458,24 +459,31 @@ impl Store {
     /// candidates, so of several cores exactly one wins each record, and a dead core's lease
     /// (or a dead request's hold) simply runs out. Never-leased records come first, then the ones leased longest ago:
     /// with more open records than `limit`, every one is still followed in turn, instead of
-    /// the oldest `limit` (say, sends queued behind a fee-capped one) every time.
+    /// the oldest `limit` (say, sends queued behind a fee-capped one) every time. Records in
+    /// `skip` are left to other cores.
     pub(crate) async fn lease_open_transactions(
         &self,
         owner: Uuid,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
         limit: u64,
-    ) -> Result<Vec<OpenTransaction>> {
+        skip: &[Uuid],
+    ) -> Result<Leased> {
         let open = open_statuses();
         let free = Condition::any()
             .add(txs::Column::LeaseUntil.is_null())
             .add(txs::Column::LeaseUntil.lt(now))
             .add(txs::Column::LeaseOwner.eq(owner));
-        let candidates: Vec<Uuid> = txs::Entity::find()
+        let mut candidates = txs::Entity::find()
             .select_only()
             .column(txs::Column::Id)
+            .column(txs::Column::LeaseOwner)
             .filter(txs::Column::Status.is_in(open.clone()))
-            .filter(free.clone())
+            .filter(free.clone());
+        if !skip.is_empty() {
+            candidates = candidates.filter(txs::Column::Id.is_not_in(skip.iter().copied()));
+        }
+        let candidates: Vec<(Uuid, Option<Uuid>)> = candidates
             .order_by_with_nulls(txs::Column::LeaseUntil, Order::Asc, NullOrdering::First)
             .order_by_asc(txs::Column::CreatedAt)
             .limit(limit)
@@ -483,12 +491,17 @@ impl Store {
             .all(self.db())
             .await?;
         if candidates.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Leased::default());
         }
+        let other_cores: HashSet<Uuid> = candidates
+            .iter()
+            .filter(|(_, was)| was.is_some_and(|w| w != owner && w != REQUEST_HOLD))
+            .map(|(id, _)| *id)
+            .collect();
         let mut leased = txs::Entity::update_many()
             .col_expr(txs::Column::LeaseOwner, Expr::value(owner))
             .col_expr(txs::Column::LeaseUntil, Expr::value(until))
-            .filter(txs::Column::Id.is_in(candidates))
+            .filter(txs::Column::Id.is_in(candidates.into_iter().map(|(id, _)| id)))
             .filter(txs::Column::Status.is_in(open))
             .filter(free)
             .exec_with_returning(self.db())
@@ -520,7 +533,15 @@ impl Store {
                 .exec(self.db())
                 .await?;
         }
-        Ok(opens)
+        let taken_over = opens
+            .iter()
+            .map(|o| o.id)
+            .filter(|id| other_cores.contains(id))
+            .collect();
+        Ok(Leased {
+            records: opens,
+            taken_over,
+        })
     }
 
     /// Extends `owner`'s lease on those of `ids` that are still open to `until`; returns how
@@ -538,11 +559,23 @@ impl Store {
             .col_expr(txs::Column::LeaseUntil, Expr::value(until))
             .filter(txs::Column::Id.is_in(ids.iter().copied()))
             .filter(txs::Column::LeaseOwner.eq(owner))
+            // A lease given up during the sweep stays given up.
+            .filter(txs::Column::LeaseUntil.is_not_null())
             .filter(txs::Column::Status.is_in(open_statuses()))
             .exec(self.db())
             .await?
             .rows_affected)
     }
+}
+
+/// What a monitor sweep leased.
+#[derive(Debug, Default)]
+pub(crate) struct Leased {
+    /// The records, oldest first.
+    pub(crate) records: Vec<OpenTransaction>,
+    /// Those another core held last: what this core remembers of them (since when a node
+    /// refused them, say) is from before that core's turn, and no longer true.
+    pub(crate) taken_over: HashSet<Uuid>,
 }
 
 /// Record `open` as its reader saw it: still open and at the same revision, so no other
@@ -688,11 +721,11 @@ mod tests {
         for sweep in 0..3 {
             let now = t0 + chrono::Duration::seconds(10 * sweep);
             let leased = store
-                .lease_open_transactions(owner, now, now + chrono::Duration::seconds(5), 2)
+                .lease_open_transactions(owner, now, now + chrono::Duration::seconds(5), 2, &[])
                 .await
                 .expect("lease");
-            assert_eq!(leased.len(), 2);
-            seen.extend(leased.into_iter().map(|o| o.id));
+            assert_eq!(leased.records.len(), 2);
+            seen.extend(leased.records.into_iter().map(|o| o.id));
         }
         assert_eq!(
             seen,
@@ -708,10 +741,10 @@ mod tests {
         let (_dir, store, ids) = open_records(3, Some(at(40))).await;
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         let lease = |owner, now: DateTime<Utc>| {
-            store.lease_open_transactions(owner, now, now + chrono::Duration::seconds(60), 10)
+            store.lease_open_transactions(owner, now, now + chrono::Duration::seconds(60), 10, &[])
         };
-        let leased = |l: Vec<OpenTransaction>| l.into_iter().map(|o| o.id).collect::<Vec<_>>();
-        assert!(lease(a, at(0)).await.expect("lease").is_empty());
+        let leased = |l: Leased| l.records.into_iter().map(|o| o.id).collect::<Vec<_>>();
+        assert!(lease(a, at(0)).await.expect("lease").records.is_empty());
         // The first request's send was taken: its note hands the record over. The second
         // request handed its record over without one.
         store
@@ -725,7 +758,7 @@ mod tests {
             .record_broadcasts(&ids[..2], at(2))
             .await
             .expect("note");
-        assert!(lease(b, at(2)).await.expect("lease").is_empty());
+        assert!(lease(b, at(2)).await.expect("lease").records.is_empty());
         // The third request died: its hold runs out, and a core takes the record then.
         assert_eq!(leased(lease(b, at(41)).await.expect("lease")), ids[2..]);
     }
@@ -942,10 +975,19 @@ mod tests {
         log.flush().await;
         let now = Utc::now();
         let leased = store
-            .lease_open_transactions(Uuid::now_v7(), now, now + chrono::Duration::seconds(5), 10)
+            .lease_open_transactions(
+                Uuid::now_v7(),
+                now,
+                now + chrono::Duration::seconds(5),
+                10,
+                &[],
+            )
             .await
             .expect("lease");
-        assert_eq!(leased.into_iter().map(|o| o.id).collect::<Vec<_>>(), ids);
+        assert_eq!(
+            leased.records.into_iter().map(|o| o.id).collect::<Vec<_>>(),
+            ids
+        );
     }
 
     #[tokio::test]
@@ -960,11 +1002,11 @@ mod tests {
         let (now, core) = (Utc::now(), Uuid::now_v7());
         for at in [now, now + chrono::Duration::seconds(10)] {
             let leased = store
-                .lease_open_transactions(core, at, at + chrono::Duration::seconds(5), 10)
+                .lease_open_transactions(core, at, at + chrono::Duration::seconds(5), 10, &[])
                 .await
                 .expect("lease");
             assert_eq!(
-                leased.into_iter().map(|o| o.id).collect::<Vec<_>>(),
+                leased.records.into_iter().map(|o| o.id).collect::<Vec<_>>(),
                 ids[1..]
             );
         }
@@ -987,28 +1029,66 @@ mod tests {
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         let t0 = Utc::now() + chrono::Duration::seconds(5);
         let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
-        let lease = |owner, now, until| store.lease_open_transactions(owner, now, until, 10);
-        let ids =
-            |leased: Vec<OpenTransaction>| leased.into_iter().map(|o| o.id).collect::<Vec<_>>();
+        let lease = |owner, now, until| store.lease_open_transactions(owner, now, until, 10, &[]);
+        let ids = |leased: Leased| leased.records.into_iter().map(|o| o.id).collect::<Vec<_>>();
 
-        assert_eq!(ids(lease(a, at(0), at(30)).await.expect("lease")), [id]);
-        assert!(lease(b, at(10), at(40)).await.expect("lease").is_empty());
+        let first = lease(a, at(0), at(30)).await.expect("lease");
+        assert!(first.taken_over.is_empty(), "nobody held it before");
+        assert_eq!(ids(first), [id]);
+        assert!(
+            lease(b, at(10), at(40))
+                .await
+                .expect("lease")
+                .records
+                .is_empty()
+        );
         // Core A is still following it at 20 s: it renews until 50 s.
         assert_eq!(
             store.renew_leases(a, &[id], at(50)).await.expect("renew"),
             1
         );
         assert!(
-            lease(b, at(35), at(65)).await.expect("lease").is_empty(),
+            lease(b, at(35), at(65))
+                .await
+                .expect("lease")
+                .records
+                .is_empty(),
             "without the renewal the lease would have run out at 30 s"
         );
-        // A stops renewing; at 60 s B takes the record, and A's late renewal keeps nothing.
-        assert_eq!(ids(lease(b, at(60), at(90)).await.expect("lease")), [id]);
+        // A stops renewing; at 60 s B takes the record over, and A's late renewal keeps
+        // nothing.
+        let taken = lease(b, at(60), at(90)).await.expect("lease");
+        assert_eq!(taken.taken_over, HashSet::from([id]));
+        assert_eq!(ids(taken), [id]);
         assert_eq!(
             store.renew_leases(a, &[id], at(120)).await.expect("renew"),
             0
         );
-        assert!(lease(a, at(80), at(110)).await.expect("lease").is_empty());
+        assert!(
+            lease(a, at(80), at(110))
+                .await
+                .expect("lease")
+                .records
+                .is_empty()
+        );
+        // B cannot follow it and gives it up: its sweep's renewal keeps nothing, and it
+        // skips the record for a while; A takes it over at once.
+        store.release_lease(b, id).await.expect("give up");
+        assert_eq!(
+            store.renew_leases(b, &[id], at(120)).await.expect("renew"),
+            0
+        );
+        let skipping = store
+            .lease_open_transactions(b, at(81), at(111), 10, &[id])
+            .await
+            .expect("lease");
+        assert!(skipping.records.is_empty());
+        let back = lease(a, at(82), at(112)).await.expect("lease");
+        assert_eq!(back.taken_over, HashSet::from([id]));
+        // A core leasing its own record again takes nothing over.
+        let again = lease(a, at(83), at(113)).await.expect("lease");
+        assert!(again.taken_over.is_empty());
+        assert_eq!(ids(again), [id]);
     }
 
     #[tokio::test]

@@ -1964,11 +1964,21 @@ async fn a_core_that_cannot_follow_a_record_gives_it_up(b: Backend) -> anyhow::R
     })
     .await?;
     let first = e.svc.send_lease_owners().await?;
-    // A second core whose node does not answer (unreachable from where it runs).
+    // A second core whose node takes its calls and never answers (a network path that
+    // drops packets): each try to follow the record fails only when it times out, so the
+    // record is free for a moment only unless the core leaves it to the others for a while.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let silent_url = format!("http://{}", silent.local_addr()?);
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
     let mut blind = service_options(&e.anvil, toml, &[]);
     blind.config_toml = blind
         .config_toml
-        .map(|toml| toml.replace(e.anvil.url(), "http://127.0.0.1:9"));
+        .map(|toml| toml.replace(e.anvil.url(), &silent_url));
     let _blind = e.svc.sibling_with(&blind).await?;
     e.svc.kill().await?;
     poll_until("the blind core to take the record", || async {
