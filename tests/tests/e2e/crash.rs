@@ -1,12 +1,17 @@
 //! Exactly once across crashes: the service killed with SIGKILL between signing and
-//! broadcasting, killed at random moments of a run of keyed sends while the client retries
-//! each key, and the chain node stopped in the middle of a send. Each must leave exactly one
-//! transaction per idempotency key.
+//! broadcasting (the retry reaching it restarted, or a second core over the same database),
+//! killed at random moments of a run of keyed sends while the client retries each key (alone,
+//! or beside a second core that gets every key at the same time), and the chain node stopped
+//! in the middle of a send. Each must leave exactly one transaction per idempotency key.
 
 use alloy::primitives::{Address, U256};
 use reqwest::Method;
 use serde_json::json;
-use walletops_tests::{Backend, Options, Service, anvil::Anvil, on_both_backends, poll_until};
+use walletops_tests::{
+    Backend, Options, Rest, Service,
+    anvil::{Anvil, MIXED_MINING},
+    on_both_backends, poll_until,
+};
 
 const TO: &str = "0x1111111111111111111111111111111111111111";
 
@@ -44,7 +49,16 @@ fn spawn_send(
     key: &str,
     amount: u64,
 ) -> tokio::task::JoinHandle<anyhow::Result<walletops_tests::Reply>> {
-    let (api, key, body) = (svc.rest(&svc.api_key), key.to_owned(), send_body(amount));
+    spawn_send_to(svc.rest(&svc.api_key), key, amount)
+}
+
+/// `spawn_send` through `api`.
+fn spawn_send_to(
+    api: Rest,
+    key: &str,
+    amount: u64,
+) -> tokio::task::JoinHandle<anyhow::Result<walletops_tests::Reply>> {
+    let (key, body) = (key.to_owned(), send_body(amount));
     tokio::spawn(async move {
         api.request(
             Method::POST,
@@ -58,12 +72,16 @@ fn spawn_send(
 
 /// Sends with `key` until the service answers 200, retrying across restarts; returns the id.
 async fn send_until_accepted(svc: &Service, key: &str, amount: u64) -> anyhow::Result<String> {
+    send_until_accepted_on(&svc.rest(&svc.api_key), key, amount).await
+}
+
+/// `send_until_accepted` through `api`.
+async fn send_until_accepted_on(api: &Rest, key: &str, amount: u64) -> anyhow::Result<String> {
     let body = send_body(amount);
     poll_until(
         &format!("the send with key {key} to be accepted"),
         || async {
-            let reply = svc
-                .rest(&svc.api_key)
+            let reply = api
                 .request(
                     Method::POST,
                     "/send",
@@ -85,10 +103,28 @@ async fn send_until_accepted(svc: &Service, key: &str, amount: u64) -> anyhow::R
 }
 
 async fn killed_between_signing_and_broadcast(b: Backend) -> anyhow::Result<()> {
+    killed_before_broadcast(b, false).await
+}
+
+async fn killed_between_signing_and_broadcast_another_core_sends_it(
+    b: Backend,
+) -> anyhow::Result<()> {
+    killed_before_broadcast(b, true).await
+}
+
+/// The core is killed with a transaction signed and stored, not broadcast; the retry goes
+/// to the same core restarted, or with `other_core` to a second core over the same
+/// database, whose monitor takes the record up once the dead request's hold runs out.
+async fn killed_before_broadcast(b: Backend, other_core: bool) -> anyhow::Result<()> {
     let anvil = Anvil::start().await?;
     let mut svc =
         Service::start_with(b, options(&anvil, Some("evm-before-broadcast=pause"))).await?;
     let wallet = funded_wallet(&svc, &anvil).await?;
+    let second = if other_core {
+        Some(svc.sibling_with(&options(&anvil, None)).await?)
+    } else {
+        None
+    };
     let key = uuid::Uuid::new_v4().to_string();
     let hung = spawn_send(&svc, &key, 777);
     poll_until("the signed transaction to be stored", || async {
@@ -107,14 +143,20 @@ async fn killed_between_signing_and_broadcast(b: Backend) -> anyhow::Result<()> 
             .unwrap_or(true),
         "the caller got no success from the killed service"
     );
-    svc.relaunch(options(&anvil, None)).await?;
+    let api = match &second {
+        Some(core) => Rest::new(&core.http()?, &svc.api_key),
+        None => {
+            svc.relaunch(options(&anvil, None)).await?;
+            svc.rest(&svc.api_key)
+        }
+    };
     // The retry answers with the stored transaction; the monitor sends it.
-    let id = send_until_accepted(&svc, &key, 777).await?;
+    let id = send_until_accepted_on(&api, &key, 777).await?;
     poll_until("the stored transaction to be mined", || async {
         Ok((anvil.nonce(wallet).await? == 1).then_some(()))
     })
     .await?;
-    let again = send_until_accepted(&svc, &key, 777).await?;
+    let again = send_until_accepted_on(&api, &key, 777).await?;
     assert_eq!(again, id);
     all_settled(&svc, 1).await?;
     assert_eq!(
@@ -154,24 +196,67 @@ async fn killed_at_random_moments_of_keyed_sends(b: Backend) -> anyhow::Result<(
         svc.relaunch(options(&anvil, None)).await?;
         ids.push(send_until_accepted(&svc, key, amount).await?);
     }
+    one_payment_per_key(&svc, &anvil, wallet, &ids, 1000).await
+}
+
+async fn two_cores_one_killed_at_random_moments_of_keyed_sends(b: Backend) -> anyhow::Result<()> {
+    // Two cores over one database, as behind a load balancer: each key is sent through
+    // both at once, one of them is killed at a random moment, and the client retries the
+    // key through the other. The cores race for the key's claim and the wallet's nonces, and
+    // the survivor's monitor takes over the dead one's records.
+    let anvil = Anvil::start_with(MIXED_MINING).await?;
+    let options = crate::evm::service_options(
+        &anvil,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 5\nlease_secs = 5\n",
+        &[("WALLETOPS_REQUEST_TIMEOUT_SECS", "10")],
+    );
+    let mut svc = Service::start_with(b, options.clone()).await?;
+    let wallet = funded_wallet(&svc, &anvil).await?;
+    let survivor = svc.sibling().await?;
+    let other = Rest::new(&survivor.http()?, &svc.api_key);
+    let keys: Vec<String> = (0..8).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    let mut ids = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let amount = 2000 + i as u64;
+        let doomed = spawn_send(&svc, key, amount);
+        let twin = spawn_send_to(other.clone(), key, amount);
+        // Mostly while the requests are under way (they take a few milliseconds).
+        let jitter = (uuid::Uuid::new_v4().as_u128() % 8) as u64;
+        tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
+        svc.kill().await?;
+        let _ = doomed.await;
+        let _ = twin.await;
+        ids.push(send_until_accepted_on(&other, key, amount).await?);
+        svc.relaunch(options.clone()).await?;
+    }
+    one_payment_per_key(&svc, &anvil, wallet, &ids, 2000).await
+}
+
+/// Asserts that the keyed sends answered with `ids` (the i-th of `base + i` wei to `TO`)
+/// were each made once: mined and settled, one record and one transaction per key, no
+/// nonce skipped, and exactly their amounts moved.
+async fn one_payment_per_key(
+    svc: &Service,
+    anvil: &Anvil,
+    wallet: Address,
+    ids: &[String],
+    base: u64,
+) -> anyhow::Result<()> {
+    let n = ids.len();
     poll_until("every keyed send to be mined", || async {
-        Ok((anvil.nonce(wallet).await? >= keys.len() as u64).then_some(()))
+        Ok((anvil.nonce(wallet).await? >= n as u64).then_some(()))
     })
     .await?;
-    all_settled(&svc, keys.len()).await?;
+    all_settled(svc, n).await?;
     let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
-    assert_eq!(
-        distinct.len(),
-        keys.len(),
-        "one transaction per key: {ids:?}"
-    );
+    assert_eq!(distinct.len(), n, "one transaction per key: {ids:?}");
     assert_eq!(
         anvil.nonce(wallet).await?,
-        keys.len() as u64,
-        "no duplicate reached the chain"
+        n as u64,
+        "no duplicate reached the chain, and no nonce was skipped"
     );
-    assert_eq!(svc.stored_transactions().await?, keys.len() as i64);
-    let total: u64 = (0..keys.len() as u64).map(|i| 1000 + i).sum();
+    assert_eq!(svc.stored_transactions().await?, n as i64);
+    let total: u64 = (0..n as u64).map(|i| base + i).sum();
     assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(total));
     Ok(())
 }
@@ -289,8 +374,10 @@ async fn a_request_slow_to_broadcast_pays_once(b: Backend) -> anyhow::Result<()>
 
 on_both_backends!(
     killed_between_signing_and_broadcast,
+    killed_between_signing_and_broadcast_another_core_sends_it,
     a_record_says_why_it_waits_while_its_node_is_down,
     a_request_slow_to_broadcast_pays_once,
     killed_at_random_moments_of_keyed_sends,
+    two_cores_one_killed_at_random_moments_of_keyed_sends,
     node_stopped_mid_send_gives_no_duplicate,
 );
