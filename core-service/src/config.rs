@@ -163,6 +163,14 @@ const MIN_ADMIN_TOKEN_LEN: usize = 16;
 #[serde(transparent)]
 pub struct Secret(String);
 
+/// A secret's text is wiped from memory when the secret is dropped (each clone wipes its
+/// own copy).
+impl Drop for Secret {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+}
+
 impl<'de> Deserialize<'de> for Secret {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         /// Serde's own errors quote a value of the wrong type: this one does not.

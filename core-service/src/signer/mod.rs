@@ -317,14 +317,21 @@ fn decode_master_key(b64: &str) -> anyhow::Result<Zeroizing<Vec<u8>>> {
     Ok(bytes)
 }
 
+/// The master key in the key file at `path`.
+fn read_master_key(path: &Path) -> anyhow::Result<Zeroizing<Vec<u8>>> {
+    warn_if_readable_by_others(path);
+    let text = Zeroizing::new(
+        fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+    );
+    decode_master_key(&text).with_context(|| format!("in {}", path.display()))
+}
+
 fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8>>> {
     let path = data_dir.join(MASTER_KEY_FILE);
-    if path.exists() {
-        warn_if_readable_by_others(&path);
-        let text = Zeroizing::new(
-            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
-        );
-        return decode_master_key(&text).with_context(|| format!("in {}", path.display()));
+    // The name, not what it points to: a key file that is a link to a secret not mounted
+    // yet must fail the start, not have a new key made beside it.
+    if fs::symlink_metadata(&path).is_ok() {
+        return read_master_key(&path);
     }
     crate::config::create_private_dir(data_dir)
         .with_context(|| format!("creating {}", data_dir.display()))?;
@@ -349,7 +356,8 @@ fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8
     });
     let _ = fs::remove_file(&draft);
     if !linked? {
-        return load_or_create_master_key(data_dir);
+        // Another process made it first: its key is the one.
+        return read_master_key(&path);
     }
     // The new name must outlive a crash too.
     fs::File::open(data_dir)
@@ -438,6 +446,21 @@ mod tests {
                 .len(),
             64
         );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_key_file_linked_to_nothing_fails_the_start_and_makes_no_key() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join(MASTER_KEY_FILE);
+        std::os::unix::fs::symlink(dir.path().join("not-mounted-yet"), &path).expect("link");
+        let err = load_or_create_master_key(dir.path()).expect_err("a dangling key file");
+        assert!(format!("{err:#}").contains(MASTER_KEY_FILE), "{err:#}");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from(MASTER_KEY_FILE)]);
     }
 
     #[test]

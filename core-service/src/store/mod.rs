@@ -139,16 +139,29 @@ async fn query_plans_stable(
     }
 }
 
-/// The URL without its password, for messages.
+/// The URL without its password (in the user part or as a `password` parameter), for
+/// messages.
 fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let base = match (base.find("://"), base.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &url[scheme + 3..at];
+            let creds = &base[scheme + 3..at];
             let user = creds.split(':').next().unwrap_or_default();
-            format!("{}{}@{}", &url[..scheme + 3], user, &url[at + 1..])
+            format!("{}{}@{}", &base[..scheme + 3], user, &base[at + 1..])
         }
-        _ => url.to_owned(),
+        _ => base.to_owned(),
+    };
+    if query.is_empty() {
+        return base;
     }
+    let params: Vec<&str> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if name.eq_ignore_ascii_case("password") => "password=***",
+            _ => pair,
+        })
+        .collect();
+    format!("{base}?{}", params.join("&"))
 }
 
 /// Whether `err` is a unique-constraint violation (a lost race for a unique row).
@@ -168,6 +181,14 @@ mod tests {
             "postgres://u@h:5432/db"
         );
         assert_eq!(super::redact("sqlite://x.db"), "sqlite://x.db");
+        assert_eq!(
+            super::redact("postgres://h/db?user=u&password=secret&sslmode=require"),
+            "postgres://h/db?user=u&password=***&sslmode=require"
+        );
+        assert_eq!(
+            super::redact("sqlite:///tmp/a@b.db?mode=rwc"),
+            "sqlite:///tmp/a@b.db?mode=rwc"
+        );
     }
 
     /// A store on a new SQLite file, migrated; the file lives as long as the directory.
