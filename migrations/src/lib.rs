@@ -15,6 +15,7 @@ mod m20261123_000008_add_transactions_valid_until;
 mod m20261123_000009_add_transactions_revision;
 mod m20261124_000010_add_api_keys_created_by;
 mod m20261124_000011_index_transactions_nonce;
+mod m20261124_000012_create_keystore_check;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -34,6 +35,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000009_add_transactions_revision::Migration),
             Box::new(m20261124_000010_add_api_keys_created_by::Migration),
             Box::new(m20261124_000011_index_transactions_nonce::Migration),
+            Box::new(m20261124_000012_create_keystore_check::Migration),
         ]
     }
 }

@@ -115,9 +115,13 @@ impl Keystore {
     }
 
     fn seal(&self, family: ChainFamily, address: &str, secret: &[u8]) -> anyhow::Result<SealedKey> {
+        self.seal_for(&associated_data(family, address), secret)
+    }
+
+    /// Seals `secret`, bound to `aad`.
+    fn seal_for(&self, aad: &str, secret: &[u8]) -> anyhow::Result<SealedKey> {
         let mut nonce = [0u8; 12];
         rand::rng().fill_bytes(&mut nonce);
-        let aad = associated_data(family, address);
         let ciphertext = self
             .cipher
             .encrypt(
@@ -141,11 +145,18 @@ impl Keystore {
         address: &str,
         sealed: &SealedKey,
     ) -> anyhow::Result<Zeroizing<Vec<u8>>> {
+        self.open_for(&associated_data(family, address), sealed)
+            .map_err(|_| {
+                anyhow::anyhow!("wallet key for {address} does not open under this master key")
+            })
+    }
+
+    /// Opens what `seal_for(aad, …)` sealed.
+    fn open_for(&self, aad: &str, sealed: &SealedKey) -> anyhow::Result<Zeroizing<Vec<u8>>> {
         anyhow::ensure!(
             sealed.nonce.len() == 12,
             "sealed key nonce must be 12 bytes"
         );
-        let aad = associated_data(family, address);
         self.cipher
             .decrypt(
                 Nonce::from_slice(&sealed.nonce),
@@ -155,11 +166,31 @@ impl Keystore {
                 },
             )
             .map(Zeroizing::new)
-            .map_err(|_| {
-                anyhow::anyhow!("wallet key for {address} does not open under this master key")
-            })
+            .map_err(|_| anyhow::anyhow!("does not open under this master key"))
+    }
+
+    /// Binds the database to this master key, or checks that it is bound to it: the first
+    /// core to start on a database stores a text sealed under its key, and a core whose key
+    /// does not open it is refused. Wallets alone cannot tell: two cores started at once on
+    /// an empty database, each with a key it generated, would both pass that check and seal
+    /// wallets the other cannot sign for.
+    pub async fn bind_to(&self, store: &crate::store::Store) -> anyhow::Result<()> {
+        let proposed = self.seal_for(KEYSTORE_CHECK_AAD, KEYSTORE_CHECK_TEXT)?;
+        let stored = store.claim_keystore_check(proposed).await?;
+        let opened = self.open_for(KEYSTORE_CHECK_AAD, &stored);
+        anyhow::ensure!(
+            opened.is_ok_and(|text| text.as_slice() == KEYSTORE_CHECK_TEXT),
+            "the master key does not open this database's keystore check: another core, or an \
+             earlier start, began the database under another master key. Every core over one \
+             database needs the same master_key (or the same data_dir/master.key)"
+        );
+        Ok(())
     }
 }
+
+/// What the keystore check seals, and binds it to.
+const KEYSTORE_CHECK_TEXT: &[u8] = b"walletops keystore check";
+const KEYSTORE_CHECK_AAD: &str = "walletops:keystore-check";
 
 /// Signs for wallets the service custodies: the local keystore today, a wallet provider's RPC
 /// or a cloud KMS later. Key material never leaves an implementation, and only a wallet that
@@ -403,6 +434,23 @@ mod tests {
         }
         assert!(sign_evm_hash(&[0u8; 32], alloy::primitives::B256::ZERO).is_err());
         assert!(sign_evm_hash(&[1u8; 31], alloy::primitives::B256::ZERO).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_database_is_bound_to_the_master_key_of_its_first_core() {
+        let (dir, store) = crate::store::tests::temp_sqlite().await;
+        // Two cores on one empty database, each with a key of its own: both would pass the
+        // wallets' check, since there are no wallets yet.
+        let first = Keystore::open(Some(&B64.encode([1u8; 32])), dir.path(), None).expect("one");
+        let second = Keystore::open(Some(&B64.encode([2u8; 32])), dir.path(), None).expect("two");
+        first.bind_to(&store).await.expect("the first binds");
+        let err = second.bind_to(&store).await.expect_err("another key");
+        assert!(format!("{err:#}").contains("master_key"), "{err:#}");
+        let again = Keystore::open(Some(&B64.encode([1u8; 32])), dir.path(), None).expect("one");
+        again
+            .bind_to(&store)
+            .await
+            .expect("the same key binds again");
     }
 
     #[test]

@@ -173,7 +173,7 @@ pub(crate) fn is_unique_violation(err: &DbErr) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #[test]
     fn redacts_passwords() {
         assert_eq!(

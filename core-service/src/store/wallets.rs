@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{
     Store,
-    entities::{signer_keys, wallets},
+    entities::{keystore_check, signer_keys, wallets},
     is_unique_violation,
 };
 use crate::{
@@ -249,6 +249,30 @@ impl Store {
                 ciphertext: m.ciphertext,
             },
         )))
+    }
+
+    /// The keystore check of this database: `proposed` when it had none, which is then
+    /// stored, or the one a core stored before (a lost race included).
+    pub(crate) async fn claim_keystore_check(&self, proposed: SealedKey) -> Result<SealedKey> {
+        keystore_check::Entity::insert(keystore_check::ActiveModel {
+            id: Set(1),
+            nonce: Set(proposed.nonce),
+            ciphertext: Set(proposed.ciphertext),
+            created_at: Set(Utc::now()),
+        })
+        .on_conflict_do_nothing()
+        .exec_without_returning(self.db())
+        .await?;
+        let stored = keystore_check::Entity::find_by_id(1)
+            .one(self.db())
+            .await?
+            .ok_or_else(|| {
+                WalletOpsError::Internal(anyhow::anyhow!("the keystore check was not stored"))
+            })?;
+        Ok(SealedKey {
+            nonce: stored.nonce,
+            ciphertext: stored.ciphertext,
+        })
     }
 
     /// The sealed private key of wallet `wallet_id`, with the address it was sealed for.

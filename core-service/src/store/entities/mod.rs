@@ -4,6 +4,7 @@
 pub(crate) mod api_keys;
 pub(crate) mod evm_nonces;
 pub(crate) mod idempotency_keys;
+pub(crate) mod keystore_check;
 pub(crate) mod signer_keys;
 pub(crate) mod transactions;
 pub(crate) mod users;
