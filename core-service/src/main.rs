@@ -492,8 +492,11 @@ fn print_key(key: &ApiKey) {
     let expires = key
         .expires_at
         .map_or_else(|| "never".to_owned(), |t| t.to_rfc3339());
+    let maker = key
+        .created_by
+        .map_or_else(String::new, |id| format!("  (made with key {id})"));
     println!(
-        "{}  {}  {:<14} expires {}  {}",
+        "{}  {}  {:<14} expires {}  {}{maker}",
         key.id, key.prefix, state, expires, key.name
     );
 }

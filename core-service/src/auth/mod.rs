@@ -59,6 +59,9 @@ pub struct ApiKey {
     pub revoked_at: Option<DateTime<Utc>>,
     /// When it was last used, to a minute.
     pub last_used_at: Option<DateTime<Utc>>,
+    /// The key it was made with through `ApiKeyService`; `None`: the CLI, the admin API or
+    /// the first start made it. Revoking a key revokes the keys made with it.
+    pub created_by: Option<Uuid>,
 }
 
 /// A key's standing at a moment.
@@ -309,6 +312,7 @@ mod tests {
             expires_at,
             revoked_at,
             last_used_at: None,
+            created_by: None,
         }
     }
 

@@ -46,6 +46,7 @@ pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
         expires_at: k.expires_at.map(timestamp),
         revoked_at: k.revoked_at.map(timestamp),
         last_used_at: k.last_used_at.map(timestamp),
+        created_by: k.created_by.map(|id| id.to_string()),
     }
 }
 

@@ -39,6 +39,7 @@ impl From<api_keys::Model> for ApiKey {
             expires_at: m.expires_at,
             revoked_at: m.revoked_at,
             last_used_at: m.last_used_at,
+            created_by: m.created_by,
         }
     }
 }

@@ -83,6 +83,10 @@ async fn keys_are_listed_without_values_and_names_are_checked(b: Backend) -> any
         .into_inner();
     assert_eq!(list.api_keys.len(), 2);
     assert_eq!(list.api_keys[0].name, "listed", "newest first");
+    // Each key says which key made it, so that an owner can find what a leaked key made.
+    let first = &list.api_keys[1];
+    assert_eq!(first.created_by, None, "the first start made the first key");
+    assert_eq!(list.api_keys[0].created_by.as_ref(), Some(&first.id));
     let printed = format!("{list:?}");
     assert!(!printed.contains(&created.secret[10..]), "a value leaked");
     assert!(!printed.contains(&svc.api_key[10..]), "a value leaked");
