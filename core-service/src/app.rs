@@ -92,7 +92,6 @@ impl Core {
             &config.data_dir,
             sample.as_ref().map(|(f, a, k)| (*f, a.as_str(), k)),
         )?);
-        keystore.bind_to(&store).await?;
         let chains = Arc::new(Registry::new(&config.chains)?);
         let signer: Arc<dyn Signer> = Arc::new(LocalSigner::new(keystore.clone(), store.clone()));
         let evm_clients = Arc::new(EvmClients::default());

@@ -256,6 +256,8 @@ async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
 /// it also returns (for the dev curl line).
 async fn open_core(config: Config) -> anyhow::Result<(Core, Option<String>)> {
     let core = Core::open(config).await?;
+    // A core that serves with another key than the database's is refused at once.
+    core.wallets.bind_keystore().await?;
     let mut key = None;
     if let Some(first) = core.bootstrap().await? {
         println!(

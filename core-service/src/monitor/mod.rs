@@ -163,6 +163,17 @@ fn outcome_of(receipt: &alloy::rpc::types::TransactionReceipt) -> (TxStatus, Opt
     }
 }
 
+/// Whether block `block` is its chain's `confirmations` deep. A receipt is the node's
+/// canonical chain only: one for a block that is reorganised away is gone at the next sweep.
+async fn deep_enough(
+    chain: &crate::chains::Chain,
+    client: &crate::chains::evm::EvmClient,
+    block: u64,
+) -> Result<bool> {
+    let needed = chain.confirmations();
+    Ok(needed <= 1 || client.block_number().await?.saturating_sub(block) + 1 >= needed)
+}
+
 fn hash_of(h: &str) -> Result<B256> {
     h.parse()
         .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("stored hash {h} unreadable")))
@@ -363,19 +374,14 @@ impl Monitor {
                     "included in block {block} ({:#x})",
                     receipt.block_hash.unwrap_or_default()
                 );
-                let needed = chain.confirmations();
-                if needed > 1 {
-                    // A receipt is the node's canonical chain only: one for a block that is
-                    // reorganised away is gone at the next sweep.
-                    let deep = client.block_number().await?.saturating_sub(block) + 1;
-                    if deep < needed {
-                        self.note_once(
-                            &open,
-                            format!("{included}; waiting for {needed} confirmations"),
-                        )
-                        .await?;
-                        return Ok(None);
-                    }
+                if !deep_enough(&chain, &client, block).await? {
+                    let needed = chain.confirmations();
+                    self.note_once(
+                        &open,
+                        format!("{included}; waiting for {needed} confirmations"),
+                    )
+                    .await?;
+                    return Ok(None);
                 }
                 let (status, error) = outcome_of(&receipt);
                 let note = Some(included);
@@ -874,7 +880,7 @@ impl Monitor {
         if Utc::now() - self.taken.first(open.id) < grace {
             // Looked up on each sweep of the grace, not only once the record has moved to a
             // new nonce: one failed lookup then would leave a mined payment FAILED for good.
-            self.settle_ended_at_nonce(client, open).await?;
+            self.settle_ended_at_nonce(chain, client, open).await?;
             let nonce = open.nonce.unwrap_or_default();
             return self
                 .note_once(
@@ -898,7 +904,7 @@ impl Monitor {
             Resign::Resigned => {
                 // The payment first: a correction that fails on the node must not hold it.
                 let sent = self.send_current(client, open.id).await;
-                self.settle_ended_at_nonce(client, open).await?;
+                self.settle_ended_at_nonce(chain, client, open).await?;
                 sent
             }
             Resign::Shallow => {
@@ -913,7 +919,7 @@ impl Monitor {
             }
             Resign::Unneeded => {
                 let nonce = open.nonce.unwrap_or_default();
-                self.settle_ended_at_nonce(client, open).await?;
+                self.settle_ended_at_nonce(chain, client, open).await?;
                 self.mark(
                     open,
                     TxStatus::Dropped,
@@ -932,6 +938,7 @@ impl Monitor {
     /// another node behind the same gateway mined. A caller reading either would pay again.
     async fn settle_ended_at_nonce(
         &self,
+        chain: &crate::chains::Chain,
         client: &crate::chains::evm::EvmClient,
         open: &OpenTransaction,
     ) -> Result<()> {
@@ -940,6 +947,11 @@ impl Monitor {
                 let Some(receipt) = client.receipt(hash_of(hash)?).await? else {
                     continue;
                 };
+                // Final only once deep enough: looked up again at a later sweep (of the
+                // re-sign grace, which waits for that depth too).
+                if !deep_enough(chain, client, receipt.block_number.unwrap_or_default()).await? {
+                    return Ok(());
+                }
                 let (status, error) = outcome_of(&receipt);
                 let was = if ended.status == TxStatus::Failed {
                     // Its caller was told it failed, and may have paid again.

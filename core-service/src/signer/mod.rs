@@ -38,6 +38,8 @@ impl std::fmt::Debug for SealedKey {
 /// Generates wallet keys and seals them under the master key.
 pub struct Keystore {
     cipher: Aes256Gcm,
+    /// Set once the database is known to be bound to this key (`bind_to`).
+    bound: tokio::sync::OnceCell<()>,
 }
 
 impl std::fmt::Debug for Keystore {
@@ -74,7 +76,10 @@ impl Keystore {
         };
         let cipher = Aes256Gcm::new_from_slice(key.as_slice())
             .map_err(|_| anyhow::anyhow!("master key must be 32 bytes"))?;
-        let keystore = Self { cipher };
+        let keystore = Self {
+            cipher,
+            bound: tokio::sync::OnceCell::new(),
+        };
         if let Some((family, address, sealed)) = sample {
             keystore.open_key(family, address, sealed).map_err(|_| {
                 anyhow::anyhow!(
@@ -170,21 +175,28 @@ impl Keystore {
     }
 
     /// Binds the database to this master key, or checks that it is bound to it: the first
-    /// core to start on a database stores a text sealed under its key, and a core whose key
-    /// does not open it is refused. Wallets alone cannot tell: two cores started at once on
-    /// an empty database, each with a key it generated, would both pass that check and seal
-    /// wallets the other cannot sign for.
+    /// to seal a wallet key or to start serving on a database stores a text sealed under its
+    /// key, and one whose key does not open it is refused. Wallets alone cannot tell: two
+    /// cores started at once on an empty database, each with a key it generated, would both
+    /// pass that check and seal wallets the other cannot sign for. Commands that only read
+    /// (listing keys from another machine, say) bind nothing.
     pub async fn bind_to(&self, store: &crate::store::Store) -> anyhow::Result<()> {
-        let proposed = self.seal_for(KEYSTORE_CHECK_AAD, KEYSTORE_CHECK_TEXT)?;
-        let stored = store.claim_keystore_check(proposed).await?;
-        let opened = self.open_for(KEYSTORE_CHECK_AAD, &stored);
-        anyhow::ensure!(
-            opened.is_ok_and(|text| text.as_slice() == KEYSTORE_CHECK_TEXT),
-            "the master key does not open this database's keystore check: another core, or an \
-             earlier start, began the database under another master key. Every core over one \
-             database needs the same master_key (or the same data_dir/master.key)"
-        );
-        Ok(())
+        self.bound
+            .get_or_try_init(|| async {
+                let proposed = self.seal_for(KEYSTORE_CHECK_AAD, KEYSTORE_CHECK_TEXT)?;
+                let stored = store.claim_keystore_check(proposed).await?;
+                let opened = self.open_for(KEYSTORE_CHECK_AAD, &stored);
+                anyhow::ensure!(
+                    opened.is_ok_and(|text| text.as_slice() == KEYSTORE_CHECK_TEXT),
+                    "the master key does not open this database's keystore check: the \
+                     database was begun under another master key (by another core, or a \
+                     command run with another data_dir). Every core and command over one \
+                     database needs the same master_key (or the same data_dir/master.key)"
+                );
+                Ok(())
+            })
+            .await
+            .map(|_| ())
     }
 }
 

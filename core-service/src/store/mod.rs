@@ -142,18 +142,18 @@ async fn query_plans_stable(
 /// The URL without its password (in the user part or as a `password` parameter), for
 /// messages.
 fn redact(url: &str) -> String {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let base = match (base.find("://"), base.rfind('@')) {
+    // The user part first, over the whole text: a password may hold a `?` of its own.
+    let url = match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &base[scheme + 3..at];
+            let creds = &url[scheme + 3..at];
             let user = creds.split(':').next().unwrap_or_default();
-            format!("{}{}@{}", &base[..scheme + 3], user, &base[at + 1..])
+            format!("{}{}@{}", &url[..scheme + 3], user, &url[at + 1..])
         }
-        _ => base.to_owned(),
+        _ => url.to_owned(),
     };
-    if query.is_empty() {
-        return base;
-    }
+    let Some((base, query)) = url.split_once('?') else {
+        return url;
+    };
     let params: Vec<&str> = query
         .split('&')
         .map(|pair| match pair.split_once('=') {
@@ -188,6 +188,10 @@ pub(crate) mod tests {
         assert_eq!(
             super::redact("sqlite:///tmp/a@b.db?mode=rwc"),
             "sqlite:///tmp/a@b.db?mode=rwc"
+        );
+        assert_eq!(
+            super::redact("postgres://u:p?ss@h/db?password=x"),
+            "postgres://u@h/db?password=***"
         );
     }
 

@@ -165,6 +165,12 @@ impl Wallets {
         Ok(DelegatedWallet(wallet))
     }
 
+    /// Binds the database to the keystore's master key, or checks that it is bound to it
+    /// (see `Keystore::bind_to`): before the first key is sealed, and when a core starts.
+    pub async fn bind_keystore(&self) -> anyhow::Result<()> {
+        self.keystore.bind_to(&self.store).await
+    }
+
     /// Generates a wallet of `family` for `user_id`, delegated to the server signer. The
     /// first wallet of a family becomes the default; `make_default` makes any one so.
     pub async fn create(
@@ -173,6 +179,9 @@ impl Wallets {
         family: ChainFamily,
         make_default: bool,
     ) -> Result<Wallet> {
+        self.bind_keystore()
+            .await
+            .map_err(WalletOpsError::Internal)?;
         let (address, key) = self
             .keystore
             .generate(family)

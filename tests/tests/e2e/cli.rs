@@ -186,6 +186,44 @@ async fn a_first_start_stopped_half_way_is_finished_by_the_next() -> anyhow::Res
     Ok(())
 }
 
+/// A command that only reads, run against a new database from elsewhere (another data dir,
+/// so another master key), leaves the database to the cores that serve it; and a core whose
+/// key is not the one the database was begun with is refused, naming the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_from_elsewhere_binds_no_master_key() -> anyhow::Result<()> {
+    let (shared, elsewhere, other) = (
+        tempfile::tempdir()?,
+        tempfile::tempdir()?,
+        tempfile::tempdir()?,
+    );
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        shared.path().join("walletops.db").display()
+    );
+    let listed = Command::new(walletops_bin()?)
+        .args(["users", "list"])
+        .env("WALLETOPS_DATA_DIR", elsewhere.path())
+        .env("WALLETOPS_DATABASE_URL", &url)
+        .env_remove("DATABASE_URL")
+        .output()
+        .await?;
+    assert!(listed.status.success(), "{listed:?}");
+    let mut serving = serve_in(shared.path(), &[])?;
+    serving.env("WALLETOPS_DATABASE_URL", &url);
+    let mut core = launch(serving, &["REST listening on ", "gRPC listening on "]).await?;
+    assert!(core.value("API key: ").is_some(), "{:?}", core.lines);
+    // A second core with a key of its own is refused before it serves.
+    let mut second = serve_in(other.path(), &[])?;
+    second.env("WALLETOPS_DATABASE_URL", &url);
+    let out = tokio::time::timeout(walletops_tests::WAIT_TIMEOUT, second.output()).await??;
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("master"), "{said}");
+    core.child.start_kill()?;
+    core.child.wait().await?;
+    Ok(())
+}
+
 /// `walletops serve --dev` starts a funded local chain and prints a curl line that works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
