@@ -878,8 +878,9 @@ impl Monitor {
             (3 * self.config.poll_interval_ms).max(self.config.resign_after_secs * 1000) as i64,
         );
         if Utc::now() - self.taken.first(open.id) < grace {
-            // Looked up on each sweep of the grace, not only once the record has moved to a
-            // new nonce: one failed lookup then would leave a mined payment FAILED for good.
+            // Looked up on each sweep of the grace (and of the wait for depth below), not only
+            // once the record has moved to a new nonce: one failed lookup then would leave a
+            // mined payment FAILED for good.
             self.settle_ended_at_nonce(chain, client, open).await?;
             let nonce = open.nonce.unwrap_or_default();
             return self
@@ -908,6 +909,8 @@ impl Monitor {
                 sent
             }
             Resign::Shallow => {
+                // The ended records' versions too may turn deep enough while this one waits.
+                self.settle_ended_at_nonce(chain, client, open).await?;
                 let nonce = open.nonce.unwrap_or_default();
                 self.note_once(
                     open,
