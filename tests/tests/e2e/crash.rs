@@ -201,8 +201,8 @@ async fn killed_at_random_moments_of_keyed_sends(b: Backend) -> anyhow::Result<(
 
 async fn two_cores_one_killed_at_random_moments_of_keyed_sends(b: Backend) -> anyhow::Result<()> {
     // Two cores over one database, as behind a load balancer: each key is sent through
-    // both at once, one of them is killed at a random moment, and the client retries the
-    // key through the other. The cores race for the key's claim and the wallet's nonces, and
+    // both at once, one of them is killed (at a random moment, or once the key's transaction
+    // is stored), and the client retries the key through the other. The cores race for the key's claim and the wallet's nonces, and
     // the survivor's monitor takes over the dead one's records.
     let anvil = Anvil::start_with(MIXED_MINING).await?;
     let options = crate::evm::service_options(
@@ -220,9 +220,19 @@ async fn two_cores_one_killed_at_random_moments_of_keyed_sends(b: Backend) -> an
         let amount = 2000 + i as u64;
         let doomed = spawn_send(&svc, key, amount);
         let twin = spawn_send_to(other.clone(), key, amount);
-        // Mostly while the requests are under way (they take a few milliseconds).
-        let jitter = (uuid::Uuid::new_v4().as_u128() % 8) as u64;
-        tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
+        if i % 2 == 0 {
+            // At a random moment: before, during or after the requests (they take a few
+            // milliseconds).
+            let jitter = (uuid::Uuid::new_v4().as_u128() % 8) as u64;
+            tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
+        } else {
+            // Once one of the cores has stored the key's transaction: the other may be
+            // signing its twin, and the winner may not have broadcast yet.
+            poll_until("the key's transaction to be stored", || async {
+                Ok((svc.stored_transactions().await? > i as i64).then_some(()))
+            })
+            .await?;
+        }
         svc.kill().await?;
         let _ = doomed.await;
         let _ = twin.await;
