@@ -951,8 +951,9 @@ impl Monitor {
                     continue;
                 };
                 // Final only once deep enough: looked up again at a later sweep (of the
-                // re-sign grace, which waits for that depth too).
-                if !deep_enough(chain, client, receipt.block_number.unwrap_or_default()).await? {
+                // re-sign grace, or of the wait for the taker's depth).
+                let block = receipt.block_number.unwrap_or_default();
+                if !deep_enough(chain, client, block).await? {
                     return Ok(());
                 }
                 let (status, error) = outcome_of(&receipt);
@@ -965,8 +966,7 @@ impl Monitor {
                     "DROPPED"
                 };
                 let note = format!(
-                    "mined after all, in block {} ({:#x}), after it had ended {was}",
-                    receipt.block_number.unwrap_or_default(),
+                    "mined after all, in block {block} ({:#x}), after it had ended {was}",
                     receipt.block_hash.unwrap_or_default()
                 );
                 self.store

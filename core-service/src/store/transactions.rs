@@ -40,7 +40,7 @@ pub(crate) struct NewTransaction {
     pub(crate) held_until: Option<DateTime<Utc>>,
 }
 
-pub(super) fn enum_text<T: serde::Serialize>(v: T) -> String {
+fn enum_text<T: serde::Serialize>(v: T) -> String {
     serde_json::to_value(v)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
