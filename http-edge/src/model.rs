@@ -477,7 +477,8 @@ pub(crate) struct ContractCallBody {
     /// Human-readable signature, e.g. `transfer(address,uint256)`.
     #[schema(example = "transfer(address,uint256)")]
     pub(crate) function: Option<String>,
-    /// Arguments for `function`; pass integers wider than 53 bits as strings.
+    /// Arguments for `function`; pass integers wider than 53 bits as strings, and addresses
+    /// and bytes as 0x-prefixed hex strings.
     #[schema(value_type = Option<Vec<Object>>)]
     pub(crate) args: Option<Vec<serde_json::Value>>,
 }

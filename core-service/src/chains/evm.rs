@@ -91,7 +91,13 @@ pub struct EvmClient {
     rpc: alloy::rpc::client::RpcClient,
     /// Fees move once a block: one estimate serves every send of the next second.
     fees: Arc<Mutex<Option<(std::time::Instant, Fees)>>>,
+    /// Addresses seen holding code. Code, once deployed, stays (since EIP-6780 only a
+    /// contract made in the same transaction can remove its own); no code is asked again.
+    contracts: moka::sync::Cache<Address, ()>,
 }
+
+/// Contract addresses remembered per node.
+const CONTRACTS_KEPT: u64 = 10_000;
 
 /// How calls to one node are batched (see `rpc_batch`): up to 4 requests out at once, the
 /// calls that queue behind them sent 50 to a batch (the batch limit of common providers is
@@ -132,6 +138,7 @@ impl EvmClients {
             provider: RootProvider::new(rpc.clone()),
             rpc,
             fees: Arc::new(Mutex::new(None)),
+            contracts: moka::sync::Cache::new(CONTRACTS_KEPT),
         };
         clients.insert(rpc_url.to_owned(), client.clone());
         Ok(client)
@@ -242,6 +249,19 @@ impl EvmClient {
             self.provider.get_code_at(address).into_future(),
         )
         .await
+    }
+
+    /// Whether `address` holds code: a call to an address without any does nothing and
+    /// succeeds.
+    pub async fn has_code(&self, address: Address) -> Result<bool, WalletOpsError> {
+        if self.contracts.contains_key(&address) {
+            return Ok(true);
+        }
+        let found = !self.code_at(address).await?.is_empty();
+        if found {
+            self.contracts.insert(address, ());
+        }
+        Ok(found)
     }
 
     /// The native balance of `owner` and, for each query, the token's balance (and, where
@@ -453,7 +473,18 @@ impl EvmClient {
 
     /// A read-only call.
     pub async fn call(&self, to: Address, input: Bytes) -> Result<Bytes, WalletOpsError> {
-        let request = TransactionRequest::default().to(to).input(input.into());
+        self.call_from(None, to, input).await
+    }
+
+    /// A read-only call made as `from`, if given.
+    pub async fn call_from(
+        &self,
+        from: Option<Address>,
+        to: Address,
+        input: Bytes,
+    ) -> Result<Bytes, WalletOpsError> {
+        let mut request = TransactionRequest::default().to(to).input(input.into());
+        request.from = from;
         timed("call a contract", self.provider.call(request).into_future()).await
     }
 

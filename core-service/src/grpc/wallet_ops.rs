@@ -546,15 +546,18 @@ impl WalletOpsService for WalletOpsApi {
                 if !args.is_empty() {
                     v.push("args", "args go with function, not with data");
                 }
+                // One prefix: `hex::decode` takes none, where alloy's would strip a second.
                 v.check(
                     "data",
                     data.strip_prefix("0x")
-                        .and_then(|h| alloy::hex::decode(h).ok())
+                        .and_then(|h| hex::decode(h).ok())
                         .map(Bytes::from)
                         .ok_or_else(|| "must be 0x-prefixed hex bytes".to_owned()),
                 )
             }
-            (None, Some(function)) => v.check("args", calldata::encode(function, args)),
+            (None, Some(function)) => v
+                .check("function", calldata::parse(function))
+                .and_then(|function| v.check("args", calldata::encode(&function, args))),
         };
         v.finish()?;
         let wallet = self

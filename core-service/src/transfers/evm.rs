@@ -282,6 +282,19 @@ pub(crate) async fn held_by_node(client: &EvmClient, open: &OpenTransaction) -> 
     Ok(false)
 }
 
+/// Whether the token call of `intent` (a transfer or an approval) answers `false` when
+/// simulated from `from`: some tokens refuse that way instead of reverting, and the
+/// transaction would be mined and do nothing. A revert is the estimate's to report.
+async fn refused_by_token(client: &EvmClient, from: Address, intent: &EvmIntent) -> bool {
+    if intent.token.is_none() {
+        return false;
+    }
+    client
+        .call_from(Some(from), intent.to, intent.input.clone())
+        .await
+        .is_ok_and(|answer| answer.len() == 32 && answer.iter().all(|b| *b == 0))
+}
+
 /// The chain id of EVM `chain` as transactions carry it.
 fn evm_chain_id(chain: &Chain) -> Result<u64> {
     u64::try_from(chain.chain_id()).map_err(|_| {
@@ -340,6 +353,23 @@ impl EvmPipeline {
         let client = self.client(chain)?;
         let w = wallet.wallet();
         let from = parse_address(&w.address)?;
+        // A call to an address without code succeeds and does nothing: a mistyped token
+        // or contract would be mined, recorded CONFIRMED, and move nothing.
+        if !intent.input.is_empty() && !client.has_code(intent.to).await? {
+            let field = if intent.token.is_some() {
+                "token"
+            } else {
+                "to"
+            };
+            return Err(WalletOpsError::invalid(
+                field,
+                format!(
+                    "{} holds no contract on {}",
+                    intent.to.to_checksum(None),
+                    chain.slug()
+                ),
+            ));
+        }
         if let Some((token, amount)) = intent.token_debit {
             let held = client
                 .call(token, erc20_balance_of(from))
@@ -359,10 +389,23 @@ impl EvmPipeline {
         // The balance is checked here, not left to the simulation: nodes short-cut the
         // estimate of a plain transfer (anvil answers 21000 whatever the sender holds), and
         // the headroom below must be affordable too. Both reads go out together.
-        let (estimated, balance) = tokio::try_join!(
+        let (estimated, balance, refused) = tokio::join!(
             client.estimate_gas(from, intent.to, intent.value, &intent.input, fees),
             client.balance(from),
-        )?;
+            refused_by_token(&client, from, &intent),
+        );
+        let (estimated, balance) = (estimated?, balance?);
+        if refused {
+            return Err(WalletOpsError::SendFailed(format!(
+                "the transaction would do nothing: token {} answers false to this {}",
+                intent.to.to_checksum(None),
+                if intent.kind == TxKind::Approve {
+                    "approval"
+                } else {
+                    "transfer"
+                }
+            )));
+        }
         // Contract calls get headroom: state can move between simulation and inclusion.
         let gas = if intent.input.is_empty() {
             estimated.max(TRANSFER_GAS)
