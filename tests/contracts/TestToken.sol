@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 pragma solidity ^0.8.20;
 
-/// A plain ERC20 for WalletOps tests: anyone may mint, so tests can fund wallets.
+/// A plain ERC20 for WalletOps tests: anyone may mint, so tests can fund wallets. A frozen
+/// account's `transfer` and `approve` return false without doing anything, as some older
+/// tokens answer a refusal instead of reverting.
 contract TestToken {
     string public name;
     string public symbol;
@@ -9,6 +11,7 @@ contract TestToken {
     uint256 public totalSupply;
     mapping(address => uint256) public balanceOf;
     mapping(address => mapping(address => uint256)) public allowance;
+    mapping(address => bool) public frozen;
 
     event Transfer(address indexed from, address indexed to, uint256 value);
     event Approval(address indexed owner, address indexed spender, uint256 value);
@@ -25,12 +28,22 @@ contract TestToken {
         emit Transfer(address(0), to, amount);
     }
 
+    function setFrozen(address account, bool isFrozen) external {
+        frozen[account] = isFrozen;
+    }
+
     function transfer(address to, uint256 amount) external returns (bool) {
+        if (frozen[msg.sender]) {
+            return false;
+        }
         _move(msg.sender, to, amount);
         return true;
     }
 
     function approve(address spender, uint256 amount) external returns (bool) {
+        if (frozen[msg.sender]) {
+            return false;
+        }
         allowance[msg.sender][spender] = amount;
         emit Approval(msg.sender, spender, amount);
         return true;

@@ -24,6 +24,7 @@ sol! {
     contract TestToken {
         constructor(string name_, string symbol_, uint8 decimals_);
         function mint(address to, uint256 amount) external;
+        function setFrozen(address account, bool isFrozen) external;
         function balanceOf(address owner) external view returns (uint256);
         function allowance(address owner, address spender) external view returns (uint256);
     }
@@ -261,6 +262,21 @@ impl Anvil {
         self.send_from_dev(
             Some(token),
             TestToken::mintCall { to, amount }.abi_encode().into(),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Freezes `account` in `token`: its `transfer` and `approve` return false and do nothing.
+    pub async fn freeze(&self, token: Address, account: Address) -> anyhow::Result<()> {
+        self.send_from_dev(
+            Some(token),
+            TestToken::setFrozenCall {
+                account,
+                isFrozen: true,
+            }
+            .abi_encode()
+            .into(),
         )
         .await?;
         Ok(())

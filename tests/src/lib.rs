@@ -641,15 +641,18 @@ impl Reply {
         self.body.get("code").and_then(Value::as_str)
     }
 
-    /// Asserts an INVALID_INPUT answer (400 and the contract's error body) that names
-    /// `field`.
+    /// Asserts an INVALID_INPUT answer (400 and the contract's error body) whose message
+    /// names `field` as one at fault (`invalid input: a: …; field: …`).
     pub fn assert_invalid(&self, field: &str) -> anyhow::Result<()> {
         self.assert_error(400, "INVALID_INPUT")?;
-        anyhow::ensure!(
-            self.text.contains(field),
-            "expected {field} named: {}",
-            self.text
-        );
+        let message = self.body["error"].as_str().unwrap_or_default();
+        let named = message
+            .strip_prefix("invalid input: ")
+            .is_some_and(|faults| {
+                faults.starts_with(&format!("{field}: "))
+                    || faults.contains(&format!("; {field}: "))
+            });
+        anyhow::ensure!(named, "expected {field} named: {message}");
         Ok(())
     }
 

@@ -274,11 +274,18 @@ mod tests {
     #[tokio::test]
     async fn prune_forgets_idle_users() {
         let l = limiter();
-        l.admit(Uuid::now_v7(), Budget::Read).await.expect("admit");
-        l.prune();
         let Windows::Local(w) = &l.windows else {
             panic!("local")
         };
-        assert_eq!(w.lock().expect("lock").len(), 1);
+        let (idle, active) = (Uuid::now_v7(), Uuid::now_v7());
+        let long_ago = Instant::now()
+            .checked_sub(WINDOW + Duration::from_secs(1))
+            .expect("the clock is past a minute");
+        l.admit_at(w, idle, Budget::Read, long_ago)
+            .expect("admit idle");
+        l.admit(active, Budget::Read).await.expect("admit active");
+        l.prune();
+        let kept: Vec<Uuid> = w.lock().expect("lock").keys().map(|(u, _)| *u).collect();
+        assert_eq!(kept, [active]);
     }
 }
