@@ -191,6 +191,43 @@ impl Drop for PgDatabase {
     }
 }
 
+/// A new, empty database on a backend, for a test that runs its own commands against it: a
+/// SQLite file in a directory of its own, or a PostgreSQL database dropped with it.
+#[derive(Debug)]
+pub struct TestDatabase {
+    /// Its URL, for `WALLETOPS_DATABASE_URL`.
+    pub url: String,
+    _dir: Option<tempfile::TempDir>,
+    _pg: Option<PgDatabase>,
+}
+
+impl TestDatabase {
+    /// A new database on `backend`.
+    pub async fn new(backend: Backend) -> anyhow::Result<Self> {
+        Ok(match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir()?;
+                Self {
+                    url: format!(
+                        "sqlite://{}?mode=rwc",
+                        dir.path().join("walletops.db").display()
+                    ),
+                    _dir: Some(dir),
+                    _pg: None,
+                }
+            }
+            Backend::Postgres => {
+                let pg = PgDatabase::create().await?;
+                Self {
+                    url: pg.url.clone(),
+                    _dir: None,
+                    _pg: Some(pg),
+                }
+            }
+        })
+    }
+}
+
 /// The `walletops serve` command of a test service: random loopback ports, the admin token,
 /// and the given data dir and database.
 fn serve_command(

@@ -448,9 +448,8 @@ mod tests {
         assert!(sign_evm_hash(&[1u8; 31], alloy::primitives::B256::ZERO).is_err());
     }
 
-    #[tokio::test]
-    async fn a_database_is_bound_to_the_master_key_of_its_first_core() {
-        let (dir, store) = crate::store::tests::temp_sqlite().await;
+    async fn a_database_is_bound_to_the_master_key_of_its_first_core(store: crate::store::Store) {
+        let dir = tempfile::tempdir().expect("tempdir");
         // Two cores on one empty database, each with a key of its own: both would pass the
         // wallets' check, since there are no wallets yet.
         let first = Keystore::open(Some(&B64.encode([1u8; 32])), dir.path(), None).expect("one");
@@ -531,4 +530,6 @@ mod tests {
         assert!(Keystore::open(Some(&good), dir.path(), None).is_ok());
         assert!(!dir.path().join(MASTER_KEY_FILE).exists());
     }
+
+    crate::store::tests::on_both_backends!(a_database_is_bound_to_the_master_key_of_its_first_core);
 }

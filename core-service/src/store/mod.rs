@@ -210,6 +210,88 @@ pub(crate) mod tests {
         (dir, store)
     }
 
+    /// The databases every store test runs on.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) enum Backend {
+        Sqlite,
+        /// The server at `WALLETOPS_TEST_PG` (default the local `test` database); the test
+        /// fails, it does not skip, when it is unreachable.
+        Postgres,
+    }
+
+    /// Runs `test` on a new, migrated store on `backend`: a SQLite file in a temporary
+    /// directory, or a PostgreSQL schema of its own, dropped afterwards whether the test
+    /// passed or not. Row locks, `SKIP LOCKED` and isolation differ between the two.
+    pub(crate) async fn on_store<F, Fut>(backend: Backend, test: F)
+    where
+        F: FnOnce(super::Store) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        use futures::FutureExt;
+        use sea_orm::ConnectionTrait;
+        match backend {
+            Backend::Sqlite => {
+                let (_dir, store) = temp_sqlite().await;
+                test(store).await;
+            }
+            Backend::Postgres => {
+                let url = std::env::var("WALLETOPS_TEST_PG")
+                    .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+                let admin = sea_orm::Database::connect(&url)
+                    .await
+                    .expect("PostgreSQL is required for the store tests");
+                let schema = format!("walletops_unit_{}", uuid::Uuid::new_v4().simple());
+                admin
+                    .execute_unprepared(&format!("CREATE SCHEMA {schema}"))
+                    .await
+                    .expect("a schema");
+                let join = if url.contains('?') { '&' } else { '?' };
+                let store =
+                    super::Store::connect(&format!("{url}{join}options[search_path]={schema}"))
+                        .await
+                        .expect("connecting");
+                let outcome = std::panic::AssertUnwindSafe(test(store.clone()))
+                    .catch_unwind()
+                    .await;
+                let _ = store.db().clone().close().await;
+                admin
+                    .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))
+                    .await
+                    .expect("dropping the schema");
+                if let Err(panic) = outcome {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+    }
+
+    /// Runs each named `async fn(Store)` as a test on SQLite and on PostgreSQL.
+    macro_rules! on_both_backends {
+        ($($name:ident),* $(,)?) => {
+            mod sqlite {
+                $(#[tokio::test]
+                async fn $name() {
+                    $crate::store::tests::on_store(
+                        $crate::store::tests::Backend::Sqlite,
+                        super::$name,
+                    )
+                    .await;
+                })*
+            }
+            mod postgres {
+                $(#[tokio::test]
+                async fn $name() {
+                    $crate::store::tests::on_store(
+                        $crate::store::tests::Backend::Postgres,
+                        super::$name,
+                    )
+                    .await;
+                })*
+            }
+        };
+    }
+    pub(crate) use on_both_backends;
+
     #[cfg(unix)]
     #[tokio::test]
     async fn a_new_data_dir_and_database_are_this_users_alone() {

@@ -609,19 +609,14 @@ mod tests {
     use super::*;
     use crate::{chains::ChainFamily, signer::SealedKey, store::NewWallet};
 
-    /// A store on a new SQLite file holding one open transaction, and the transaction's id.
-    async fn one_open_record() -> (tempfile::TempDir, Store, Uuid) {
-        let (dir, store, ids) = open_records(1, None).await;
-        (dir, store, ids[0])
+    /// One open transaction put in `store`, and its id.
+    async fn one_open_record(store: &Store) -> Uuid {
+        open_records(store, 1, None).await[0]
     }
 
-    /// A store on a new SQLite file holding `n` open transactions, held by their requests
-    /// until `held_until`, and their ids, oldest first.
-    async fn open_records(
-        n: u64,
-        held_until: Option<DateTime<Utc>>,
-    ) -> (tempfile::TempDir, Store, Vec<Uuid>) {
-        let (dir, store) = crate::store::tests::temp_sqlite().await;
+    /// `n` open transactions put in `store`, held by their requests until `held_until`,
+    /// and their ids, oldest first.
+    async fn open_records(store: &Store, n: u64, held_until: Option<DateTime<Utc>>) -> Vec<Uuid> {
         let user = store.insert_user("lease").await.expect("a user");
         let from = "0x00000000000000000000000000000000000000aa".to_owned();
         let wallet = store
@@ -651,17 +646,18 @@ mod tests {
                 .expect("a record");
             ids.push(id);
         }
-        (dir, store, ids)
+        ids
     }
 
     /// `open_records(n, None)`, each record with a succeeded claim keyed by its id, made at
     /// `at` for `retention`; and the records as read back.
     async fn claimed_records(
+        store: &Store,
         n: u64,
         at: DateTime<Utc>,
         retention: chrono::Duration,
-    ) -> (tempfile::TempDir, Store, Vec<Uuid>, Vec<OpenTransaction>) {
-        let (dir, store, ids) = open_records(n, None).await;
+    ) -> (Vec<Uuid>, Vec<OpenTransaction>) {
+        let ids = open_records(store, n, None).await;
         let mut opens = Vec::new();
         for id in &ids {
             let open = store
@@ -683,7 +679,7 @@ mod tests {
                 .expect("claim");
             opens.push(open);
         }
-        (dir, store, ids, opens)
+        (ids, opens)
     }
 
     /// A native send of 1 wei from `from`, wallet `wallet` of `user`, at `nonce`.
@@ -711,9 +707,8 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch() {
-        let (_dir, store, ids) = open_records(5, None).await;
+    async fn a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch(store: Store) {
+        let ids = open_records(&store, 5, None).await;
         let owner = Uuid::now_v7();
         let t0 = Utc::now() + chrono::Duration::seconds(5);
         let mut seen = std::collections::BTreeSet::new();
@@ -734,11 +729,12 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_record_its_request_holds_waits_for_the_hand_over_or_the_hold_to_run_out() {
+    async fn a_record_its_request_holds_waits_for_the_hand_over_or_the_hold_to_run_out(
+        store: Store,
+    ) {
         let t0 = Utc::now();
         let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
-        let (_dir, store, ids) = open_records(3, Some(at(40))).await;
+        let ids = open_records(&store, 3, Some(at(40))).await;
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         let lease = |owner, now: DateTime<Utc>| {
             store.lease_open_transactions(owner, now, now + chrono::Duration::seconds(60), 10, &[])
@@ -763,9 +759,8 @@ mod tests {
         assert_eq!(leased(lease(b, at(41)).await.expect("lease")), ids[2..]);
     }
 
-    #[tokio::test]
-    async fn a_failed_record_mined_after_all_has_its_key_answer_from_it() {
-        let (_dir, store, ids) = open_records(1, None).await;
+    async fn a_failed_record_mined_after_all_has_its_key_answer_from_it(store: Store) {
+        let ids = open_records(&store, 1, None).await;
         let open = store
             .open_transaction(ids[0])
             .await
@@ -852,10 +847,9 @@ mod tests {
         assert_eq!(after.response, None);
     }
 
-    #[tokio::test]
-    async fn a_refusal_fails_no_record_that_was_sent_meanwhile() {
+    async fn a_refusal_fails_no_record_that_was_sent_meanwhile(store: Store) {
         let now = Utc::now();
-        let (_dir, store, ids, opens) = claimed_records(2, now, chrono::Duration::hours(1)).await;
+        let (ids, opens) = claimed_records(&store, 2, now, chrono::Duration::hours(1)).await;
         // The second was sent with success by a monitor while its request's own send was
         // being refused.
         store.record_broadcasts(&ids[1..], now).await.expect("note");
@@ -894,11 +888,10 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_key_outlives_its_retention_until_its_record_has_been_settled_as_long() {
+    async fn a_key_outlives_its_retention_until_its_record_has_been_settled_as_long(store: Store) {
         let retention = chrono::Duration::hours(1);
         let t0 = Utc::now();
-        let (_dir, store, ids, opens) = claimed_records(3, t0, retention).await;
+        let (ids, opens) = claimed_records(&store, 3, t0, retention).await;
         // The first settled at once, the second and third fail later; the third's freed
         // nonce was given to a send that is still open (a nonce filler would hold it alike).
         let settle = async |i: usize, status, at: DateTime<Utc>| {
@@ -961,10 +954,9 @@ mod tests {
         assert!(kept(t0 + chrono::Duration::minutes(111)).await.is_empty());
     }
 
-    #[tokio::test]
-    async fn a_flushed_broadcast_log_has_handed_its_records_over() {
+    async fn a_flushed_broadcast_log_has_handed_its_records_over(store: Store) {
         let held = Utc::now() + chrono::Duration::seconds(60);
-        let (_dir, store, ids) = open_records(3, Some(held)).await;
+        let ids = open_records(&store, 3, Some(held)).await;
         let log = crate::transfers::BroadcastLog::start(
             store.clone(),
             std::time::Duration::from_secs(30),
@@ -990,9 +982,8 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn an_unreadable_row_does_not_keep_the_others_from_being_followed() {
-        let (_dir, store, ids) = open_records(2, None).await;
+    async fn an_unreadable_row_does_not_keep_the_others_from_being_followed(store: Store) {
+        let ids = open_records(&store, 2, None).await;
         txs::Entity::update_many()
             .col_expr(txs::Column::Hashes, Expr::value(serde_json::json!(5)))
             .filter(txs::Column::Id.eq(ids[0]))
@@ -1023,9 +1014,10 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_renewed_lease_keeps_a_record_from_other_cores_and_a_lost_one_is_not_taken_back() {
-        let (_dir, store, id) = one_open_record().await;
+    async fn a_renewed_lease_keeps_a_record_from_other_cores_and_a_lost_one_is_not_taken_back(
+        store: Store,
+    ) {
+        let id = one_open_record(&store).await;
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         let t0 = Utc::now() + chrono::Duration::seconds(5);
         let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
@@ -1091,9 +1083,8 @@ mod tests {
         assert_eq!(ids(again), [id]);
     }
 
-    #[tokio::test]
-    async fn a_worker_holding_an_older_copy_of_a_record_changes_nothing() {
-        let (_dir, store, id) = one_open_record().await;
+    async fn a_worker_holding_an_older_copy_of_a_record_changes_nothing(store: Store) {
+        let id = one_open_record(&store).await;
         let (first, stale) = (
             store
                 .open_transaction(id)
@@ -1182,4 +1173,16 @@ mod tests {
                 .expect("settle")
         );
     }
+
+    crate::store::tests::on_both_backends!(
+        a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch,
+        a_record_its_request_holds_waits_for_the_hand_over_or_the_hold_to_run_out,
+        a_failed_record_mined_after_all_has_its_key_answer_from_it,
+        a_refusal_fails_no_record_that_was_sent_meanwhile,
+        a_key_outlives_its_retention_until_its_record_has_been_settled_as_long,
+        a_flushed_broadcast_log_has_handed_its_records_over,
+        an_unreadable_row_does_not_keep_the_others_from_being_followed,
+        a_renewed_lease_keeps_a_record_from_other_cores_and_a_lost_one_is_not_taken_back,
+        a_worker_holding_an_older_copy_of_a_record_changes_nothing,
+    );
 }

@@ -3,7 +3,9 @@
 
 use alloy::providers::Provider as _;
 use tokio::process::Command;
-use walletops_tests::{Backend, Launched, Service, launch, on_both_backends, walletops_bin};
+use walletops_tests::{
+    Backend, Launched, Service, TestDatabase, launch, on_both_backends, walletops_bin,
+};
 
 async fn first_start_prints_one_key_once_and_restarts_keep_the_data(
     b: Backend,
@@ -144,6 +146,8 @@ async fn another_master_key_than_the_wallets_is_refused(b: Backend) -> anyhow::R
 
 on_both_backends!(
     another_master_key_than_the_wallets_is_refused,
+    a_first_start_stopped_half_way_is_finished_by_the_next,
+    a_read_from_elsewhere_binds_no_master_key,
     first_start_prints_one_key_once_and_restarts_keep_the_data,
     admin_commands_manage_users_and_keys,
     core_and_edge_run_as_separate_processes,
@@ -151,18 +155,17 @@ on_both_backends!(
 
 /// A first start that stops half-way (the user made, its key not) is finished by the next
 /// start, which shows the key: it is not left without one, nothing said.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_first_start_stopped_half_way_is_finished_by_the_next() -> anyhow::Result<()> {
-    let data = tempfile::tempdir()?;
+async fn a_first_start_stopped_half_way_is_finished_by_the_next(b: Backend) -> anyhow::Result<()> {
+    let (data, db) = (tempfile::tempdir()?, TestDatabase::new(b).await?);
     let mut failing = serve_in(data.path(), &[])?;
-    failing.env("FAILPOINTS", "bootstrap-before-key=return");
+    failing
+        .env("FAILPOINTS", "bootstrap-before-key=return")
+        .env("WALLETOPS_DATABASE_URL", &db.url);
     let out = tokio::time::timeout(walletops_tests::WAIT_TIMEOUT, failing.output()).await??;
     assert!(!out.status.success());
-    let mut svc = launch(
-        serve_in(data.path(), &[])?,
-        &["REST listening on ", "gRPC listening on "],
-    )
-    .await?;
+    let mut again = serve_in(data.path(), &[])?;
+    again.env("WALLETOPS_DATABASE_URL", &db.url);
+    let mut svc = launch(again, &["REST listening on ", "gRPC listening on "]).await?;
     let key = svc
         .value("API key: ")
         .expect("the key of the finished first start");
@@ -189,32 +192,29 @@ async fn a_first_start_stopped_half_way_is_finished_by_the_next() -> anyhow::Res
 /// A command that only reads, run against a new database from elsewhere (another data dir,
 /// so another master key), leaves the database to the cores that serve it; and a core whose
 /// key is not the one the database was begun with is refused, naming the key.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_read_from_elsewhere_binds_no_master_key() -> anyhow::Result<()> {
+async fn a_read_from_elsewhere_binds_no_master_key(b: Backend) -> anyhow::Result<()> {
     let (shared, elsewhere, other) = (
         tempfile::tempdir()?,
         tempfile::tempdir()?,
         tempfile::tempdir()?,
     );
-    let url = format!(
-        "sqlite://{}?mode=rwc",
-        shared.path().join("walletops.db").display()
-    );
+    let db = TestDatabase::new(b).await?;
+    let url = &db.url;
     let listed = Command::new(walletops_bin()?)
         .args(["users", "list"])
         .env("WALLETOPS_DATA_DIR", elsewhere.path())
-        .env("WALLETOPS_DATABASE_URL", &url)
+        .env("WALLETOPS_DATABASE_URL", url)
         .env_remove("DATABASE_URL")
         .output()
         .await?;
     assert!(listed.status.success(), "{listed:?}");
     let mut serving = serve_in(shared.path(), &[])?;
-    serving.env("WALLETOPS_DATABASE_URL", &url);
+    serving.env("WALLETOPS_DATABASE_URL", url);
     let mut core = launch(serving, &["REST listening on ", "gRPC listening on "]).await?;
     assert!(core.value("API key: ").is_some(), "{:?}", core.lines);
     // A second core with a key of its own is refused before it serves.
     let mut second = serve_in(other.path(), &[])?;
-    second.env("WALLETOPS_DATABASE_URL", &url);
+    second.env("WALLETOPS_DATABASE_URL", url);
     let out = tokio::time::timeout(walletops_tests::WAIT_TIMEOUT, second.output()).await??;
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr);
