@@ -329,6 +329,19 @@ impl Registry {
             .ok_or_else(|| WalletOpsError::ChainUnknown(slug.to_owned()))
     }
 
+    /// The display name of a stored record's chain `slug` and its explorer link for
+    /// `hash`. A record outlives its chain's configuration: once the slug is gone, the name
+    /// is the slug and there is no link, never an error.
+    pub fn label(&self, slug: &str, hash: Option<&str>) -> (String, Option<String>) {
+        match self.chains.get(slug) {
+            Some(chain) => (
+                chain.name().to_owned(),
+                hash.and_then(|h| chain.explorer_url(h)),
+            ),
+            None => (slug.to_owned(), None),
+        }
+    }
+
     /// Every chain, by slug.
     pub fn all(&self) -> impl Iterator<Item = &Chain> {
         self.chains.values()
@@ -380,6 +393,16 @@ mod tests {
             r.resolve("nope"),
             Err(WalletOpsError::ChainUnknown(_))
         ));
+        // A stored record's label, its chain configured or gone.
+        assert_eq!(
+            r.label("solana-devnet", Some("abc")),
+            (
+                "Solana Devnet".to_owned(),
+                Some("https://explorer.solana.com/tx/abc?cluster=devnet".to_owned())
+            )
+        );
+        assert_eq!(r.label("base", None).1, None);
+        assert_eq!(r.label("gone", Some("0x1")), ("gone".to_owned(), None));
     }
 
     #[test]

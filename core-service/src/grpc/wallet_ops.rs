@@ -298,12 +298,7 @@ impl WalletOpsService for WalletOpsApi {
         let caller = self.core.admit(request.metadata(), Budget::Read).await?;
         let req = request.into_inner();
         let tx = self.core.transactions.get(caller.user_id, &req.id).await?;
-        let chain = self.core.chains.resolve(&tx.chain).ok();
-        let name = chain.map_or_else(|| tx.chain.clone(), |c| c.name().to_owned());
-        let explorer = match (chain, &tx.hash) {
-            (Some(c), Some(hash)) => c.explorer_url(hash),
-            _ => None,
-        };
+        let (name, explorer) = self.core.chains.label(&tx.chain, tx.hash.as_deref());
         Ok(Response::new(pb::GetTransactionResponse {
             transaction: Some(convert::transaction(tx, name, explorer)),
         }))

@@ -361,12 +361,12 @@ impl Writes {
                             "claimed transaction {id} missing"
                         ))
                     })?;
-                let chain = chains.resolve(&tx.chain)?;
+                let (chain_name, explorer_url) = chains.label(&tx.chain, tx.hash.as_deref());
                 Ok(Submission {
                     id,
-                    explorer_url: tx.hash.as_deref().and_then(|h| chain.explorer_url(h)),
+                    explorer_url,
                     hash: tx.hash,
-                    chain_name: chain.name().to_owned(),
+                    chain_name,
                 })
             }
         }
