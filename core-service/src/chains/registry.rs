@@ -67,6 +67,28 @@ impl Chain {
     }
 }
 
+/// Refuses a configured chain that would fail only later, on a request: an EVM chain id
+/// that transactions cannot carry, a Solana one outside the contract's sentinels (0 and the
+/// negatives), an explorer link the same for every transaction.
+fn check_configured(chain: &Chain) -> anyhow::Result<()> {
+    let slug = &chain.slug;
+    match chain.family {
+        ChainFamily::Evm if chain.chain_id <= 0 => {
+            anyhow::bail!("chain {slug}: an EVM `chain_id` is a positive number")
+        }
+        ChainFamily::Solana if chain.chain_id > 0 => anyhow::bail!(
+            "chain {slug}: a Solana `chain_id` is 0 (mainnet) or negative (-2 testnet, -3 devnet)"
+        ),
+        _ => {}
+    }
+    if let Some(template) = &chain.explorer_tx_url
+        && !template.contains("{hash}")
+    {
+        anyhow::bail!("chain {slug}: `explorer_tx_url` must hold `{{hash}}`");
+    }
+    Ok(())
+}
+
 /// A chain in the config file: a new slug needs `family`, `chain_id` and `name`; for a
 /// built-in slug every field is optional and overrides the built-in value.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -282,7 +304,11 @@ impl Registry {
             }
             let chain = match chains.remove(slug) {
                 Some(mut c) => {
-                    c.family = cfg.family.unwrap_or(c.family);
+                    if cfg.family.is_some_and(|f| f != c.family) {
+                        anyhow::bail!(
+                            "chain {slug}: a built-in chain keeps its `family`; add a chain under a new slug instead"
+                        );
+                    }
                     c.chain_id = cfg.chain_id.unwrap_or(c.chain_id);
                     c.name = cfg.name.clone().unwrap_or(c.name);
                     c.explorer_tx_url = cfg.explorer_tx_url.clone().or(c.explorer_tx_url);
@@ -317,6 +343,7 @@ impl Registry {
                     }
                 }
             };
+            check_configured(&chain)?;
             chains.insert(slug.clone(), chain);
         }
         Ok(Self { chains })
@@ -403,6 +430,59 @@ mod tests {
         );
         assert_eq!(r.label("base", None).1, None);
         assert_eq!(r.label("gone", Some("0x1")), ("gone".to_owned(), None));
+    }
+
+    #[test]
+    fn configured_chains_that_would_fail_later_are_refused() {
+        let refused = |slug: &str, cfg: ChainConfig, says: &str| {
+            let err = Registry::new(&BTreeMap::from([(slug.to_owned(), cfg)]))
+                .expect_err(says)
+                .to_string();
+            assert!(err.contains(slug) && err.contains(says), "{err}");
+        };
+        refused(
+            "base",
+            ChainConfig {
+                family: Some(ChainFamily::Solana),
+                ..ChainConfig::default()
+            },
+            "family",
+        );
+        for id in [0, -5] {
+            refused(
+                "anvil",
+                ChainConfig {
+                    chain_id: Some(id),
+                    ..anvil()
+                },
+                "chain_id",
+            );
+        }
+        refused(
+            "solana",
+            ChainConfig {
+                chain_id: Some(101),
+                ..ChainConfig::default()
+            },
+            "chain_id",
+        );
+        refused(
+            "anvil",
+            ChainConfig {
+                explorer_tx_url: Some("https://explorer.test/tx/".to_owned()),
+                ..anvil()
+            },
+            "{hash}",
+        );
+        // The same family again is no change.
+        Registry::new(&BTreeMap::from([(
+            "base".to_owned(),
+            ChainConfig {
+                family: Some(ChainFamily::Evm),
+                ..ChainConfig::default()
+            },
+        )]))
+        .expect("same family");
     }
 
     #[test]
