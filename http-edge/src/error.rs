@@ -184,6 +184,42 @@ mod tests {
     use strum::VariantArray;
 
     #[test]
+    fn retry_after_is_the_cores_retry_delay_in_whole_seconds() {
+        let limited = |retry: Option<std::time::Duration>| {
+            let mut details = tonic_types::ErrorDetails::with_error_info(
+                "RATE_LIMITED",
+                "walletops",
+                std::collections::HashMap::new(),
+            );
+            if retry.is_some() {
+                details.set_retry_info(retry);
+            }
+            let status = tonic::Status::with_error_details(
+                tonic::Code::ResourceExhausted,
+                "rate limit exceeded",
+                details,
+            );
+            let response = EdgeError::from(status).into_response();
+            assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+            response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let secs = std::time::Duration::from_secs;
+        assert_eq!(limited(Some(secs(50))).as_deref(), Some("50"));
+        // Rounded up, never 0: a client retrying at once would only be refused again.
+        assert_eq!(
+            limited(Some(std::time::Duration::from_millis(49_200))).as_deref(),
+            Some("50")
+        );
+        assert_eq!(limited(Some(secs(0))).as_deref(), Some("1"));
+        // A 429 always says when: a whole window without a delay from the core.
+        assert_eq!(limited(None).as_deref(), Some("60"));
+    }
+
+    #[test]
     fn every_code_has_a_status_from_the_spec_or_the_design() {
         let expected = [
             ("UNAUTHORIZED", 401),

@@ -271,6 +271,35 @@ mod tests {
         assert!(l.admit_at(w, user, Budget::Write, t0 + WINDOW).is_err());
     }
 
+    /// Redis answers the milliseconds until a place frees; the refusal carries them as its
+    /// delay. Needs the Redis at `WALLETOPS_TEST_REDIS` (default the local one).
+    #[tokio::test]
+    async fn redis_refusals_carry_the_time_until_a_place_frees() {
+        let url = std::env::var("WALLETOPS_TEST_REDIS")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+        let l = RateLimiter::redis(
+            RateLimits {
+                writes_per_minute: 3,
+                reads_per_minute: 5,
+            },
+            &url,
+        )
+        .await
+        .expect("Redis is required for the rate-limit tests");
+        let user = Uuid::now_v7();
+        for _ in 0..3 {
+            l.admit(user, Budget::Write).await.expect("within budget");
+        }
+        match l.admit(user, Budget::Write).await {
+            Err(WalletOpsError::RateLimited { retry_after, .. }) => assert!(
+                retry_after > WINDOW - Duration::from_secs(5) && retry_after <= WINDOW,
+                "{retry_after:?}"
+            ),
+            other => panic!("expected RATE_LIMITED, got {other:?}"),
+        }
+        l.admit(user, Budget::Read).await.expect("reads apart");
+    }
+
     #[tokio::test]
     async fn prune_forgets_idle_users() {
         let l = limiter();

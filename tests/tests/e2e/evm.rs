@@ -315,6 +315,21 @@ async fn balances_equal_the_nodes(b: Backend) -> anyhow::Result<()> {
     let fresh = e.api().get(&format!("{path}&fresh=true")).await?;
     assert_eq!(fresh.body["balances"][0]["raw"], (7 * ETH).to_string());
     assert_eq!(fresh.body["balances"][1]["raw"], "1234568");
+    // The cache runs out: the native balance after about 15 s, token balances after about
+    // 45 s, so when the native change shows, the token's is still the cached one.
+    e.anvil.set_balance(e.wallet, U256::from(8 * ETH)).await?;
+    e.anvil.mint(usdc, e.wallet, U256::from(1u64)).await?;
+    let expired = poll_until("the cached native balance to run out", || async {
+        let reply = e.api().get(&path).await?;
+        Ok((reply.body["balances"][0]["raw"] == (8 * ETH).to_string()).then_some(reply))
+    })
+    .await?;
+    assert_eq!(expired.body["balances"][1]["raw"], "1234568");
+    poll_until("the cached token balance to run out", || async {
+        let reply = e.api().get(&path).await?;
+        Ok((reply.body["balances"][1]["raw"] == "1234569").then_some(()))
+    })
+    .await?;
     // A token that is not a contract is named.
     let reply = e
         .api()

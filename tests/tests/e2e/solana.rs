@@ -340,7 +340,10 @@ async fn a_mint_of_one_cluster_is_no_mint_on_another(b: Backend) -> anyhow::Resu
     let other = SolanaNode::start("127.0.0.1:0".parse()?).await?;
     let s = Sol::start(
         b,
-        &format!("[chains.solana-testnet]\nrpc_url = \"{}\"\n", other.url()),
+        &format!(
+            "[chains.solana-testnet]\nrpc_url = \"{0}\"\n[chains.solana]\nrpc_url = \"{0}\"\n",
+            other.url()
+        ),
     )
     .await?;
     let mint = client::create_mint(&s.rpc, &s.payer, &spl_token_interface::ID, 6).await?;
@@ -352,6 +355,17 @@ async fn a_mint_of_one_cluster_is_no_mint_on_another(b: Backend) -> anyhow::Resu
         .await?;
     assert_eq!(here.status, 200, "{}", here.text);
     assert_eq!(here.body["balances"][1]["decimals"], 6);
+    // Each cluster reads with its own chain id: the contract's sentinels.
+    for (chain, id) in [("solana-devnet", -3), ("solana-testnet", -2), ("solana", 0)] {
+        let read = s
+            .api()
+            .get(&format!("/wallets/balances?chain={chain}&includeZero=true"))
+            .await?;
+        assert_eq!(read.status, 200, "{chain}: {}", read.text);
+        for balance in read.body["balances"].as_array().expect("balances") {
+            assert_eq!(balance["chainId"], id, "{chain}: {balance}");
+        }
+    }
     let there = s
         .api()
         .get(&format!(
