@@ -405,6 +405,43 @@ async fn idempotency_keys_are_scoped_per_user(b: Backend) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// The idempotency table holds on every chain write, not only /send: a key whose write
+/// failed answers IDEMPOTENT_REPLAY for the same body and IDEMPOTENT_BODY_MISMATCH for
+/// another, on the path it was used on.
+async fn every_write_keeps_the_idempotency_rows(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start_with(b, dead_base_node()).await?;
+    let api = svc.rest(&svc.api_key);
+    for (path, body, other) in [
+        (
+            "/token/approve",
+            json!({"chain": "base", "token": SOME_EVM, "spender": SOME_EVM, "amount": "1"}),
+            json!({"chain": "base", "token": SOME_EVM, "spender": SOME_EVM, "amount": "2"}),
+        ),
+        (
+            "/contracts/send",
+            json!({"chain": "base", "to": SOME_EVM, "data": "0x1234"}),
+            json!({"chain": "base", "to": SOME_EVM, "data": "0x5678"}),
+        ),
+    ] {
+        let key = uuid::Uuid::new_v4().to_string();
+        let keyed = [("Idempotency-Key", key.as_str())];
+        let call = async |body: &serde_json::Value| {
+            api.request(Method::POST, path, &keyed, Some(&body.to_string()))
+                .await
+        };
+        assert_node_failed(call(&body).await?)?;
+        call(&body)
+            .await?
+            .assert_error(409, "IDEMPOTENT_REPLAY")
+            .map_err(|e| e.context(path))?;
+        call(&other)
+            .await?
+            .assert_error(409, "IDEMPOTENT_BODY_MISMATCH")
+            .map_err(|e| e.context(path))?;
+    }
+    Ok(())
+}
+
 async fn undelegated_wallets_cannot_write(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start_with(b, dead_base_node()).await?;
     let api = svc.rest(&svc.api_key);
@@ -696,6 +733,7 @@ on_both_backends!(
     wallets_of_others_are_forbidden_and_unknown_ones_not_found,
     undelegated_wallets_cannot_write,
     idempotency_keys_are_scoped_per_user,
+    every_write_keeps_the_idempotency_rows,
     authentication_comes_before_input_checks,
     grpc_errors_carry_error_info_and_field_violations,
     slow_clients_are_cut_off,

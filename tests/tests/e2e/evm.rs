@@ -604,15 +604,25 @@ async fn approvals_and_contract_calls_execute(b: Backend) -> anyhow::Result<()> 
     let e = Evm::start(b, "", &[]).await?;
     let token = e.anvil.deploy_token("USDC", 6).await?;
     let spender: Address = "0x2222222222222222222222222222222222222222".parse()?;
-    let reply = e
-        .api()
-        .post(
-            "/token/approve",
-            &json!({"chain": "anvil", "token": token, "spender": spender, "amount": "0xffff"}),
-        )
-        .await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let approve = json!({"chain": "anvil", "token": token, "spender": spender, "amount": "0xffff"})
+        .to_string();
+    let keyed = async || {
+        e.api()
+            .request(
+                reqwest::Method::POST,
+                "/token/approve",
+                &[("Idempotency-Key", &key)],
+                Some(&approve),
+            )
+            .await
+    };
+    let reply = keyed().await?;
     let id = submitted_id(&reply)?;
     let tx = e.wait_for(&id, "CONFIRMED").await?;
+    // Its key replays the stored answer; nothing is signed again.
+    assert_eq!(keyed().await?.body, reply.body);
+    assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
     assert_eq!(tx["type"], "approve");
     assert_eq!(
         e.anvil.allowance(token, e.wallet, spender).await?,
