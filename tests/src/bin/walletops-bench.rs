@@ -101,6 +101,8 @@ struct Args {
 struct Probe {
     walletops: Option<u32>,
     anvil: Option<u32>,
+    /// This process: the clients' side of every run.
+    client: Option<u32>,
 }
 
 /// CPU time (user plus system) used during a throughput run.
@@ -108,6 +110,7 @@ struct Probe {
 struct CpuUse {
     walletops: Option<Duration>,
     anvil: Option<Duration>,
+    client: Option<Duration>,
 }
 
 /// CPU time process `pid` has used so far (Linux `/proc`; `None` elsewhere).
@@ -125,13 +128,21 @@ fn cpu_time(pid: Option<u32>) -> Option<Duration> {
 impl Probe {
     /// Runs `work` and returns its result with the CPU time each process used meanwhile.
     async fn measure<T>(self, work: impl Future<Output = T>) -> (T, CpuUse) {
-        let before = (cpu_time(self.walletops), cpu_time(self.anvil));
+        let now = || {
+            (
+                cpu_time(self.walletops),
+                cpu_time(self.anvil),
+                cpu_time(self.client),
+            )
+        };
+        let before = now();
         let out = work.await;
-        let after = (cpu_time(self.walletops), cpu_time(self.anvil));
+        let after = now();
         let used = |b: Option<Duration>, a: Option<Duration>| Some(a?.saturating_sub(b?));
         let cpu = CpuUse {
             walletops: used(before.0, after.0),
             anvil: used(before.1, after.1),
+            client: used(before.2, after.2),
         };
         (out, cpu)
     }
@@ -139,10 +150,12 @@ impl Probe {
 
 /// `total` per send, in milliseconds, or "n/a".
 fn per_send(total: Option<Duration>, sends: u64) -> String {
-    total.map_or_else(
-        || "n/a".to_owned(),
-        |t| format!("{:.3} ms", ms(t) / sends as f64),
-    )
+    ms_per_send(total, sends).map_or_else(|| "n/a".to_owned(), |t| format!("{t:.3} ms"))
+}
+
+/// `total` per send, in milliseconds.
+fn ms_per_send(total: Option<Duration>, sends: u64) -> Option<f64> {
+    total.map(|t| ms(t) / sends as f64)
 }
 
 /// The WalletOps throughput run and what the chain shows of it.
@@ -238,6 +251,7 @@ impl Report {
     fn print(&self) {
         let n = self.sends;
         let read_ratio = self.all_tokens.median.as_secs_f64() / self.one_token.median.as_secs_f64();
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
         println!();
         println!("== summary ({n} sends) ==");
@@ -284,17 +298,46 @@ impl Report {
             verdict(read_ratio <= READ_RATIO_GOAL)
         );
         println!(
-            "CPU per send: REST run walletops {}, anvil {}; gRPC run walletops {}, anvil {}; raw run anvil {} ({} cores)",
+            "CPU per send: REST run walletops {}, anvil {}, bench client {}; gRPC run walletops {}, anvil {}, bench client {}; raw run anvil {}, bench client {} ({cores} cores)",
             per_send(self.walletops.cpu.walletops, n),
             per_send(self.walletops.cpu.anvil, n),
+            per_send(self.walletops.cpu.client, n),
             per_send(self.grpc.cpu.walletops, n),
             per_send(self.grpc.cpu.anvil, n),
+            per_send(self.grpc.cpu.client, n),
             per_send(self.raw_cpu.anvil, n),
-            std::thread::available_parallelism().map_or(0, usize::from),
+            per_send(self.raw_cpu.client, n),
         );
+        self.print_budget(cores);
         if self.failed() {
             println!("FAILED: the chain shows gaps, duplicates or missing transactions");
         }
+    }
+
+    /// What the send goal leaves the service: the CPU time a send may take in all, with
+    /// every process on these cores busy, at `SEND_RATIO_GOAL` of the raw rate, less what
+    /// anvil and the bench's clients used per send in each WalletOps run. Where the node and
+    /// the clients alone use it up, no service could meet the goal on this machine.
+    fn print_budget(&self, cores: usize) {
+        let n = self.sends;
+        let budget = 1000.0 * cores as f64 / (SEND_RATIO_GOAL * self.raw_rate());
+        let mut line = format!(
+            "CPU budget per send at the goal ({cores} cores at {SEND_RATIO_GOAL} of the raw rate): {budget:.3} ms"
+        );
+        for (label, run) in [("REST", &self.walletops), ("gRPC", &self.grpc)] {
+            let (Some(node), Some(client), Some(service)) = (
+                ms_per_send(run.cpu.anvil, n),
+                ms_per_send(run.cpu.client, n),
+                ms_per_send(run.cpu.walletops, n),
+            ) else {
+                continue;
+            };
+            line += &format!(
+                "; {label} run: anvil {node:.3} + bench client {client:.3} leave {:.3} ms for a service that used {service:.3}",
+                budget - node - client
+            );
+        }
+        println!("{line}");
     }
 }
 
@@ -383,6 +426,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let probe = Probe {
         walletops: svc.pid(),
         anvil: anvil.pid(),
+        client: Some(std::process::id()),
     };
     println!("throughput A: {n} sends through POST /api/v1/send (REST edge) ...");
     let walletops = walletops_sends(
