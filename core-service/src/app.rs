@@ -1,28 +1,32 @@
-//! `Core`: the parts of the service wired together once at startup and shared by every RPC.
+//! `Core`: the parts of the service wired together once at startup and shared by every RPC,
+//! and the steps every RPC begins with (`admit`, and for writes `write`).
 
-use std::{ops::Deref, str::FromStr, sync::Arc};
+use std::{ops::Deref, sync::Arc};
 
 use anyhow::Context;
 
 use tonic::metadata::MetadataMap;
-use uuid::Uuid;
 use walletops_proto::{API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, UNREADABLE_HEADER};
 
 use crate::{
     auth::{ApiKeys, Caller},
     balances::Balances,
-    chains::Registry,
-    chains::{evm::EvmClients, solana::SolanaClients},
+    chains::{
+        Registry,
+        evm::{EvmClient, EvmClients},
+        solana::{SolanaClient, SolanaClients},
+    },
     config::Config,
+    domain::{DelegatedWallet, Submission},
     error::{Result, WalletOpsError},
-    idempotency::Idempotency,
-    monitor::Monitor,
+    idempotency::{Canonical, Idempotency, IdempotencyKey, Keyed, Ticket},
     ratelimit::{Budget, RateLimiter},
-    signer::Keystore,
-    signer::{LocalSigner, Signer},
+    recovery::{evm::EvmRecovery, solana::SolanaRecovery},
+    requests::WriteRequest,
+    signer::{Keystore, LocalSigner, Signer},
     store::Store,
     transactions::Transactions,
-    transfers::{BroadcastLog, Writes, evm::EvmPipeline, solana::SolanaPipeline},
+    transfers::{BroadcastLog, Transfers, evm::EvmPipeline, solana::SolanaPipeline},
     wallets::Wallets,
 };
 
@@ -47,12 +51,16 @@ pub struct Parts {
     pub transactions: Transactions,
     /// Known chains.
     pub chains: Arc<Registry>,
-    /// Idempotent writes.
-    pub writes: Writes,
-    /// The EVM write pipeline.
-    pub evm: EvmPipeline,
-    /// The Solana write pipeline.
-    pub solana: SolanaPipeline,
+    /// The write pipelines.
+    pub transfers: Transfers,
+    /// What is done to stored EVM records after their first broadcast.
+    pub evm_recovery: EvmRecovery,
+    /// What is done to stored Solana records after their first send.
+    pub solana_recovery: SolanaRecovery,
+    /// EVM node clients, one per RPC URL.
+    pub evm_clients: Arc<EvmClients>,
+    /// Solana node clients, one per RPC URL.
+    pub solana_clients: Arc<SolanaClients>,
     /// Balance reads.
     pub balances: Balances,
     /// Idempotency keys.
@@ -71,17 +79,6 @@ impl Deref for Core {
     }
 }
 
-/// A validated `idempotency-key`: a UUID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IdempotencyKey(Uuid);
-
-impl IdempotencyKey {
-    /// The key.
-    pub fn uuid(self) -> Uuid {
-        self.0
-    }
-}
-
 impl Core {
     /// Opens the store (running migrations), the keystore and the registry.
     pub async fn open(config: Config) -> anyhow::Result<Self> {
@@ -90,7 +87,7 @@ impl Core {
         let keystore = Arc::new(Keystore::open(
             config.master_key.as_ref().map(|s| s.expose()),
             &config.data_dir,
-            sample.as_ref().map(|(f, a, k)| (*f, a.as_str(), k)),
+            sample.as_ref().map(|(a, k)| (a, k)),
         )?);
         let chains = Arc::new(Registry::new(&config.chains)?);
         let signer: Arc<dyn Signer> = Arc::new(LocalSigner::new(keystore.clone(), store.clone()));
@@ -107,26 +104,41 @@ impl Core {
             None => RateLimiter::new(config.rate_limits.clone()),
         };
         let broadcasts = BroadcastLog::start(store.clone(), config.request_timeout());
-        Ok(Self(Arc::new(Parts {
-            keys: ApiKeys::new(store.clone()),
-            limiter,
-            wallets: Wallets::new(store.clone(), keystore),
-            transactions: Transactions::new(store.clone()),
-            writes: Writes::new(store.clone(), idempotency.clone()),
+        let evm_recovery = EvmRecovery::new(
+            store.clone(),
+            signer.clone(),
+            config.monitor.max_fee_per_gas_wei(),
+        );
+        let solana_recovery = SolanaRecovery::new(store.clone(), signer.clone());
+        let transfers = Transfers {
             evm: EvmPipeline::new(
                 store.clone(),
                 signer.clone(),
                 evm_clients.clone(),
                 broadcasts.clone(),
-                config.monitor.max_fee_per_gas_wei(),
+                idempotency.clone(),
+                evm_recovery.clone(),
             ),
-            balances: Balances::new(evm_clients, solana_clients.clone()),
             solana: SolanaPipeline::new(
                 store.clone(),
                 signer.clone(),
-                solana_clients,
+                solana_clients.clone(),
                 broadcasts.clone(),
+                idempotency.clone(),
+                solana_recovery.clone(),
             ),
+        };
+        Ok(Self(Arc::new(Parts {
+            keys: ApiKeys::new(store.clone()),
+            limiter,
+            wallets: Wallets::new(store.clone(), keystore),
+            transactions: Transactions::new(store.clone()),
+            transfers,
+            evm_recovery,
+            solana_recovery,
+            balances: Balances::new(evm_clients.clone(), solana_clients.clone()),
+            evm_clients,
+            solana_clients,
             broadcasts,
             idempotency,
             signer,
@@ -150,19 +162,6 @@ impl Core {
             .await?)
     }
 
-    /// The transaction monitor of this core.
-    pub fn monitor(&self) -> Monitor {
-        Monitor::new(
-            self.store.clone(),
-            self.chains.clone(),
-            self.wallets.clone(),
-            self.evm.clone(),
-            self.solana.clone(),
-            self.idempotency.clone(),
-            self.config.monitor.clone(),
-        )
-    }
-
     /// Authenticates the request's `x-api-key` and draws it from the caller's `budget`.
     /// Every RPC calls this before it reads anything else.
     pub async fn admit(&self, metadata: &MetadataMap, budget: Budget) -> Result<Caller> {
@@ -182,18 +181,82 @@ impl Core {
         Ok(caller)
     }
 
-    /// The request's `idempotency-key`, which every write requires as a UUID.
-    pub fn idempotency_key(&self, metadata: &MetadataMap) -> Result<IdempotencyKey> {
-        const FIELD: &str = "Idempotency-Key";
-        let raw = metadata
-            .get(IDEMPOTENCY_KEY_HEADER)
-            .ok_or_else(|| WalletOpsError::invalid(FIELD, "required on writes: send a UUID"))?;
-        raw.to_str()
-            .ok()
-            .and_then(|s| Uuid::from_str(s.trim()).ok())
-            .map(IdempotencyKey)
-            .ok_or_else(|| WalletOpsError::invalid(FIELD, "must be a UUID"))
+    /// Runs a write RPC: the preamble every write goes through, in this order, then `act`.
+    ///
+    /// 1. Authenticate the caller and draw the request from its write budget (`admit`).
+    /// 2. Open the request under its `Idempotency-Key`, before any field is read: a key
+    ///    that already has an answer gives it, whatever changed since.
+    /// 3. Parse every field (`parse`: all violations in one INVALID_INPUT) and resolve the
+    ///    wallet, with its ownership, link and delegation checks.
+    /// 4. Run `act` under the key's ticket (`Idempotency::run`): it claims the key inside
+    ///    its signing transaction.
+    ///
+    /// A request refused before step 4 claims nothing.
+    pub async fn write<M, R, P, A>(
+        &self,
+        metadata: &MetadataMap,
+        path: &str,
+        message: &M,
+        parse: P,
+        act: A,
+    ) -> Result<Submission>
+    where
+        M: Canonical,
+        R: WriteRequest,
+        P: FnOnce(&Registry, &M) -> Result<R>,
+        A: AsyncFnOnce(&R, &DelegatedWallet, &Ticket) -> Result<Submission>,
+    {
+        let caller = self.admit(metadata, Budget::Write).await?;
+        let ticket = match self
+            .idempotency
+            .open(
+                caller.user_id,
+                idempotency_key(metadata)?,
+                path,
+                &message.canonical_bytes(),
+                &self.chains,
+            )
+            .await?
+        {
+            Keyed::Answered(submission) => return Ok(submission),
+            Keyed::Fresh(ticket) => ticket,
+        };
+        let request = parse(&self.chains, message)?;
+        let wallet = self
+            .wallets
+            .resolve_delegated(
+                caller.user_id,
+                request.chain().family(),
+                request.from(),
+                "from",
+            )
+            .await?;
+        self.idempotency
+            .run(ticket, &self.chains, async |ticket| {
+                act(&request, &wallet, ticket).await
+            })
+            .await
     }
+
+    /// The EVM client of `chain`'s RPC URL.
+    pub fn evm_client(&self, chain: &crate::chains::Chain) -> Result<EvmClient> {
+        self.evm_clients.get(chain.rpc_url())
+    }
+
+    /// The Solana client of `chain`'s RPC URL.
+    pub fn solana_client(&self, chain: &crate::chains::Chain) -> SolanaClient {
+        self.solana_clients.get(chain.rpc_url())
+    }
+}
+
+/// The request's `idempotency-key` (a UUID), which every write requires.
+fn idempotency_key(metadata: &MetadataMap) -> Result<IdempotencyKey> {
+    // A value that is not ASCII is there, and no UUID.
+    IdempotencyKey::parse(
+        metadata
+            .get(IDEMPOTENCY_KEY_HEADER)
+            .map(|v| v.to_str().unwrap_or("")),
+    )
 }
 
 /// The INVALID_INPUT of a request the REST edge could not read, from what it said of it

@@ -4,10 +4,10 @@
 use crate::{
     Core,
     auth::{ApiKeySecret, Expiration},
-    chains::ChainFamily,
+    domain::ChainFamily,
+    domain::User,
+    domain::Wallet,
     error::{Result, WalletOpsError},
-    users::User,
-    wallets::Wallet,
 };
 
 /// Name of the user made on first start.
@@ -60,9 +60,9 @@ impl Core {
     pub async fn create_user(
         &self,
         name: &str,
-    ) -> Result<(User, crate::auth::ApiKey, ApiKeySecret)> {
+    ) -> Result<(User, crate::domain::ApiKey, ApiKeySecret)> {
         let name =
-            crate::users::check_name(name).map_err(|e| WalletOpsError::invalid("name", e))?;
+            crate::domain::check_name(name).map_err(|e| WalletOpsError::invalid("name", e))?;
         let user = self.store.insert_user(name).await?;
         let (key, secret) = self
             .keys
@@ -76,7 +76,7 @@ impl Core {
     pub async fn create_starter_wallets(&self, user_id: uuid::Uuid) -> Result<Vec<Wallet>> {
         let mut wallets = Vec::new();
         for family in [ChainFamily::Evm, ChainFamily::Solana] {
-            let filter = |default_only| crate::store::WalletFilter {
+            let filter = |default_only| crate::domain::WalletFilter {
                 family: Some(family),
                 default_only,
                 automation_only: false,

@@ -19,7 +19,7 @@ use tokio::{
     process::{Child, Command},
 };
 
-use crate::chains::{ChainConfig, ChainFamily};
+use crate::{chains::ChainConfig, domain::ChainFamily};
 
 /// Slug of the local EVM chain.
 pub const ANVIL_SLUG: &str = "anvil";

@@ -45,6 +45,15 @@ impl Violations {
         self.0.push(FieldViolation::new(field, description));
     }
 
+    /// `built` (every field parsed) when nothing was recorded, else one `INVALID_INPUT`
+    /// listing every violation.
+    pub fn conclude<T>(self, built: Option<T>) -> Result<T, WalletOpsError> {
+        match built {
+            Some(value) if self.0.is_empty() => Ok(value),
+            _ => Err(WalletOpsError::InvalidInput(self.0)),
+        }
+    }
+
     /// `Ok` when nothing was recorded, else one `INVALID_INPUT` listing every violation.
     pub fn finish(self) -> Result<(), WalletOpsError> {
         if self.0.is_empty() {

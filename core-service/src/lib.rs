@@ -10,17 +10,23 @@ pub mod bootstrap;
 pub mod chains;
 pub mod config;
 pub mod devnet;
+pub mod domain;
 pub mod error;
+pub mod files;
 pub mod grpc;
 pub mod idempotency;
 pub mod monitor;
 pub mod ratelimit;
+pub mod recovery;
+pub mod requests;
 pub mod signer;
 pub mod store;
 pub mod transactions;
 pub mod transfers;
-pub mod users;
 pub mod wallets;
+
+#[cfg(test)]
+mod record_lifecycle_tests;
 
 pub use app::Core;
 pub use config::Config;

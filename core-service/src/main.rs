@@ -10,11 +10,11 @@ use tokio::{net::TcpListener, sync::watch};
 use tracing_subscriber::{EnvFilter, fmt, prelude::*};
 use walletops_core::{
     Config, Core,
-    auth::{ApiKey, Expiration, KeyState},
+    auth::{Expiration, KeyState},
     bootstrap::FIRST_USER,
-    chains::ChainFamily,
     config::LogFormat,
     devnet,
+    domain::{ApiKey, ChainFamily},
 };
 
 #[derive(Debug, Parser)]
@@ -267,7 +267,7 @@ async fn open_core(config: Config) -> anyhow::Result<(Core, Option<String>)> {
         println!("API key: {}", first.secret.expose());
         println!("(The key is shown only this once: store it now.)");
         for w in &first.wallets {
-            println!("Wallet ({}, default, delegated): {}", w.family, w.address);
+            println!("Wallet ({}, default, delegated): {}", w.family(), w.address);
         }
         key = Some(first.secret.expose().to_owned());
     }
@@ -279,7 +279,7 @@ async fn first_wallet(core: &Core, family: ChainFamily) -> anyhow::Result<Option
     let Ok(owner) = core.find_user(FIRST_USER).await else {
         return Ok(None);
     };
-    let filter = walletops_core::store::WalletFilter {
+    let filter = walletops_core::domain::WalletFilter {
         family: Some(family),
         default_only: true,
         automation_only: false,
@@ -290,7 +290,7 @@ async fn first_wallet(core: &Core, family: ChainFamily) -> anyhow::Result<Option
         .await?
         .into_iter()
         .next()
-        .map(|w| w.address))
+        .map(|w| w.address.to_string()))
 }
 
 fn spawn_pruner(core: &Core, stop: watch::Receiver<bool>) {
@@ -399,7 +399,7 @@ async fn run_servers(
             }
         }
         spawn_pruner(&core, stop_rx.clone());
-        let monitor = core.monitor().run(on_stop(stop_rx.clone()));
+        let monitor = walletops_core::monitor::Monitor::new(&core).run(on_stop(stop_rx.clone()));
         tasks.spawn(async move {
             monitor.await;
             Ok(())
@@ -555,7 +555,7 @@ async fn main() -> anyhow::Result<()> {
                     println!("(The key is shown only this once: store it now.)");
                     if !no_wallets {
                         for w in core.create_starter_wallets(user.id).await? {
-                            println!("Wallet ({}, default, delegated): {}", w.family, w.address);
+                            println!("Wallet ({}, default, delegated): {}", w.family(), w.address);
                         }
                     }
                 }
@@ -597,10 +597,13 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Wallets { command, .. } => {
             let core = Core::open(config).await?;
-            let show = |w: &walletops_core::wallets::Wallet| {
+            let show = |w: &walletops_core::domain::Wallet| {
                 println!(
                     "{}  {:<8}  default={}  delegated={}",
-                    w.address, w.family, w.is_default, w.automation_enabled
+                    w.address,
+                    w.family(),
+                    w.is_default,
+                    w.automation_enabled
                 );
             };
             match command {
@@ -627,7 +630,11 @@ async fn main() -> anyhow::Result<()> {
                     show(
                         &core
                             .wallets
-                            .update(&address, None, Some(state == "on"))
+                            .update(
+                                &walletops_core::requests::any_address(&address, "address")?,
+                                None,
+                                Some(state == "on"),
+                            )
                             .await?,
                     );
                 }

@@ -15,9 +15,9 @@ use uuid::Uuid;
 pub use secret::{ApiKeySecret, VENDOR};
 
 use crate::{
+    domain::{ApiKey, check_name},
     error::{Result, WalletOpsError},
     store::{NewApiKey, Store},
-    users::check_name,
 };
 
 /// Most keys a user may hold that are neither revoked nor expired.
@@ -38,30 +38,6 @@ pub struct Caller {
     pub key_prefix: String,
     /// When the key expires; `None`: never.
     pub key_expires_at: Option<DateTime<Utc>>,
-}
-
-/// A stored API key; its value is not part of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiKey {
-    /// Key id.
-    pub id: Uuid,
-    /// Owner.
-    pub user_id: Uuid,
-    /// Descriptive name.
-    pub name: String,
-    /// Lookup prefix.
-    pub prefix: String,
-    /// When it was made.
-    pub created_at: DateTime<Utc>,
-    /// When it expires; `None`: never.
-    pub expires_at: Option<DateTime<Utc>>,
-    /// When it was revoked.
-    pub revoked_at: Option<DateTime<Utc>>,
-    /// When it was last used, to a minute.
-    pub last_used_at: Option<DateTime<Utc>>,
-    /// The key it was made with through `ApiKeyService`; `None`: the CLI, the admin API or
-    /// the first start made it. Revoking a key revokes the keys made with it.
-    pub created_by: Option<Uuid>,
 }
 
 /// A key's standing at a moment.

@@ -5,7 +5,6 @@
 
 use std::{
     collections::HashMap,
-    str::FromStr,
     sync::{Arc, PoisonError, RwLock},
     time::Duration,
 };
@@ -18,12 +17,12 @@ use solana_pubkey::Pubkey;
 
 use crate::{
     chains::{
-        Chain, ChainFamily, WalletAddress,
+        Chain,
         evm::{EvmClients, TokenQuery},
         solana::{Holding, MintInfo, SolanaClients},
     },
+    domain::{ChainFamily, Wallet, WalletAddress},
     error::{Result, Violations, WalletOpsError},
-    wallets::Wallet,
 };
 
 /// How long a native balance is served from the cache.
@@ -64,7 +63,7 @@ pub struct Balance {
     /// Chain id.
     pub chain_id: i64,
     /// Owning wallet.
-    pub address: String,
+    pub address: WalletAddress,
     /// `native`, `erc20` or `spl`.
     pub asset: &'static str,
     /// Token address or mint; `None` for native.
@@ -79,7 +78,7 @@ pub struct Balance {
     pub updated_at: DateTime<Utc>,
 }
 
-type NativeKey = (String, String);
+type NativeKey = (String, WalletAddress);
 /// Chain slug (not id: a fork keeps its chain's id) and owner.
 type OwnerKey = (String, Address);
 /// The token balances of one owner on one chain, each with the time of its read. One cache
@@ -98,7 +97,7 @@ fn native_balance(chain: &Chain, wallet: &Wallet, (raw, at): (U256, DateTime<Utc
     Balance {
         family: chain.family(),
         chain_id: chain.chain_id(),
-        address: wallet.address.clone(),
+        address: wallet.address,
         asset: "native",
         token: None,
         raw,
@@ -164,13 +163,14 @@ impl Balances {
         include_zero: bool,
         fresh: bool,
     ) -> Result<Vec<Balance>> {
-        match chain.family() {
-            ChainFamily::Evm => {
-                self.read_evm(chain, wallet, tokens, include_zero, fresh)
+        // The wallet was resolved for the chain's family: its address says which to read.
+        match wallet.address {
+            WalletAddress::Evm(owner) => {
+                self.read_evm(chain, wallet, owner, tokens, include_zero, fresh)
                     .await
             }
-            ChainFamily::Solana => {
-                self.read_solana(chain, wallet, tokens, include_zero, fresh)
+            WalletAddress::Solana(owner) => {
+                self.read_solana(chain, wallet, owner, tokens, include_zero, fresh)
                     .await
             }
         }
@@ -180,22 +180,13 @@ impl Balances {
         &self,
         chain: &Chain,
         wallet: &Wallet,
+        owner: Address,
         tokens: &[WalletAddress],
         include_zero: bool,
         fresh: bool,
     ) -> Result<Vec<Balance>> {
-        let owner: Address = wallet.address.parse().map_err(|_| {
-            WalletOpsError::Internal(anyhow::anyhow!(
-                "stored address {} unreadable",
-                wallet.address
-            ))
-        })?;
-        // Parsed from canonical (checksummed) text: it is also what the answer shows.
-        let tokens: Vec<(Address, &str)> = tokens
-            .iter()
-            .filter_map(|t| Some((t.as_str().parse().ok()?, t.as_str())))
-            .collect();
-        let native_key = (chain.slug().to_owned(), wallet.address.clone());
+        let tokens: Vec<Address> = tokens.iter().filter_map(WalletAddress::evm).collect();
+        let native_key = (chain.slug().to_owned(), wallet.address);
         let book_key = (chain.slug().to_owned(), owner);
         let mut metas: Vec<Option<Meta>> = {
             let known = self
@@ -205,7 +196,7 @@ impl Balances {
             let known = known.get(chain.slug());
             tokens
                 .iter()
-                .map(|(t, _)| known.and_then(|k| k.get(t)).cloned())
+                .map(|t| known.and_then(|k| k.get(t)).cloned())
                 .collect()
         };
         // Per token: `None` until known; then its balance (`None`: it did not answer
@@ -215,7 +206,7 @@ impl Balances {
         let old_book = self.tokens.get(&book_key);
         if !fresh && let Some(book) = &old_book {
             let now = Utc::now();
-            for (((t, _), meta), slot) in tokens.iter().zip(&metas).zip(&mut balances) {
+            for ((t, meta), slot) in tokens.iter().zip(&metas).zip(&mut balances) {
                 if meta.is_some()
                     && let Some(&(raw, at)) = book.get(t)
                     && now - at < chrono_ttl(TOKEN_TTL)
@@ -235,7 +226,7 @@ impl Balances {
                 let queries: Vec<TokenQuery> = missing
                     .iter()
                     .map(|&i| TokenQuery {
-                        token: tokens[i].0,
+                        token: tokens[i],
                         meta: metas[i].is_none(),
                     })
                     .collect();
@@ -271,7 +262,7 @@ impl Balances {
         let mut out = Vec::with_capacity(1 + tokens.len());
         out.push(native_balance(chain, wallet, native));
         let mut bad = Violations::default();
-        for (i, ((token, text), (balance, meta))) in tokens
+        for (i, (token, (balance, meta))) in tokens
             .iter()
             .zip(balances.into_iter().zip(metas))
             .enumerate()
@@ -295,9 +286,9 @@ impl Balances {
             out.push(Balance {
                 family: ChainFamily::Evm,
                 chain_id: chain.chain_id(),
-                address: wallet.address.clone(),
+                address: wallet.address,
                 asset: "erc20",
-                token: Some((*text).to_owned()),
+                token: Some(token.to_checksum(None)),
                 raw,
                 decimals: decimals.map_or(0, u32::from),
                 symbol: symbol
@@ -350,18 +341,13 @@ impl Balances {
         &self,
         chain: &Chain,
         wallet: &Wallet,
+        owner: Pubkey,
         tokens: &[WalletAddress],
         include_zero: bool,
         fresh: bool,
     ) -> Result<Vec<Balance>> {
-        let owner = Pubkey::from_str(&wallet.address).map_err(|_| {
-            WalletOpsError::Internal(anyhow::anyhow!(
-                "stored address {} unreadable",
-                wallet.address
-            ))
-        })?;
         let client = self.solana.get(chain.rpc_url());
-        let key = (chain.slug().to_owned(), wallet.address.clone());
+        let key = (chain.slug().to_owned(), wallet.address);
         let native = match self.native.get(&key).filter(|_| !fresh) {
             Some(hit) => hit,
             None => {
@@ -381,7 +367,7 @@ impl Balances {
         let entry = |mint: &Pubkey, amount: u64, decimals: u8| Balance {
             family: ChainFamily::Solana,
             chain_id: chain.chain_id(),
-            address: wallet.address.clone(),
+            address: wallet.address,
             asset: "spl",
             token: Some(mint.to_string()),
             raw: U256::from(amount),
@@ -397,10 +383,7 @@ impl Balances {
                     .map(|h| entry(&h.mint, h.amount, h.decimals)),
             );
         } else {
-            let wanted: Vec<Pubkey> = tokens
-                .iter()
-                .filter_map(|t| Pubkey::from_str(t.as_str()).ok())
-                .collect();
+            let wanted: Vec<Pubkey> = tokens.iter().filter_map(WalletAddress::solana).collect();
             // Decimals of requested mints the wallet does not hold come from the mints.
             let key = |mint: &Pubkey| (chain.slug().to_owned(), *mint);
             let unknown: Vec<Pubkey> = wanted

@@ -1,141 +1,12 @@
-//! Chains: the families WalletOps speaks (EVM and Solana), their address formats, and the
-//! registry of chain slugs. A slug is resolved once, into a `Chain`; nothing below compares
-//! slug strings again.
+//! Chains: the registry of chain slugs and the clients that speak to each family's nodes.
+//! A slug is resolved once, into a `Chain`; nothing below compares slug strings again.
 
 pub mod evm;
 mod registry;
 pub mod rpc_batch;
 pub mod solana;
 
-use std::{fmt, str::FromStr};
-
 pub use registry::{Chain, ChainConfig, Registry};
-
-/// A chain family. Dispatch over families is a `match` on this, never a string comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum ChainFamily {
-    /// EVM chains; the contract calls this family `ethereum`.
-    #[serde(rename = "ethereum")]
-    Evm,
-    /// Solana clusters.
-    #[serde(rename = "solana")]
-    Solana,
-}
-
-impl ChainFamily {
-    /// The contract's `chainType` spelling: `ethereum` or `solana`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Evm => "ethereum",
-            Self::Solana => "solana",
-        }
-    }
-
-    /// Parses an address of this family into its canonical form: EIP-55 checksummed 0x-hex
-    /// for EVM (the spec accepts any case), base58 for Solana.
-    pub fn parse_address(self, raw: &str) -> Result<WalletAddress, String> {
-        match self {
-            Self::Evm => parse_evm_address(raw).map(|a| WalletAddress {
-                family: self,
-                canonical: a.to_checksum(None),
-            }),
-            Self::Solana => solana_pubkey::Pubkey::from_str(raw)
-                .map(|k| WalletAddress {
-                    family: self,
-                    canonical: k.to_string(),
-                })
-                .map_err(|_| "must be a base58 Solana public key".to_owned()),
-        }
-    }
-}
-
-impl FromStr for ChainFamily {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "ethereum" => Ok(Self::Evm),
-            "solana" => Ok(Self::Solana),
-            _ => Err("must be one of: ethereum, solana".to_owned()),
-        }
-    }
-}
-
-impl fmt::Display for ChainFamily {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Parses `^0x[a-fA-F0-9]{40}$` exactly as the spec writes it (alloy alone would also take
-/// the address without its `0x`).
-fn parse_evm_address(raw: &str) -> Result<alloy::primitives::Address, String> {
-    const RULE: &str = "must be a 0x-prefixed 40-hex-digit EVM address";
-    let hex = raw.strip_prefix("0x").ok_or_else(|| RULE.to_owned())?;
-    if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(RULE.to_owned());
-    }
-    alloy::primitives::Address::from_str(raw).map_err(|_| RULE.to_owned())
-}
-
-/// A syntactically valid address of a known family, in canonical form.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct WalletAddress {
-    family: ChainFamily,
-    canonical: String,
-}
-
-impl WalletAddress {
-    /// The family whose rules the address passed.
-    pub fn family(&self) -> ChainFamily {
-        self.family
-    }
-
-    /// The canonical text, as stored.
-    pub fn as_str(&self) -> &str {
-        &self.canonical
-    }
-}
-
-impl fmt::Display for WalletAddress {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.canonical)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn evm_addresses_follow_the_spec_pattern() {
-        let a = ChainFamily::Evm
-            .parse_address("0xd8da6bf26964af9d7eed9e03e53415d37aa96045")
-            .expect("valid");
-        assert_eq!(a.as_str(), "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045");
-        for bad in [
-            "d8da6bf26964af9d7eed9e03e53415d37aa96045",
-            "0xd8da6bf26964af9d7eed9e03e53415d37aa9604",
-            "0xd8da6bf26964af9d7eed9e03e53415d37aa9604g",
-            "0Xd8da6bf26964af9d7eed9e03e53415d37aa96045",
-            " 0xd8da6bf26964af9d7eed9e03e53415d37aa96045",
-            "0xd8da6bf26964af9d7eed9e03e53415d37aa96045\n",
-        ] {
-            assert!(ChainFamily::Evm.parse_address(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn solana_addresses_are_base58_keys() {
-        assert!(
-            ChainFamily::Solana
-                .parse_address("So11111111111111111111111111111111111111112")
-                .is_ok()
-        );
-        assert!(ChainFamily::Solana.parse_address("0OIl").is_err());
-        assert!(ChainFamily::Solana.parse_address("abc").is_err());
-    }
-}
 
 /// `text` with every URL in it replaced by `[rpc url]`, for messages that go back to
 /// callers.
@@ -159,45 +30,8 @@ pub(crate) fn without_urls(text: &str) -> String {
     out
 }
 
-/// Which kind of amount a field holds, for the value rules of the spec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AmountKind {
-    /// EVM native value or ERC20 amount: must fit uint256.
-    Uint256,
-    /// Solana lamports or SPL base units: must fit u64.
-    U64,
-}
-
-/// Parses a non-negative integer amount that fits `kind`: decimal, or on EVM also 0x-hex
-/// (the spec gives Solana amounts as integer strings in base units only); the text as
-/// given, with nothing around the digits.
-pub fn parse_amount(raw: &str, kind: AmountKind) -> Result<alloy::primitives::U256, String> {
-    use alloy::primitives::U256;
-    let (digits, radix) = match (raw.strip_prefix("0x"), kind) {
-        (Some(hex), AmountKind::Uint256) => (hex, 16),
-        _ => (raw, 10),
-    };
-    let valid = !digits.is_empty() && digits.chars().all(|c| c.is_digit(radix));
-    if !valid {
-        return Err(match kind {
-            AmountKind::Uint256 => {
-                "must be a non-negative integer in base units, decimal or 0x-hex"
-            }
-            AmountKind::U64 => "must be a non-negative decimal integer in base units",
-        }
-        .to_owned());
-    }
-    let value =
-        U256::from_str_radix(digits, radix as u64).map_err(|_| "must fit uint256".to_owned())?;
-    match kind {
-        AmountKind::Uint256 => Ok(value),
-        AmountKind::U64 if value <= U256::from(u64::MAX) => Ok(value),
-        AmountKind::U64 => Err("must fit an unsigned 64-bit integer".to_owned()),
-    }
-}
-
 #[cfg(test)]
-mod amount_tests {
+mod tests {
     use super::*;
 
     #[test]
@@ -214,34 +48,5 @@ mod amount_tests {
         );
         assert_eq!(without_urls("no url here"), "no url here");
         assert_eq!(without_urls("at HTTPS://Node/KEY."), "at [rpc url]");
-    }
-
-    #[test]
-    fn amounts_follow_the_value_rules() {
-        use alloy::primitives::U256;
-        assert_eq!(
-            parse_amount("1000", AmountKind::Uint256),
-            Ok(U256::from(1000))
-        );
-        assert_eq!(
-            parse_amount("0x3e8", AmountKind::Uint256),
-            Ok(U256::from(1000))
-        );
-        assert!(parse_amount("-1", AmountKind::Uint256).is_err());
-        assert!(parse_amount("1.5", AmountKind::Uint256).is_err());
-        assert!(parse_amount("", AmountKind::Uint256).is_err());
-        for loose in [" 1000", "1000 ", "0X3e8", "+1000", "0x"] {
-            assert!(
-                parse_amount(loose, AmountKind::Uint256).is_err(),
-                "{loose:?}"
-            );
-        }
-        assert!(parse_amount("0x", AmountKind::Uint256).is_err());
-        let max = U256::MAX.to_string();
-        assert!(parse_amount(&max, AmountKind::Uint256).is_ok());
-        assert!(parse_amount(&format!("{max}0"), AmountKind::Uint256).is_err());
-        assert!(parse_amount("18446744073709551615", AmountKind::U64).is_ok());
-        assert!(parse_amount("18446744073709551616", AmountKind::U64).is_err());
-        assert!(parse_amount("0x10", AmountKind::U64).is_err());
     }
 }

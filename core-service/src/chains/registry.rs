@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::ChainFamily;
-use crate::error::WalletOpsError;
+use crate::{
+    domain::{ChainFamily, OpenTransaction, Submission},
+    error::WalletOpsError,
+};
 
 /// One chain the service can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +24,18 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// The submission result of record `open`, stored on this chain: its current hash and
+    /// the explorer's link to it.
+    pub fn submission_of(&self, open: &OpenTransaction) -> Submission {
+        let hash = open.hashes.last().map(ToString::to_string);
+        Submission {
+            id: open.id,
+            explorer_url: hash.as_deref().and_then(|h| self.explorer_url(h)),
+            hash,
+            chain_name: self.name().to_owned(),
+        }
+    }
+
     /// Symbol of the native coin, e.g. `ETH`, `POL`, `SOL`.
     pub fn native_symbol(&self) -> &str {
         &self.native_symbol

@@ -10,7 +10,7 @@ use walletops_proto::{
 };
 
 use super::convert;
-use crate::{Core, chains::ChainFamily, error::WalletOpsError};
+use crate::{Core, domain::ChainFamily, error::WalletOpsError};
 
 /// The gRPC face of `AdminService`.
 #[derive(Debug, Clone)]
@@ -103,10 +103,11 @@ impl AdminService for AdminApi {
     ) -> Result<Response<pb::UpdateWalletResponse>, Status> {
         self.authorize(&request)?;
         let req = request.into_inner();
+        let address = crate::requests::any_address(&req.address, "address")?;
         let wallet = self
             .core
             .wallets
-            .update(&req.address, req.make_default, req.automation_enabled)
+            .update(&address, req.make_default, req.automation_enabled)
             .await?;
         Ok(Response::new(pb::UpdateWalletResponse {
             wallet: Some(convert::wallet(wallet)),

@@ -4,10 +4,8 @@ use chrono::{DateTime, Utc};
 use walletops_proto::v1 as pb;
 
 use crate::{
-    auth::{ApiKey, KeyState},
-    transactions::{TransactionRecord, TxKind, TxStatus},
-    users::User,
-    wallets::Wallet,
+    auth::KeyState,
+    domain::{ApiKey, Submission, TransactionRecord, TxKind, TxStatus, User, Wallet},
 };
 
 /// `t` to the millisecond, as the REST contract's ISO 8601 times are: both surfaces then
@@ -21,8 +19,8 @@ pub(crate) fn timestamp(t: DateTime<Utc>) -> prost_types::Timestamp {
 
 pub(crate) fn wallet(w: Wallet) -> pb::Wallet {
     pb::Wallet {
-        address: w.address,
-        chain_type: w.family.as_str().to_owned(),
+        address: w.address.to_string(),
+        chain_type: w.family().as_str().to_owned(),
         is_default: w.is_default,
         automation_enabled: w.automation_enabled,
         provider_type: w.provider_type,
@@ -47,6 +45,17 @@ pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
         revoked_at: k.revoked_at.map(timestamp),
         last_used_at: k.last_used_at.map(timestamp),
         created_by: k.created_by.map(|id| id.to_string()),
+    }
+}
+
+/// A write's answer; its `status` is always `SUBMITTED`.
+pub(crate) fn submission(s: Submission) -> pb::Submission {
+    pb::Submission {
+        id: s.id.to_string(),
+        status: pb::SubmissionStatus::Submitted.into(),
+        hash: s.hash,
+        explorer_url: s.explorer_url,
+        chain_name: s.chain_name,
     }
 }
 
@@ -117,7 +126,7 @@ pub(crate) fn balance(b: crate::balances::Balance) -> pb::Balance {
     pb::Balance {
         chain_type: b.family.as_str().to_owned(),
         chain_id: b.chain_id,
-        address: b.address,
+        address: b.address.to_string(),
         asset: b.asset.to_owned(),
         token: b.token,
         raw: b.raw.to_string(),

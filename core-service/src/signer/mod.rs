@@ -16,24 +16,22 @@ use base64::{Engine, engine::general_purpose::STANDARD as B64};
 use rand::RngCore;
 use zeroize::Zeroizing;
 
-use crate::{chains::ChainFamily, error::WalletOpsError, store::Store, wallets::DelegatedWallet};
+use alloy::{
+    consensus::{SignableTransaction, TxEip1559, TxEnvelope},
+    eips::eip2718::Encodable2718,
+};
+use solana_hash::Hash;
+use solana_message::Message;
+use solana_signature::Signature;
+use solana_transaction::Transaction;
+
+use crate::{
+    domain::{ChainFamily, DelegatedWallet, SealedKey, WalletAddress},
+    error::WalletOpsError,
+    store::Store,
+};
 
 const MASTER_KEY_FILE: &str = "master.key";
-
-/// A private key sealed by the keystore, as stored.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SealedKey {
-    /// AES-GCM nonce, fresh for each sealing.
-    pub nonce: Vec<u8>,
-    /// Ciphertext and tag.
-    pub ciphertext: Vec<u8>,
-}
-
-impl std::fmt::Debug for SealedKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SealedKey(..)")
-    }
-}
 
 /// Generates wallet keys and seals them under the master key.
 pub struct Keystore {
@@ -60,7 +58,7 @@ impl Keystore {
     pub fn open(
         configured: Option<&str>,
         data_dir: &Path,
-        sample: Option<(ChainFamily, &str, &SealedKey)>,
+        sample: Option<(&WalletAddress, &SealedKey)>,
     ) -> anyhow::Result<Self> {
         let key = match configured {
             Some(b64) => decode_master_key(b64).context("master_key")?,
@@ -80,8 +78,8 @@ impl Keystore {
             cipher,
             bound: tokio::sync::OnceCell::new(),
         };
-        if let Some((family, address, sealed)) = sample {
-            keystore.open_key(family, address, sealed).map_err(|_| {
+        if let Some((address, sealed)) = sample {
+            keystore.open_key(address, sealed).map_err(|_| {
                 anyhow::anyhow!(
                     "the master key ({}) does not open the wallets in the database: they were sealed under another one",
                     if configured.is_some() {
@@ -96,15 +94,15 @@ impl Keystore {
     }
 
     /// Generates a new wallet of `family`: its canonical address and its sealed private key.
-    pub fn generate(&self, family: ChainFamily) -> anyhow::Result<(String, SealedKey)> {
-        let (address, secret): (String, Zeroizing<Vec<u8>>) = match family {
+    pub fn generate(&self, family: ChainFamily) -> anyhow::Result<(WalletAddress, SealedKey)> {
+        let (address, secret): (WalletAddress, Zeroizing<Vec<u8>>) = match family {
             // The key bytes are copied out once, and that copy is wiped too.
             ChainFamily::Evm => {
                 let signer = alloy::signers::local::PrivateKeySigner::random();
                 let mut raw = signer.to_bytes().0;
                 let secret = Zeroizing::new(raw.to_vec());
                 zeroize::Zeroize::zeroize(&mut raw);
-                (signer.address().to_checksum(None), secret)
+                (signer.address().into(), secret)
             }
             ChainFamily::Solana => {
                 use solana_signer::Signer as _;
@@ -112,15 +110,15 @@ impl Keystore {
                 let mut raw = keypair.to_bytes();
                 let secret = Zeroizing::new(raw.to_vec());
                 zeroize::Zeroize::zeroize(&mut raw);
-                (keypair.pubkey().to_string(), secret)
+                (keypair.pubkey().into(), secret)
             }
         };
-        let sealed = self.seal(family, &address, &secret)?;
+        let sealed = self.seal(&address, &secret)?;
         Ok((address, sealed))
     }
 
-    fn seal(&self, family: ChainFamily, address: &str, secret: &[u8]) -> anyhow::Result<SealedKey> {
-        self.seal_for(&associated_data(family, address), secret)
+    fn seal(&self, address: &WalletAddress, secret: &[u8]) -> anyhow::Result<SealedKey> {
+        self.seal_for(&associated_data(address), secret)
     }
 
     /// Seals `secret`, bound to `aad`.
@@ -146,11 +144,10 @@ impl Keystore {
     /// Opens a sealed key for signing. The bytes are wiped when the buffer drops.
     pub(crate) fn open_key(
         &self,
-        family: ChainFamily,
-        address: &str,
+        address: &WalletAddress,
         sealed: &SealedKey,
     ) -> anyhow::Result<Zeroizing<Vec<u8>>> {
-        self.open_for(&associated_data(family, address), sealed)
+        self.open_for(&associated_data(address), sealed)
             .map_err(|_| {
                 anyhow::anyhow!("wallet key for {address} does not open under this master key")
             })
@@ -230,6 +227,38 @@ pub trait Signer: Send + Sync + std::fmt::Debug {
         wallet: &DelegatedWallet,
         message: &[u8],
     ) -> Result<[u8; 64], WalletOpsError>;
+
+    /// Signs EIP-1559 `tx` for `wallet`: the signed envelope's bytes (EIP-2718) and its hash.
+    async fn sign_eip1559(
+        &self,
+        wallet: &DelegatedWallet,
+        tx: TxEip1559,
+    ) -> Result<(Vec<u8>, String), WalletOpsError> {
+        let signature = self.sign_evm(wallet, tx.signature_hash()).await?;
+        let signed = tx.into_signed(signature);
+        let hash = format!("{:#x}", signed.hash());
+        Ok((TxEnvelope::from(signed).encoded_2718(), hash))
+    }
+
+    /// Signs Solana `message` with `blockhash` set, for `wallet` as its only signer: the
+    /// transaction and its signature.
+    async fn sign_solana_message(
+        &self,
+        wallet: &DelegatedWallet,
+        mut message: Message,
+        blockhash: Hash,
+    ) -> Result<(Transaction, String), WalletOpsError> {
+        message.recent_blockhash = blockhash;
+        let signature = Signature::from(self.sign_solana(wallet, &message.serialize()).await?);
+        let signature_text = signature.to_string();
+        Ok((
+            Transaction {
+                signatures: vec![signature],
+                message,
+            },
+            signature_text,
+        ))
+    }
 }
 
 /// Keeps `Signer` usable as a trait object.
@@ -242,7 +271,7 @@ pub struct LocalSigner {
     keystore: std::sync::Arc<Keystore>,
     store: Store,
     /// Sealed (still encrypted) keys by wallet id: a signing needs no database read.
-    sealed: moka::sync::Cache<uuid::Uuid, (String, SealedKey)>,
+    sealed: moka::sync::Cache<uuid::Uuid, (WalletAddress, SealedKey)>,
 }
 
 impl LocalSigner {
@@ -258,7 +287,7 @@ impl LocalSigner {
     async fn sealed_key(
         &self,
         wallet: &DelegatedWallet,
-    ) -> Result<(String, SealedKey), WalletOpsError> {
+    ) -> Result<(WalletAddress, SealedKey), WalletOpsError> {
         let w = wallet.wallet();
         if let Some(hit) = self.sealed.get(&w.id) {
             return Ok(hit);
@@ -283,7 +312,7 @@ impl LocalSigner {
             )));
         }
         self.keystore
-            .open_key(w.family, &address, &sealed)
+            .open_key(&address, &sealed)
             .map_err(WalletOpsError::Internal)
     }
 }
@@ -343,8 +372,8 @@ fn sign_evm_hash(
     Ok((signature, recovery).into())
 }
 
-fn associated_data(family: ChainFamily, address: &str) -> String {
-    format!("walletops:{}:{address}", family.as_str())
+fn associated_data(address: &WalletAddress) -> String {
+    format!("walletops:{}:{address}", address.family().as_str())
 }
 
 fn decode_master_key(b64: &str) -> anyhow::Result<Zeroizing<Vec<u8>>> {
@@ -376,7 +405,7 @@ fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8
     if fs::symlink_metadata(&path).is_ok() {
         return read_master_key(&path);
     }
-    crate::config::create_private_dir(data_dir)
+    crate::files::create_private_dir(data_dir)
         .with_context(|| format!("creating {}", data_dir.display()))?;
     let mut key = Zeroizing::new(vec![0u8; 32]);
     rand::rng().fill_bytes(&mut key);
@@ -386,7 +415,7 @@ fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8
     // every later start), and the link fails when another process got there first, so two
     // processes starting at once never each keep a different key.
     let draft = data_dir.join(format!("{MASTER_KEY_FILE}.{}", uuid::Uuid::now_v7()));
-    let written = crate::config::create_private_file(&draft)
+    let written = crate::files::create_private_file(&draft)
         .and_then(|mut file| {
             file.write_all(text.as_bytes())?;
             file.sync_all()
@@ -464,21 +493,39 @@ mod tests {
             .expect("the same key binds again");
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn a_new_master_key_is_this_users_alone_and_leaves_no_draft() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        Keystore::open(None, &data, None).expect("a new key");
+        let mode =
+            |p: &std::path::Path| fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(mode(&data.join(MASTER_KEY_FILE)), 0o600);
+        let left: Vec<_> = fs::read_dir(&data)
+            .expect("listing")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("master.key."))
+            .collect();
+        assert!(left.is_empty(), "no draft left behind: {left:?}");
+    }
+
     #[test]
     fn sealed_keys_open_only_for_their_wallet() {
         let dir = tempfile::tempdir().expect("tempdir");
         let ks = Keystore::open(None, dir.path(), None).expect("keystore");
         let (address, sealed) = ks.generate(ChainFamily::Evm).expect("generate");
-        assert!(address.starts_with("0x") && address.len() == 42);
-        let secret = ks
-            .open_key(ChainFamily::Evm, &address, &sealed)
-            .expect("open");
+        assert!(address.evm().is_some());
+        let secret = ks.open_key(&address, &sealed).expect("open");
         assert_eq!(secret.len(), 32);
-        assert!(ks.open_key(ChainFamily::Evm, "0xother", &sealed).is_err());
+        let other: WalletAddress = alloy::primitives::Address::repeat_byte(7).into();
+        assert!(ks.open_key(&other, &sealed).is_err());
         // The generated master key is reused on the next start, and kept private.
-        let sample = Some((ChainFamily::Evm, address.as_str(), &sealed));
+        let sample = Some((&address, &sealed));
         let again = Keystore::open(None, dir.path(), sample).expect("reopen");
-        assert!(again.open_key(ChainFamily::Evm, &address, &sealed).is_ok());
+        assert!(again.open_key(&address, &sealed).is_ok());
         // Another data dir: no new key beside the database's wallets, and another key
         // does not open them.
         let elsewhere = tempfile::tempdir().expect("tempdir");
@@ -498,13 +545,8 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         let (sol, sealed) = ks.generate(ChainFamily::Solana).expect("solana");
-        assert!(ChainFamily::Solana.parse_address(&sol).is_ok());
-        assert_eq!(
-            ks.open_key(ChainFamily::Solana, &sol, &sealed)
-                .expect("open")
-                .len(),
-            64
-        );
+        assert!(sol.solana().is_some());
+        assert_eq!(ks.open_key(&sol, &sealed).expect("open").len(), 64);
     }
 
     #[test]

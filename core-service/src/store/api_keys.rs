@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{Store, entities::api_keys, is_unique_violation};
 use crate::{
-    auth::ApiKey,
+    domain::ApiKey,
     error::{Result, WalletOpsError},
 };
 

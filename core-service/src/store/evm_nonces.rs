@@ -5,6 +5,8 @@ use sea_orm::{
     sea_query::{Expr, ExprTrait, OnConflict},
 };
 
+use alloy::primitives::Address;
+
 use super::{Store, entities::evm_nonces as nonces};
 use crate::error::{Result, WalletOpsError};
 
@@ -14,11 +16,13 @@ fn corrupt(what: &str) -> WalletOpsError {
 
 impl Store {
     /// Whether the ledger has a row for `(chain_id, address)` yet.
-    pub(crate) async fn has_nonce_row(&self, chain_id: i64, address: &str) -> Result<bool> {
-        Ok(nonces::Entity::find_by_id((chain_id, address.to_owned()))
-            .one(self.db())
-            .await?
-            .is_some())
+    pub(crate) async fn has_nonce_row(&self, chain_id: i64, address: Address) -> Result<bool> {
+        Ok(
+            nonces::Entity::find_by_id((chain_id, address.to_checksum(None)))
+                .one(self.db())
+                .await?
+                .is_some(),
+        )
     }
 
     /// Hands out the next `count` nonces of `(chain_id, address)` inside `conn`'s transaction
@@ -31,7 +35,7 @@ impl Store {
         &self,
         conn: &C,
         chain_id: i64,
-        address: &str,
+        address: Address,
         floor: Option<u64>,
         count: u64,
     ) -> Result<u64> {
@@ -39,7 +43,7 @@ impl Store {
         let floor = i64::try_from(floor.unwrap_or(0)).map_err(|_| corrupt("nonce overflow"))?;
         nonces::Entity::insert(nonces::ActiveModel {
             chain_id: Set(chain_id),
-            address: Set(address.to_owned()),
+            address: Set(address.to_checksum(None)),
             next_nonce: Set(floor),
             updated_at: Set(Utc::now()),
         })
@@ -56,7 +60,7 @@ impl Store {
             .col_expr(nonces::Column::NextNonce, raised.add(count))
             .col_expr(nonces::Column::UpdatedAt, Expr::value(Utc::now()))
             .filter(nonces::Column::ChainId.eq(chain_id))
-            .filter(nonces::Column::Address.eq(address))
+            .filter(nonces::Column::Address.eq(address.to_checksum(None)))
             .exec_with_returning(conn)
             .await?;
         let row = rows.first().ok_or_else(|| corrupt("row missing"))?;
@@ -69,12 +73,12 @@ impl Store {
         &self,
         conn: &C,
         chain_id: i64,
-        address: &str,
+        address: Address,
     ) -> Result<()> {
         let locked = nonces::Entity::update_many()
             .col_expr(nonces::Column::UpdatedAt, Expr::value(Utc::now()))
             .filter(nonces::Column::ChainId.eq(chain_id))
-            .filter(nonces::Column::Address.eq(address))
+            .filter(nonces::Column::Address.eq(address.to_checksum(None)))
             .exec(conn)
             .await?;
         if locked.rows_affected != 1 {
@@ -89,7 +93,7 @@ impl Store {
         &self,
         conn: &C,
         chain_id: i64,
-        address: &str,
+        address: Address,
         nonce: u64,
     ) -> Result<bool> {
         let nonce = i64::try_from(nonce).map_err(|_| corrupt("nonce overflow"))?;
@@ -97,7 +101,7 @@ impl Store {
             .col_expr(nonces::Column::NextNonce, Expr::value(nonce))
             .col_expr(nonces::Column::UpdatedAt, Expr::value(Utc::now()))
             .filter(nonces::Column::ChainId.eq(chain_id))
-            .filter(nonces::Column::Address.eq(address))
+            .filter(nonces::Column::Address.eq(address.to_checksum(None)))
             .filter(nonces::Column::NextNonce.eq(nonce + 1))
             .exec(conn)
             .await?;

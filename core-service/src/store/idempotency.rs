@@ -13,14 +13,17 @@ use super::{
     entities::{idempotency_keys as keys, transactions as txs},
     transactions::{ended_unmined, open_statuses},
 };
-use crate::{error::Result, transactions::OpenTransaction};
+use crate::{
+    domain::{ClaimState, OpenTransaction, Submission},
+    error::{Result, WalletOpsError},
+};
 
 /// A key as stored.
 #[derive(Debug, Clone)]
 pub(crate) struct StoredClaim {
     pub(crate) request_hash: String,
-    pub(crate) state: String,
-    pub(crate) response: Option<serde_json::Value>,
+    pub(crate) state: ClaimState,
+    pub(crate) response: Option<Submission>,
     pub(crate) error: Option<String>,
     pub(crate) transaction_id: Option<Uuid>,
 }
@@ -29,9 +32,9 @@ pub(crate) struct StoredClaim {
 #[derive(Debug)]
 pub(crate) struct ClaimRow<'a> {
     pub(crate) claim: &'a NewClaim,
-    pub(crate) state: &'a str,
+    pub(crate) state: ClaimState,
     pub(crate) transaction_id: Option<Uuid>,
-    pub(crate) response: Option<serde_json::Value>,
+    pub(crate) response: Option<&'a Submission>,
     pub(crate) error: Option<String>,
 }
 
@@ -78,12 +81,26 @@ impl Store {
                 None => return Ok(None),
             }
         }
-        Ok(Some(found).map(|m| StoredClaim {
-            request_hash: m.request_hash,
-            state: m.state,
-            response: m.response,
-            error: m.error,
-            transaction_id: m.transaction_id,
+        let unreadable = |what: &str| {
+            WalletOpsError::Internal(anyhow::anyhow!(
+                "stored idempotency key {key}: {what} unreadable"
+            ))
+        };
+        let state = found
+            .state
+            .parse::<ClaimState>()
+            .map_err(|()| unreadable("state"))?;
+        let response = found
+            .response
+            .map(serde_json::from_value::<Submission>)
+            .transpose()
+            .map_err(|_| unreadable("response"))?;
+        Ok(Some(StoredClaim {
+            request_hash: found.request_hash,
+            state,
+            response,
+            error: found.error,
+            transaction_id: found.transaction_id,
         }))
     }
 
@@ -94,9 +111,9 @@ impl Store {
         &self,
         conn: &C,
         claim: &NewClaim,
-        state: &str,
+        state: ClaimState,
         transaction_id: Option<Uuid>,
-        response: Option<serde_json::Value>,
+        response: Option<&Submission>,
         error: Option<String>,
     ) -> Result<bool> {
         let row = ClaimRow {
@@ -122,18 +139,21 @@ impl Store {
         if rows.is_empty() {
             return Ok(HashSet::new());
         }
-        let models = rows.into_iter().map(|row| keys::ActiveModel {
-            user_id: Set(row.claim.user),
-            key: Set(row.claim.key),
-            path: Set(row.claim.path.clone()),
-            request_hash: Set(row.claim.request_hash.clone()),
-            state: Set(row.state.to_owned()),
-            response: Set(row.response),
-            error: Set(row.error),
-            transaction_id: Set(row.transaction_id),
-            created_at: Set(row.claim.created_at),
-            expires_at: Set(row.claim.expires_at),
-        });
+        let mut models = Vec::with_capacity(rows.len());
+        for row in rows {
+            models.push(keys::ActiveModel {
+                user_id: Set(row.claim.user),
+                key: Set(row.claim.key),
+                path: Set(row.claim.path.clone()),
+                request_hash: Set(row.claim.request_hash.clone()),
+                state: Set(row.state.as_str().to_owned()),
+                response: Set(row.response.map(response_json).transpose()?),
+                error: Set(row.error),
+                transaction_id: Set(row.transaction_id),
+                created_at: Set(row.claim.created_at),
+                expires_at: Set(row.claim.expires_at),
+            });
+        }
         let inserted = keys::Entity::insert_many(models)
             .on_conflict_do_nothing()
             .exec_with_returning_keys(conn)
@@ -152,14 +172,17 @@ impl Store {
         &self,
         claim: &NewClaim,
         transaction_id: Uuid,
-        response: serde_json::Value,
+        response: &Submission,
     ) -> Result<bool> {
         let updated = keys::Entity::update_many()
-            .col_expr(keys::Column::Response, Expr::value(Some(response)))
+            .col_expr(
+                keys::Column::Response,
+                Expr::value(Some(response_json(response)?)),
+            )
             .filter(keys::Column::UserId.eq(claim.user))
             .filter(keys::Column::Key.eq(claim.key))
             .filter(keys::Column::TransactionId.eq(transaction_id))
-            .filter(keys::Column::State.eq("succeeded"))
+            .filter(keys::Column::State.eq(ClaimState::Succeeded.as_str()))
             .exec(self.db())
             .await?;
         Ok(updated.rows_affected == 1)
@@ -177,7 +200,10 @@ impl Store {
         error: String,
     ) -> Result<()> {
         keys::Entity::update_many()
-            .col_expr(keys::Column::State, Expr::value("failed"))
+            .col_expr(
+                keys::Column::State,
+                Expr::value(ClaimState::Failed.as_str()),
+            )
             .col_expr(
                 keys::Column::Response,
                 Expr::value(Option::<serde_json::Value>::None),
@@ -199,11 +225,14 @@ impl Store {
         open: &OpenTransaction,
     ) -> Result<()> {
         keys::Entity::update_many()
-            .col_expr(keys::Column::State, Expr::value("succeeded"))
+            .col_expr(
+                keys::Column::State,
+                Expr::value(ClaimState::Succeeded.as_str()),
+            )
             .col_expr(keys::Column::Error, Expr::value(Option::<String>::None))
             .filter(keys::Column::UserId.eq(open.user_id))
             .filter(keys::Column::TransactionId.eq(open.id))
-            .filter(keys::Column::State.eq("failed"))
+            .filter(keys::Column::State.eq(ClaimState::Failed.as_str()))
             .exec(conn)
             .await?;
         Ok(())
@@ -221,6 +250,12 @@ impl Store {
             .await?
             .rows_affected)
     }
+}
+
+/// The stored form of a claim's response.
+fn response_json(response: &Submission) -> Result<serde_json::Value> {
+    serde_json::to_value(response)
+        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("response unstorable: {e}")))
 }
 
 /// Claims past their retention whose transaction, if any, has been settled for the

@@ -5,6 +5,8 @@ mod api_keys;
 pub(crate) mod entities;
 mod evm_nonces;
 mod idempotency;
+mod leases;
+mod records;
 pub(crate) mod transactions;
 mod users;
 mod wallets;
@@ -17,7 +19,10 @@ use walletops_migrations::{Migrator, MigratorTrait};
 
 pub use api_keys::NewApiKey;
 pub(crate) use idempotency::{ClaimRow, NewClaim};
-pub use wallets::{NewWallet, WalletFilter};
+#[cfg(test)]
+pub(crate) use leases::Leased;
+pub(crate) use leases::REQUEST_HOLD;
+pub(crate) use transactions::NewTransaction;
 
 /// The database, migrated and ready.
 #[derive(Debug, Clone)]
@@ -34,7 +39,7 @@ impl Store {
             if let Some(dir) = std::path::Path::new(file).parent()
                 && !dir.as_os_str().is_empty()
             {
-                crate::config::create_private_dir(dir)
+                crate::files::create_private_dir(dir)
                     .with_context(|| format!("creating {}", dir.display()))?;
             }
             // Made here, not by SQLite, so that it is this user's alone (its journal files
@@ -45,7 +50,7 @@ impl Store {
                 && file != ":memory:"
                 && !file.contains('%');
             if in_file {
-                match crate::config::create_private_file(std::path::Path::new(file)) {
+                match crate::files::create_private_file(std::path::Path::new(file)) {
                     Ok(_) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(e).with_context(|| format!("creating {file}")),
@@ -307,15 +312,6 @@ pub(crate) mod tests {
         for file in ["w.db", "w.db-wal"] {
             assert_eq!(mode(&data.join(file)), 0o600, "{file}");
         }
-        // The master key written beside it too.
-        crate::signer::Keystore::open(None, &data, None).expect("a new key");
-        assert_eq!(mode(&data.join("master.key")), 0o600);
-        let left: Vec<_> = std::fs::read_dir(&data)
-            .expect("listing")
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.starts_with("master.key."))
-            .collect();
-        assert!(left.is_empty(), "no draft left behind: {left:?}");
     }
 
     #[tokio::test]

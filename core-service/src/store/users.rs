@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use super::{Store, entities::users, is_unique_violation};
 use crate::{
+    domain::User,
     error::{Result, WalletOpsError},
-    users::User,
 };
 
 impl From<users::Model> for User {

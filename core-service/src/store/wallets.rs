@@ -11,37 +11,9 @@ use super::{
     is_unique_violation,
 };
 use crate::{
-    chains::ChainFamily,
+    domain::{ChainFamily, NewWallet, SealedKey, Wallet, WalletAddress, WalletFilter},
     error::{Result, WalletOpsError},
-    signer::SealedKey,
-    wallets::Wallet,
 };
-
-/// Filters of a wallet listing; every one optional.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct WalletFilter {
-    /// Only this family.
-    pub family: Option<ChainFamily>,
-    /// Only default wallets.
-    pub default_only: bool,
-    /// Only wallets delegated to the server signer.
-    pub automation_only: bool,
-}
-
-/// A wallet about to be stored with its sealed private key.
-#[derive(Debug)]
-pub struct NewWallet {
-    /// Owner.
-    pub user_id: Uuid,
-    /// Family.
-    pub family: ChainFamily,
-    /// Canonical address.
-    pub address: String,
-    /// Make it the owner's default for the family (the first wallet of a family always is).
-    pub make_default: bool,
-    /// The private key, sealed by the keystore.
-    pub key: SealedKey,
-}
 
 /// Provider kind of wallets whose keys live in the service's own keystore.
 const PROVIDER_TYPE: &str = "embedded";
@@ -52,14 +24,12 @@ impl TryFrom<wallets::Model> for Wallet {
     type Error = WalletOpsError;
 
     fn try_from(m: wallets::Model) -> Result<Self> {
-        let family = m.chain_type.parse::<ChainFamily>().map_err(|e| {
-            WalletOpsError::Internal(anyhow::anyhow!("wallet {} chain_type: {e}", m.id))
-        })?;
+        let address = stored_address(&m.chain_type, &m.address)
+            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("wallet {}: {e}", m.id)))?;
         Ok(Wallet {
             id: m.id,
             user_id: m.user_id,
-            family,
-            address: m.address,
+            address,
             provider_type: m.provider_type,
             client_type: m.client_type,
             provider_wallet_id: m.provider_wallet_id,
@@ -69,6 +39,16 @@ impl TryFrom<wallets::Model> for Wallet {
             created_at: m.created_at,
         })
     }
+}
+
+/// A wallet's stored family and address, read back.
+fn stored_address(chain_type: &str, address: &str) -> std::result::Result<WalletAddress, String> {
+    let family = chain_type
+        .parse::<ChainFamily>()
+        .map_err(|e| format!("chain_type: {e}"))?;
+    family
+        .parse_address(address)
+        .map_err(|e| format!("stored address {address} unreadable: {e}"))
 }
 
 fn to_wallets(rows: Vec<wallets::Model>) -> Result<Vec<Wallet>> {
@@ -116,15 +96,11 @@ impl Store {
         )
     }
 
-    /// The wallet of `family` at canonical `address`, whoever owns it.
-    pub(crate) async fn find_wallet(
-        &self,
-        family: ChainFamily,
-        address: &str,
-    ) -> Result<Option<Wallet>> {
+    /// The wallet at `address`, whoever owns it.
+    pub(crate) async fn find_wallet(&self, address: &WalletAddress) -> Result<Option<Wallet>> {
         wallets::Entity::find()
-            .filter(wallets::Column::ChainType.eq(family.as_str()))
-            .filter(wallets::Column::Address.eq(address))
+            .filter(wallets::Column::ChainType.eq(address.family().as_str()))
+            .filter(wallets::Column::Address.eq(address.to_string()))
             .one(self.db())
             .await?
             .map(Wallet::try_from)
@@ -134,12 +110,14 @@ impl Store {
     /// Stores a new delegated wallet and its sealed key in one transaction: a wallet is never
     /// stored without the key that signs for it.
     pub(crate) async fn insert_wallet(&self, new: NewWallet) -> Result<Wallet> {
+        let family = new.address.family();
+        let address = new.address.to_string();
         let txn = self.begin().await?;
         // Two concurrent creations would both find no default and both make one.
         super::users::lock_user(&txn, new.user_id).await?;
         let has_default = wallets::Entity::find()
             .filter(wallets::Column::UserId.eq(new.user_id))
-            .filter(wallets::Column::ChainType.eq(new.family.as_str()))
+            .filter(wallets::Column::ChainType.eq(family.as_str()))
             .filter(wallets::Column::IsDefault.eq(true))
             .one(&txn)
             .await?
@@ -151,15 +129,15 @@ impl Store {
         }
         let is_default = new.make_default || !has_default;
         if is_default {
-            clear_default(&txn, new.user_id, new.family).await?;
+            clear_default(&txn, new.user_id, family).await?;
         }
         let now = Utc::now();
         let id = Uuid::now_v7();
         let row = wallets::ActiveModel {
             id: Set(id),
             user_id: Set(new.user_id),
-            chain_type: Set(new.family.as_str().to_owned()),
-            address: Set(new.address.clone()),
+            chain_type: Set(family.as_str().to_owned()),
+            address: Set(address.clone()),
             provider_type: Set(PROVIDER_TYPE.to_owned()),
             client_type: Set(CLIENT_TYPE.to_owned()),
             provider_wallet_id: Set(Some(id.to_string())),
@@ -180,8 +158,8 @@ impl Store {
         };
         signer_keys::ActiveModel {
             wallet_id: Set(id),
-            chain_type: Set(new.family.as_str().to_owned()),
-            address: Set(new.address),
+            chain_type: Set(family.as_str().to_owned()),
+            address: Set(address),
             nonce: Set(new.key.nonce),
             ciphertext: Set(new.key.ciphertext),
             created_at: Set(now),
@@ -196,7 +174,7 @@ impl Store {
     pub(crate) async fn make_default_wallet(&self, wallet: &Wallet) -> Result<()> {
         let txn = self.begin().await?;
         super::users::lock_user(&txn, wallet.user_id).await?;
-        clear_default(&txn, wallet.user_id, wallet.family).await?;
+        clear_default(&txn, wallet.user_id, wallet.family()).await?;
         wallets::Entity::update_many()
             .col_expr(wallets::Column::IsDefault, Expr::value(true))
             .filter(wallets::Column::Id.eq(wallet.id))
@@ -227,9 +205,9 @@ impl Store {
 }
 
 impl Store {
-    /// One sealed key of the database, if it holds any: its family, the address it was
-    /// sealed for and the key, for checking that the master key opens them.
-    pub(crate) async fn any_sealed_key(&self) -> Result<Option<(ChainFamily, String, SealedKey)>> {
+    /// One sealed key of the database, if it holds any: the address it was sealed for and
+    /// the key, for checking that the master key opens them.
+    pub(crate) async fn any_sealed_key(&self) -> Result<Option<(WalletAddress, SealedKey)>> {
         let Some(m) = signer_keys::Entity::find()
             .order_by_asc(signer_keys::Column::CreatedAt)
             .one(self.db())
@@ -237,13 +215,10 @@ impl Store {
         else {
             return Ok(None);
         };
-        let family = m
-            .chain_type
-            .parse::<ChainFamily>()
-            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signer key chain_type: {e}")))?;
+        let address = stored_address(&m.chain_type, &m.address)
+            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signer key: {e}")))?;
         Ok(Some((
-            family,
-            m.address,
+            address,
             SealedKey {
                 nonce: m.nonce,
                 ciphertext: m.ciphertext,
@@ -276,18 +251,24 @@ impl Store {
     }
 
     /// The sealed private key of wallet `wallet_id`, with the address it was sealed for.
-    pub(crate) async fn sealed_key(&self, wallet_id: Uuid) -> Result<Option<(String, SealedKey)>> {
-        Ok(signer_keys::Entity::find_by_id(wallet_id)
+    pub(crate) async fn sealed_key(
+        &self,
+        wallet_id: Uuid,
+    ) -> Result<Option<(WalletAddress, SealedKey)>> {
+        let Some(m) = signer_keys::Entity::find_by_id(wallet_id)
             .one(self.db())
             .await?
-            .map(|m| {
-                (
-                    m.address,
-                    SealedKey {
-                        nonce: m.nonce,
-                        ciphertext: m.ciphertext,
-                    },
-                )
-            }))
+        else {
+            return Ok(None);
+        };
+        let address = stored_address(&m.chain_type, &m.address)
+            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signer key: {e}")))?;
+        Ok(Some((
+            address,
+            SealedKey {
+                nonce: m.nonce,
+                ciphertext: m.ciphertext,
+            },
+        )))
     }
 }

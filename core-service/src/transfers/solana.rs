@@ -9,10 +9,8 @@
 
 use std::sync::Arc;
 
-use solana_hash::Hash;
 use solana_message::Message;
 use solana_pubkey::Pubkey;
-use solana_signature::Signature;
 use solana_transaction::Transaction;
 use spl_associated_token_account_interface::{
     address::get_associated_token_address_with_program_id,
@@ -20,18 +18,18 @@ use spl_associated_token_account_interface::{
 };
 use uuid::Uuid;
 
-use super::{BroadcastLog, Submission, handed_over};
+use super::{BroadcastLog, handed_over};
 use crate::{
     chains::{
         Chain,
-        solana::{SendOutcome, SignatureState, SolanaClient, SolanaClients},
+        solana::{SendOutcome, SolanaClient, SolanaClients},
     },
+    domain::{DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress},
     error::{Result, WalletOpsError},
-    idempotency::{Ticket, failure_detail},
+    idempotency::{Idempotency, Ticket},
+    recovery::solana::{SolanaRecovery, decode, encode, held_by_node},
     signer::Signer,
-    store::{Store, transactions::NewTransaction},
-    transactions::{OpenTransaction, TxKind, TxStatus},
-    wallets::DelegatedWallet,
+    store::{NewTransaction, Store},
 };
 
 /// What a Solana send moves, parsed and ready.
@@ -54,57 +52,28 @@ pub struct SolanaPipeline {
     signer: Arc<dyn Signer>,
     clients: Arc<SolanaClients>,
     broadcasts: BroadcastLog,
-}
-
-fn pubkey(a: &str) -> Result<Pubkey> {
-    a.parse()
-        .map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("stored address {a} unreadable")))
-}
-
-fn encode(tx: &Transaction) -> Result<Vec<u8>> {
-    wincode::serialize(tx)
-        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("encoding a transaction: {e}")))
-}
-
-/// Decodes a stored Solana payload.
-pub(crate) fn decode(payload: &[u8]) -> Result<Transaction> {
-    wincode::deserialize(payload)
-        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("stored payload: {e}")))
-}
-
-/// Whether the node has seen one of `open`'s signed versions (processed or further). Asked
-/// before a refusal ends a record: a record failed (its key failed) while its transfer lands
-/// is a payment the caller will make again.
-pub(crate) async fn held_by_node(client: &SolanaClient, open: &OpenTransaction) -> Result<bool> {
-    let (_, states) = client.statuses(&signatures(open)?).await?;
-    Ok(states.iter().any(|s| *s != SignatureState::Unseen))
-}
-
-/// The signatures of `open`'s signed versions, oldest first.
-pub(crate) fn signatures(open: &OpenTransaction) -> Result<Vec<Signature>> {
-    open.hashes
-        .iter()
-        .map(|h| {
-            h.parse().map_err(|_| {
-                WalletOpsError::Internal(anyhow::anyhow!("stored signature {h} unreadable"))
-            })
-        })
-        .collect()
+    idempotency: Idempotency,
+    recovery: SolanaRecovery,
 }
 
 impl SolanaPipeline {
-    /// A pipeline signing with `signer`.
+    /// A pipeline signing with `signer`, claiming keys with `idempotency`, noting sends in
+    /// `broadcasts` and ending refused records through `recovery`.
     pub fn new(
         store: Store,
         signer: Arc<dyn Signer>,
         clients: Arc<SolanaClients>,
         broadcasts: BroadcastLog,
+        idempotency: Idempotency,
+        recovery: SolanaRecovery,
     ) -> Self {
         Self {
             store,
             signer,
             clients,
             broadcasts,
+            idempotency,
+            recovery,
         }
     }
 
@@ -113,36 +82,22 @@ impl SolanaPipeline {
         self.clients.get(chain.rpc_url())
     }
 
-    /// Signs `message` (with `blockhash` set) for `wallet`: the wallet is the only signer.
-    async fn sign(
-        &self,
-        wallet: &DelegatedWallet,
-        mut message: Message,
-        blockhash: Hash,
-    ) -> Result<(Transaction, String)> {
-        message.recent_blockhash = blockhash;
-        let bytes = message.serialize();
-        let signature = Signature::from(self.signer.sign_solana(wallet, &bytes).await?);
-        Ok((
-            Transaction {
-                signatures: vec![signature],
-                message,
-            },
-            signature.to_string(),
-        ))
-    }
-
     /// Submits `intent` from `wallet` on `chain`: check funds, sign and store, send.
     pub async fn submit(
         &self,
         chain: &Chain,
         wallet: &DelegatedWallet,
         intent: SolanaIntent,
-        ticket: Option<&Ticket>,
+        ticket: &Ticket,
     ) -> Result<Submission> {
         let client = self.client(chain);
         let w = wallet.wallet();
-        let from = pubkey(&w.address)?;
+        let WalletAddress::Solana(from) = w.address else {
+            return Err(WalletOpsError::invalid(
+                "from",
+                format!("{} is not a Solana wallet", w.address),
+            ));
+        };
         let id = Uuid::now_v7();
         let (mut instructions, rent, token) = match intent.mint {
             None => (
@@ -244,7 +199,10 @@ impl SolanaPipeline {
         }
         self.signer.prepare(wallet).await?;
         let txn = self.store.begin().await?;
-        let (tx, signature) = self.sign(wallet, message, blockhash).await?;
+        let (tx, signature) = self
+            .signer
+            .sign_solana_message(wallet, message, blockhash)
+            .await?;
         let open = self
             .store
             .insert_transaction(
@@ -256,7 +214,7 @@ impl SolanaPipeline {
                     chain: chain.slug().to_owned(),
                     chain_id: chain.chain_id(),
                     kind: TxKind::Send,
-                    from: w.address.clone(),
+                    from: w.address,
                     to: intent.to.to_string(),
                     asset: Some(if token.is_some() { "spl" } else { "native" }.to_owned()),
                     token: token.map(|t| t.to_string()),
@@ -265,7 +223,7 @@ impl SolanaPipeline {
                     hash: signature,
                     nonce: None,
                     signed_payload: encode(&tx)?,
-                    idempotency_key: ticket.map(|t| t.claim.key),
+                    idempotency_key: Some(ticket.claim.key),
                     note: Some(format!(
                         "signed with a blockhash valid to block height {valid_until}"
                     )),
@@ -274,7 +232,8 @@ impl SolanaPipeline {
                 },
             )
             .await?;
-        super::commit_with_claim(&self.store, txn, ticket, id, &Submission::of(chain, &open))
+        self.idempotency
+            .commit_with_claim(txn, ticket, id, &chain.submission_of(&open))
             .await?;
         fail::fail_point!("solana-before-send");
         self.first_send(chain, &client, open).await
@@ -305,7 +264,7 @@ impl SolanaPipeline {
         if outcome == SendOutcome::Accepted {
             // The broadcast's note hands the record over.
             self.broadcasts.note(id);
-            return Ok(Submission::of(chain, &open));
+            return Ok(chain.submission_of(&open));
         }
         let answer = self.after_send(chain, client, &open, outcome).await;
         self.broadcasts.hand_over(id).await;
@@ -323,14 +282,14 @@ impl SolanaPipeline {
     ) -> Result<Submission> {
         let id = open.id;
         let err = match outcome {
-            SendOutcome::Accepted => return Ok(Submission::of(chain, open)),
+            SendOutcome::Accepted => return Ok(chain.submission_of(open)),
             SendOutcome::Unknown(why) => {
                 tracing::warn!(%id, %why, "send outcome unknown; the monitor takes over");
-                return Ok(Submission::of(chain, open));
+                return Ok(chain.submission_of(open));
             }
             SendOutcome::BlockhashExpired => {
                 tracing::warn!(%id, "the node does not know the blockhash; the monitor takes over");
-                return Ok(Submission::of(chain, open));
+                return Ok(chain.submission_of(open));
             }
             SendOutcome::Rejected { why, insufficient } if insufficient => {
                 WalletOpsError::InsufficientFunds(format!("the node refused the transfer: {why}"))
@@ -346,75 +305,21 @@ impl SolanaPipeline {
             Ok(true) => {
                 tracing::warn!(%id, %err, "the node refused a transfer it holds; taken as sent");
                 self.broadcasts.note(id);
-                return Ok(Submission::of(chain, open));
+                return Ok(chain.submission_of(open));
             }
             Err(e) => return Ok(handed_over(chain, open, &e)),
         }
         match self
+            .recovery
             .fail(open, TxStatus::Failed, &err.to_string(), Some(&err))
             .await
         {
             Ok(true) => Err(err),
             // The request's hold ran out and the monitor took the record up: it is its to
             // finish.
-            Ok(false) => Ok(Submission::of(chain, open)),
+            Ok(false) => Ok(chain.submission_of(open)),
             Err(e) => Ok(handed_over(chain, open, &e)),
         }
-    }
-
-    /// Re-signs `open` with a fresh blockhash. Callers make sure the old bytes can never be
-    /// processed (their blockhash expired and the signature was never seen).
-    pub(crate) async fn resign_with_new_blockhash(
-        &self,
-        wallet: &DelegatedWallet,
-        client: &SolanaClient,
-        open: &OpenTransaction,
-        why: &str,
-    ) -> Result<()> {
-        let old = decode(&open.signed_payload)?;
-        let (blockhash, valid_until) = client.blockhash().await?;
-        let (tx, signature) = self.sign(wallet, old.message, blockhash).await?;
-        let txn = self.store.begin().await?;
-        self.store
-            .resign_transaction(
-                &txn,
-                open,
-                None,
-                Some(valid_until),
-                encode(&tx)?,
-                &signature,
-                TxStatus::Submitted,
-                format!("{why}; re-signed with a blockhash valid to block height {valid_until}"),
-            )
-            .await?;
-        txn.commit().await?;
-        Ok(())
-    }
-
-    /// Ends `open` as `status` with `error` (Solana has no nonce to give back); false, with
-    /// nothing changed, when another worker settled or re-signed the record meanwhile.
-    /// `answered`: the refusal the request that signed the record answers with, which fails
-    /// its key's claim in the same database transaction.
-    pub(crate) async fn fail(
-        &self,
-        open: &OpenTransaction,
-        status: TxStatus,
-        error: &str,
-        answered: Option<&WalletOpsError>,
-    ) -> Result<bool> {
-        let txn = self.store.begin().await?;
-        let failed = self
-            .store
-            .fail_transaction(
-                &txn,
-                open,
-                status,
-                error.to_owned(),
-                answered.map(failure_detail),
-            )
-            .await?;
-        txn.commit().await?;
-        Ok(failed)
     }
 }
 

@@ -4,54 +4,16 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::{
-    chains::ChainFamily,
+    domain::{
+        ChainFamily, DelegatedWallet, NewWallet, NotSignable, Wallet, WalletAddress, WalletFilter,
+    },
     error::{Result, WalletOpsError},
     signer::Keystore,
-    store::{NewWallet, Store, WalletFilter},
+    store::Store,
 };
-
-/// A custodial wallet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Wallet {
-    /// Wallet id.
-    pub id: Uuid,
-    /// Owner.
-    pub user_id: Uuid,
-    /// Chain family.
-    pub family: ChainFamily,
-    /// Canonical address.
-    pub address: String,
-    /// Provider kind, e.g. `embedded`.
-    pub provider_type: String,
-    /// Client integration, e.g. `walletops`.
-    pub client_type: String,
-    /// The provider's id for the wallet.
-    pub provider_wallet_id: Option<String>,
-    /// The owner's default for its family.
-    pub is_default: bool,
-    /// Delegated to the server signer.
-    pub automation_enabled: bool,
-    /// Linked to the signing provider.
-    pub linked: bool,
-    /// When it was made.
-    pub created_at: DateTime<Utc>,
-}
-
-/// A wallet that passed the ownership, link and delegation checks of a write: the only kind
-/// the signer accepts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DelegatedWallet(Wallet);
-
-impl DelegatedWallet {
-    /// The wallet.
-    pub fn wallet(&self) -> &Wallet {
-        &self.0
-    }
-}
 
 /// Wallet operations.
 #[derive(Debug, Clone)]
@@ -72,28 +34,21 @@ impl Wallets {
     }
 
     /// The wallet of `family` a request of `user_id` acts on: the one at `address` (request
-    /// field `field`), which must be the caller's, or the caller's default for the family.
-    /// A malformed address is `INVALID_INPUT`, an unknown one `WALLET_NOT_FOUND`, another
-    /// user's `FORBIDDEN`.
+    /// field `field`, parsed for `family`), which must be the caller's, or the caller's
+    /// default for the family. An unknown one is `WALLET_NOT_FOUND`, another user's
+    /// `FORBIDDEN`.
     pub async fn resolve_owned(
         &self,
         user_id: Uuid,
         family: ChainFamily,
-        address: Option<&str>,
+        address: Option<&WalletAddress>,
         field: &str,
     ) -> Result<Wallet> {
         match address {
-            Some(raw) => {
-                let address = family
-                    .parse_address(raw)
-                    .map_err(|e| WalletOpsError::invalid(field, e))?;
-                let wallet = self
-                    .store
-                    .find_wallet(family, address.as_str())
-                    .await?
-                    .ok_or_else(|| {
-                        WalletOpsError::WalletNotFound(format!("{field}: no wallet {address}"))
-                    })?;
+            Some(address) => {
+                let wallet = self.store.find_wallet(address).await?.ok_or_else(|| {
+                    WalletOpsError::WalletNotFound(format!("{field}: no wallet {address}"))
+                })?;
                 if wallet.user_id != user_id {
                     return Err(WalletOpsError::Forbidden(format!(
                         "{field}: wallet {address} belongs to another user"
@@ -129,23 +84,20 @@ impl Wallets {
         &self,
         user_id: Uuid,
         family: ChainFamily,
-        address: Option<&str>,
+        address: Option<&WalletAddress>,
         field: &str,
     ) -> Result<DelegatedWallet> {
         let wallet = self.resolve_owned(user_id, family, address, field).await?;
-        if !wallet.linked {
-            return Err(WalletOpsError::UserNotLinked(format!(
+        DelegatedWallet::try_from(wallet).map_err(|(why, wallet)| match why {
+            NotSignable::NotLinked => WalletOpsError::UserNotLinked(format!(
                 "wallet {} is not linked to the signing provider",
                 wallet.address
-            )));
-        }
-        if !wallet.automation_enabled {
-            return Err(WalletOpsError::WalletNotDelegated(format!(
+            )),
+            NotSignable::NotDelegated => WalletOpsError::WalletNotDelegated(format!(
                 "wallet {} is not delegated to the server signer",
                 wallet.address
-            )));
-        }
-        Ok(DelegatedWallet(wallet))
+            )),
+        })
     }
 
     /// Wallet `id` if it is still linked and delegated, for the monitor's maintenance of a
@@ -156,13 +108,12 @@ impl Wallets {
             .wallet_by_id(id)
             .await?
             .ok_or_else(|| WalletOpsError::WalletNotFound(format!("no wallet {id}")))?;
-        if !wallet.linked || !wallet.automation_enabled {
-            return Err(WalletOpsError::WalletNotDelegated(format!(
+        DelegatedWallet::try_from(wallet).map_err(|(_, wallet)| {
+            WalletOpsError::WalletNotDelegated(format!(
                 "wallet {} is no longer delegated to the server signer",
                 wallet.address
-            )));
-        }
-        Ok(DelegatedWallet(wallet))
+            ))
+        })
     }
 
     /// Binds the database to the keystore's master key, or checks that it is bound to it
@@ -189,7 +140,6 @@ impl Wallets {
         self.store
             .insert_wallet(NewWallet {
                 user_id,
-                family,
                 address,
                 make_default,
                 key,
@@ -201,19 +151,13 @@ impl Wallets {
     /// meaningful) and delegation to the server signer.
     pub async fn update(
         &self,
-        address: &str,
+        canonical: &WalletAddress,
         make_default: Option<bool>,
         automation_enabled: Option<bool>,
     ) -> Result<Wallet> {
-        let canonical = [ChainFamily::Evm, ChainFamily::Solana]
-            .into_iter()
-            .find_map(|f| f.parse_address(address).ok())
-            .ok_or_else(|| {
-                WalletOpsError::invalid("address", "must be an EVM or Solana address")
-            })?;
         let wallet = self
             .store
-            .find_wallet(canonical.family(), canonical.as_str())
+            .find_wallet(canonical)
             .await?
             .ok_or_else(|| WalletOpsError::WalletNotFound(format!("no wallet {canonical}")))?;
         if make_default == Some(false) {

@@ -1,4 +1,4 @@
-//! Users: the accounts that own wallets and API keys.
+//! Accounts: users, who own wallets and API keys, and their keys as stored.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -14,10 +14,34 @@ pub struct User {
     pub created_at: DateTime<Utc>,
 }
 
+/// A stored API key; its value is not part of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// Key id.
+    pub id: Uuid,
+    /// Owner.
+    pub user_id: Uuid,
+    /// Descriptive name.
+    pub name: String,
+    /// Lookup prefix.
+    pub prefix: String,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+    /// When it expires; `None`: never.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When it was revoked.
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// When it was last used, to a minute.
+    pub last_used_at: Option<DateTime<Utc>>,
+    /// The key it was made with through `ApiKeyService`; `None`: the CLI, the admin API or
+    /// the first start made it. Revoking a key revokes the keys made with it.
+    pub created_by: Option<Uuid>,
+}
+
 /// Checks a user or key name: 1 to 100 characters, no control characters, none of the
 /// invisible characters that hide or reorder text (a listing must show a name as it is), and
 /// not a UUID (users are looked up by id or by name).
-pub(crate) fn check_name(name: &str) -> Result<&str, String> {
+pub fn check_name(name: &str) -> Result<&str, String> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 100 {
         return Err("must be 1 to 100 characters".to_owned());

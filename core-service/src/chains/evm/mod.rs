@@ -1,0 +1,372 @@
+//! The EVM chain client over alloy: gas and fee estimation with simulation, nonces,
+//! receipts; token reads through Multicall3 (`tokens`); broadcasting with its outcome
+//! classified (`broadcast`).
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use alloy::{
+    eips::BlockId,
+    primitives::{Address, B256, Bytes, TxKind, U256},
+    providers::{Provider, RootProvider, bindings::IMulticall3},
+    rpc::types::{TransactionReceipt, TransactionRequest},
+    sol,
+    sol_types::SolCall,
+    transports::{RpcError, TransportErrorKind},
+};
+
+use super::rpc_batch::BatchLayer;
+use crate::error::WalletOpsError;
+
+mod broadcast;
+mod tokens;
+
+use broadcast::classify;
+pub use broadcast::{BroadcastOutcome, Rejection};
+pub use tokens::{
+    TokenQuery, TokenReading, decode_balance, erc20_approve, erc20_balance_of, erc20_transfer,
+};
+
+/// Multicall3's address, the same on every chain that has it.
+pub const MULTICALL3: Address = alloy::providers::MULTICALL3_ADDRESS;
+
+/// How long one node call may take before it counts as failed.
+const RPC_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// EIP-1559 fees (or a legacy gas price in both fields where the chain has no base fee).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fees {
+    /// Maximum total fee per gas.
+    pub max_fee_per_gas: u128,
+    /// Maximum priority fee per gas.
+    pub max_priority_fee_per_gas: u128,
+}
+
+/// A client of one EVM chain.
+#[derive(Debug, Clone)]
+pub struct EvmClient {
+    provider: RootProvider,
+    rpc: alloy::rpc::client::RpcClient,
+    /// Fees move once a block: one estimate serves every send of the next second.
+    fees: Arc<Mutex<Option<(std::time::Instant, Fees)>>>,
+    /// Addresses seen holding code. Code, once deployed, stays (since EIP-6780 only a
+    /// contract made in the same transaction can remove its own); no code is asked again.
+    contracts: moka::sync::Cache<Address, ()>,
+}
+
+/// Contract addresses remembered per node.
+const CONTRACTS_KEPT: u64 = 10_000;
+
+/// How calls to one node are batched (see `rpc_batch`): up to 4 requests out at once, the
+/// calls that queue behind them sent 50 to a batch (the batch limit of common providers is
+/// 100 or more).
+const RPC_BATCHING: BatchLayer = BatchLayer {
+    max_batch: 50,
+    max_in_flight: 4,
+    timeout: RPC_TIMEOUT,
+};
+
+/// How long a fee estimate is reused.
+const FEES_FRESH_FOR: Duration = Duration::from_secs(1);
+
+/// EVM clients by RPC URL, made on first use.
+#[derive(Debug, Default)]
+pub struct EvmClients {
+    clients: Mutex<HashMap<String, EvmClient>>,
+    multicall: Mutex<HashMap<String, (bool, std::time::Instant)>>,
+}
+
+impl EvmClients {
+    /// The client for `rpc_url`.
+    pub fn get(&self, rpc_url: &str) -> Result<EvmClient, WalletOpsError> {
+        let mut clients = self
+            .clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = clients.get(rpc_url) {
+            return Ok(c.clone());
+        }
+        let url = rpc_url.parse().map_err(|_| {
+            WalletOpsError::ServiceUnavailable(format!("bad RPC URL configured: {rpc_url}"))
+        })?;
+        let rpc = alloy::rpc::client::ClientBuilder::default()
+            .layer(RPC_BATCHING)
+            .http(url);
+        let client = EvmClient {
+            provider: RootProvider::new(rpc.clone()),
+            rpc,
+            fees: Arc::new(Mutex::new(None)),
+            contracts: moka::sync::Cache::new(CONTRACTS_KEPT),
+        };
+        clients.insert(rpc_url.to_owned(), client.clone());
+        Ok(client)
+    }
+
+    /// Whether the chain at `rpc_url` has Multicall3. Present is remembered; absent is asked
+    /// again after `MULTICALL_RECHECK`, so a chain (or a dev node) that gains it later is
+    /// read through it without a restart.
+    pub async fn has_multicall(
+        &self,
+        rpc_url: &str,
+        client: &EvmClient,
+    ) -> Result<bool, WalletOpsError> {
+        if let Some(&(known, at)) = self
+            .multicall
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(rpc_url)
+            && (known || at.elapsed() < MULTICALL_RECHECK)
+        {
+            return Ok(known);
+        }
+        let code = client.code_at(MULTICALL3).await?;
+        let present = !code.is_empty();
+        self.multicall
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(rpc_url.to_owned(), (present, std::time::Instant::now()));
+        Ok(present)
+    }
+}
+
+/// How long a chain found without Multicall3 is read with JSON-RPC batches before it is
+/// asked again.
+const MULTICALL_RECHECK: Duration = Duration::from_secs(600);
+
+/// A node that failed to answer a read.
+fn rpc_failed(what: &str, err: impl std::fmt::Display) -> WalletOpsError {
+    WalletOpsError::ProviderRpcError(format!("the chain node failed to {what}: {err}"))
+}
+
+async fn timed<T, E: std::fmt::Display>(
+    what: &str,
+    fut: impl Future<Output = Result<T, E>>,
+) -> Result<T, WalletOpsError> {
+    match tokio::time::timeout(RPC_TIMEOUT, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(rpc_failed(what, e)),
+        Err(_) => Err(rpc_failed(what, "timed out")),
+    }
+}
+
+/// Whether a call's JSON-RPC error is the contract's own failure (a revert, an invalid opcode,
+/// running out of gas) rather than the node's: nodes answer a revert with code 3, other
+/// execution failures with the EVM's words (OpenEthereum-style nodes with -32015).
+fn call_failed(code: i64, message: &str) -> bool {
+    code == 3 || code == -32015 || mentions(&message.to_ascii_lowercase(), EXECUTION_FAILED)
+}
+
+/// How nodes word a call's own failure in the EVM.
+const EXECUTION_FAILED: &[&str] = &[
+    "revert",
+    "invalid opcode",
+    "out of gas",
+    "stack underflow",
+    "stack limit",
+    "invalid jump",
+    "return data out of bounds",
+    "vm execution error",
+];
+
+/// Whether `lowercase`, a node's message in lower case, holds one of `phrases`.
+fn mentions(lowercase: &str, phrases: &[&str]) -> bool {
+    phrases.iter().any(|p| lowercase.contains(p))
+}
+
+impl EvmClient {
+    /// The native balance of `owner`.
+    pub async fn balance(&self, owner: Address) -> Result<U256, WalletOpsError> {
+        timed(
+            "read a balance",
+            self.provider.get_balance(owner).into_future(),
+        )
+        .await
+    }
+
+    /// Code deployed at `address`.
+    pub async fn code_at(&self, address: Address) -> Result<Bytes, WalletOpsError> {
+        timed(
+            "read code",
+            self.provider.get_code_at(address).into_future(),
+        )
+        .await
+    }
+
+    /// Whether `address` holds code: a call to an address without any does nothing and
+    /// succeeds.
+    pub async fn has_code(&self, address: Address) -> Result<bool, WalletOpsError> {
+        if self.contracts.contains_key(&address) {
+            return Ok(true);
+        }
+        let found = !self.code_at(address).await?.is_empty();
+        if found {
+            self.contracts.insert(address, ());
+        }
+        Ok(found)
+    }
+
+    /// The sender's next nonce counting its pending transactions.
+    pub async fn pending_nonce(&self, owner: Address) -> Result<u64, WalletOpsError> {
+        timed(
+            "read a nonce",
+            self.provider
+                .get_transaction_count(owner)
+                .pending()
+                .into_future(),
+        )
+        .await
+    }
+
+    /// The number of the sender's transactions included in blocks at least `depth` deep (1:
+    /// up to the latest block).
+    pub async fn mined_nonce(&self, owner: Address, depth: u64) -> Result<u64, WalletOpsError> {
+        let count = self.provider.get_transaction_count(owner);
+        let count = if depth > 1 {
+            let height = self.block_number().await?;
+            count.block_id(height.saturating_sub(depth - 1).into())
+        } else {
+            count.latest()
+        };
+        timed("read a nonce", count.into_future()).await
+    }
+
+    /// Current EIP-1559 fees (at most a second old), or the legacy gas price where the chain
+    /// has no base fee.
+    pub async fn fees(&self) -> Result<Fees, WalletOpsError> {
+        let cached = *self
+            .fees
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, fees)) = cached
+            && at.elapsed() < FEES_FRESH_FOR
+        {
+            return Ok(fees);
+        }
+        let fees = self.fetch_fees().await?;
+        *self
+            .fees
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((std::time::Instant::now(), fees));
+        Ok(fees)
+    }
+
+    async fn fetch_fees(&self) -> Result<Fees, WalletOpsError> {
+        match tokio::time::timeout(RPC_TIMEOUT, self.provider.estimate_eip1559_fees()).await {
+            Ok(Ok(est)) => Ok(Fees {
+                max_fee_per_gas: est.max_fee_per_gas,
+                max_priority_fee_per_gas: est.max_priority_fee_per_gas,
+            }),
+            _ => {
+                let price = timed(
+                    "read the gas price",
+                    self.provider.get_gas_price().into_future(),
+                )
+                .await?;
+                Ok(Fees {
+                    max_fee_per_gas: price,
+                    max_priority_fee_per_gas: price,
+                })
+            }
+        }
+    }
+
+    /// Simulates the call at `fees` and returns its gas. The node checks that the sender can
+    /// pay value plus gas at those fees: a shortfall is `INSUFFICIENT_FUNDS`, a revert
+    /// `SEND_FAILED` with the node's reason; nothing has been signed at this point.
+    pub async fn estimate_gas(
+        &self,
+        from: Address,
+        to: Address,
+        value: U256,
+        input: &Bytes,
+        fees: Fees,
+    ) -> Result<u64, WalletOpsError> {
+        let request = TransactionRequest::default()
+            .from(from)
+            .to(to)
+            .value(value)
+            .max_fee_per_gas(fees.max_fee_per_gas)
+            .max_priority_fee_per_gas(fees.max_priority_fee_per_gas)
+            .input(input.clone().into());
+        match tokio::time::timeout(
+            RPC_TIMEOUT,
+            self.provider.estimate_gas(request).into_future(),
+        )
+        .await
+        {
+            Ok(Ok(gas)) => Ok(gas),
+            Ok(Err(RpcError::ErrorResp(payload))) => {
+                let message = payload.message.to_string();
+                match classify(&message) {
+                    Rejection::InsufficientFunds(m) => Err(WalletOpsError::InsufficientFunds(
+                        format!("the sender cannot pay for this transaction: {m}"),
+                    )),
+                    _ => Err(WalletOpsError::SendFailed(format!(
+                        "the transaction would fail: {message}{}",
+                        payload
+                            .data
+                            .as_ref()
+                            .map(|d| format!(" (revert data {})", d.get()))
+                            .unwrap_or_default()
+                    ))),
+                }
+            }
+            Ok(Err(e)) => Err(rpc_failed("simulate the transaction", e)),
+            Err(_) => Err(rpc_failed("simulate the transaction", "timed out")),
+        }
+    }
+
+    /// A read-only call.
+    pub async fn call(&self, to: Address, input: Bytes) -> Result<Bytes, WalletOpsError> {
+        self.call_from(None, to, input).await
+    }
+
+    /// A read-only call made as `from`, if given.
+    pub async fn call_from(
+        &self,
+        from: Option<Address>,
+        to: Address,
+        input: Bytes,
+    ) -> Result<Bytes, WalletOpsError> {
+        let mut request = TransactionRequest::default().to(to).input(input.into());
+        request.from = from;
+        timed("call a contract", self.provider.call(request).into_future()).await
+    }
+
+    /// The receipt of `hash`, once mined.
+    pub async fn receipt(&self, hash: B256) -> Result<Option<TransactionReceipt>, WalletOpsError> {
+        timed(
+            "read a receipt",
+            self.provider.get_transaction_receipt(hash).into_future(),
+        )
+        .await
+    }
+
+    /// The number of the node's latest block.
+    pub async fn block_number(&self) -> Result<u64, WalletOpsError> {
+        timed(
+            "read the block height",
+            self.provider.get_block_number().into_future(),
+        )
+        .await
+    }
+
+    /// Whether the node knows `hash` (in its pool or mined).
+    pub async fn knows(&self, hash: B256) -> Result<bool, WalletOpsError> {
+        let tx = timed(
+            "read a transaction",
+            self.provider.get_transaction_by_hash(hash).into_future(),
+        )
+        .await?;
+        Ok(tx.is_some())
+    }
+}
+
+/// `TxKind::Call(to)`, spelled once.
+pub fn call_to(to: Address) -> TxKind {
+    TxKind::Call(to)
+}

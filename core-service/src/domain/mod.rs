@@ -1,0 +1,17 @@
+//! Plain typed values of the domain, shared by every layer: chain families and addresses
+//! (alloy `Address`, Solana `Pubkey`), amounts, wallets, users, API keys, transaction
+//! records and submissions. No I/O and no rule that needs the store: `store/` reads rows into
+//! these types, so it sits under every module that acts on them.
+
+mod account;
+mod chain;
+mod transaction;
+mod wallet;
+
+pub use account::{ApiKey, User, check_name};
+pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
+pub use transaction::{
+    ClaimState, OpenTransaction, StatusChange, Submission, TransactionRecord, TxHash, TxKind,
+    TxStatus,
+};
+pub use wallet::{DelegatedWallet, NewWallet, NotSignable, SealedKey, Wallet, WalletFilter};

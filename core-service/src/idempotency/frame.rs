@@ -1,0 +1,187 @@
+//! The frame every write runs in: open the request under its key (an answered key replays),
+//! run it, and claim the key inside the signing transaction.
+
+use std::collections::HashSet;
+
+use sea_orm::ConnectionTrait;
+use uuid::Uuid;
+
+use super::{
+    Idempotency, IdempotencyKey,
+    canonical::request_hash,
+    claims::{Prior, Ticket},
+};
+use crate::{
+    chains::Registry,
+    domain::{ClaimState, Submission},
+    error::{Result, WalletOpsError},
+    store::{ClaimRow, NewClaim},
+};
+
+/// What a write's key stands for when the write arrives.
+#[derive(Debug)]
+pub enum Keyed {
+    /// The key already has this answer: the write is not run again.
+    Answered(Submission),
+    /// The key is free: the write runs under this ticket.
+    Fresh(Ticket),
+}
+
+impl Idempotency {
+    /// Opens the request (`path` and its canonical bytes) of `user` under `key`: the answer
+    /// the key already stands for (a stored success replayed, a stored transaction answered
+    /// from), or the ticket to run it under.
+    pub async fn open(
+        &self,
+        user: Uuid,
+        key: IdempotencyKey,
+        path: &str,
+        canonical: &[u8],
+        chains: &Registry,
+    ) -> Result<Keyed> {
+        let ticket = self.ticket(user, key, path, request_hash(path, canonical));
+        match self.prior(&ticket).await? {
+            Some(prior) => Ok(Keyed::Answered(self.answer(user, prior, chains).await?)),
+            None => Ok(Keyed::Fresh(ticket)),
+        }
+    }
+
+    /// Runs `act` under `ticket`, a key `open` found free: `act` claims it inside its signing
+    /// transaction; when a concurrent twin claims first, its answer is this request's answer
+    /// too.
+    pub async fn run<F>(&self, ticket: Ticket, chains: &Registry, act: F) -> Result<Submission>
+    where
+        F: AsyncFnOnce(&Ticket) -> Result<Submission>,
+    {
+        let user = ticket.claim.user;
+        fail::fail_point!("write-before-run");
+        match act(&ticket).await {
+            Ok(submission) => {
+                // The transaction is stored and sent: an error now would tell the caller it
+                // was not. The claim then keeps the response it committed with, whose id
+                // still leads to the record.
+                if let Err(e) = self.succeed(&ticket, &submission).await {
+                    tracing::error!(id = %submission.id, error = ?e, "updating the stored response");
+                }
+                Ok(submission)
+            }
+            Err(err @ WalletOpsError::IdempotentReplay(_)) => {
+                // The claim was lost to a concurrent twin: answer as it will.
+                match self.prior(&ticket).await? {
+                    Some(prior) => self.answer(user, prior, chains).await,
+                    None => Err(err),
+                }
+            }
+            Err(err) => {
+                fail::fail_point!("write-before-failing-key");
+                match self.fail(&ticket, &err).await {
+                    Ok(true) => {}
+                    // A concurrent twin claimed the key before this request failed: its
+                    // simulation may have failed for the very payment the twin made (the
+                    // balance it spent). The key stands for the twin's transaction, and an
+                    // error here would have the caller pay again under a new key.
+                    Ok(false) => {
+                        if let Ok(Some(prior)) = self.prior(&ticket).await {
+                            return self.answer(user, prior, chains).await;
+                        }
+                    }
+                    Err(e) => tracing::error!(error = ?e, "recording a failed write"),
+                }
+                Err(err)
+            }
+        }
+    }
+
+    async fn answer(&self, user: Uuid, prior: Prior, chains: &Registry) -> Result<Submission> {
+        match prior {
+            Prior::Replay(stored) => Ok(stored),
+            Prior::Recover(id) => {
+                let tx = self
+                    .store
+                    .find_transaction(user, id)
+                    .await?
+                    .ok_or_else(|| {
+                        WalletOpsError::Internal(anyhow::anyhow!(
+                            "claimed transaction {id} missing"
+                        ))
+                    })?;
+                let (chain_name, explorer_url) = chains.label(&tx.chain, tx.hash.as_deref());
+                Ok(Submission {
+                    id,
+                    explorer_url,
+                    hash: tx.hash,
+                    chain_name,
+                })
+            }
+        }
+    }
+
+    /// Claims, inside the signing transaction `conn`, the keys of records just stored there:
+    /// each `(claim, record id, submission)` succeeded, with the submission as its stored
+    /// response, in one INSERT for them all. Returns the claims a concurrent twin holds
+    /// already (ascending indexes, each with the refusal to answer): the caller must not
+    /// commit their records; `run` turns the refusal into the twin's answer. The EVM
+    /// signing lanes claim a batch through it, a Solana write its one record.
+    pub(crate) async fn claim<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        claims: &[(&NewClaim, Uuid, &Submission)],
+    ) -> Result<Vec<(usize, WalletOpsError)>> {
+        let rows = claims
+            .iter()
+            .map(|&(claim, id, submission)| ClaimRow {
+                claim,
+                state: ClaimState::Succeeded,
+                transaction_id: Some(id),
+                response: Some(submission),
+                error: None,
+            })
+            .collect();
+        let won: HashSet<(Uuid, Uuid)> = self.store.insert_idempotency_keys(conn, rows).await?;
+        Ok(claims
+            .iter()
+            .enumerate()
+            .filter(|(_, (claim, _, _))| !won.contains(&(claim.user, claim.key)))
+            .map(|(i, (claim, _, _))| (i, claimed_elsewhere(claim)))
+            .collect())
+    }
+
+    /// Commits the signing transaction `txn` of record `id` together with `ticket`'s claim:
+    /// the claim commits with the signed transaction or not at all.
+    pub(crate) async fn commit_with_claim(
+        &self,
+        txn: sea_orm::DatabaseTransaction,
+        ticket: &Ticket,
+        id: Uuid,
+        submission: &Submission,
+    ) -> Result<()> {
+        let lost = match self.claim(&txn, &[(&ticket.claim, id, submission)]).await {
+            Ok(lost) => lost,
+            Err(e) => {
+                txn.rollback().await?;
+                return Err(e);
+            }
+        };
+        if let Some((_, refusal)) = lost.into_iter().next() {
+            txn.rollback().await?;
+            return Err(refusal);
+        }
+        txn.commit().await?;
+        note_claimed(ticket, id, submission);
+        Ok(())
+    }
+}
+
+/// The refusal of a send whose key a concurrent twin claimed first; `Idempotency::run` turns
+/// it into the twin's answer.
+pub(crate) fn claimed_elsewhere(claim: &NewClaim) -> WalletOpsError {
+    WalletOpsError::IdempotentReplay(format!(
+        "Idempotency-Key {} was claimed by a concurrent request",
+        claim.key
+    ))
+}
+
+/// Notes on `ticket` that its claim committed with record `id` and `submission`.
+pub(crate) fn note_claimed(ticket: &Ticket, id: Uuid, submission: &Submission) {
+    ticket.claimed_with(id, submission.clone());
+}

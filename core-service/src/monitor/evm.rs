@@ -1,0 +1,581 @@
+//! The monitor's EVM follow-up: settle a record from its receipt once deep enough, send it
+//! again when the node lost it, re-sign it when its nonce was taken, replace it with higher
+//! fees when stuck, fill a gap below it, and end it when it is refused for good.
+
+use alloy::primitives::B256;
+use chrono::Utc;
+use uuid::Uuid;
+
+use super::{Monitor, REFUSED_STUCK_TIMES, Settlement};
+use crate::{
+    chains::evm::{BroadcastOutcome, Fees, Rejection},
+    domain::{ChainFamily, OpenTransaction, TxHash, TxKind, TxStatus},
+    error::{Result, WalletOpsError},
+    recovery::evm::{Ending, Resign, decode_payload, sender},
+};
+
+/// The final state a mined transaction's `receipt` gives its record.
+fn outcome_of(receipt: &alloy::rpc::types::TransactionReceipt) -> (TxStatus, Option<String>) {
+    if receipt.status() {
+        (TxStatus::Confirmed, None)
+    } else {
+        (TxStatus::Reverted, Some("execution reverted".to_owned()))
+    }
+}
+
+/// Whether block `block` is its chain's `confirmations` deep. A receipt is the node's
+/// canonical chain only: one for a block that is reorganised away is gone at the next sweep.
+async fn deep_enough(
+    chain: &crate::chains::Chain,
+    client: &crate::chains::evm::EvmClient,
+    block: u64,
+) -> Result<bool> {
+    let needed = chain.confirmations();
+    Ok(needed <= 1 || client.block_number().await?.saturating_sub(block) + 1 >= needed)
+}
+
+/// An EVM record's hash. Not one when the record's chain slug was redefined as another
+/// family since it was stored.
+fn hash_of(h: &TxHash) -> Result<B256> {
+    match h {
+        TxHash::Evm(hash) => Ok(*hash),
+        TxHash::Solana(_) => Err(WalletOpsError::Internal(anyhow::anyhow!(
+            "{h} is not an EVM transaction hash: its chain changed family"
+        ))),
+    }
+}
+
+impl Monitor {
+    /// Follows `open` one step; returns its final state when the chain shows one.
+    pub(super) async fn follow(&self, open: OpenTransaction) -> Result<Option<Settlement>> {
+        let id = open.id;
+        let chain = self.chains.resolve(&open.chain)?.clone();
+        if chain.family() == ChainFamily::Solana {
+            return self.follow_solana(&chain, open).await;
+        }
+        let client = self.evm_clients.get(chain.rpc_url())?;
+        let from = sender(&open)?;
+        for hash in open.hashes.iter().rev() {
+            let receipt = match client.receipt(hash_of(hash)?).await {
+                Ok(receipt) => {
+                    self.unanswered.clear(id);
+                    receipt
+                }
+                Err(e) => {
+                    self.no_verdict(&open, self.unanswered.first(id)).await?;
+                    return Err(e);
+                }
+            };
+            if let Some(receipt) = receipt {
+                let block = receipt.block_number.unwrap_or_default();
+                let included = format!(
+                    "included in block {block} ({:#x})",
+                    receipt.block_hash.unwrap_or_default()
+                );
+                if !deep_enough(&chain, &client, block).await? {
+                    let needed = chain.confirmations();
+                    self.note_once(
+                        &open,
+                        format!("{included}; waiting for {needed} confirmations"),
+                    )
+                    .await?;
+                    return Ok(None);
+                }
+                let (status, error) = outcome_of(&receipt);
+                let note = Some(included);
+                return Ok(Some(Settlement {
+                    hash: hash.to_string(),
+                    open,
+                    status,
+                    error,
+                    note,
+                }));
+            }
+        }
+        let Some(nonce) = open.nonce else {
+            return Ok(None);
+        };
+        // Read after the receipts, so the usual case (mined) costs one call. Ours may have
+        // been mined since: `resign_with_new_nonce` re-signs only when the node holds none of
+        // the record's hashes.
+        let mined = client.mined_nonce(from, 1).await?;
+        if mined > nonce {
+            // A filler is never signed again (only found unneeded, and the record it fills
+            // settled): it needs no key.
+            if open.kind == TxKind::NonceFill {
+                self.resign_and_send(&chain, None, &client, &open, "seen on chain")
+                    .await?;
+            } else if let Some(wallet) = self.signable(&open).await {
+                self.resign_and_send(&chain, Some(&wallet), &client, &open, "seen on chain")
+                    .await?;
+            }
+            return Ok(None);
+        }
+        self.taken.clear(id);
+        let current = open
+            .hashes
+            .last()
+            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("record {id} has no hash")))?;
+        let sent_before = open.last_broadcast_at.is_some();
+        let stuck_after = self.stuck_after();
+        if !sent_before || !client.knows(hash_of(current)?).await? {
+            let mut retaken = false;
+            match client.broadcast(&open.signed_payload).await {
+                BroadcastOutcome::Accepted if sent_before => {
+                    // The stuck time still runs from the first send: a node that keeps
+                    // losing a transaction (a pool evicting it for its price) gets it again,
+                    // and it is replaced with a higher fee in time all the same, below.
+                    tracing::info!(%id, "rebroadcast a transaction the node had lost");
+                    retaken = true;
+                }
+                BroadcastOutcome::Accepted => self.sent(id).await?,
+                BroadcastOutcome::Unknown(why) => {
+                    tracing::warn!(%id, %why, "no verdict from the node; will send again");
+                    self.no_verdict(&open, open.created_at).await?;
+                    // A node that refuses a nonce ahead of its own ("nonce too high") never
+                    // takes a record above a gap: the gap is filled once it is stuck.
+                    if Utc::now() - open.created_at >= stuck_after
+                        && let Some(wallet) = self.signable(&open).await
+                    {
+                        self.gap_filled_below(&chain, &wallet, &client, &open, from, nonce)
+                            .await?;
+                    }
+                }
+                BroadcastOutcome::Rejected(rejection) => {
+                    let Some(wallet) = self.signable(&open).await else {
+                        return Ok(None);
+                    };
+                    match rejection {
+                        Rejection::NonceTooLow(why) => {
+                            self.resign_and_send(&chain, Some(&wallet), &client, &open, &why)
+                                .await?;
+                        }
+                        // Raised at once, then at most once a stuck time: another transaction
+                        // at the nonce (the wallet's owner's, say) is not outbid sweep after
+                        // sweep up to the cap.
+                        Rejection::Underpriced(why) if !self.raised.due(id, stuck_after) => {
+                            self.note_once(
+                                &open,
+                                format!(
+                                    "the node refused it as underpriced ({why}); the fee is raised again {} s after the last raise",
+                                    self.config.stuck_after_secs
+                                ),
+                            )
+                            .await?;
+                        }
+                        Rejection::Underpriced(_) => {
+                            self.replace(&wallet, &open, &client).await?;
+                        }
+                        Rejection::InsufficientFunds(why) => {
+                            self.refused(&chain, &wallet, &client, &open, &why, true)
+                                .await?;
+                        }
+                        Rejection::Other(why) => {
+                            self.refused(&chain, &wallet, &client, &open, &why, false)
+                                .await?;
+                        }
+                    }
+                }
+            }
+            if !retaken {
+                return Ok(None);
+            }
+        }
+        // The node holds it: any run of refusals has ended.
+        self.refused_since.clear(id);
+        if open
+            .last_broadcast_at
+            .is_some_and(|at| Utc::now() - at >= stuck_after)
+            && let Some(wallet) = self.signable(&open).await
+        {
+            // Queued behind a nonce nothing holds, a higher fee would not help.
+            if !self
+                .gap_filled_below(&chain, &wallet, &client, &open, from, nonce)
+                .await?
+            {
+                self.replace(&wallet, &open, &client).await?;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Fills the lowest nonce below `nonce`, that of `open` (sent from `from`), that the
+    /// node has nothing pending at, when no open record holds it (one nonce a sweep; the
+    /// filler then counts as pending). Whether there is such a gap, filled now or held by a
+    /// record of ours.
+    pub(super) async fn gap_filled_below(
+        &self,
+        chain: &crate::chains::Chain,
+        wallet: &crate::domain::DelegatedWallet,
+        client: &crate::chains::evm::EvmClient,
+        open: &OpenTransaction,
+        from: alloy::primitives::Address,
+        nonce: u64,
+    ) -> Result<bool> {
+        let pending = client.pending_nonce(from).await?;
+        if pending >= nonce {
+            return Ok(false);
+        }
+        if self
+            .evm
+            .fill_gap(chain, wallet, client, open, pending)
+            .await?
+        {
+            tracing::warn!(id = %open.id, gap = pending, "filled a nonce gap below a stuck transaction");
+        }
+        Ok(true)
+    }
+
+    /// Handles the node's definite refusal (`why`) of the current version of `open`. A node
+    /// that holds that very version refused a duplicate, whatever its words: the record
+    /// counts as sent. An earlier version the node holds can still be mined: the record waits
+    /// for it. A nonce filler, and a record some version of which a node took before, stay
+    /// open and are raised in fee once a stuck time, unless the wallet cannot pay
+    /// (`insufficient`): a filler then waits for funds, noted in its history. A record no
+    /// node took ends FAILED, its nonce freed (or filled, when later ones are out); one a
+    /// node took ends DROPPED, its nonce filled, once the wallet cannot pay for it or it has
+    /// been refused for `REFUSED_STUCK_TIMES` stuck times.
+    pub(super) async fn refused(
+        &self,
+        chain: &crate::chains::Chain,
+        wallet: &crate::domain::DelegatedWallet,
+        client: &crate::chains::evm::EvmClient,
+        open: &OpenTransaction,
+        why: &str,
+        insufficient: bool,
+    ) -> Result<()> {
+        let id = open.id;
+        if let Some(current) = open.hashes.last()
+            && client.knows(hash_of(current)?).await?
+        {
+            tracing::warn!(%id, %why, "the node refused a transaction it holds; taken as sent");
+            if open.last_broadcast_at.is_some() {
+                return Ok(());
+            }
+            return self.store.record_broadcasts(&[id], Utc::now()).await;
+        }
+        for earlier in open.hashes.iter().rev().skip(1) {
+            if client.knows(hash_of(earlier)?).await? {
+                tracing::warn!(%id, %earlier, %why, "the node refused a replacement; the earlier version is still pending");
+                let note =
+                    format!("the node refused the replacement ({why}); {earlier} is still pending");
+                return self.note_once(open, note).await;
+            }
+        }
+        let filler = open.kind == TxKind::NonceFill;
+        if filler && insufficient {
+            tracing::warn!(%id, %why, "the wallet cannot pay for a nonce filler");
+            let note = format!("the node refused the filler ({why}); waiting for funds");
+            return self.note_once(open, note).await;
+        }
+        let accepted = open.last_broadcast_at.is_some() || open.hashes.len() > 1;
+        let stuck_after = self.stuck_after();
+        // Not for ever: a record refused every time for this long is taken as gone.
+        let refused_long =
+            Utc::now() - self.refused_since.first(id) >= stuck_after * REFUSED_STUCK_TIMES;
+        if filler || (accepted && !insufficient && !refused_long) {
+            // A filler must fill its nonce. A transaction a node took before may still sit
+            // in other nodes' pools and be mined: ending it would give back or fill a nonce
+            // it holds, and its record would say DROPPED of a payment that is made. Both are
+            // sent again each sweep and raised in fee at most once a stuck time (a filler at
+            // once), so a refusal for the fee (a base fee risen over it) ends, and a passing
+            // one (a full pool) does not cost a raise each second.
+            let stuck = filler
+                || open
+                    .last_broadcast_at
+                    .is_none_or(|at| Utc::now() - at >= stuck_after);
+            if stuck && self.raised.due(id, stuck_after) {
+                tracing::warn!(%id, %why, "the node refused a transaction; raising its fee");
+                return self.replace(wallet, open, client).await;
+            }
+            let note = format!(
+                "the node refused it ({why}); it is sent again each sweep and raised in fee at most once every {} s",
+                self.config.stuck_after_secs
+            );
+            return self.note_once(open, note).await;
+        }
+        // Never taken by a node, taken but beyond the wallet's funds now, or refused every
+        // time for `REFUSED_STUCK_TIMES` stuck times: taken as gone. The nonce of one no node
+        // took is given back (or filled, when later ones are out); that of one a node took
+        // is filled, never given to the next payment: funded again, or in another pool, it
+        // could still be mined.
+        self.refused_since.clear(id);
+        let (status, ending) = if accepted {
+            (TxStatus::Dropped, Ending::MaybeHeld)
+        } else {
+            (TxStatus::Failed, Ending::Found)
+        };
+        self.evm
+            .fail_and_free_nonce(
+                chain,
+                wallet,
+                client,
+                open,
+                status,
+                &format!("the node refused the transaction: {why}"),
+                ending,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Replaces `open` with a higher fee, or marks it FEE_CAPPED when the cap forbids it.
+    pub(super) async fn replace(
+        &self,
+        wallet: &crate::domain::DelegatedWallet,
+        open: &OpenTransaction,
+        client: &crate::chains::evm::EvmClient,
+    ) -> Result<()> {
+        let old = decode_payload(&open.signed_payload)?;
+        let old_fees = Fees {
+            max_fee_per_gas: old.max_fee_per_gas,
+            max_priority_fee_per_gas: old.max_priority_fee_per_gas,
+        };
+        let now = client.fees().await?;
+        let bump = u128::from(self.config.fee_bump_percent);
+        let cap = self.config.max_fee_per_gas_wei();
+        let Some(fees) = replacement_fees(old_fees, now, bump, cap) else {
+            let needed = raise(old.max_fee_per_gas, MIN_BUMP_PERCENT);
+            if open.status != TxStatus::FeeCapped {
+                self.mark(
+                    open,
+                    TxStatus::FeeCapped,
+                    format!(
+                        "stuck; a replacement needs maxFeePerGas {needed} wei, above the cap of {cap} wei"
+                    ),
+                )
+                .await?;
+            }
+            return Ok(());
+        };
+        self.evm
+            .replace_with_fees(
+                wallet,
+                open,
+                fees,
+                TxStatus::Submitted,
+                format!(
+                    "replaced: maxFeePerGas {} -> {} wei",
+                    old.max_fee_per_gas, fees.max_fee_per_gas
+                ),
+            )
+            .await?;
+        self.send_current(client, open.id).await
+    }
+
+    /// Re-signs `open` with a new nonce, its own being used on chain, and sends it. Nothing
+    /// happens when the node holds one of the record's own versions: that is what used the
+    /// nonce, and the next sweep reads its receipt. Nor, noted in its history, until the
+    /// block that used the nonce is the chain's `confirmations` deep.
+    pub(super) async fn resign_and_send(
+        &self,
+        chain: &crate::chains::Chain,
+        wallet: Option<&crate::domain::DelegatedWallet>,
+        client: &crate::chains::evm::EvmClient,
+        open: &OpenTransaction,
+        why: &str,
+    ) -> Result<()> {
+        // Behind a load balancer, one call can reach a node a block behind (no receipt, no
+        // transaction: ours looks lost) and the next one a node ahead (the nonce used): a new
+        // nonce then pays twice. The sight must last a few sweeps first.
+        let grace = chrono::Duration::milliseconds(
+            (3 * self.config.poll_interval_ms).max(self.config.resign_after_secs * 1000) as i64,
+        );
+        if Utc::now() - self.taken.first(open.id) < grace {
+            // Looked up on each sweep of the grace (and of the wait for depth below), not only
+            // once the record has moved to a new nonce: one failed lookup then would leave a
+            // mined payment FAILED for good.
+            self.settle_ended_at_nonce(chain, client, open).await?;
+            let nonce = open.nonce.unwrap_or_default();
+            return self
+                .note_once(
+                    open,
+                    format!(
+                        "nonce {nonce} is used on chain and no version of it is found; checked again for {} ms before anything else is signed",
+                        grace.num_milliseconds()
+                    ),
+                )
+                .await;
+        }
+        let needed = chain.confirmations();
+        let resigned = self
+            .evm
+            .resign_with_new_nonce(chain, wallet, client, open, why, needed)
+            .await?;
+        if resigned != Resign::Shallow {
+            self.taken.clear(open.id);
+        }
+        match resigned {
+            Resign::Resigned => {
+                // The payment first: a correction that fails on the node must not hold it.
+                let sent = self.send_current(client, open.id).await;
+                self.settle_ended_at_nonce(chain, client, open).await?;
+                sent
+            }
+            Resign::Shallow => {
+                // The ended records' versions too may turn deep enough while this one waits.
+                self.settle_ended_at_nonce(chain, client, open).await?;
+                let nonce = open.nonce.unwrap_or_default();
+                self.note_once(
+                    open,
+                    format!(
+                        "nonce {nonce} is taken by another transaction; waiting until that is mined {needed} blocks deep"
+                    ),
+                )
+                .await
+            }
+            Resign::Unneeded => {
+                let nonce = open.nonce.unwrap_or_default();
+                self.settle_ended_at_nonce(chain, client, open).await?;
+                self.mark(
+                    open,
+                    TxStatus::Dropped,
+                    format!("nonce {nonce} was used by another transaction; no filler needed"),
+                )
+                .await
+            }
+            Resign::HeldByRecord | Resign::NonceFree | Resign::Due => Ok(()),
+        }
+    }
+
+    /// Settles a record ended DROPPED (taken as gone) or FAILED at the nonce of `open`, whose
+    /// nonce went to another transaction, when that transaction is one of the ended record's
+    /// own versions after all: the record a nonce filler was made for, which a node that
+    /// held it mined, or one refused for sure whose nonce was given back and reused, which
+    /// another node behind the same gateway mined. A caller reading either would pay again.
+    pub(super) async fn settle_ended_at_nonce(
+        &self,
+        chain: &crate::chains::Chain,
+        client: &crate::chains::evm::EvmClient,
+        open: &OpenTransaction,
+    ) -> Result<()> {
+        for ended in self.store.ended_records_at_nonce(open).await? {
+            for hash in ended.hashes.iter().rev() {
+                let Some(receipt) = client.receipt(hash_of(hash)?).await? else {
+                    continue;
+                };
+                // Final only once deep enough: looked up again at a later sweep (of the
+                // re-sign grace, or of the wait for the taker's depth).
+                let block = receipt.block_number.unwrap_or_default();
+                if !deep_enough(chain, client, block).await? {
+                    return Ok(());
+                }
+                let (status, error) = outcome_of(&receipt);
+                let was = if ended.status == TxStatus::Failed {
+                    // Its caller was told it failed, and may have paid again.
+                    tracing::error!(id = %ended.id, %hash, "a transaction ended FAILED was mined after all");
+                    "FAILED"
+                } else {
+                    tracing::warn!(id = %ended.id, %hash, "a transaction taken as dropped was mined after all");
+                    "DROPPED"
+                };
+                let note = format!(
+                    "mined after all, in block {block} ({:#x}), after it had ended {was}",
+                    receipt.block_hash.unwrap_or_default()
+                );
+                self.store
+                    .settle_ended(&ended, status, error, note, &hash.to_string())
+                    .await?;
+                // One transaction can use the nonce.
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the current payload of `id` right after it was re-signed, so the new version
+    /// does not wait for the next sweep. A failure here is retried by that sweep.
+    pub(super) async fn send_current(
+        &self,
+        client: &crate::chains::evm::EvmClient,
+        id: Uuid,
+    ) -> Result<()> {
+        let Some(open) = self.store.open_transaction(id).await? else {
+            return Ok(());
+        };
+        if let BroadcastOutcome::Accepted = client.broadcast(&open.signed_payload).await {
+            self.sent(id).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The smallest raise of both fees that nodes accept for a replacement (geth's price bump).
+const MIN_BUMP_PERCENT: u128 = 10;
+
+/// `v` raised by `percent`, rounded up.
+fn raise(v: u128, percent: u128) -> u128 {
+    v.saturating_mul(100 + percent).div_ceil(100)
+}
+
+/// The fees of a replacement for a transaction paying `old`: both raised by `bump_percent`
+/// (at least 10 %) and at least the current `now`; when that passes `cap` (max fee per
+/// gas), the cap itself as long as it still is a 10 % raise. `None`: no replacement fits
+/// under the cap.
+fn replacement_fees(old: Fees, now: Fees, bump_percent: u128, cap: u128) -> Option<Fees> {
+    let bump = bump_percent.max(MIN_BUMP_PERCENT);
+    let wanted = raise(old.max_fee_per_gas, bump).max(now.max_fee_per_gas);
+    let max_fee_per_gas = wanted.min(cap);
+    let min_tip = raise(old.max_priority_fee_per_gas, MIN_BUMP_PERCENT);
+    let tip = raise(old.max_priority_fee_per_gas, bump)
+        .max(now.max_priority_fee_per_gas)
+        .min(max_fee_per_gas);
+    (max_fee_per_gas >= raise(old.max_fee_per_gas, MIN_BUMP_PERCENT) && tip >= min_tip).then_some(
+        Fees {
+            max_fee_per_gas,
+            max_priority_fee_per_gas: tip,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GWEI: u128 = 1_000_000_000;
+
+    fn fees(max: u128, tip: u128) -> Fees {
+        Fees {
+            max_fee_per_gas: max,
+            max_priority_fee_per_gas: tip,
+        }
+    }
+
+    #[test]
+    fn a_replacement_raises_both_fees_by_the_bump_or_to_the_current_fees() {
+        let old = fees(10 * GWEI, GWEI);
+        assert_eq!(
+            replacement_fees(old, fees(GWEI, GWEI / 10), 15, 500 * GWEI),
+            Some(fees(11_500_000_000, 1_150_000_000))
+        );
+        assert_eq!(
+            replacement_fees(old, fees(30 * GWEI, 2 * GWEI), 15, 500 * GWEI),
+            Some(fees(30 * GWEI, 2 * GWEI))
+        );
+        // A bump below the nodes' minimum is raised to it.
+        assert_eq!(
+            replacement_fees(old, fees(GWEI, GWEI / 10), 1, 500 * GWEI),
+            Some(fees(11 * GWEI, 1_100_000_000))
+        );
+    }
+
+    #[test]
+    fn the_cap_is_used_while_it_still_allows_a_valid_replacement() {
+        let old = fees(10 * GWEI, GWEI);
+        // 15 % would need 11.5 gwei; the cap of 11 gwei is still a 10 % raise.
+        assert_eq!(
+            replacement_fees(old, fees(GWEI, GWEI / 10), 15, 11 * GWEI),
+            Some(fees(11 * GWEI, 1_150_000_000))
+        );
+        // Below a 10 % raise nothing fits.
+        assert_eq!(
+            replacement_fees(old, fees(GWEI, GWEI / 10), 15, 10_999_999_999),
+            None
+        );
+        // A tip at the old maximum fee rises with it, to the cap.
+        assert_eq!(
+            replacement_fees(fees(10 * GWEI, 10 * GWEI), fees(GWEI, GWEI), 15, 11 * GWEI),
+            Some(fees(11 * GWEI, 11 * GWEI))
+        );
+    }
+}

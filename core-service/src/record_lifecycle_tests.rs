@@ -1,0 +1,606 @@
+//! Tests of a record's life across the store, the idempotency claims and the broadcast log
+//! (leases, holds, settling, keys answered from their records), on SQLite and PostgreSQL.
+
+use chrono::{DateTime, Utc};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use uuid::Uuid;
+
+use std::collections::HashSet;
+
+use sea_orm::sea_query::Expr;
+
+use crate::{
+    domain::{
+        ClaimState, NewWallet, OpenTransaction, SealedKey, Submission, TxKind, TxStatus,
+        WalletAddress,
+    },
+    store::{Leased, NewTransaction, Store, entities::transactions as txs},
+};
+
+/// A submission answering for record `id` with `hash`.
+fn submission(id: Uuid, hash: &str) -> Submission {
+    Submission {
+        id,
+        hash: Some(hash.to_owned()),
+        explorer_url: None,
+        chain_name: "Anvil".to_owned(),
+    }
+}
+
+/// One open transaction put in `store`, and its id.
+async fn one_open_record(store: &Store) -> Uuid {
+    open_records(store, 1, None).await[0]
+}
+
+/// `n` open transactions put in `store`, held by their requests until `held_until`,
+/// and their ids, oldest first.
+async fn open_records(store: &Store, n: u64, held_until: Option<DateTime<Utc>>) -> Vec<Uuid> {
+    let user = store.insert_user("lease").await.expect("a user");
+    let from: WalletAddress = alloy::primitives::Address::repeat_byte(0xaa).into();
+    let wallet = store
+        .insert_wallet(NewWallet {
+            user_id: user.id,
+            address: from,
+            make_default: true,
+            key: SealedKey {
+                nonce: vec![0; 12],
+                ciphertext: vec![0; 48],
+            },
+        })
+        .await
+        .expect("a wallet");
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let id = Uuid::now_v7();
+        let record = NewTransaction {
+            id,
+            held_until,
+            ..new_record(user.id, wallet.id, from, i)
+        };
+        store
+            .insert_transaction(store.db(), record)
+            .await
+            .expect("a record");
+        ids.push(id);
+    }
+    ids
+}
+
+/// `open_records(n, None)`, each record with a succeeded claim keyed by its id, made at
+/// `at` for `retention`; and the records as read back.
+async fn claimed_records(
+    store: &Store,
+    n: u64,
+    at: DateTime<Utc>,
+    retention: chrono::Duration,
+) -> (Vec<Uuid>, Vec<OpenTransaction>) {
+    let ids = open_records(store, n, None).await;
+    let mut opens = Vec::new();
+    for id in &ids {
+        let open = store
+            .open_transaction(*id)
+            .await
+            .expect("read")
+            .expect("row");
+        let claim = crate::store::NewClaim {
+            user: open.user_id,
+            key: *id,
+            path: "/v1/send".to_owned(),
+            request_hash: "h".to_owned(),
+            created_at: at,
+            expires_at: at + retention,
+        };
+        store
+            .insert_idempotency_key(
+                store.db(),
+                &claim,
+                ClaimState::Succeeded,
+                Some(*id),
+                None,
+                None,
+            )
+            .await
+            .expect("claim");
+        opens.push(open);
+    }
+    (ids, opens)
+}
+
+/// A native send of 1 wei from `from`, wallet `wallet` of `user`, at `nonce`.
+fn new_record(user: Uuid, wallet: Uuid, from: WalletAddress, nonce: u64) -> NewTransaction {
+    NewTransaction {
+        id: Uuid::now_v7(),
+        user_id: user,
+        wallet_id: wallet,
+        chain: "anvil".to_owned(),
+        chain_id: 31_337,
+        kind: TxKind::Send,
+        from,
+        to: "0x00000000000000000000000000000000000000bb".to_owned(),
+        asset: Some("native".to_owned()),
+        token: None,
+        amount: Some("1".to_owned()),
+        request: serde_json::json!({}),
+        hash: format!("0x{:064x}", nonce + 1),
+        nonce: Some(nonce),
+        signed_payload: vec![1, 2, 3],
+        idempotency_key: None,
+        note: None,
+        valid_until: None,
+        held_until: None,
+    }
+}
+
+async fn a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch(store: Store) {
+    let ids = open_records(&store, 5, None).await;
+    let owner = Uuid::now_v7();
+    let t0 = Utc::now() + chrono::Duration::seconds(5);
+    let mut seen = std::collections::BTreeSet::new();
+    // Sweeps of two records, each lease running out before the next sweep.
+    for sweep in 0..3 {
+        let now = t0 + chrono::Duration::seconds(10 * sweep);
+        let leased = store
+            .lease_open_transactions(owner, now, now + chrono::Duration::seconds(5), 2, &[])
+            .await
+            .expect("lease");
+        assert_eq!(leased.records.len(), 2);
+        seen.extend(leased.records.into_iter().map(|o| o.id));
+    }
+    assert_eq!(
+        seen,
+        ids.into_iter().collect(),
+        "three sweeps of two reach all five"
+    );
+}
+
+async fn a_record_its_request_holds_waits_for_the_hand_over_or_the_hold_to_run_out(store: Store) {
+    let t0 = Utc::now();
+    let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
+    let ids = open_records(&store, 3, Some(at(40))).await;
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let lease = |owner, now: DateTime<Utc>| {
+        store.lease_open_transactions(owner, now, now + chrono::Duration::seconds(60), 10, &[])
+    };
+    let leased = |l: Leased| l.records.into_iter().map(|o| o.id).collect::<Vec<_>>();
+    assert!(lease(a, at(0)).await.expect("lease").records.is_empty());
+    // The first request's send was taken: its note hands the record over. The second
+    // request handed its record over without one.
+    store
+        .record_broadcasts(&ids[..1], at(1))
+        .await
+        .expect("note");
+    store.release_hold(ids[1]).await.expect("release");
+    assert_eq!(leased(lease(a, at(1)).await.expect("lease")), ids[..2]);
+    // A later note of the monitor's own sends keeps its lease.
+    store
+        .record_broadcasts(&ids[..2], at(2))
+        .await
+        .expect("note");
+    assert!(lease(b, at(2)).await.expect("lease").records.is_empty());
+    // The third request died: its hold runs out, and a core takes the record then.
+    assert_eq!(leased(lease(b, at(41)).await.expect("lease")), ids[2..]);
+}
+
+async fn a_failed_record_mined_after_all_has_its_key_answer_from_it(store: Store) {
+    let ids = open_records(&store, 1, None).await;
+    let open = store
+        .open_transaction(ids[0])
+        .await
+        .expect("read")
+        .expect("row");
+    let now = Utc::now();
+    let claim = crate::store::NewClaim {
+        user: open.user_id,
+        key: Uuid::new_v4(),
+        path: "/v1/send".to_owned(),
+        request_hash: "h".to_owned(),
+        created_at: now,
+        expires_at: now + chrono::Duration::hours(1),
+    };
+    let failed = "refused".to_owned();
+    store
+        .insert_idempotency_key(
+            store.db(),
+            &claim,
+            ClaimState::Failed,
+            Some(open.id),
+            None,
+            Some(failed),
+        )
+        .await
+        .expect("claim");
+    // The request that signed the record, answering late, touches neither ending of its
+    // key: the record's own transactions set it.
+    let keys =
+        crate::idempotency::Idempotency::new(store.clone(), std::time::Duration::from_secs(3600));
+    let ticket = crate::idempotency::Ticket::new(claim.clone());
+    ticket.claimed_with(open.id, submission(open.id, "0x01"));
+    let state = async || {
+        store
+            .find_idempotency_key(claim.user, claim.key, now, chrono::Duration::hours(1))
+            .await
+            .expect("read")
+            .expect("claim")
+    };
+    keys.succeed(&ticket, &submission(open.id, "0x02"))
+        .await
+        .expect("succeed");
+    assert_eq!(
+        state().await.state,
+        ClaimState::Failed,
+        "a late success unfails nothing"
+    );
+    assert!(
+        store
+            .settle_transaction(store.db(), &open, TxStatus::Failed, None, None, None)
+            .await
+            .expect("fail")
+    );
+    let ended = store
+        .open_transaction(open.id)
+        .await
+        .expect("read")
+        .expect("row");
+    let hash = ended.hashes[0].to_string();
+    assert!(
+        store
+            .settle_ended(&ended, TxStatus::Confirmed, None, "mined".to_owned(), &hash)
+            .await
+            .expect("settle")
+    );
+    let stored = store
+        .find_idempotency_key(claim.user, claim.key, now, chrono::Duration::hours(1))
+        .await
+        .expect("read")
+        .expect("claim");
+    // Succeeded with no response stored: a replay answers from the record.
+    assert_eq!(stored.state, ClaimState::Succeeded);
+    assert_eq!(stored.response, None);
+    assert_eq!(stored.transaction_id, Some(open.id));
+    let refused = crate::error::WalletOpsError::SendFailed("refused".to_owned());
+    assert!(keys.fail(&ticket, &refused).await.expect("fail"));
+    let after = state().await;
+    assert_eq!(
+        after.state,
+        ClaimState::Succeeded,
+        "a late refusal undoes no correction"
+    );
+    assert_eq!(after.response, None);
+}
+
+async fn a_refusal_fails_no_record_that_was_sent_meanwhile(store: Store) {
+    let now = Utc::now();
+    let (ids, opens) = claimed_records(&store, 2, now, chrono::Duration::hours(1)).await;
+    // The second was sent with success by a monitor while its request's own send was
+    // being refused.
+    store.record_broadcasts(&ids[1..], now).await.expect("note");
+    let fail = async |open: &OpenTransaction| {
+        store
+            .fail_transaction(
+                store.db(),
+                open,
+                TxStatus::Failed,
+                "refused".to_owned(),
+                Some("refused".to_owned()),
+            )
+            .await
+            .expect("fail")
+    };
+    let state = async |id: Uuid| {
+        let claim = store
+            .find_idempotency_key(opens[0].user_id, id, now, chrono::Duration::hours(1))
+            .await
+            .expect("read")
+            .expect("claim");
+        let status = store
+            .find_transaction(opens[0].user_id, id)
+            .await
+            .expect("read")
+            .expect("row")
+            .status;
+        (claim.state, status)
+    };
+    assert!(fail(&opens[0]).await);
+    assert_eq!(state(ids[0]).await, (ClaimState::Failed, TxStatus::Failed));
+    assert!(!fail(&opens[1]).await, "a sent record is the monitor's");
+    assert_eq!(
+        state(ids[1]).await,
+        (ClaimState::Succeeded, TxStatus::Submitted)
+    );
+}
+
+async fn a_key_outlives_its_retention_until_its_record_has_been_settled_as_long(store: Store) {
+    let retention = chrono::Duration::hours(1);
+    let t0 = Utc::now();
+    let (ids, opens) = claimed_records(&store, 3, t0, retention).await;
+    // The first settled at once, the second and third fail later; the third's freed
+    // nonce was given to a send that is still open (a nonce filler would hold it alike).
+    let settle = async |i: usize, status, at: DateTime<Utc>| {
+        let open: &OpenTransaction = &opens[i];
+        assert!(
+            store
+                .settle_transaction(store.db(), open, status, None, None, None)
+                .await
+                .expect("settle")
+        );
+        txs::Entity::update_many()
+            .col_expr(txs::Column::UpdatedAt, Expr::value(at))
+            .filter(txs::Column::Id.eq(open.id))
+            .exec(store.db())
+            .await
+            .expect("date");
+    };
+    settle(0, TxStatus::Confirmed, t0).await;
+    settle(1, TxStatus::Failed, t0 + chrono::Duration::minutes(50)).await;
+    settle(2, TxStatus::Failed, t0 + chrono::Duration::minutes(50)).await;
+    let reuse = new_record(
+        opens[2].user_id,
+        opens[2].wallet_id,
+        opens[2].from,
+        opens[2].nonce.expect("a nonce"),
+    );
+    let reuse = store
+        .insert_transaction(store.db(), reuse)
+        .await
+        .expect("a send at the freed nonce");
+    let kept = async |at: DateTime<Utc>| {
+        store
+            .purge_idempotency_keys(at, retention)
+            .await
+            .expect("purge");
+        let mut kept = Vec::new();
+        for id in &ids {
+            if store
+                .find_idempotency_key(opens[0].user_id, *id, t0, retention)
+                .await
+                .expect("read")
+                .is_some()
+            {
+                kept.push(*id);
+            }
+        }
+        kept
+    };
+    // Past the keys' retention: only the key of the record settled as long goes.
+    assert_eq!(kept(t0 + chrono::Duration::minutes(61)).await, ids[1..]);
+    // Past the second's retention from its ending: the open send at its nonce still
+    // holds the third.
+    assert_eq!(kept(t0 + chrono::Duration::minutes(111)).await, ids[2..]);
+    assert!(
+        store
+            .settle_transaction(store.db(), &reuse, TxStatus::Confirmed, None, None, None)
+            .await
+            .expect("settle the send")
+    );
+    assert!(kept(t0 + chrono::Duration::minutes(111)).await.is_empty());
+}
+
+async fn a_flushed_broadcast_log_has_handed_its_records_over(store: Store) {
+    let held = Utc::now() + chrono::Duration::seconds(60);
+    let ids = open_records(&store, 3, Some(held)).await;
+    let log =
+        crate::transfers::BroadcastLog::start(store.clone(), std::time::Duration::from_secs(30));
+    for id in &ids {
+        log.note(*id);
+    }
+    log.flush().await;
+    let now = Utc::now();
+    let leased = store
+        .lease_open_transactions(
+            Uuid::now_v7(),
+            now,
+            now + chrono::Duration::seconds(5),
+            10,
+            &[],
+        )
+        .await
+        .expect("lease");
+    assert_eq!(
+        leased.records.into_iter().map(|o| o.id).collect::<Vec<_>>(),
+        ids
+    );
+}
+
+async fn an_unreadable_row_does_not_keep_the_others_from_being_followed(store: Store) {
+    let ids = open_records(&store, 2, None).await;
+    txs::Entity::update_many()
+        .col_expr(txs::Column::Hashes, Expr::value(serde_json::json!(5)))
+        .filter(txs::Column::Id.eq(ids[0]))
+        .exec(store.db())
+        .await
+        .expect("corrupt");
+    let (now, core) = (Utc::now(), Uuid::now_v7());
+    for at in [now, now + chrono::Duration::seconds(10)] {
+        let leased = store
+            .lease_open_transactions(core, at, at + chrono::Duration::seconds(5), 10, &[])
+            .await
+            .expect("lease");
+        assert_eq!(
+            leased.records.into_iter().map(|o| o.id).collect::<Vec<_>>(),
+            ids[1..]
+        );
+    }
+    // Set aside, not kept by the core that could not read it.
+    let row = txs::Entity::find_by_id(ids[0])
+        .one(store.db())
+        .await
+        .expect("read")
+        .expect("row");
+    assert_ne!(row.lease_owner, Some(core));
+    assert!(
+        row.lease_until
+            .is_some_and(|t| t > now + chrono::Duration::minutes(5))
+    );
+}
+
+async fn a_renewed_lease_keeps_a_record_from_other_cores_and_a_lost_one_is_not_taken_back(
+    store: Store,
+) {
+    let id = one_open_record(&store).await;
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let t0 = Utc::now() + chrono::Duration::seconds(5);
+    let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
+    let lease = |owner, now, until| store.lease_open_transactions(owner, now, until, 10, &[]);
+    let ids = |leased: Leased| leased.records.into_iter().map(|o| o.id).collect::<Vec<_>>();
+
+    let first = lease(a, at(0), at(30)).await.expect("lease");
+    assert!(first.taken_over.is_empty(), "nobody held it before");
+    assert_eq!(ids(first), [id]);
+    assert!(
+        lease(b, at(10), at(40))
+            .await
+            .expect("lease")
+            .records
+            .is_empty()
+    );
+    // Core A is still following it at 20 s: it renews until 50 s.
+    assert_eq!(
+        store.renew_leases(a, &[id], at(50)).await.expect("renew"),
+        1
+    );
+    assert!(
+        lease(b, at(35), at(65))
+            .await
+            .expect("lease")
+            .records
+            .is_empty(),
+        "without the renewal the lease would have run out at 30 s"
+    );
+    // A stops renewing; at 60 s B takes the record over, and A's late renewal keeps
+    // nothing.
+    let taken = lease(b, at(60), at(90)).await.expect("lease");
+    assert_eq!(taken.taken_over, HashSet::from([id]));
+    assert_eq!(ids(taken), [id]);
+    assert_eq!(
+        store.renew_leases(a, &[id], at(120)).await.expect("renew"),
+        0
+    );
+    assert!(
+        lease(a, at(80), at(110))
+            .await
+            .expect("lease")
+            .records
+            .is_empty()
+    );
+    // B cannot follow it and gives it up: its sweep's renewal keeps nothing, and it
+    // skips the record for a while; A takes it over at once.
+    store.release_lease(b, id).await.expect("give up");
+    assert_eq!(
+        store.renew_leases(b, &[id], at(120)).await.expect("renew"),
+        0
+    );
+    let skipping = store
+        .lease_open_transactions(b, at(81), at(111), 10, &[id])
+        .await
+        .expect("lease");
+    assert!(skipping.records.is_empty());
+    let back = lease(a, at(82), at(112)).await.expect("lease");
+    assert_eq!(back.taken_over, HashSet::from([id]));
+    // A core leasing its own record again takes nothing over.
+    let again = lease(a, at(83), at(113)).await.expect("lease");
+    assert!(again.taken_over.is_empty());
+    assert_eq!(ids(again), [id]);
+}
+
+async fn a_worker_holding_an_older_copy_of_a_record_changes_nothing(store: Store) {
+    let id = one_open_record(&store).await;
+    let (first, stale) = (
+        store
+            .open_transaction(id)
+            .await
+            .expect("read")
+            .expect("stored"),
+        store
+            .open_transaction(id)
+            .await
+            .expect("read")
+            .expect("stored"),
+    );
+    // One worker notes why the record waits, status and hash unchanged.
+    let note = "the node gives no verdict".to_owned();
+    assert!(
+        store
+            .settle_transaction(
+                store.db(),
+                &first,
+                TxStatus::FeeCapped,
+                None,
+                Some(note.clone()),
+                None
+            )
+            .await
+            .expect("note")
+    );
+    // The other, from its older copy, would write back a history without that entry
+    // and a status the record has left.
+    assert!(
+        !store
+            .settle_transaction(
+                store.db(),
+                &stale,
+                TxStatus::Submitted,
+                None,
+                Some("raised".to_owned()),
+                None
+            )
+            .await
+            .expect("stale write")
+    );
+    assert!(
+        store
+            .resign_transaction(
+                store.db(),
+                &stale,
+                Some(0),
+                None,
+                vec![4],
+                "0xab",
+                TxStatus::Submitted,
+                "re-signed".to_owned()
+            )
+            .await
+            .is_err(),
+        "a re-signing from the older copy is refused too"
+    );
+    let now = store
+        .open_transaction(id)
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(now.status, TxStatus::FeeCapped);
+    let notes: Vec<_> = now
+        .history
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|c| c["note"].as_str())
+        .collect();
+    assert_eq!(notes.last(), Some(&Some(note.as_str())));
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    // From the current copy, the next change goes through.
+    assert!(
+        store
+            .settle_transaction(
+                store.db(),
+                &now,
+                TxStatus::Confirmed,
+                None,
+                None,
+                Some("0x01")
+            )
+            .await
+            .expect("settle")
+    );
+}
+
+crate::store::tests::on_both_backends!(
+    a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch,
+    a_record_its_request_holds_waits_for_the_hand_over_or_the_hold_to_run_out,
+    a_failed_record_mined_after_all_has_its_key_answer_from_it,
+    a_refusal_fails_no_record_that_was_sent_meanwhile,
+    a_key_outlives_its_retention_until_its_record_has_been_settled_as_long,
+    a_flushed_broadcast_log_has_handed_its_records_over,
+    an_unreadable_row_does_not_keep_the_others_from_being_followed,
+    a_renewed_lease_keeps_a_record_from_other_cores_and_a_lost_one_is_not_taken_back,
+    a_worker_holding_an_older_copy_of_a_record_changes_nothing,
+);

@@ -1,0 +1,62 @@
+//! Requests parsed once: each proto message becomes a typed request (chains resolved,
+//! addresses as alloy `Address` / Solana `Pubkey`, amounts as integers, enums) before
+//! anything acts on it. Every bad field of a request is gathered into one `INVALID_INPUT`
+//! naming them all; code past this module never parses a request's text again.
+
+pub mod calldata;
+mod reads;
+mod writes;
+
+pub use reads::{BalancesRequest, ListWalletsRequest, TransactionRequest};
+pub use writes::{ApproveRequest, CallRequest, SendRequest, Transfer, WriteRequest};
+
+use crate::{
+    chains::{Chain, Registry},
+    domain::{ChainFamily, WalletAddress},
+    error::{Result, Violations, WalletOpsError},
+};
+
+/// An optional field's value; empty counts as absent (proto3 cannot tell them apart for a
+/// client that sets every field).
+pub(crate) fn non_empty(v: Option<&String>) -> Option<&str> {
+    v.map(String::as_str).filter(|s| !s.is_empty())
+}
+
+/// An address of either family in field `field` (the admin API names wallets this way).
+pub fn any_address(raw: &str, field: &str) -> Result<WalletAddress> {
+    raw.parse::<WalletAddress>()
+        .map_err(|e| WalletOpsError::invalid(field, e))
+}
+
+/// The chain named by a request's `chain` field.
+pub(crate) fn chain<'a>(chains: &'a Registry, slug: &str) -> Result<&'a Chain> {
+    if slug.is_empty() {
+        return Err(WalletOpsError::invalid("chain", "required: a chain slug"));
+    }
+    chains.resolve(slug)
+}
+
+/// The chain of an EVM-only request: a Solana slug is `INVALID_INPUT` on `chain`.
+fn evm_chain<'a>(chains: &'a Registry, slug: &str) -> Result<&'a Chain> {
+    let chain = chain(chains, slug)?;
+    if chain.family() != ChainFamily::Evm {
+        return Err(WalletOpsError::invalid(
+            "chain",
+            format!(
+                "{} is not an EVM chain; this operation is EVM only",
+                chain.slug()
+            ),
+        ));
+    }
+    Ok(chain)
+}
+
+/// The wallet an optional field names, parsed for `family`; absent or empty: `None`.
+fn optional_address(
+    v: &mut Violations,
+    family: ChainFamily,
+    field: &str,
+    raw: Option<&String>,
+) -> Option<WalletAddress> {
+    non_empty(raw).and_then(|raw| v.check(field, family.parse_address(raw)))
+}

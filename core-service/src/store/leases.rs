@@ -1,0 +1,185 @@
+//! Who follows a record: the request that stored it holds it until its first send, then a
+//! core's monitor leases it for a while, renewing the lease each sweep. Leases are
+//! conditional UPDATEs, so of several cores exactly one wins each record.
+
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    sea_query::{Expr, NullOrdering, Order},
+};
+use std::collections::HashSet;
+use uuid::Uuid;
+
+use super::{Store, entities::transactions as txs, transactions::open_statuses};
+use crate::{domain::OpenTransaction, error::Result};
+
+/// The lease owner of a record its request still holds: no core's monitor follows it until
+/// the request has handled its first send (or the hold runs out: the request died). Were the
+/// monitor to send it meanwhile, a refusal the request meets could fail a payment that the
+/// monitor's send made, or the caller be told SUBMITTED of a record the monitor ended.
+pub(crate) const REQUEST_HOLD: Uuid = Uuid::nil();
+
+impl Store {
+    /// Gives up every lease `owner` holds, so that other cores follow those records at once
+    /// instead of when the leases run out: a core stopping.
+    pub(crate) async fn release_leases(&self, owner: Uuid) -> Result<u64> {
+        self.free_leases(Condition::all().add(txs::Column::LeaseOwner.eq(owner)))
+            .await
+    }
+
+    /// Gives up `owner`'s lease on record `id`, so that any core may take it at its next
+    /// sweep: a core that cannot follow the record (its node unreachable from there, say)
+    /// must not keep it from the cores that can.
+    pub(crate) async fn release_lease(&self, owner: Uuid, id: Uuid) -> Result<()> {
+        self.free_leases(
+            Condition::all()
+                .add(txs::Column::Id.eq(id))
+                .add(txs::Column::LeaseOwner.eq(owner)),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Ends the hold of its request on record `id`, if it still has one.
+    pub(crate) async fn release_hold(&self, id: Uuid) -> Result<()> {
+        self.release_lease(REQUEST_HOLD, id).await
+    }
+
+    /// Ends the leases (or holds) of the records `which` selects; returns how many. The
+    /// owner stays, so that the next core to lease a record knows whose it was (see
+    /// `Leased::taken_over`); a freed lease is not renewed (`renew_leases`).
+    async fn free_leases(&self, which: Condition) -> Result<u64> {
+        Ok(txs::Entity::update_many()
+            .col_expr(
+                txs::Column::LeaseUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(which)
+            .exec(self.db())
+            .await?
+            .rows_affected)
+    }
+
+    /// Takes up to `limit` open transactions whose lease is free or expired for `owner`
+    /// until `until`, and returns them. The lease is one conditional UPDATE over the
+    /// candidates, so of several cores exactly one wins each record, and a dead core's lease
+    /// (or a dead request's hold) simply runs out. Never-leased records come first, then the ones leased longest ago:
+    /// with more open records than `limit`, every one is still followed in turn, instead of
+    /// the oldest `limit` (say, sends queued behind a fee-capped one) every time. Records in
+    /// `skip` are left to other cores.
+    pub(crate) async fn lease_open_transactions(
+        &self,
+        owner: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u64,
+        skip: &[Uuid],
+    ) -> Result<Leased> {
+        let open = open_statuses();
+        let free = Condition::any()
+            .add(txs::Column::LeaseUntil.is_null())
+            .add(txs::Column::LeaseUntil.lt(now))
+            .add(txs::Column::LeaseOwner.eq(owner));
+        let mut candidates = txs::Entity::find()
+            .select_only()
+            .column(txs::Column::Id)
+            .column(txs::Column::LeaseOwner)
+            .filter(txs::Column::Status.is_in(open.clone()))
+            .filter(free.clone());
+        if !skip.is_empty() {
+            candidates = candidates.filter(txs::Column::Id.is_not_in(skip.iter().copied()));
+        }
+        let candidates: Vec<(Uuid, Option<Uuid>)> = candidates
+            .order_by_with_nulls(txs::Column::LeaseUntil, Order::Asc, NullOrdering::First)
+            .order_by_asc(txs::Column::CreatedAt)
+            .limit(limit)
+            .into_tuple()
+            .all(self.db())
+            .await?;
+        if candidates.is_empty() {
+            return Ok(Leased::default());
+        }
+        let other_cores: HashSet<Uuid> = candidates
+            .iter()
+            .filter(|(_, was)| was.is_some_and(|w| w != owner && w != REQUEST_HOLD))
+            .map(|(id, _)| *id)
+            .collect();
+        let mut leased = txs::Entity::update_many()
+            .col_expr(txs::Column::LeaseOwner, Expr::value(owner))
+            .col_expr(txs::Column::LeaseUntil, Expr::value(until))
+            .filter(txs::Column::Id.is_in(candidates.into_iter().map(|(id, _)| id)))
+            .filter(txs::Column::Status.is_in(open))
+            .filter(free)
+            .exec_with_returning(self.db())
+            .await?;
+        leased.sort_by_key(|m| m.created_at);
+        // One unreadable row (written by a newer version, say) must not stop the others
+        // from being followed. It is set aside for a while, leased to nobody: leased to this
+        // core, it would be taken again each sweep, and never by a core that can read it.
+        let mut opens = Vec::with_capacity(leased.len());
+        let mut unreadable = Vec::new();
+        for m in leased {
+            let id = m.id;
+            match OpenTransaction::try_from(m) {
+                Ok(open) => opens.push(open),
+                Err(e) => {
+                    tracing::error!(%id, error = %e, "an open transaction's row is unreadable; set aside for 10 minutes");
+                    unreadable.push(id);
+                }
+            }
+        }
+        if !unreadable.is_empty() {
+            txs::Entity::update_many()
+                .col_expr(txs::Column::LeaseOwner, Expr::value(Uuid::now_v7()))
+                .col_expr(
+                    txs::Column::LeaseUntil,
+                    Expr::value(now + chrono::Duration::minutes(10)),
+                )
+                .filter(txs::Column::Id.is_in(unreadable))
+                .exec(self.db())
+                .await?;
+        }
+        let taken_over = opens
+            .iter()
+            .map(|o| o.id)
+            .filter(|id| other_cores.contains(id))
+            .collect();
+        Ok(Leased {
+            records: opens,
+            taken_over,
+        })
+    }
+
+    /// Extends `owner`'s lease on those of `ids` that are still open to `until`; returns how
+    /// many it kept. A record whose lease ran out and another core took is left to that core.
+    pub(crate) async fn renew_leases(
+        &self,
+        owner: Uuid,
+        ids: &[Uuid],
+        until: DateTime<Utc>,
+    ) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        Ok(txs::Entity::update_many()
+            .col_expr(txs::Column::LeaseUntil, Expr::value(until))
+            .filter(txs::Column::Id.is_in(ids.iter().copied()))
+            .filter(txs::Column::LeaseOwner.eq(owner))
+            // A lease given up during the sweep stays given up.
+            .filter(txs::Column::LeaseUntil.is_not_null())
+            .filter(txs::Column::Status.is_in(open_statuses()))
+            .exec(self.db())
+            .await?
+            .rows_affected)
+    }
+}
+
+/// What a monitor sweep leased.
+#[derive(Debug, Default)]
+pub(crate) struct Leased {
+    /// The records, oldest first.
+    pub(crate) records: Vec<OpenTransaction>,
+    /// Those another core held last: what this core remembers of them (since when a node
+    /// refused them, say) is from before that core's turn, and no longer true.
+    pub(crate) taken_over: HashSet<Uuid>,
+}

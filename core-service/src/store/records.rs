@@ -1,0 +1,95 @@
+//! Rows read back into domain values: every stored text (status, kind, addresses, hashes)
+//! is parsed here, once, so code above the store never meets an unreadable value.
+
+use crate::{
+    domain::{OpenTransaction, TransactionRecord, TxHash, TxKind, TxStatus, WalletAddress},
+    error::{Result, WalletOpsError},
+};
+
+use uuid::Uuid;
+
+use super::entities::transactions as txs;
+
+fn corrupt(id: Uuid, what: &str) -> WalletOpsError {
+    WalletOpsError::Internal(anyhow::anyhow!("transaction {id} has a bad {what}"))
+}
+
+/// The stored status and kind of `m`, read back into their enums.
+fn status_and_kind(m: &txs::Model) -> Result<(TxStatus, TxKind)> {
+    let status = serde_json::from_value(serde_json::Value::String(m.status.clone()))
+        .map_err(|_| corrupt(m.id, "status"))?;
+    let kind = serde_json::from_value(serde_json::Value::String(m.kind.clone()))
+        .map_err(|_| corrupt(m.id, "kind"))?;
+    Ok((status, kind))
+}
+
+impl TryFrom<txs::Model> for TransactionRecord {
+    type Error = WalletOpsError;
+
+    fn try_from(m: txs::Model) -> Result<Self> {
+        let id = m.id;
+        let corrupt = |what: &str| corrupt(id, what);
+        let (status, kind) = status_and_kind(&m)?;
+        let history =
+            serde_json::from_value(m.status_history.clone()).map_err(|_| corrupt("history"))?;
+        Ok(Self {
+            id: m.id,
+            chain: m.chain,
+            chain_id: m.chain_id,
+            kind,
+            from: m.from_address,
+            to: m.to_address,
+            asset: m.asset,
+            token: m.token,
+            amount: m.amount,
+            status,
+            history,
+            hash: m.hash,
+            error: m.error,
+            created_at: m.created_at,
+            updated_at: m.updated_at,
+        })
+    }
+}
+
+impl TryFrom<txs::Model> for OpenTransaction {
+    type Error = WalletOpsError;
+
+    fn try_from(m: txs::Model) -> Result<Self> {
+        let id = m.id;
+        let corrupt = |what: &str| corrupt(id, what);
+        let (status, kind) = status_and_kind(&m)?;
+        let hashes = serde_json::from_value::<Vec<String>>(m.hashes.clone())
+            .ok()
+            .and_then(|list| list.iter().map(|h| h.parse::<TxHash>().ok()).collect())
+            .ok_or_else(|| corrupt("hashes"))?;
+        let from = m
+            .from_address
+            .parse::<WalletAddress>()
+            .map_err(|_| corrupt("from_address"))?;
+        Ok(Self {
+            id: m.id,
+            user_id: m.user_id,
+            wallet_id: m.wallet_id,
+            chain: m.chain,
+            chain_id: m.chain_id,
+            kind,
+            status,
+            from,
+            nonce: m
+                .nonce
+                .map(|n| u64::try_from(n).map_err(|_| corrupt("nonce")))
+                .transpose()?,
+            signed_payload: m.signed_payload.unwrap_or_default(),
+            hashes,
+            history: m.status_history,
+            last_broadcast_at: m.last_broadcast_at,
+            created_at: m.created_at,
+            valid_until: m
+                .valid_until_height
+                .map(|n| u64::try_from(n).map_err(|_| corrupt("valid_until_height")))
+                .transpose()?,
+            revision: m.revision,
+        })
+    }
+}

@@ -1,0 +1,295 @@
+//! The EVM write pipeline: simulate, allocate a nonce and sign and store in one database
+//! transaction, then broadcast. A refusal of the first broadcast is handed to `recovery`.
+//!
+//! **Invariant:** a signed payload is stored before it is broadcast, and the nonce it uses is
+//! allocated in the same database transaction that stores it. A node's definite refusal marks
+//! the record failed and frees its nonce (or fills it when later nonces are out already); an
+//! uncertain one leaves the record to the monitor, which sends the same bytes again.
+
+use std::{
+    collections::{HashMap, HashSet, hash_map::Entry},
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use alloy::{
+    consensus::TxEip1559,
+    primitives::{Address, Bytes, U256},
+};
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+mod lanes;
+mod refusal;
+
+use lanes::Lanes;
+
+use super::{BroadcastLog, handed_over};
+use crate::{
+    chains::{
+        Chain,
+        evm::{
+            BroadcastOutcome, EvmClient, EvmClients, Rejection, call_to, decode_balance,
+            erc20_balance_of,
+        },
+    },
+    domain::{DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress},
+    error::{Result, WalletOpsError},
+    idempotency::{Idempotency, Ticket, claimed_elsewhere, note_claimed},
+    recovery::evm::{Ending, EvmRecovery, Resign, TRANSFER_GAS, evm_chain_id, held_by_node},
+    signer::Signer,
+    store::{NewClaim, NewTransaction, Store},
+};
+
+/// What an EVM write sends, parsed and ready.
+#[derive(Debug, Clone)]
+pub struct EvmIntent {
+    /// What it does.
+    pub kind: TxKind,
+    /// Recipient or contract.
+    pub to: Address,
+    /// Native value in wei.
+    pub value: U256,
+    /// Calldata.
+    pub input: Bytes,
+    /// `native` or `erc20`, for transfers.
+    pub asset: Option<String>,
+    /// Token involved, if any.
+    pub token: Option<Address>,
+    /// Amount moved or approved, in base units.
+    pub amount: Option<U256>,
+    /// The recipient of a token transfer (`to` is then the token).
+    pub beneficiary: Option<Address>,
+    /// An ERC20 balance the sender must hold, checked before anything is signed.
+    pub token_debit: Option<(Address, U256)>,
+    /// The request as received, kept with the record for audit.
+    pub request: serde_json::Value,
+}
+
+/// The EVM pipeline.
+#[derive(Debug, Clone)]
+pub struct EvmPipeline {
+    store: Store,
+    signer: Arc<dyn Signer>,
+    clients: Arc<EvmClients>,
+    broadcasts: BroadcastLog,
+    idempotency: Idempotency,
+    recovery: EvmRecovery,
+    lanes: Arc<Lanes>,
+}
+
+/// A wallet's lane: its chain id and address.
+type LaneKey = (i64, Address);
+
+/// A send that passed its checks, waiting to be given a nonce, signed and stored.
+#[derive(Debug)]
+struct Draft {
+    chain: Chain,
+    /// The chain's client, which broadcasts the batch.
+    client: EvmClient,
+    wallet: DelegatedWallet,
+    /// The transaction, its nonce still to be set.
+    tx: TxEip1559,
+    /// The chain's pending nonce, for a wallet the ledger does not know yet.
+    floor: Option<u64>,
+    /// The wallet's address, which the lane and the nonce ledger are keyed by.
+    from: Address,
+    /// The record, its nonce, hash and payload still to be set.
+    record: NewTransaction,
+    claim: NewClaim,
+}
+
+/// A stored transaction and what the node said to its first broadcast.
+type Sent = (OpenTransaction, BroadcastOutcome);
+
+/// Whether the token call of `intent` (a transfer or an approval) answers `false` when
+/// simulated from `from`: some tokens refuse that way instead of reverting, and the
+/// transaction would be mined and do nothing. A revert is the estimate's to report.
+async fn refused_by_token(client: &EvmClient, from: Address, intent: &EvmIntent) -> bool {
+    if intent.token.is_none() {
+        return false;
+    }
+    client
+        .call_from(Some(from), intent.to, intent.input.clone())
+        .await
+        .is_ok_and(|answer| answer.len() == 32 && answer.iter().all(|b| *b == 0))
+}
+
+impl EvmPipeline {
+    /// A pipeline signing with `signer`, claiming keys with `idempotency`, noting broadcasts
+    /// in `broadcasts` and handing refused records to `recovery`.
+    pub fn new(
+        store: Store,
+        signer: Arc<dyn Signer>,
+        clients: Arc<EvmClients>,
+        broadcasts: BroadcastLog,
+        idempotency: Idempotency,
+        recovery: EvmRecovery,
+    ) -> Self {
+        Self {
+            store,
+            signer,
+            clients,
+            broadcasts,
+            idempotency,
+            recovery,
+            lanes: Arc::default(),
+        }
+    }
+
+    /// The client of `chain`.
+    pub fn client(&self, chain: &Chain) -> Result<EvmClient> {
+        self.clients.get(chain.rpc_url())
+    }
+
+    /// Submits `intent` from `wallet` on `chain`: simulate, sign and store, broadcast.
+    pub async fn submit(
+        &self,
+        chain: &Chain,
+        wallet: &DelegatedWallet,
+        intent: EvmIntent,
+        ticket: &Ticket,
+    ) -> Result<Submission> {
+        let client = self.client(chain)?;
+        let w = wallet.wallet();
+        let WalletAddress::Evm(from) = w.address else {
+            return Err(WalletOpsError::invalid(
+                "from",
+                format!("{} is not an EVM wallet", w.address),
+            ));
+        };
+        // A call to an address without code succeeds and does nothing: a mistyped token
+        // or contract would be mined, recorded CONFIRMED, and move nothing.
+        if !intent.input.is_empty() && !client.has_code(intent.to).await? {
+            let field = if intent.token.is_some() {
+                "token"
+            } else {
+                "to"
+            };
+            return Err(WalletOpsError::invalid(
+                field,
+                format!(
+                    "{} holds no contract on {}",
+                    intent.to.to_checksum(None),
+                    chain.slug()
+                ),
+            ));
+        }
+        if let Some((token, amount)) = intent.token_debit {
+            let held = client
+                .call(token, erc20_balance_of(from))
+                .await
+                .ok()
+                .and_then(|d| decode_balance(&d));
+            if let Some(held) = held
+                && held < amount
+            {
+                return Err(WalletOpsError::InsufficientFunds(format!(
+                    "wallet {} holds {held} of token {token}, less than {amount}",
+                    w.address
+                )));
+            }
+        }
+        let fees = client.fees().await?;
+        // The balance is checked here, not left to the simulation: nodes short-cut the
+        // estimate of a plain transfer (anvil answers 21000 whatever the sender holds), and
+        // the headroom below must be affordable too. Both reads go out together.
+        let (estimated, balance, refused) = tokio::join!(
+            client.estimate_gas(from, intent.to, intent.value, &intent.input, fees),
+            client.balance(from),
+            refused_by_token(&client, from, &intent),
+        );
+        let (estimated, balance) = (estimated?, balance?);
+        if refused {
+            return Err(WalletOpsError::SendFailed(format!(
+                "the transaction would do nothing: token {} answers false to this {}",
+                intent.to.to_checksum(None),
+                if intent.kind == TxKind::Approve {
+                    "approval"
+                } else {
+                    "transfer"
+                }
+            )));
+        }
+        // Contract calls get headroom: state can move between simulation and inclusion.
+        let gas = if intent.input.is_empty() {
+            estimated.max(TRANSFER_GAS)
+        } else {
+            estimated.saturating_add(estimated / 5)
+        };
+        let cost = intent
+            .value
+            .saturating_add(U256::from(gas).saturating_mul(U256::from(fees.max_fee_per_gas)));
+        if balance < cost {
+            return Err(WalletOpsError::InsufficientFunds(format!(
+                "wallet {} holds {balance} wei, less than value plus maximum fee ({cost} wei)",
+                w.address
+            )));
+        }
+        let floor = self.nonce_floor(chain, &client, from).await?;
+        let chain_id = evm_chain_id(chain)?;
+        self.signer.prepare(wallet).await?;
+        let draft = Draft {
+            chain: chain.clone(),
+            client: client.clone(),
+            wallet: wallet.clone(),
+            tx: TxEip1559 {
+                chain_id,
+                nonce: 0,
+                gas_limit: gas,
+                max_fee_per_gas: fees.max_fee_per_gas,
+                max_priority_fee_per_gas: fees.max_priority_fee_per_gas,
+                to: call_to(intent.to),
+                value: intent.value,
+                access_list: Default::default(),
+                input: intent.input.clone(),
+            },
+            floor,
+            from,
+            record: NewTransaction {
+                id: Uuid::now_v7(),
+                user_id: w.user_id,
+                wallet_id: w.id,
+                chain: chain.slug().to_owned(),
+                chain_id: chain.chain_id(),
+                kind: intent.kind,
+                from: w.address,
+                to: intent.beneficiary.unwrap_or(intent.to).to_checksum(None),
+                asset: intent.asset,
+                token: intent.token.map(|t| t.to_checksum(None)),
+                amount: intent.amount.map(|a| a.to_string()),
+                request: intent.request,
+                hash: String::new(),
+                nonce: None,
+                signed_payload: Vec::new(),
+                idempotency_key: Some(ticket.claim.key),
+                note: None,
+                valid_until: None,
+                held_until: Some(self.broadcasts.hold_until()),
+            },
+            claim: ticket.claim.clone(),
+        };
+        let (open, outcome) = self.sign_in_lane(draft).await?;
+        note_claimed(ticket, open.id, &chain.submission_of(&open));
+        self.first_broadcast(chain, wallet, &client, open, outcome)
+            .await
+    }
+
+    /// The chain's pending nonce for a wallet the ledger has no row for yet (its first
+    /// send through the service); `None` once the ledger knows it.
+    async fn nonce_floor(
+        &self,
+        chain: &Chain,
+        client: &EvmClient,
+        from: Address,
+    ) -> Result<Option<u64>> {
+        let key = (chain.chain_id(), from);
+        if self.lanes.known(&key) {
+            return Ok(None);
+        }
+        if self.store.has_nonce_row(chain.chain_id(), from).await? {
+            self.lanes.learn(key);
+            return Ok(None);
+        }
+        Ok(Some(client.pending_nonce(from).await?))
+    }
+}
