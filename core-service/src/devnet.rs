@@ -4,7 +4,7 @@
 //! funds the first user's wallets, so a newcomer can send real transactions in the first
 //! minute, with no internet.
 
-use std::{path::PathBuf, process::Stdio, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, process::Stdio, time::Duration};
 
 use alloy::{
     network::TransactionBuilder as _,
@@ -19,7 +19,12 @@ use tokio::{
     process::{Child, Command},
 };
 
-use crate::{chains::ChainConfig, domain::ChainFamily};
+use crate::{
+    Config, Core,
+    bootstrap::FIRST_USER,
+    chains::ChainConfig,
+    domain::{ChainFamily, WalletFilter},
+};
 
 /// Slug of the local EVM chain.
 pub const ANVIL_SLUG: &str = "anvil";
@@ -319,4 +324,130 @@ impl DevNode {
             .context("no Counter address")?;
         Ok(DevContracts { token, counter })
     }
+}
+
+/// The playground of `serve --dev`: its nodes, which stop when it is dropped, and the first
+/// user's wallets it funded on them.
+#[derive(Debug)]
+pub struct Playground {
+    anvil: DevNode,
+    solana: Option<DevNode>,
+    /// The first user's default EVM wallet, funded on anvil.
+    evm_wallet: Option<String>,
+    /// The first user's default Solana wallet, funded on the Solana test node.
+    solana_wallet: Option<String>,
+}
+
+impl Playground {
+    /// Starts anvil as chain `anvil` and, when its binary was built, the Solana test node as
+    /// chain `solana-devnet`, and points `config`'s chains at them; before the core opens.
+    pub async fn start(config: &mut Config) -> anyhow::Result<Self> {
+        let anvil = DevNode::start_anvil().await?;
+        config.chains.insert(ANVIL_SLUG.to_owned(), anvil.chain());
+        let solana = DevNode::start_solana().await?;
+        match &solana {
+            Some(s) => {
+                config
+                    .chains
+                    .insert(SOLANA_SLUG.to_owned(), s.solana_chain());
+            }
+            None => println!(
+                "The Solana test node is not built (cargo build --workspace --bins): Solana chains keep their public RPC URLs."
+            ),
+        }
+        Ok(Self {
+            anvil,
+            solana,
+            evm_wallet: None,
+            solana_wallet: None,
+        })
+    }
+
+    /// Readies the nodes for `core`, once it is open: forgets their chains' earlier runs,
+    /// funds the first user's default wallets on them, and deploys the sample contracts,
+    /// saying so as it goes.
+    pub async fn prepare(&mut self, core: &Core) -> anyhow::Result<()> {
+        // The dev nodes start empty: a nonce ledger or open records of an earlier run on them
+        // would have the first send wait for a gap filler, and old records sent again.
+        let started = [Some(ANVIL_SLUG), self.solana.as_ref().map(|_| SOLANA_SLUG)];
+        for slug in started.into_iter().flatten() {
+            let ended = core.forget_dev_chain(slug).await?;
+            if ended > 0 {
+                println!(
+                    "Dev chain `{slug}` starts empty: {ended} transactions still open on its last run end DROPPED"
+                );
+            }
+        }
+        if let Some(node) = &self.solana
+            && let Some(wallet) = first_wallet(core, ChainFamily::Solana).await?
+        {
+            node.airdrop(&wallet).await?;
+            println!(
+                "Dev chain `solana-devnet` (litesvm) at {}; wallet {wallet} funded with 100 SOL",
+                node.url()
+            );
+            self.solana_wallet = Some(wallet);
+        }
+        self.evm_wallet = first_wallet(core, ChainFamily::Evm).await?;
+        if let Some(wallet) = &self.evm_wallet {
+            self.anvil.fund(wallet).await?;
+        }
+        println!(
+            "Dev chain `anvil` (chain id 31337) at {}{}",
+            self.anvil.url(),
+            self.evm_wallet
+                .as_ref()
+                .map(|w| format!("; wallet {w} funded with 1000 ETH"))
+                .unwrap_or_default()
+        );
+        if let Some(wallet) = &self.evm_wallet {
+            let DevContracts { token, counter } = self.anvil.deploy_samples(wallet).await?;
+            println!(
+                "Dev token WDT (18 decimals) at {token}, 1000000 WDT minted to the wallet; dev contract Counter at {counter} (add(uint256), deposit(), fail())"
+            );
+            println!("export TOKEN={token} CONTRACT={counter}");
+        }
+        Ok(())
+    }
+
+    /// Prints a ready send on each funded dev chain through the REST edge at `http`, with
+    /// the first user's `key` when this start made it (else `$KEY`), once the EVM wallet is
+    /// funded.
+    pub fn print_try(&self, http: SocketAddr, key: Option<&str>) {
+        if self.evm_wallet.is_none() {
+            return;
+        }
+        let key = key.unwrap_or("$KEY");
+        let body = r#"{"chain":"anvil","to":"0x1111111111111111111111111111111111111111","asset":"native","amount":"1000000000000000"}"#;
+        println!("Try a send on the dev chain:");
+        println!(
+            "curl -s -X POST http://{http}/api/v1/send -H \"x-api-key: {key}\" -H \"Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)\" -H 'content-type: application/json' -d '{body}'"
+        );
+        if self.solana_wallet.is_some() {
+            let body = r#"{"chain":"solana-devnet","to":"11111111111111111111111111111112","asset":"native","amount":"1000000"}"#;
+            println!(
+                "curl -s -X POST http://{http}/api/v1/send -H \"x-api-key: {key}\" -H \"Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)\" -H 'content-type: application/json' -d '{body}'"
+            );
+        }
+        println!("Dev playground ready.");
+    }
+}
+
+/// The first user's default wallet of `family`, if any.
+async fn first_wallet(core: &Core, family: ChainFamily) -> anyhow::Result<Option<String>> {
+    let Ok(owner) = core.find_user(FIRST_USER).await else {
+        return Ok(None);
+    };
+    let filter = WalletFilter {
+        family: Some(family),
+        default_only: true,
+        automation_only: false,
+    };
+    Ok(core
+        .wallets
+        .list(owner.id, filter)
+        .await?
+        .into_iter()
+        .next()
+        .map(|w| w.address.to_string()))
 }

@@ -9,6 +9,7 @@
 mod error;
 mod extract;
 mod model;
+mod openapi;
 mod routes;
 
 use std::{future::Future, time::Duration};
@@ -97,15 +98,7 @@ async fn wrong_method(method: Method, uri: Uri) -> EdgeError {
 
 /// The whole REST surface over `core`.
 pub fn router(core: Channel, config: &EdgeConfig) -> Router {
-    let (v1, doc) = routes::v1(core);
-    let doc_json = std::sync::Arc::new(doc);
-    let v1 = v1.route(
-        "/openapi.json",
-        axum::routing::get(move || {
-            let doc = doc_json.clone();
-            async move { axum::Json(doc.as_ref().clone()) }
-        }),
-    );
+    let v1 = routes::v1(core);
     let x_request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     Router::new()
         .nest("/api/v1", v1.clone())

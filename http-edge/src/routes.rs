@@ -1,20 +1,23 @@
-//! The REST routes: one handler per contract path, each the same four steps (JSON or query
-//! to a request message, headers to metadata, call the core, answer to JSON).
+//! The REST routes. The file opens with the whole contract, one line per route; below it,
+//! one thin handler per route, each the same four steps (JSON or query to a request message,
+//! headers to metadata, call the core, answer to JSON).
+
+use std::sync::Arc;
 
 use axum::{
     Json,
     extract::{Path, State},
     http::HeaderMap,
+    routing::get,
 };
 use tonic::{
     metadata::{AsciiMetadataValue, BinaryMetadataValue, MetadataKey},
     transport::Channel,
 };
-use utoipa::{
-    Modify, OpenApi,
-    openapi::security::{ApiKey, ApiKeyValue, SecurityScheme},
+use utoipa_axum::{
+    router::{OpenApiRouter, UtoipaMethodRouter},
+    routes,
 };
-use utoipa_axum::{router::OpenApiRouter, routes};
 use walletops_proto::{
     API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, UNREADABLE_HEADER,
     request_id::REQUEST_ID_HEADER,
@@ -24,13 +27,93 @@ use walletops_proto::{
 use crate::{
     error::{EdgeError, ErrorBody},
     extract::{EdgeJson, QueryParams},
-    model::*,
+    model::{
+        ApproveBody, BalancesJson, BalancesQuery, ContractCallBody, ListWalletsQuery, QuoteBody,
+        QuoteResponseJson, SendBody, SubmissionJson, SwapBody, TransactionJson, WalletsJson,
+    },
+    openapi::{WriteHeaders, WriteResponses},
 };
 
-/// The edge's state: a client of the core.
-#[derive(Debug, Clone)]
+/// The whole REST contract, one line per route: method and path (served under `/api/v1` and
+/// `/v1`), handler, and the core RPC it calls; the last route serves the contract's OpenAPI
+/// document and calls none. The method and path of a documented route are also its handler's
+/// `#[utoipa::path]`, which the document is made from: `at` refuses a line that disagrees.
+#[rustfmt::skip] // A table: one line per route, in aligned columns.
+fn v1_routes() -> OpenApiRouter<Edge> {
+    OpenApiRouter::new()
+        .routes(at("GET /wallets",                    routes!(list_wallets)))    // ListWallets
+        .routes(at("GET /wallets/balances",           routes!(get_balances)))    // GetBalances
+        .routes(at("GET /wallets/{address}/balances", routes!(get_balances_of))) // GetBalances
+        .routes(at("GET /tx/{id}",                    routes!(get_transaction))) // GetTransaction
+        .routes(at("POST /send",                      routes!(send)))            // Send
+        .routes(at("POST /token/approve",             routes!(approve_token)))   // ApproveToken
+        .routes(at("POST /contracts/send",            routes!(call_contract)))   // CallContract
+        .routes(at("POST /trade/quote",               routes!(get_quote)))       // GetQuote
+        .routes(at("POST /trade/swap",                routes!(swap)))            // Swap
+        .route("/openapi.json", get(openapi_json))                               // none: OpenAPI
+}
+
+/// A line of the table: `route`, which must be served at `line` ("METHOD /path") and only
+/// there.
+fn at(line: &str, route: UtoipaMethodRouter<Edge>) -> UtoipaMethodRouter<Edge> {
+    let declared: Vec<String> = route
+        .1
+        .paths
+        .iter()
+        .flat_map(|(path, item)| {
+            [
+                ("GET", &item.get),
+                ("PUT", &item.put),
+                ("POST", &item.post),
+                ("DELETE", &item.delete),
+                ("OPTIONS", &item.options),
+                ("HEAD", &item.head),
+                ("PATCH", &item.patch),
+                ("TRACE", &item.trace),
+                ("QUERY", &item.query),
+            ]
+            .into_iter()
+            .filter(|(_, operation)| operation.is_some())
+            .map(move |(method, _)| format!("{method} {path}"))
+        })
+        .collect();
+    assert_eq!(
+        declared,
+        [line],
+        "the route table and the handler's #[utoipa::path] disagree"
+    );
+    route
+}
+
+/// The v1 routes over `core`; `openapi.json` serves their OpenAPI document, with `/api/v1`
+/// paths.
+pub(crate) fn v1(core: Channel) -> axum::Router {
+    let (router, paths) = v1_routes().split_for_parts();
+    router.with_state(Edge {
+        core: WalletOpsServiceClient::new(core),
+        doc: Arc::new(crate::openapi::document(paths)),
+    })
+}
+
+/// The OpenAPI document of the REST contract.
+pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, paths) = v1_routes().split_for_parts();
+    crate::openapi::document(paths)
+}
+
+/// The edge's state: a client of the core, and the OpenAPI document it serves.
+#[derive(Clone)]
 pub(crate) struct Edge {
     core: WalletOpsServiceClient<Channel>,
+    doc: Arc<utoipa::openapi::OpenApi>,
+}
+
+impl std::fmt::Debug for Edge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edge")
+            .field("core", &self.core)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Wraps `message` in a gRPC request carrying the contract headers as metadata. A header
@@ -68,127 +151,6 @@ fn call<T: Default>(
         }
     }
     Ok(req)
-}
-
-#[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "WalletOps",
-        description = "Act on your own custodial wallets on EVM chains and Solana: list wallets, \
-            read balances, send, approve, call contracts, quote and swap. Every endpoint needs \
-            the `x-api-key` header; writes need an `Idempotency-Key` (a UUID). Every response \
-            carries `x-request-id`. Paths are served under `/api/v1` and, as an alias, `/v1`.",
-        version = "1"
-    ),
-    modifiers(&ApiKeyScheme),
-    components(schemas(ErrorBody, crate::model::Asset)),
-    tags(
-        (name = "wallets", description = "Wallets and balances"),
-        (name = "transactions", description = "Transfers, approvals, contract calls, lookups"),
-        (name = "trade", description = "Swap quotes and swaps"),
-    )
-)]
-struct ApiDoc;
-
-struct ApiKeyScheme;
-
-impl Modify for ApiKeyScheme {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "api_key",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new(API_KEY_HEADER))),
-        );
-    }
-}
-
-fn v1_router() -> OpenApiRouter<Edge> {
-    OpenApiRouter::new()
-        .routes(routes!(list_wallets))
-        .routes(routes!(get_balances))
-        .routes(routes!(get_balances_of))
-        .routes(routes!(get_transaction))
-        .routes(routes!(send))
-        .routes(routes!(approve_token))
-        .routes(routes!(call_contract))
-        .routes(routes!(get_quote))
-        .routes(routes!(swap))
-}
-
-/// The v1 routes over `core`, and their OpenAPI document with `/api/v1` paths.
-pub(crate) fn v1(core: Channel) -> (axum::Router, utoipa::openapi::OpenApi) {
-    let (router, _) = v1_router().split_for_parts();
-    let router = router.with_state(Edge {
-        core: WalletOpsServiceClient::new(core),
-    });
-    (router, openapi())
-}
-
-/// The OpenAPI document of the REST contract.
-pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
-    let (_, paths) = v1_router().split_for_parts();
-    let mut doc = ApiDoc::openapi().nest("/api/v1", paths);
-    add_common_responses(&mut doc);
-    doc
-}
-
-/// Statuses any operation can answer with, whatever it does, each with the error body.
-const COMMON_RESPONSES: [(&str, &str); 5] = [
-    (
-        "400",
-        "INVALID_INPUT: a value breaks its format (the message and the details name the \
-         field); CHAIN_UNKNOWN",
-    ),
-    (
-        "401",
-        "UNAUTHORIZED: missing, invalid, expired or revoked API key",
-    ),
-    (
-        "429",
-        "RATE_LIMITED: the user's budget for the minute is spent; see Retry-After",
-    ),
-    ("500", "INTERNAL_ERROR"),
-    (
-        "503",
-        "SERVICE_UNAVAILABLE: the core cannot be reached, or the request timed out and its \
-         outcome is unknown (retry a write with the same Idempotency-Key)",
-    ),
-];
-
-/// Adds `COMMON_RESPONSES` to every operation that does not document the status itself.
-fn add_common_responses(doc: &mut utoipa::openapi::OpenApi) {
-    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
-    for item in doc.paths.paths.values_mut() {
-        for op in [&mut item.get, &mut item.post].into_iter().flatten() {
-            for (status, description) in COMMON_RESPONSES {
-                op.responses
-                    .responses
-                    .entry(status.to_owned())
-                    .or_insert_with(|| {
-                        ResponseBuilder::new()
-                            .description(description)
-                            .content(
-                                "application/json",
-                                ContentBuilder::new()
-                                    .schema(Some(Ref::from_schema_name("ErrorBody")))
-                                    .build(),
-                            )
-                            .build()
-                            .into()
-                    });
-            }
-        }
-    }
-}
-
-/// The headers every call may carry, for the OpenAPI document.
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Header)]
-#[allow(dead_code)]
-struct WriteHeaders {
-    /// A UUID; a retry with the same key and body returns the first response.
-    #[param(rename = "Idempotency-Key", value_type = uuid::Uuid)]
-    idempotency_key: String,
 }
 
 #[utoipa::path(get, path = "/wallets", tag = "wallets", params(ListWalletsQuery),
@@ -289,34 +251,6 @@ async fn get_transaction(
     Ok(Json(tx.into()))
 }
 
-/// What the three chain writes (`/send`, `/token/approve`, `/contracts/send`) answer.
-#[derive(utoipa::IntoResponses)]
-#[allow(dead_code)] // Documents the responses; the handlers build them.
-enum WriteResponses {
-    #[response(status = 200, description = "Accepted")]
-    Accepted(SubmissionJson),
-    #[response(
-        status = 400,
-        description = "Bad input, unknown chain or insufficient funds"
-    )]
-    BadInput(ErrorBody),
-    #[response(
-        status = 403,
-        description = "Not the caller's wallet, or not delegated"
-    )]
-    Forbidden(ErrorBody),
-    #[response(
-        status = 409,
-        description = "Idempotency-Key used with another request, or its request failed"
-    )]
-    KeyReused(ErrorBody),
-    #[response(
-        status = 502,
-        description = "SEND_FAILED: the simulation reverted (reason in the message) or the node refused the transaction; PROVIDER_RPC_ERROR: the node did not answer"
-    )]
-    NodeRefused(ErrorBody),
-}
-
 #[utoipa::path(post, path = "/send", tag = "transactions", request_body = SendBody,
     params(WriteHeaders), security(("api_key" = [])),
     responses(WriteResponses))]
@@ -399,4 +333,20 @@ async fn swap(
     let req = body.map(|EdgeJson(body)| body.into());
     let resp = edge.core.swap(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().submission.into()))
+}
+
+async fn openapi_json(State(edge): State<Edge>) -> Json<utoipa::openapi::OpenApi> {
+    Json(edge.doc.as_ref().clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_route_table_agrees_with_the_handlers() {
+        // Building the table runs `at` on every line: it panics on a line whose method or
+        // path is not its handler's.
+        drop(v1_routes());
+    }
 }

@@ -1,0 +1,136 @@
+//! The local admin commands: users, their API keys and wallets, and migrations. They act on
+//! the configured database directly, not through a running core.
+
+use walletops_core::{Config, Core, auth::KeyState, domain::ApiKey, domain::Wallet};
+
+use crate::cli::{KeysCommand, UsersCommand, WalletsCommand};
+
+/// `migrate`: runs pending migrations on the store alone (migrating needs no master key).
+pub(crate) async fn migrate(config: &Config) -> anyhow::Result<()> {
+    walletops_core::store::Store::connect(&config.database_url()).await?;
+    println!("migrations are up to date");
+    Ok(())
+}
+
+/// `users create` and `users list`.
+pub(crate) async fn users(config: Config, command: UsersCommand) -> anyhow::Result<()> {
+    let core = Core::open(config).await?;
+    match command {
+        UsersCommand::Create { name, no_wallets } => {
+            let (user, _, secret) = core.create_user(&name).await?;
+            println!("User: {} ({})", user.name, user.id);
+            println!("API key: {}", secret.expose());
+            println!("(The key is shown only this once: store it now.)");
+            if !no_wallets {
+                for w in core.create_starter_wallets(user.id).await? {
+                    println!("Wallet ({}, default, delegated): {}", w.family(), w.address);
+                }
+            }
+        }
+        UsersCommand::List => {
+            for u in core.list_users().await? {
+                println!("{}  {}  {}", u.id, u.created_at.to_rfc3339(), u.name);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `keys create`, `keys list` and `keys revoke`.
+pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result<()> {
+    let core = Core::open(config).await?;
+    match command {
+        KeysCommand::Create {
+            user,
+            name,
+            expires,
+        } => {
+            let user = core.find_user(&user).await?;
+            let (key, secret) = core.keys.create(user.id, &name, expires, None).await?;
+            print_key(&key);
+            println!("API key: {}", secret.expose());
+            println!("(The key is shown only this once: store it now.)");
+        }
+        KeysCommand::List { user } => {
+            let user = core.find_user(&user).await?;
+            for key in core.keys.list(user.id).await? {
+                print_key(&key);
+            }
+        }
+        KeysCommand::Revoke { user, key } => {
+            let user = core.find_user(&user).await?;
+            let key = core.keys.revoke(user.id, &key, None).await?;
+            print_key(&key);
+        }
+    }
+    Ok(())
+}
+
+/// `wallets create`, `wallets list` and `wallets delegate`.
+pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::Result<()> {
+    let core = Core::open(config).await?;
+    match command {
+        WalletsCommand::Create {
+            user,
+            chain_type,
+            make_default,
+        } => {
+            let user = core.find_user(&user).await?;
+            print_wallet(
+                &core
+                    .wallets
+                    .create(user.id, chain_type, make_default)
+                    .await?,
+            );
+        }
+        WalletsCommand::List { user } => {
+            let user = core.find_user(&user).await?;
+            for w in core.wallets.list(user.id, Default::default()).await? {
+                print_wallet(&w);
+            }
+        }
+        WalletsCommand::Delegate { address, state } => {
+            print_wallet(
+                &core
+                    .wallets
+                    .update(
+                        &walletops_core::requests::any_address(&address, "address")?,
+                        None,
+                        Some(state == "on"),
+                    )
+                    .await?,
+            );
+        }
+    }
+    Ok(())
+}
+
+fn print_key(key: &ApiKey) {
+    let now = chrono::Utc::now();
+    let state = match key.state(now) {
+        KeyState::Active => "active",
+        KeyState::ExpiringSoon => "expiring soon",
+        KeyState::Expired => "expired",
+        KeyState::Revoked => "revoked",
+    };
+    let expires = key
+        .expires_at
+        .map_or_else(|| "never".to_owned(), |t| t.to_rfc3339());
+    let maker = key
+        .created_by
+        .map_or_else(String::new, |id| format!("  (made with key {id})"));
+    println!(
+        "{}  {}  {:<14} expires {}  {}{maker}",
+        key.id, key.prefix, state, expires, key.name
+    );
+}
+
+fn print_wallet(w: &Wallet) {
+    println!(
+        "{}  {:<8}  default={}  delegated={}",
+        w.address,
+        w.family(),
+        w.is_default,
+        w.automation_enabled
+    );
+}

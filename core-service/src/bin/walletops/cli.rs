@@ -1,0 +1,211 @@
+//! The command line: its commands and flags, and the configuration they override.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+use walletops_core::{Config, auth::Expiration, bootstrap::FIRST_USER, domain::ChainFamily};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "walletops",
+    version,
+    about = "WalletOps: one safe API over your custodial wallets"
+)]
+pub(crate) struct Cli {
+    /// TOML configuration file.
+    #[arg(long, global = true, env = "WALLETOPS_CONFIG")]
+    pub(crate) config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Args, Default)]
+pub(crate) struct Addrs {
+    /// REST listen address [env: WALLETOPS_HTTP_ADDR] [default: 127.0.0.1:8080].
+    #[arg(long)]
+    http_addr: Option<SocketAddr>,
+    /// gRPC listen address [env: WALLETOPS_GRPC_ADDR] [default: 127.0.0.1:50051].
+    #[arg(long)]
+    grpc_addr: Option<SocketAddr>,
+    /// Data directory [env: WALLETOPS_DATA_DIR] [default: ./walletops-data].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Default)]
+pub(crate) struct DataDir {
+    /// Data directory [env: WALLETOPS_DATA_DIR] [default: ./walletops-data].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Default)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    addrs: Addrs,
+    /// Also start a local anvil node as chain `anvil` (from the project's npm install), fund
+    /// the first user's EVM wallet and print a ready curl line.
+    #[arg(long)]
+    pub(crate) dev: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the core and the REST edge in one process.
+    Serve(ServeArgs),
+    /// Run the gRPC core alone.
+    Core(Addrs),
+    /// Run the REST edge alone, forwarding to a core.
+    Edge {
+        /// The core's gRPC URL [env: WALLETOPS_CORE_URL] [default: http://127.0.0.1:50051].
+        #[arg(long)]
+        core_url: Option<String>,
+        /// REST listen address [env: WALLETOPS_HTTP_ADDR] [default: 127.0.0.1:8080].
+        #[arg(long)]
+        http_addr: Option<SocketAddr>,
+    },
+    /// Manage users.
+    Users {
+        #[command(subcommand)]
+        command: UsersCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Manage a user's API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Manage wallets.
+    Wallets {
+        #[command(subcommand)]
+        command: WalletsCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Run pending database migrations and exit.
+    Migrate(DataDir),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum UsersCommand {
+    /// Create a user, print its first API key, and give it one EVM and one Solana wallet.
+    Create {
+        /// Unique user name.
+        name: String,
+        /// Do not create the starter wallets.
+        #[arg(long)]
+        no_wallets: bool,
+    },
+    /// List users.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeysCommand {
+    /// Create a key and print its value (shown once).
+    Create {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Descriptive name.
+        #[arg(long)]
+        name: String,
+        /// Lifetime: never, 7d, 30d, 90d, 180d or 1y.
+        #[arg(long, default_value = "never")]
+        expires: Expiration,
+    },
+    /// List a user's keys (never their values).
+    List {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+    },
+    /// Revoke a key at once and for good.
+    Revoke {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Key id or 4-character prefix.
+        key: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum WalletsCommand {
+    /// Generate a delegated wallet in the keystore.
+    Create {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// `ethereum` or `solana`.
+        #[arg(long)]
+        chain_type: ChainFamily,
+        /// Make it the owner's default for its family.
+        #[arg(long)]
+        make_default: bool,
+    },
+    /// List a user's wallets.
+    List {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+    },
+    /// Delegate a wallet to the server signer, or withdraw the delegation.
+    Delegate {
+        /// Wallet address.
+        address: String,
+        /// `on` or `off`.
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
+}
+
+impl Addrs {
+    fn apply(&self, config: &mut Config) {
+        if let Some(a) = self.http_addr {
+            config.http_addr = a;
+        }
+        if let Some(a) = self.grpc_addr {
+            config.grpc_addr = a;
+        }
+        if let Some(d) = &self.data_dir {
+            config.data_dir = d.clone();
+        }
+    }
+}
+
+impl DataDir {
+    fn apply(&self, config: &mut Config) {
+        if let Some(d) = &self.data_dir {
+            config.data_dir = d.clone();
+        }
+    }
+}
+
+impl Command {
+    /// Overrides `config` with the addresses and directories given on the command line.
+    pub(crate) fn apply(&self, config: &mut Config) {
+        match self {
+            Self::Serve(a) => a.addrs.apply(config),
+            Self::Core(a) => a.apply(config),
+            Self::Edge {
+                core_url,
+                http_addr,
+            } => {
+                if let Some(u) = core_url {
+                    config.core_url = u.clone();
+                }
+                if let Some(a) = http_addr {
+                    config.http_addr = *a;
+                }
+            }
+            Self::Users { data, .. }
+            | Self::Keys { data, .. }
+            | Self::Wallets { data, .. }
+            | Self::Migrate(data) => data.apply(config),
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! `serve`, `core` and `edge`: binding the listeners, running the core and the REST edge
+//! (and, for `serve --dev`, the playground), and stopping them on Ctrl-C or SIGTERM.
+
+use std::{net::SocketAddr, time::Duration};
+
+use anyhow::Context;
+use tokio::{net::TcpListener, sync::watch, task::JoinSet};
+use walletops_core::{Config, Core, devnet::Playground, monitor::Monitor};
+
+/// Which servers a process runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Role {
+    /// The core and the REST edge in one process (`serve`), with the dev playground when
+    /// `dev` (`serve --dev`).
+    Both {
+        /// Run the playground: local nodes, funded wallets, sample contracts.
+        dev: bool,
+    },
+    /// The gRPC core alone (`core`).
+    Core,
+    /// The REST edge alone, forwarding to a core (`edge`).
+    Edge,
+}
+
+impl Role {
+    fn runs_core(self) -> bool {
+        matches!(self, Self::Both { .. } | Self::Core)
+    }
+
+    fn runs_edge(self) -> bool {
+        matches!(self, Self::Both { .. } | Self::Edge)
+    }
+}
+
+/// The servers' tasks: each ends with the error that stopped its server, if one did.
+type Tasks = JoinSet<anyhow::Result<()>>;
+
+/// How long a stopping service waits for the monitor's sweep beyond its requests' deadline.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Runs the servers of `role` until Ctrl-C or SIGTERM, or until one of them fails.
+pub(crate) async fn run(mut config: Config, role: Role) -> anyhow::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // The dev nodes run as long as the servers: they stop when this is dropped.
+    let mut playground = match role {
+        Role::Both { dev: true } => Some(Playground::start(&mut config).await?),
+        Role::Both { dev: false } | Role::Core | Role::Edge => None,
+    };
+    let mut tasks = Tasks::new();
+    let http = if role.runs_edge() {
+        Some(bind(config.http_addr, "REST").await?)
+    } else {
+        None
+    };
+    let mut core_url = config.core_url.clone();
+    let mut first_key = None;
+    let mut stopping_core = None;
+    if role.runs_core() {
+        let started = start_core(&config, playground.as_mut(), &stop_rx, &mut tasks).await?;
+        core_url = started.url;
+        first_key = started.first_key;
+        stopping_core = Some(started.core);
+    }
+    if let Some(http) = http {
+        let http_addr = start_edge(http, &config, &core_url, &stop_rx, &mut tasks)?;
+        if let Some(playground) = &playground {
+            playground.print_try(dialable(http_addr), first_key.as_deref());
+        }
+    }
+    tokio::select! {
+        () = shutdown_signal() => tracing::info!("shutting down"),
+        Some(done) = tasks.join_next() => {
+            done??;
+            anyhow::bail!("a server stopped unexpectedly");
+        }
+    }
+    let _ = stop_tx.send(true);
+    stop(&config, tasks, stopping_core.as_ref()).await
+}
+
+/// A core started by `start_core`.
+struct StartedCore {
+    /// The URL its gRPC listener is dialled at.
+    url: String,
+    /// The first user's API key, when this start made it.
+    first_key: Option<String>,
+    core: Core,
+}
+
+/// Binds the gRPC listener, opens the core (on a first start, making and printing the first
+/// user's key), readies the playground's nodes for it, and starts the core's tasks: the rate
+/// limiter's pruner, the monitor and the gRPC server.
+async fn start_core(
+    config: &Config,
+    playground: Option<&mut Playground>,
+    stop_rx: &watch::Receiver<bool>,
+    tasks: &mut Tasks,
+) -> anyhow::Result<StartedCore> {
+    let grpc = bind(config.grpc_addr, "gRPC").await?;
+    let grpc_addr = grpc.local_addr()?;
+    let url = format!("http://{}", dialable(grpc_addr));
+    let (core, first_key) = open_core(config.clone()).await?;
+    if let Some(playground) = playground {
+        playground.prepare(&core).await?;
+    }
+    spawn_pruner(&core, stop_rx.clone());
+    let monitor = Monitor::new(&core).run(on_stop(stop_rx.clone()));
+    tasks.spawn(async move {
+        monitor.await;
+        Ok(())
+    });
+    println!("gRPC listening on {grpc_addr}");
+    let stop = on_stop(stop_rx.clone());
+    let serving = core.clone();
+    tasks.spawn(async move { walletops_core::grpc::serve(serving, grpc, stop).await });
+    Ok(StartedCore {
+        url,
+        first_key,
+        core,
+    })
+}
+
+/// Starts the REST edge on `http`, forwarding to the core at `core_url`; returns the address
+/// it listens on.
+fn start_edge(
+    http: TcpListener,
+    config: &Config,
+    core_url: &str,
+    stop_rx: &watch::Receiver<bool>,
+    tasks: &mut Tasks,
+) -> anyhow::Result<SocketAddr> {
+    let http_addr = http.local_addr()?;
+    let channel = walletops_edge::core_channel(core_url, config.request_timeout())?;
+    let edge_config = walletops_edge::EdgeConfig {
+        max_body_bytes: config.max_body_bytes,
+        body_timeout: config.request_timeout(),
+        header_read_timeout: Duration::from_secs(config.header_read_timeout_secs),
+    };
+    let router = walletops_edge::router(channel, &edge_config);
+    println!("REST listening on http://{http_addr} (API under /api/v1, forwarding to {core_url})");
+    let stop = on_stop(stop_rx.clone());
+    tasks.spawn(async move {
+        walletops_edge::serve(http, router, &edge_config, stop)
+            .await
+            .map_err(anyhow::Error::from)
+    });
+    Ok(http_addr)
+}
+
+/// Lets the servers told to stop finish, within a bound, and hands over the core's last
+/// broadcast notes.
+async fn stop(config: &Config, mut tasks: Tasks, core: Option<&Core>) -> anyhow::Result<()> {
+    // In-flight requests finish and the monitor its sweep, within a bound: a sweep waiting
+    // on nodes that do not answer would hold the stop for minutes. Whatever is cut off is
+    // left as a crash would leave it (leases run out).
+    let grace = config.request_timeout() + SHUTDOWN_GRACE;
+    let drained = tokio::time::timeout(grace, async {
+        while let Some(done) = tasks.join_next().await {
+            done??;
+        }
+        Ok::<_, anyhow::Error>(())
+    })
+    .await;
+    // The last requests' records are handed over, not left held, whatever stopped them.
+    if let Some(core) = core
+        && tokio::time::timeout(SHUTDOWN_GRACE, core.broadcasts.flush())
+            .await
+            .is_err()
+    {
+        tracing::warn!(
+            "the last broadcast notes were not written; their records wait for their holds to run out"
+        );
+    }
+    match drained {
+        Ok(done) => done,
+        // Not a clean stop: a supervisor should see it as a failure.
+        Err(_) => anyhow::bail!(
+            "stopped without finishing: requests or the monitor's sweep ran past {} s",
+            grace.as_secs()
+        ),
+    }
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+}
+
+/// A future that completes when `rx` flips to true.
+async fn on_stop(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
+}
+
+/// The address to dial for a listener bound to `addr` (a wildcard becomes loopback).
+fn dialable(addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], addr.port()))
+    } else {
+        addr
+    }
+}
+
+async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the {what} listener to {addr}"))
+}
+
+/// Opens the core and, on an empty database, makes and prints the first user's key, which
+/// it also returns (for the dev curl line).
+async fn open_core(config: Config) -> anyhow::Result<(Core, Option<String>)> {
+    let core = Core::open(config).await?;
+    // A core that serves with another key than the database's is refused at once.
+    core.wallets.bind_keystore().await?;
+    let mut key = None;
+    if let Some(first) = core.bootstrap().await? {
+        println!(
+            "First start: created user {:?} and its first API key.",
+            first.user.name
+        );
+        println!("API key: {}", first.secret.expose());
+        println!("(The key is shown only this once: store it now.)");
+        for w in &first.wallets {
+            println!("Wallet ({}, default, delegated): {}", w.family(), w.address);
+        }
+        key = Some(first.secret.expose().to_owned());
+    }
+    Ok((core, key))
+}
+
+fn spawn_pruner(core: &Core, stop: watch::Receiver<bool>) {
+    let core = core.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        let stopped = on_stop(stop);
+        tokio::pin!(stopped);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => core.limiter.prune(),
+                () = &mut stopped => break,
+            }
+        }
+    });
+}
