@@ -17,6 +17,7 @@ pub mod monitor;
 pub mod ratelimit;
 pub mod signer;
 pub mod store;
+pub mod trade;
 pub mod transactions;
 pub mod transfers;
 pub mod users;
