@@ -11,7 +11,7 @@ use figment::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::chains::ChainConfig;
+use crate::{chains::ChainConfig, trade::TradeConfig};
 
 /// `WALLETOPS_*` variables that are not options: the config file's path, the dev tools'
 /// locations, and the test harness's own (`WALLETOPS_TEST_*`, `WALLETOPS_BIN`).
@@ -58,6 +58,8 @@ pub struct Config {
     pub idempotency_retention_secs: u64,
     /// The transaction monitor.
     pub monitor: MonitorConfig,
+    /// The swap aggregators behind quotes and swaps.
+    pub trade: TradeConfig,
 }
 
 /// How the monitor follows open transactions.
@@ -122,6 +124,7 @@ impl Default for Config {
             chains: BTreeMap::new(),
             idempotency_retention_secs: 24 * 60 * 60,
             monitor: MonitorConfig::default(),
+            trade: TradeConfig::default(),
         }
     }
 }
@@ -159,7 +162,8 @@ pub enum LogFormat {
 const MIN_ADMIN_TOKEN_LEN: usize = 16;
 
 /// A configured secret: usable, but never printed by `Debug`, nor by an error about it.
-#[derive(Clone, Serialize, PartialEq, Eq)]
+/// The default is empty: not set.
+#[derive(Clone, Default, Serialize, PartialEq, Eq)]
 #[serde(transparent)]
 pub struct Secret(String);
 
@@ -217,6 +221,11 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// Whether no value was given (an empty one counts as none).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -233,10 +242,12 @@ impl From<String> for Secret {
 
 /// Options that hold secrets, with the variables that set them. Read as they are: figment
 /// would parse a value that looks like a number (dropping leading zeros) or a list.
-const SECRET_VARIABLES: [(&str, &str); 3] = [
+const SECRET_VARIABLES: [(&str, &str); 5] = [
     ("admin_token", "WALLETOPS_ADMIN_TOKEN"),
     ("master_key", "WALLETOPS_MASTER_KEY"),
     ("redis_url", "WALLETOPS_REDIS_URL"),
+    ("trade.evm.api_key", "WALLETOPS_TRADE__EVM__API_KEY"),
+    ("trade.solana.api_key", "WALLETOPS_TRADE__SOLANA__API_KEY"),
 ];
 
 impl Config {
@@ -257,7 +268,11 @@ impl Config {
                     let key = key.as_str().to_ascii_lowercase();
                     !NOT_OPTIONS.contains(&key.as_str())
                         && !key.starts_with("test_")
-                        && !SECRET_VARIABLES.iter().any(|(option, _)| key == *option)
+                        && !SECRET_VARIABLES.iter().any(|(_, variable)| {
+                            variable
+                                .strip_prefix("WALLETOPS_")
+                                .is_some_and(|name| key.eq_ignore_ascii_case(name))
+                        })
                 })
                 .split("__"),
         );
@@ -325,7 +340,7 @@ impl Config {
                 "{option} must be at least {least}, not {value}"
             );
         }
-        Ok(())
+        self.trade.validate()
     }
 
     /// The request timeout as a `Duration`.
@@ -426,5 +441,102 @@ mod tests {
         let err = format!("{:#}", Config::load(Some(&path)).expect_err("a number"));
         assert!(err.contains("admin_token"), "{err}");
         assert!(!err.contains("9876543210123456"), "{err}");
+    }
+
+    #[test]
+    // figment's `Jail` closures return its large error type; a test can afford it.
+    #[allow(clippy::result_large_err)]
+    fn trade_options_map_from_the_file_and_the_environment() {
+        figment::Jail::expect_with(|jail| {
+            let defaults = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(
+                defaults.trade.evm.base_url.as_str(),
+                "https://api.1inch.dev/"
+            );
+            assert!(defaults.trade.evm.api_key.is_empty());
+            assert_eq!(
+                defaults.trade.solana.base_url.as_str(),
+                "https://api.jup.ag/swap/v1"
+            );
+            assert_eq!(defaults.trade.solana.allowed_programs.len(), 7);
+            assert_eq!(defaults.trade.solana.max_compute_units, 1_400_000);
+
+            jail.create_file(
+                "c.toml",
+                "[trade.evm]\nallowed_routers = [\"0x111111125421ca6dc452d289314280a0f8842a65\"]\n\
+                 [trade.solana]\nallowed_programs = [\"11111111111111111111111111111111\"]\n\
+                 max_fee_lamports = 10000\n",
+            )?;
+            jail.set_env("WALLETOPS_TRADE__EVM__BASE_URL", "http://127.0.0.1:9/1inch");
+            // All digits with a leading zero: a key is taken as written, not as a number.
+            jail.set_env("WALLETOPS_TRADE__EVM__API_KEY", "0123456789");
+            jail.set_env(
+                "WALLETOPS_TRADE__SOLANA__BASE_URL",
+                "http://127.0.0.1:9/jup",
+            );
+            jail.set_env("WALLETOPS_TRADE__SOLANA__API_KEY", "jup-key");
+            jail.set_env("WALLETOPS_TRADE__SOLANA__MAX_COMPUTE_UNITS", "300000");
+            let c =
+                Config::load(Some(std::path::Path::new("c.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(c.trade.evm.base_url.as_str(), "http://127.0.0.1:9/1inch");
+            assert_eq!(c.trade.evm.api_key.expose(), "0123456789");
+            assert_eq!(c.trade.evm.allowed_routers.len(), 1);
+            assert_eq!(c.trade.solana.base_url.as_str(), "http://127.0.0.1:9/jup");
+            assert_eq!(c.trade.solana.api_key.expose(), "jup-key");
+            assert_eq!(
+                c.trade.solana.allowed_programs,
+                vec![solana_pubkey::Pubkey::default()]
+            );
+            assert_eq!(c.trade.solana.max_fee_lamports, 10_000);
+            assert_eq!(c.trade.solana.max_compute_units, 300_000);
+            // Debug output, as a log line of the config would show it, hides both keys.
+            let shown = format!("{:?}", c.trade);
+            assert!(
+                !shown.contains("0123456789") && !shown.contains("jup-key"),
+                "{shown}"
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
+    // figment's `Jail` closures return its large error type; a test can afford it.
+    #[allow(clippy::result_large_err)]
+    fn trade_values_no_swap_could_use_are_refused_by_name() {
+        // In a jail: it waits for the test above, whose variables would override the file.
+        figment::Jail::expect_with(|jail| {
+            for (toml, option) in [
+                (
+                    "[trade.evm]\nbase_url = \"ftp://x\"\n",
+                    "trade.evm.base_url",
+                ),
+                (
+                    "[trade.solana]\nbase_url = \"mailto:a@b\"\n",
+                    "trade.solana.base_url",
+                ),
+                (
+                    "[trade.solana]\nmax_fee_lamports = 0\n",
+                    "trade.solana.max_fee_lamports",
+                ),
+                (
+                    "[trade.solana]\nmax_compute_units = 1400001\n",
+                    "trade.solana.max_compute_units",
+                ),
+                (
+                    "[trade.solana]\nallowed_programs = [\"nope\"]\n",
+                    "allowed_programs",
+                ),
+                (
+                    "[trade.evm]\nallowed_routers = [\"0x12\"]\n",
+                    "allowed_routers",
+                ),
+            ] {
+                jail.create_file("c.toml", toml)?;
+                let loaded = Config::load(Some(std::path::Path::new("c.toml")));
+                let err = format!("{:#}", loaded.expect_err(toml));
+                assert!(err.contains(option), "{toml}: {err}");
+            }
+            Ok(())
+        });
     }
 }

@@ -21,6 +21,7 @@ pub mod recovery;
 pub mod requests;
 pub mod signer;
 pub mod store;
+pub mod trade;
 pub mod transactions;
 pub mod transfers;
 pub mod wallets;

@@ -22,6 +22,7 @@ use tokio::{
 };
 use tonic::{metadata::MetadataValue, transport::Channel};
 
+pub mod fakes;
 pub mod solana_node;
 
 /// How long anything the tests wait for may take before the test fails saying what it

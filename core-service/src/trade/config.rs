@@ -1,0 +1,142 @@
+//! The `[trade]` section of the configuration: where the aggregators are, their keys, and
+//! what a swap transaction they build may do.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Secret;
+
+/// The swap aggregators: 1inch (Classic Swap API v6.0) for EVM chains, Jupiter (Swap API v1)
+/// for Solana, and what a swap transaction they build may do.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TradeConfig {
+    /// The EVM aggregator.
+    pub evm: EvmTradeConfig,
+    /// The Solana aggregator.
+    pub solana: SolanaTradeConfig,
+}
+
+/// The 1inch Classic Swap API.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvmTradeConfig {
+    /// Where the API is; the service appends `/swap/v6.0/{chainId}/...`.
+    pub base_url: url::Url,
+    /// The API key, sent as `Authorization: Bearer`. Empty: EVM quotes and swaps answer
+    /// SERVICE_UNAVAILABLE (the API refuses every call without one).
+    pub api_key: Secret,
+    /// Router addresses a swap may call besides the spender the aggregator names.
+    pub allowed_routers: Vec<alloy::primitives::Address>,
+}
+
+impl Default for EvmTradeConfig {
+    fn default() -> Self {
+        Self {
+            base_url: url::Url::parse("https://api.1inch.dev").expect("a valid URL literal"),
+            api_key: Secret::default(),
+            allowed_routers: Vec::new(),
+        }
+    }
+}
+
+/// The Jupiter Swap API.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SolanaTradeConfig {
+    /// Where the API is; the service appends `/quote` and `/swap`.
+    pub base_url: url::Url,
+    /// The API key, sent as `x-api-key` when not empty (keyless hosts take none).
+    pub api_key: Secret,
+    /// The programs a swap transaction may invoke; any other refuses the swap.
+    #[serde(with = "base58_keys")]
+    pub allowed_programs: Vec<solana_pubkey::Pubkey>,
+    /// The most a swap transaction may cost its fee payer in fees (base and priority), in
+    /// lamports.
+    pub max_fee_lamports: u64,
+    /// The highest compute unit limit a swap transaction may set.
+    pub max_compute_units: u32,
+}
+
+/// The programs a Jupiter swap normally invokes: the Jupiter v6 aggregator itself, and the
+/// System, SPL Token, Token-2022, Associated Token Account, Compute Budget and Memo programs
+/// its transactions wrap around it.
+const JUPITER_PROGRAMS: [&str; 7] = [
+    "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4",
+    "11111111111111111111111111111111",
+    "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+    "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+    "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
+    "ComputeBudget111111111111111111111111111111",
+    "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr",
+];
+
+impl Default for SolanaTradeConfig {
+    fn default() -> Self {
+        Self {
+            base_url: url::Url::parse("https://api.jup.ag/swap/v1").expect("a valid URL literal"),
+            api_key: Secret::default(),
+            allowed_programs: JUPITER_PROGRAMS
+                .iter()
+                .map(|id| id.parse().expect("a valid program id literal"))
+                .collect(),
+            // 0.005 SOL: far above a normal swap's base fee and priority fee, low enough
+            // that a quote built for a fee spike cannot drain a wallet.
+            max_fee_lamports: 5_000_000,
+            // The most a Solana transaction may request at all.
+            max_compute_units: 1_400_000,
+        }
+    }
+}
+
+/// The most compute units a Solana transaction may request.
+const MAX_TRANSACTION_COMPUTE_UNITS: u32 = 1_400_000;
+/// The base fee of one signature, in lamports: no transaction costs less.
+const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
+
+impl TradeConfig {
+    /// Refuses what no swap could work with, naming the option.
+    pub(crate) fn validate(&self) -> anyhow::Result<()> {
+        for (option, url) in [
+            ("trade.evm.base_url", &self.evm.base_url),
+            ("trade.solana.base_url", &self.solana.base_url),
+        ] {
+            // A `mailto:` or `file:` URL parses, but no HTTP client can call it.
+            anyhow::ensure!(
+                matches!(url.scheme(), "http" | "https") && url.has_host(),
+                "{option} must be an http or https URL"
+            );
+        }
+        let s = &self.solana;
+        anyhow::ensure!(
+            s.max_fee_lamports >= LAMPORTS_PER_SIGNATURE,
+            "trade.solana.max_fee_lamports must be at least {LAMPORTS_PER_SIGNATURE} (one signature's fee), not {}",
+            s.max_fee_lamports
+        );
+        anyhow::ensure!(
+            (1..=MAX_TRANSACTION_COMPUTE_UNITS).contains(&s.max_compute_units),
+            "trade.solana.max_compute_units must be between 1 and {MAX_TRANSACTION_COMPUTE_UNITS}, not {}",
+            s.max_compute_units
+        );
+        Ok(())
+    }
+}
+
+/// Solana public keys as base58 strings (their serde form is a byte array).
+mod base58_keys {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+    use solana_pubkey::Pubkey;
+
+    pub(super) fn serialize<S: Serializer>(keys: &[Pubkey], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(keys.iter().map(ToString::to_string))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Pubkey>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|key| {
+                key.parse()
+                    .map_err(|_| D::Error::custom(format!("{key:?} is not a base58 public key")))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,191 @@
+//! Trading: quotes and swap transactions from external swap aggregators, one per chain
+//! family behind a trait each (`EvmAggregator`, `SolanaAggregator`), with the clients of the
+//! aggregators the service speaks: 1inch's Classic Swap API v6.0 (`oneinch`) and Jupiter's
+//! Swap API (`jupiter`).
+//!
+//! **Invariant:** this module prices and builds; it never signs, stores or broadcasts. A
+//! built swap is an unsigned transaction the caller must check (the router or programs it
+//! calls, its fee) before anything signs it. Errors carry the aggregator's own words and
+//! never an API key or a URL.
+
+pub mod config;
+pub mod evm;
+pub mod jupiter;
+pub mod oneinch;
+pub mod solana;
+mod upstream;
+
+#[cfg(test)]
+mod tests;
+
+use std::{fmt, sync::Arc};
+
+pub use config::{EvmTradeConfig, SolanaTradeConfig, TradeConfig};
+pub use evm::{
+    Approval, EvmAggregator, EvmChainId, EvmQuote, EvmQuoteRequest, EvmSwap, EvmSwapRequest,
+    EvmSwapTx, NATIVE_TOKEN,
+};
+pub use solana::{SolanaAggregator, SolanaQuote, SolanaQuoteRequest, SolanaSwap, WRAPPED_SOL_MINT};
+pub use upstream::HttpPolicy;
+
+use crate::error::WalletOpsError;
+
+/// Why an aggregator call gave no quote or swap.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TradeError {
+    /// The aggregator cannot be used as configured: `option` is missing or was refused.
+    #[error("swaps are unavailable: {option} {problem}")]
+    Unavailable {
+        /// The configuration option to set or fix, e.g. `trade.evm.api_key`.
+        option: &'static str,
+        /// What is wrong with it, e.g. `is not set`.
+        problem: String,
+    },
+    /// The aggregator refused the request: unsupported or untradable token, no route, an
+    /// amount too small, equal tokens, missing allowance. Asking again will not help.
+    #[error("{aggregator} refused: {message}")]
+    Rejected {
+        /// Which aggregator: `1inch`, `Jupiter`.
+        aggregator: &'static str,
+        /// The HTTP status of its answer.
+        status: u16,
+        /// Its machine-readable code, where it gives one (Jupiter's `errorCode`, e.g.
+        /// `TOKEN_NOT_TRADABLE`).
+        code: Option<String>,
+        /// Its own message (1inch's `description`, Jupiter's `error`), shortened to 300
+        /// characters.
+        message: String,
+    },
+    /// The aggregator failed or did not answer in time, or its answer could not be read;
+    /// the message says retrying may help.
+    #[error("{message}")]
+    Upstream {
+        /// Which aggregator, what went wrong, and that retrying may help.
+        message: String,
+    },
+}
+
+/// Quotes and swap builds the aggregator refused are the caller's QUOTE_FAILED (the spec's
+/// answer for an unsupported token), and so are the aggregator's own failures, whose
+/// message says retrying may help; an aggregator the operator has not configured is
+/// SERVICE_UNAVAILABLE, naming the option.
+impl From<TradeError> for WalletOpsError {
+    fn from(err: TradeError) -> Self {
+        match err {
+            TradeError::Unavailable { .. } => Self::ServiceUnavailable(err.to_string()),
+            TradeError::Rejected { .. } | TradeError::Upstream { .. } => {
+                Self::QuoteFailed(err.to_string())
+            }
+        }
+    }
+}
+
+/// A slippage tolerance, in basis points of the quoted output (100 = 1%).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Slippage(u16);
+
+impl Slippage {
+    /// The spec's default: 1%.
+    pub const DEFAULT: Slippage = Slippage(100);
+    /// 1inch accepts at most 50%; no sane swap wants more.
+    pub const MAX_BPS: u16 = 5_000;
+
+    /// `bps` basis points; at most `MAX_BPS`.
+    pub fn from_bps(bps: u16) -> Result<Self, String> {
+        if bps > Self::MAX_BPS {
+            return Err(format!(
+                "must be at most {}%",
+                Self::MAX_BPS / Self::BPS_PER_PERCENT
+            ));
+        }
+        Ok(Self(bps))
+    }
+
+    /// `percent` as the spec's `slippage` gives it (1 means 1%): between 0 and 50, in
+    /// steps of 0.01.
+    pub fn from_percent(percent: f64) -> Result<Self, String> {
+        const RULE: &str = "must be a percentage between 0 and 50, in steps of 0.01";
+        if !percent.is_finite() || !(0.0..=50.0).contains(&percent) {
+            return Err(RULE.to_owned());
+        }
+        let bps = (percent * 100.0).round();
+        if (bps - percent * 100.0).abs() > 1e-6 {
+            return Err(RULE.to_owned());
+        }
+        // In 0..=5000 after the checks above, so the cast neither truncates nor wraps.
+        Self::from_bps(bps as u16)
+    }
+
+    const BPS_PER_PERCENT: u16 = 100;
+
+    /// Basis points, as Jupiter's `slippageBps` takes them.
+    pub fn bps(self) -> u16 {
+        self.0
+    }
+
+    /// Percent in plain decimal (`1`, `0.5`, `0.05`), as 1inch's `slippage` takes it: never
+    /// in scientific notation.
+    pub fn percent(self) -> String {
+        let whole = self.0 / Self::BPS_PER_PERCENT;
+        match self.0 % Self::BPS_PER_PERCENT {
+            0 => whole.to_string(),
+            hundredths if hundredths % 10 == 0 => format!("{whole}.{}", hundredths / 10),
+            hundredths => format!("{whole}.{hundredths:02}"),
+        }
+    }
+}
+
+impl fmt::Display for Slippage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", self.percent())
+    }
+}
+
+/// The aggregators as configured, built once at startup.
+#[derive(Clone)]
+pub struct Aggregators {
+    evm: Option<Arc<dyn EvmAggregator>>,
+    solana: Arc<dyn SolanaAggregator>,
+}
+
+impl fmt::Debug for Aggregators {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Aggregators")
+            .field("evm", &self.evm.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Aggregators {
+    /// The clients `config` describes. The 1inch client is built only with an API key
+    /// (1inch refuses every call without one); Jupiter works without.
+    pub fn from_config(config: &TradeConfig) -> anyhow::Result<Self> {
+        Self::with_policy(config, HttpPolicy::default())
+    }
+
+    /// As `from_config`, with other timeouts and retries.
+    pub fn with_policy(config: &TradeConfig, policy: HttpPolicy) -> anyhow::Result<Self> {
+        let evm = oneinch::OneInch::from_config(&config.evm, policy.clone())?
+            .map(|client| Arc::new(client) as Arc<dyn EvmAggregator>);
+        let solana = Arc::new(jupiter::Jupiter::from_config(&config.solana, policy)?);
+        Ok(Self { evm, solana })
+    }
+
+    /// Aggregators from clients made elsewhere (another aggregator, a test double).
+    pub fn new(evm: Option<Arc<dyn EvmAggregator>>, solana: Arc<dyn SolanaAggregator>) -> Self {
+        Self { evm, solana }
+    }
+
+    /// The EVM aggregator, or `Unavailable` naming the option that would enable it.
+    pub fn evm(&self) -> Result<&dyn EvmAggregator, TradeError> {
+        self.evm.as_deref().ok_or_else(|| TradeError::Unavailable {
+            option: oneinch::API_KEY_OPTION,
+            problem: "is not set".to_owned(),
+        })
+    }
+
+    /// The Solana aggregator.
+    pub fn solana(&self) -> &dyn SolanaAggregator {
+        self.solana.as_ref()
+    }
+}
