@@ -19,6 +19,7 @@ pub mod monitor;
 pub mod ratelimit;
 pub mod recovery;
 pub mod requests;
+pub mod secret;
 pub mod signer;
 pub mod store;
 pub mod trade;

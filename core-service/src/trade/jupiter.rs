@@ -17,7 +17,7 @@ use super::{
     HttpPolicy, SolanaAggregator, SolanaQuote, SolanaQuoteRequest, SolanaSwap, TradeError,
     upstream::Upstream,
 };
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// The option that holds the API key.
 pub const API_KEY_OPTION: &str = "trade.solana.api_key";

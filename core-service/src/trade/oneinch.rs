@@ -14,7 +14,7 @@ use super::{
     EvmAggregator, EvmChainId, EvmQuote, EvmQuoteRequest, EvmSwap, EvmSwapRequest, EvmSwapTx,
     HttpPolicy, TradeError, upstream::Upstream,
 };
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// The option that holds the API key: without it there is no EVM trading.
 pub const API_KEY_OPTION: &str = "trade.evm.api_key";

@@ -8,7 +8,7 @@ use solana_transaction::versioned::VersionedTransaction;
 
 use super::{Reply, policy, serve};
 use crate::{
-    config::Secret,
+    secret::Secret,
     error::WalletOpsError,
     trade::{
         Slippage, SolanaAggregator, SolanaQuote, SolanaQuoteRequest, TradeError, WRAPPED_SOL_MINT,

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{Reply, dead_url, policy, serve};
 use crate::{
-    config::Secret,
+    secret::Secret,
     error::WalletOpsError,
     trade::{
         Aggregators, EvmAggregator, EvmChainId, EvmQuoteRequest, EvmSwapRequest, NATIVE_TOKEN,
