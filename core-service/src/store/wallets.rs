@@ -204,6 +204,19 @@ impl Store {
     }
 }
 
+/// A signer key row read back: the address its key was sealed for, and the sealed key.
+fn sealed_row(m: signer_keys::Model) -> Result<(WalletAddress, SealedKey)> {
+    let address = stored_address(&m.chain_type, &m.address)
+        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signer key: {e}")))?;
+    Ok((
+        address,
+        SealedKey {
+            nonce: m.nonce,
+            ciphertext: m.ciphertext,
+        },
+    ))
+}
+
 impl Store {
     /// One sealed key of the database, if it holds any: the address it was sealed for and
     /// the key, for checking that the master key opens them.
@@ -215,15 +228,7 @@ impl Store {
         else {
             return Ok(None);
         };
-        let address = stored_address(&m.chain_type, &m.address)
-            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signer key: {e}")))?;
-        Ok(Some((
-            address,
-            SealedKey {
-                nonce: m.nonce,
-                ciphertext: m.ciphertext,
-            },
-        )))
+        sealed_row(m).map(Some)
     }
 
     /// The keystore check of this database: `proposed` when it had none, which is then
@@ -261,14 +266,6 @@ impl Store {
         else {
             return Ok(None);
         };
-        let address = stored_address(&m.chain_type, &m.address)
-            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signer key: {e}")))?;
-        Ok(Some((
-            address,
-            SealedKey {
-                nonce: m.nonce,
-                ciphertext: m.ciphertext,
-            },
-        )))
+        sealed_row(m).map(Some)
     }
 }
