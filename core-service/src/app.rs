@@ -20,11 +20,13 @@ use crate::{
     domain::{DelegatedWallet, Submission},
     error::{Result, WalletOpsError},
     idempotency::{Canonical, Idempotency, IdempotencyKey, Keyed, Ticket},
+    quotes::Quotes,
     ratelimit::{Budget, RateLimiter},
     recovery::{evm::EvmRecovery, solana::SolanaRecovery},
     requests::WriteRequest,
     signer::{Keystore, LocalSigner, Signer},
     store::Store,
+    trade::Aggregators,
     transactions::Transactions,
     transfers::{BroadcastLog, Transfers, evm::EvmPipeline, solana::SolanaPipeline},
     wallets::Wallets,
@@ -61,6 +63,8 @@ pub struct Parts {
     pub evm_clients: Arc<EvmClients>,
     /// Solana node clients, one per RPC URL.
     pub solana_clients: Arc<SolanaClients>,
+    /// Trade quotes.
+    pub quotes: Quotes,
     /// Balance reads.
     pub balances: Balances,
     /// Idempotency keys.
@@ -136,6 +140,10 @@ impl Core {
             transfers,
             evm_recovery,
             solana_recovery,
+            quotes: Quotes::new(
+                Aggregators::from_config(&config.trade).context("the trade aggregators")?,
+                evm_clients.clone(),
+            ),
             balances: Balances::new(evm_clients.clone(), solana_clients.clone()),
             evm_clients,
             solana_clients,

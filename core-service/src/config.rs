@@ -3,7 +3,7 @@
 //! `WALLETOPS_RATE_LIMITS__WRITES_PER_MINUTE`), with a default for every option so that
 //! `walletops serve` runs with no file at all. Command-line flags override both.
 
-use std::{collections::BTreeMap, fmt, net::SocketAddr, path::PathBuf, time::Duration};
+use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, time::Duration};
 
 use figment::{
     Figment,

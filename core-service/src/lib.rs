@@ -16,6 +16,7 @@ pub mod files;
 pub mod grpc;
 pub mod idempotency;
 pub mod monitor;
+pub mod quotes;
 pub mod ratelimit;
 pub mod recovery;
 pub mod requests;

@@ -83,4 +83,3 @@ impl From<String> for Secret {
         Self(value)
     }
 }
-

@@ -2,6 +2,7 @@
 //! and gRPC stubs, the encoded descriptor set for reflection, the contract's error codes and
 //! the request-id rule. Nothing here knows about storage, chains or HTTP routing.
 
+pub mod json;
 pub mod request_id;
 
 /// Generated `walletops.v1` messages, enums, servers and clients.

@@ -1,7 +1,10 @@
 //! Domain values to protobuf messages. Only `grpc/` knows the generated types.
 
 use chrono::{DateTime, Utc};
-use walletops_proto::v1 as pb;
+use walletops_proto::{
+    json::{self, Integers},
+    v1 as pb,
+};
 
 use crate::{
     auth::KeyState,
@@ -45,6 +48,24 @@ pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
         revoked_at: k.revoked_at.map(timestamp),
         last_used_at: k.last_used_at.map(timestamp),
         created_by: k.created_by.map(|id| id.to_string()),
+    }
+}
+
+/// A quote; its raw answer keeps its numbers as numbers where a double holds them.
+pub(crate) fn quote(q: crate::quotes::Quote) -> pb::Quote {
+    let raw = match q.raw {
+        serde_json::Value::Object(o) => Some(json::to_struct(o, Integers::AsNumbers)),
+        _ => None,
+    };
+    pb::Quote {
+        src_amount: q.src_amount,
+        dst_amount: q.dst_amount,
+        from_token: q.from_token,
+        to_token: q.to_token,
+        approval_needed: q.approval.map(|a| a.needed),
+        spender: q.approval.map(|a| a.spender.to_checksum(None)),
+        allowance_target: q.approval.map(|a| a.spender.to_checksum(None)),
+        raw,
     }
 }
 

@@ -10,8 +10,8 @@ use crate::{
     error::WalletOpsError,
     ratelimit::Budget,
     requests::{
-        ApproveRequest, BalancesRequest, CallRequest, ListWalletsRequest, SendRequest,
-        TransactionRequest, non_empty,
+        ApproveRequest, BalancesRequest, CallRequest, ListWalletsRequest, QuoteRequest,
+        SendRequest, TransactionRequest, non_empty,
     },
 };
 
@@ -145,13 +145,18 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::GetQuoteRequest>,
     ) -> Result<Response<pb::GetQuoteResponse>, Status> {
-        let _caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        let chain = crate::requests::chain(&self.core.chains, &request.get_ref().chain)?;
-        Err(WalletOpsError::ServiceUnavailable(format!(
-            "quotes on {} are not available yet: no swap aggregator is configured in this build",
-            chain.slug()
-        ))
-        .into())
+        let caller = self.core.admit(request.metadata(), Budget::Write).await?;
+        let req = QuoteRequest::parse(&self.core.chains, request.get_ref())?;
+        if let Some(from) = &req.from {
+            self.core
+                .wallets
+                .resolve_owned(caller.user_id, req.chain.family(), Some(from), "from")
+                .await?;
+        }
+        let quote = self.core.quotes.quote(&req).await?;
+        Ok(Response::new(pb::GetQuoteResponse {
+            quote: Some(convert::quote(quote)),
+        }))
     }
 
     async fn swap(

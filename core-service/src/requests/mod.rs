@@ -5,9 +5,11 @@
 
 pub mod calldata;
 mod reads;
+mod trade;
 mod writes;
 
 pub use reads::{BalancesRequest, ListWalletsRequest, TransactionRequest};
+pub use trade::{QuoteRequest, TradePair};
 pub use writes::{ApproveRequest, CallRequest, SendRequest, Transfer, WriteRequest};
 
 use crate::{

@@ -14,7 +14,6 @@
 mod balances;
 mod trade;
 mod transactions;
-mod values;
 mod wallets;
 mod writes;
 

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use walletops_proto::v1 as pb;
 
-use super::values::from_proto_struct;
+use walletops_proto::json::from_struct;
 
 /// Body of `POST /trade/quote`.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -99,7 +99,7 @@ impl From<pb::GetQuoteResponse> for QuoteResponseJson {
                 approval_needed: q.approval_needed,
                 spender: q.spender,
                 allowance_target: q.allowance_target,
-                raw: q.raw.map_or(serde_json::Value::Null, from_proto_struct),
+                raw: q.raw.map_or(serde_json::Value::Null, from_struct),
             },
         }
     }

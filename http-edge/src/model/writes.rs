@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use walletops_proto::v1 as pb;
 
-use super::{short_name, values::to_proto_value};
+use walletops_proto::json::{Integers, to_value};
+
+use super::short_name;
 
 /// What a send moves: the chain's native coin, an ERC20 token or an SPL token.
 #[derive(ToSchema)]
@@ -172,7 +174,10 @@ impl From<ContractCallBody> for pb::CallContractRequest {
             data: b.data,
             function: b.function,
             args: b.args.map(|a| prost_types::ListValue {
-                values: a.into_iter().map(to_proto_value).collect(),
+                values: a
+                    .into_iter()
+                    .map(|v| to_value(v, Integers::AsText))
+                    .collect(),
             }),
         }
     }

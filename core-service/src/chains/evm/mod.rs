@@ -27,7 +27,8 @@ mod tokens;
 use broadcast::classify;
 pub use broadcast::{BroadcastOutcome, Rejection};
 pub use tokens::{
-    TokenQuery, TokenReading, decode_balance, erc20_approve, erc20_balance_of, erc20_transfer,
+    TokenQuery, TokenReading, decode_balance, erc20_allowance, erc20_approve, erc20_balance_of,
+    erc20_transfer,
 };
 
 /// Multicall3's address, the same on every chain that has it.

@@ -140,6 +140,12 @@ pub fn erc20_balance_of(owner: Address) -> Bytes {
     IERC20::balanceOfCall { owner }.abi_encode().into()
 }
 
+/// Calldata of ERC20 `allowance(owner, spender)`, whose answer `decode_balance` reads too
+/// (one uint256).
+pub fn erc20_allowance(owner: Address, spender: Address) -> Bytes {
+    IERC20::allowanceCall { owner, spender }.abi_encode().into()
+}
+
 /// Decodes a `balanceOf` answer.
 pub fn decode_balance(data: &[u8]) -> Option<U256> {
     IERC20::balanceOfCall::abi_decode_returns(data).ok()

@@ -8,8 +8,8 @@ use solana_transaction::versioned::VersionedTransaction;
 
 use super::{Reply, policy, serve};
 use crate::{
-    secret::Secret,
     error::WalletOpsError,
+    secret::Secret,
     trade::{
         Slippage, SolanaAggregator, SolanaQuote, SolanaQuoteRequest, TradeError, WRAPPED_SOL_MINT,
         jupiter::Jupiter,

@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::{Reply, dead_url, policy, serve};
 use crate::{
-    secret::Secret,
     error::WalletOpsError,
+    secret::Secret,
     trade::{
         Aggregators, EvmAggregator, EvmChainId, EvmQuoteRequest, EvmSwapRequest, NATIVE_TOKEN,
         Slippage, TradeConfig, TradeError, oneinch::OneInch,

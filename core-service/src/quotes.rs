@@ -1,0 +1,113 @@
+//! Quotes: the aggregator of the request's family prices the pair, and for an EVM ERC20
+//! source with a `from` wallet, the chain itself says whether the aggregator's router may
+//! already spend the amount (`allowance(from, spender)`), so the caller knows to approve it
+//! first with POST /token/approve.
+
+use std::sync::Arc;
+
+use alloy::primitives::{Address, U256};
+
+use crate::{
+    chains::evm::{EvmClients, decode_balance, erc20_allowance},
+    domain::WalletAddress,
+    error::{Result, WalletOpsError},
+    requests::{QuoteRequest, TradePair},
+    trade::{Aggregators, EvmChainId, NATIVE_TOKEN},
+};
+
+/// A quote as the contract gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quote {
+    /// Source amount, base units.
+    pub src_amount: String,
+    /// Quoted destination amount, base units.
+    pub dst_amount: String,
+    /// The source token as the aggregator names it (never `NATIVE`).
+    pub from_token: String,
+    /// The destination token as the aggregator names it.
+    pub to_token: String,
+    /// For an EVM ERC20 source with `from`: whether an approval is needed, and of whom.
+    pub approval: Option<Approval>,
+    /// The aggregator's answer as it came.
+    pub raw: serde_json::Value,
+}
+
+/// What a swap of an ERC20 source needs approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Approval {
+    /// The allowance is below the amount.
+    pub needed: bool,
+    /// The aggregator's router, which pulls the tokens.
+    pub spender: Address,
+}
+
+/// Prices trades.
+#[derive(Debug, Clone)]
+pub struct Quotes {
+    aggregators: Aggregators,
+    evm_clients: Arc<EvmClients>,
+}
+
+impl Quotes {
+    /// Quotes from `aggregators`, allowances read through `evm_clients`.
+    pub fn new(aggregators: Aggregators, evm_clients: Arc<EvmClients>) -> Self {
+        Self {
+            aggregators,
+            evm_clients,
+        }
+    }
+
+    /// The quote of `req`. Every refusal or failure of the aggregator is QUOTE_FAILED with
+    /// its own words; an aggregator not configured is SERVICE_UNAVAILABLE naming the option.
+    pub async fn quote(&self, req: &QuoteRequest) -> Result<Quote> {
+        match &req.pair {
+            TradePair::Evm(pair) => {
+                let id = EvmChainId::of(&req.chain).ok_or_else(|| {
+                    WalletOpsError::invalid("chain", "has no positive EVM chain id")
+                })?;
+                let aggregator = self.aggregators.evm()?;
+                let owner = req.from.as_ref().and_then(WalletAddress::evm);
+                let approval = async {
+                    match owner {
+                        Some(owner) if pair.src != NATIVE_TOKEN => {
+                            let spender = aggregator.spender(id).await?;
+                            let client = self.evm_clients.get(req.chain.rpc_url())?;
+                            let allowance = client
+                                .call(pair.src, erc20_allowance(owner, spender))
+                                .await
+                                .ok()
+                                .and_then(|answer| decode_balance(&answer))
+                                .unwrap_or(U256::ZERO);
+                            Ok::<_, WalletOpsError>(Some(Approval {
+                                needed: allowance < pair.amount,
+                                spender,
+                            }))
+                        }
+                        _ => Ok(None),
+                    }
+                };
+                let priced = async { Ok(aggregator.quote(id, pair).await?) };
+                let (quote, approval) = futures::try_join!(priced, approval)?;
+                Ok(Quote {
+                    src_amount: pair.amount.to_string(),
+                    dst_amount: quote.dst_amount.to_string(),
+                    from_token: pair.src.to_checksum(None),
+                    to_token: pair.dst.to_checksum(None),
+                    approval,
+                    raw: quote.raw,
+                })
+            }
+            TradePair::Solana(pair) => {
+                let quote = self.aggregators.solana().quote(pair).await?;
+                Ok(Quote {
+                    src_amount: quote.in_amount.to_string(),
+                    dst_amount: quote.out_amount.to_string(),
+                    from_token: quote.input_mint.to_string(),
+                    to_token: quote.output_mint.to_string(),
+                    approval: None,
+                    raw: quote.raw,
+                })
+            }
+        }
+    }
+}
