@@ -1,7 +1,7 @@
 //! A real anvil node for the EVM tests (from the project's npm install), on a random port,
 //! with helpers to fund wallets, deploy the committed test contracts and steer mining.
 
-use std::{path::PathBuf, process::Stdio, time::Duration};
+use std::{path::PathBuf, process::Stdio};
 
 use alloy::{
     primitives::{Address, B256, Bytes, U256},
@@ -17,7 +17,12 @@ use tokio::{
     process::{Child, Command},
 };
 
-use crate::{WAIT_TIMEOUT, workspace_root};
+use crate::{
+    Options, Rest,
+    paths::workspace_root,
+    service::signal,
+    wait::{poll_until, within},
+};
 
 sol! {
     /// The committed test token (tests/contracts/TestToken.sol).
@@ -73,6 +78,13 @@ fn artifact(name: &str) -> anyhow::Result<Bytes> {
     Ok(hex.parse()?)
 }
 
+/// The config TOML that adds the node at `url` to a service as chain `anvil`.
+fn chain_toml(url: &str) -> String {
+    format!(
+        "[chains.anvil]\nfamily = \"ethereum\"\nchain_id = 31337\nname = \"Anvil\"\nrpc_url = \"{url}\"\nexplorer_tx_url = \"{EXPLORER}/tx/{{hash}}\"\n"
+    )
+}
+
 /// The explorer the test chain `anvil` is configured with: transaction links are
 /// `{EXPLORER}/tx/{hash}`.
 pub const EXPLORER: &str = "https://explorer.anvil.test";
@@ -107,7 +119,7 @@ impl Anvil {
             .context("starting anvil")?;
         let stdout = child.stdout.take().context("no stdout")?;
         let mut lines = BufReader::new(stdout).lines();
-        let addr = tokio::time::timeout(WAIT_TIMEOUT, async {
+        let addr = within("anvil to listen", async {
             while let Some(line) = lines.next_line().await? {
                 if let Some(addr) = line.strip_prefix("Listening on ") {
                     return Ok::<_, anyhow::Error>(addr.trim().to_owned());
@@ -115,8 +127,7 @@ impl Anvil {
             }
             bail!("anvil exited before listening")
         })
-        .await
-        .context("waiting for anvil")??;
+        .await??;
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         let url = format!("http://{addr}");
         Ok(Self {
@@ -150,10 +161,8 @@ impl Anvil {
     /// Stops the node as Ctrl-C would, so that a node started with `--state` writes its
     /// state out, and waits until it has exited.
     pub async fn stop_gracefully(mut self) -> anyhow::Result<()> {
-        crate::signal(&self._child, "-INT").await?;
-        tokio::time::timeout(WAIT_TIMEOUT, self._child.wait())
-            .await
-            .context("waiting for anvil to exit")??;
+        signal(&self._child, "-INT").await?;
+        within("anvil to exit", self._child.wait()).await??;
         Ok(())
     }
 
@@ -164,10 +173,44 @@ impl Anvil {
 
     /// The config TOML that adds this node to a service as chain `anvil`.
     pub fn chain_toml(&self) -> String {
-        format!(
-            "[chains.anvil]\nfamily = \"ethereum\"\nchain_id = 31337\nname = \"Anvil\"\nrpc_url = \"{}\"\nexplorer_tx_url = \"{EXPLORER}/tx/{{hash}}\"\n",
-            self.url
-        )
+        chain_toml(&self.url)
+    }
+
+    /// The options of a service with this node as chain `anvil`, `extra_toml` and `env`.
+    pub fn service_options(&self, extra_toml: &str, env: &[(&str, &str)]) -> Options {
+        self.service_options_via(&self.url, extra_toml, env)
+    }
+
+    /// `service_options`, the service reaching the node at `url` instead: a gateway in front
+    /// of it, say, or an address that never answers.
+    pub fn service_options_via(
+        &self,
+        url: &str,
+        extra_toml: &str,
+        env: &[(&str, &str)],
+    ) -> Options {
+        Options {
+            // These tests poll GET /tx; the rate limits have tests of their own.
+            config_toml: Some(format!(
+                "{}\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n{extra_toml}",
+                chain_toml(url)
+            )),
+            // A request's hold on its record outlasts every wait of the tests: a record its
+            // request did not hand over when it was done would never be followed in time. (The
+            // environment given after this overrides it.)
+            env: [("WALLETOPS_REQUEST_TIMEOUT_SECS", "120")]
+                .iter()
+                .chain(env)
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    /// Gives the default EVM wallet of `api`'s caller `wei` to spend; its address.
+    pub async fn fund_default_wallet(&self, api: &Rest, wei: U256) -> anyhow::Result<Address> {
+        let wallet: Address = api.default_wallet("ethereum").await?.parse()?;
+        self.set_balance(wallet, wei).await?;
+        Ok(wallet)
     }
 
     /// A raw JSON-RPC call (for the anvil_* and evm_* methods).
@@ -203,6 +246,14 @@ impl Anvil {
         Ok(self.provider.get_transaction_count(address).await?)
     }
 
+    /// Waits until `address` has `n` or more mined transactions; `what` names the wait.
+    pub async fn wait_for_nonce(&self, what: &str, address: Address, n: u64) -> anyhow::Result<()> {
+        poll_until(what, || async {
+            Ok((self.nonce(address).await? >= n).then_some(()))
+        })
+        .await
+    }
+
     /// Sends a transaction from the unlocked dev account and waits for its receipt.
     pub async fn send_from_dev(
         &self,
@@ -230,7 +281,7 @@ impl Anvil {
         }
         let hash: B256 =
             serde_json::from_value(self.rpc("eth_sendTransaction", json!([tx])).await?)?;
-        crate::poll_until(&format!("receipt of {hash}"), || async {
+        poll_until(&format!("receipt of {hash}"), || async {
             Ok(self.provider.get_transaction_receipt(hash).await?)
         })
         .await
@@ -389,26 +440,5 @@ impl Anvil {
             }
         }
         Ok(out)
-    }
-}
-
-/// How long between polls of a condition.
-const POLL_EVERY: Duration = Duration::from_millis(50);
-
-/// Polls `check` until it yields a value; fails after `WAIT_TIMEOUT` naming `what`.
-pub async fn poll_until<T, F, Fut>(what: &str, mut check: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<Option<T>>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT_TIMEOUT;
-    loop {
-        if let Some(v) = check().await? {
-            return Ok(v);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            bail!("timed out after {WAIT_TIMEOUT:?} waiting for {what}");
-        }
-        tokio::time::sleep(POLL_EVERY).await;
     }
 }

@@ -4,10 +4,11 @@ use base64::{Engine, prelude::BASE64_STANDARD};
 use litesvm::types::TransactionMetadata;
 use serde::Serialize;
 use serde_json::{Value, json};
-use solana_account_decoder::UiAccountEncoding;
 use solana_account_decoder::parse_token::token_amount_to_ui_amount_v3;
+use solana_account_decoder::{UiAccount, UiAccountEncoding};
 use solana_epoch_schedule::EpochSchedule;
 use solana_message::VersionedMessage;
+use solana_pubkey::Pubkey;
 use solana_rpc_client_api::{
     config::{
         CommitmentConfig, RpcAccountInfoConfig, RpcEncodingConfigWrapper, RpcSendTransactionConfig,
@@ -152,15 +153,26 @@ fn get_account_info(chain: &Chain, params: &Params) -> RpcResult {
     let pubkey = parse_pubkey(&params.required::<String>(0)?)?;
     let config: RpcAccountInfoConfig = params.optional(1)?.unwrap_or_default();
     let encoding = config.encoding.unwrap_or(UiAccountEncoding::Binary);
-    let account = chain
+    let account = live_account(chain, &pubkey, encoding, &config)?;
+    with_context(chain, account)
+}
+
+/// The account at `pubkey` encoded as `config` asks, if it exists: an account without
+/// lamports does not, as on the real node.
+fn live_account(
+    chain: &Chain,
+    pubkey: &Pubkey,
+    encoding: UiAccountEncoding,
+    config: &RpcAccountInfoConfig,
+) -> Result<Option<UiAccount>, RpcError> {
+    chain
         .svm
-        .get_account(&pubkey)
+        .get_account(pubkey)
         .filter(|account| account.lamports > 0)
         .map(|account| {
-            encoding::encode_account(chain, &pubkey, &account, encoding, config.data_slice)
+            encoding::encode_account(chain, pubkey, &account, encoding, config.data_slice)
         })
-        .transpose()?;
-    with_context(chain, account)
+        .transpose()
 }
 
 fn get_multiple_accounts(chain: &Chain, params: &Params) -> RpcResult {
@@ -175,15 +187,7 @@ fn get_multiple_accounts(chain: &Chain, params: &Params) -> RpcResult {
     let mut accounts = Vec::with_capacity(keys.len());
     for key in &keys {
         let pubkey = parse_pubkey(key)?;
-        let account = chain
-            .svm
-            .get_account(&pubkey)
-            .filter(|account| account.lamports > 0)
-            .map(|account| {
-                encoding::encode_account(chain, &pubkey, &account, encoding, config.data_slice)
-            })
-            .transpose()?;
-        accounts.push(account);
+        accounts.push(live_account(chain, &pubkey, encoding, &config)?);
     }
     with_context(chain, accounts)
 }

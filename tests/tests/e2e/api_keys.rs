@@ -156,10 +156,7 @@ async fn revocation_is_immediate_and_permanent(b: Backend) -> anyhow::Result<()>
 async fn a_key_cannot_outlive_the_key_that_made_it(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start_with(
         b,
-        Options {
-            config_toml: Some("[rate_limits]\nwrites_per_minute = 1000\n".to_owned()),
-            ..Options::default()
-        },
+        Options::with_config("[rate_limits]\nwrites_per_minute = 1000\n"),
     )
     .await?;
     let mut keys = ApiKeyServiceClient::new(svc.channel().await?);

@@ -4,7 +4,8 @@
 use alloy::providers::Provider as _;
 use tokio::process::Command;
 use walletops_tests::{
-    Backend, Launched, Service, TestDatabase, launch, on_both_backends, walletops_bin,
+    Backend, Launched, Rest, Service, TestDatabase, launch, on_both_backends, poll_until,
+    walletops_bin, within, workspace_root,
 };
 
 async fn first_start_prints_one_key_once_and_restarts_keep_the_data(
@@ -33,18 +34,20 @@ async fn admin_commands_manage_users_and_keys(b: Backend) -> anyhow::Result<()> 
     assert_eq!(svc.rest(&dave).get("/wallets").await?.status, 200);
     let again = svc.cli(&["users", "create", "dave"]).await?;
     assert!(!again.success, "a taken name must be refused");
-    let made = svc
-        .cli(&[
+    let key_of_dave = async |name: &str, expires: &str| {
+        svc.cli(&[
             "keys",
             "create",
             "--user",
             "dave",
             "--name",
-            "ci",
+            name,
             "--expires",
-            "90d",
+            expires,
         ])
-        .await?;
+        .await
+    };
+    let made = key_of_dave("ci", "90d").await?;
     assert!(made.success, "{}", made.stderr);
     let ci = made.api_key().expect("key");
     assert_eq!(svc.rest(&ci).get("/wallets").await?.status, 200);
@@ -54,18 +57,7 @@ async fn admin_commands_manage_users_and_keys(b: Backend) -> anyhow::Result<()> 
         !listed.stdout.contains(&ci[10..]),
         "a key value leaked into the list"
     );
-    let bad = svc
-        .cli(&[
-            "keys",
-            "create",
-            "--user",
-            "dave",
-            "--name",
-            "x",
-            "--expires",
-            "2d",
-        ])
-        .await?;
+    let bad = key_of_dave("x", "2d").await?;
     assert!(!bad.success);
     let revoked = svc
         .cli(&["keys", "revoke", "--user", "dave", &ci[5..9]])
@@ -101,24 +93,15 @@ async fn core_and_edge_run_as_separate_processes(b: Backend) -> anyhow::Result<(
     ])
     .env("RUST_LOG", "warn");
     let edge = launch(edge, &["REST listening on "]).await?;
-    let reply = reqwest::Client::new()
-        .get(format!("{}/api/v1/wallets", edge.http()?))
-        .header("x-api-key", &svc.api_key)
-        .send()
-        .await?;
-    assert_eq!(reply.status(), 200);
-    let body: serde_json::Value = reply.json().await?;
-    assert_eq!(body["wallets"].as_array().map(Vec::len), Some(2));
+    let api = Rest::new(&edge.http()?, &svc.api_key);
+    let reply = api.get("/wallets").await?;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body["wallets"].as_array().map(Vec::len), Some(2));
     // With its core gone, the edge still answers in the contract's shape.
     core.child.kill().await?;
-    let reply = reqwest::Client::new()
-        .get(format!("{}/api/v1/wallets", edge.http()?))
-        .header("x-api-key", &svc.api_key)
-        .send()
-        .await?;
-    assert_eq!(reply.status(), 503);
-    let body: serde_json::Value = reply.json().await?;
-    assert_eq!(body["code"], "SERVICE_UNAVAILABLE");
+    let reply = api.get("/wallets").await?;
+    assert_eq!(reply.status, 503);
+    assert_eq!(reply.body["code"], "SERVICE_UNAVAILABLE");
     Ok(())
 }
 
@@ -161,7 +144,7 @@ async fn a_first_start_stopped_half_way_is_finished_by_the_next(b: Backend) -> a
     failing
         .env("FAILPOINTS", "bootstrap-before-key=return")
         .env("WALLETOPS_DATABASE_URL", &db.url);
-    let out = tokio::time::timeout(walletops_tests::WAIT_TIMEOUT, failing.output()).await??;
+    let out = within("the first start to fail", failing.output()).await??;
     assert!(!out.status.success());
     let mut again = serve_in(data.path(), &[])?;
     again.env("WALLETOPS_DATABASE_URL", &db.url);
@@ -175,9 +158,7 @@ async fn a_first_start_stopped_half_way_is_finished_by_the_next(b: Backend) -> a
         .filter(|l| l.starts_with("Wallet ("))
         .count();
     assert_eq!(wallets, 2, "{:?}", svc.lines);
-    let listed = walletops_tests::Rest::new(&svc.http()?, &key)
-        .get("/wallets")
-        .await?;
+    let listed = Rest::new(&svc.http()?, &key).get("/wallets").await?;
     assert_eq!(
         listed.body["wallets"].as_array().map(Vec::len),
         Some(2),
@@ -215,7 +196,7 @@ async fn a_read_from_elsewhere_binds_no_master_key(b: Backend) -> anyhow::Result
     // A second core with a key of its own is refused before it serves.
     let mut second = serve_in(other.path(), &[])?;
     second.env("WALLETOPS_DATABASE_URL", url);
-    let out = tokio::time::timeout(walletops_tests::WAIT_TIMEOUT, second.output()).await??;
+    let out = within("the second core to be refused", second.output()).await??;
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("master"), "{said}");
@@ -262,14 +243,14 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
         alloy::providers::RootProvider::new_http(anvil.parse()?);
     let height = || async { Ok::<_, anyhow::Error>(anvil.get_block_number().await?) };
     let start = height().await?;
-    walletops_tests::poll_until("the idle dev chain to mine two blocks", || async {
+    poll_until("the idle dev chain to mine two blocks", || async {
         Ok((height().await? >= start + 2).then_some(()))
     })
     .await?;
     dev.child.start_kill()?;
     dev.child.wait().await?;
     for url in &nodes {
-        walletops_tests::poll_until(&format!("the node at {url} to stop"), || async {
+        poll_until(&format!("the node at {url} to stop"), || async {
             Ok(client
                 .post(url)
                 .body("{}")
@@ -310,7 +291,7 @@ fn serve_in(data: &std::path::Path, args: &[&str]) -> anyhow::Result<Command> {
         .env_remove("DATABASE_URL")
         .env_remove("WALLETOPS_DATABASE_URL")
         .env("WALLETOPS_MONITOR__POLL_INTERVAL_MS", "100")
-        .current_dir(walletops_tests::workspace_root());
+        .current_dir(workspace_root());
     Ok(cmd)
 }
 
@@ -324,7 +305,7 @@ async fn samples_work(dev: &Launched, key: &str) -> anyhow::Result<()> {
     let (token, contract) = exported
         .split_once(" CONTRACT=")
         .expect("TOKEN=… CONTRACT=…");
-    let api = walletops_tests::Rest::new(&dev.http()?, key);
+    let api = Rest::new(&dev.http()?, key);
     let read = api
         .get(&format!(
             "/wallets/balances?chain=anvil&tokens={token}&fresh=true"
@@ -341,12 +322,8 @@ async fn samples_work(dev: &Launched, key: &str) -> anyhow::Result<()> {
         )
         .await?;
     assert_eq!(call.body["status"], "SUBMITTED", "{}", call.text);
-    let id = call.body["id"].as_str().expect("id").to_owned();
-    walletops_tests::poll_until("the dev contract call to be confirmed", || async {
-        let tx = api.get(&format!("/tx/{id}")).await?;
-        Ok((tx.body["status"] == "CONFIRMED").then_some(()))
-    })
-    .await?;
+    let id = call.body["id"].as_str().expect("id");
+    api.wait_for_status(id, "CONFIRMED").await?;
     Ok(())
 }
 
@@ -379,19 +356,10 @@ async fn sends_confirm(dev: &Launched, shown: &str, key: &str) -> anyhow::Result
             .json()
             .await?;
         assert_eq!(reply["status"], "SUBMITTED", "{reply}");
-        let id = reply["id"].as_str().expect("id").to_owned();
-        let tx_url = format!("{}/api/v1/tx/{id}", dev.http()?);
-        walletops_tests::poll_until("the dev send to be confirmed", || async {
-            let tx: serde_json::Value = client
-                .get(&tx_url)
-                .header("x-api-key", key)
-                .send()
-                .await?
-                .json()
-                .await?;
-            Ok((tx["status"] == "CONFIRMED").then_some(()))
-        })
-        .await?;
+        let id = reply["id"].as_str().expect("id");
+        Rest::new(&dev.http()?, key)
+            .wait_for_status(id, "CONFIRMED")
+            .await?;
     }
     Ok(())
 }

@@ -5,10 +5,9 @@
 //! in the middle of a send. Each must leave exactly one transaction per idempotency key.
 
 use alloy::primitives::{Address, U256};
-use reqwest::Method;
 use serde_json::json;
 use walletops_tests::{
-    Backend, Options, Rest, Service,
+    Backend, Options, Reply, Rest, Service,
     anvil::{Anvil, MIXED_MINING},
     on_both_backends, poll_until,
 };
@@ -20,22 +19,13 @@ fn options(anvil: &Anvil, failpoints: Option<&str>) -> Options {
     // 10 s) runs out: well inside the tests' waits.
     let mut env = vec![("WALLETOPS_REQUEST_TIMEOUT_SECS", "10")];
     env.extend(failpoints.map(|f| ("FAILPOINTS", f)));
-    crate::evm::service_options(anvil, "[monitor]\npoll_interval_ms = 100\n", &env)
+    anvil.service_options("[monitor]\npoll_interval_ms = 100\n", &env)
 }
 
 async fn funded_wallet(svc: &Service, anvil: &Anvil) -> anyhow::Result<Address> {
-    let reply = svc
-        .rest(&svc.api_key)
-        .get("/wallets?chain=ethereum&defaultOnly=true")
-        .await?;
-    let wallet: Address = reply.body["wallets"][0]["address"]
-        .as_str()
-        .expect("an EVM wallet")
-        .parse()?;
     anvil
-        .set_balance(wallet, U256::from(10u128.pow(20)))
-        .await?;
-    Ok(wallet)
+        .fund_default_wallet(&svc.rest(&svc.api_key), U256::from(10u128.pow(20)))
+        .await
 }
 
 /// The body of a native send of `amount` wei to `TO`.
@@ -48,7 +38,7 @@ fn spawn_send(
     svc: &Service,
     key: &str,
     amount: u64,
-) -> tokio::task::JoinHandle<anyhow::Result<walletops_tests::Reply>> {
+) -> tokio::task::JoinHandle<anyhow::Result<Reply>> {
     spawn_send_to(svc.rest(&svc.api_key), key, amount)
 }
 
@@ -57,17 +47,9 @@ fn spawn_send_to(
     api: Rest,
     key: &str,
     amount: u64,
-) -> tokio::task::JoinHandle<anyhow::Result<walletops_tests::Reply>> {
+) -> tokio::task::JoinHandle<anyhow::Result<Reply>> {
     let (key, body) = (key.to_owned(), send_body(amount));
-    tokio::spawn(async move {
-        api.request(
-            Method::POST,
-            "/send",
-            &[("Idempotency-Key", &key)],
-            Some(&body),
-        )
-        .await
-    })
+    tokio::spawn(async move { api.post_with_key("/send", &key, &body).await })
 }
 
 /// Sends with `key` until the service answers 200, retrying across restarts; returns the id.
@@ -81,14 +63,7 @@ async fn send_until_accepted_on(api: &Rest, key: &str, amount: u64) -> anyhow::R
     poll_until(
         &format!("the send with key {key} to be accepted"),
         || async {
-            let reply = api
-                .request(
-                    Method::POST,
-                    "/send",
-                    &[("Idempotency-Key", key)],
-                    Some(&body),
-                )
-                .await;
+            let reply = api.post_with_key("/send", key, &body).await;
             match reply {
                 Ok(r) if r.status == 200 => {
                     Ok(Some(r.body["id"].as_str().unwrap_or_default().to_owned()))
@@ -127,10 +102,7 @@ async fn killed_before_broadcast(b: Backend, other_core: bool) -> anyhow::Result
     };
     let key = uuid::Uuid::new_v4().to_string();
     let hung = spawn_send(&svc, &key, 777);
-    poll_until("the signed transaction to be stored", || async {
-        Ok((svc.stored_transactions().await? == 1).then_some(()))
-    })
-    .await?;
+    svc.wait_for_stored_transactions(1).await?;
     assert_eq!(anvil.nonce(wallet).await?, 0);
     assert!(
         anvil.pool_hashes().await?.is_empty(),
@@ -152,10 +124,9 @@ async fn killed_before_broadcast(b: Backend, other_core: bool) -> anyhow::Result
     };
     // The retry answers with the stored transaction; the monitor sends it.
     let id = send_until_accepted_on(&api, &key, 777).await?;
-    poll_until("the stored transaction to be mined", || async {
-        Ok((anvil.nonce(wallet).await? == 1).then_some(()))
-    })
-    .await?;
+    anvil
+        .wait_for_nonce("the stored transaction to be mined", wallet, 1)
+        .await?;
     let again = send_until_accepted_on(&api, &key, 777).await?;
     assert_eq!(again, id);
     all_settled(&svc, 1).await?;
@@ -172,11 +143,8 @@ async fn killed_before_broadcast(b: Backend, other_core: bool) -> anyhow::Result
 /// Waits until the service has settled all `n` of its records CONFIRMED: a record is final
 /// then, never signed again, so what the chain shows after is what stays.
 async fn all_settled(svc: &Service, n: usize) -> anyhow::Result<()> {
-    poll_until("every record to be settled CONFIRMED", || async {
-        let statuses = svc.stored_statuses("send").await?;
-        Ok((statuses.len() == n && statuses.iter().all(|s| s == "confirmed")).then_some(()))
-    })
-    .await
+    svc.wait_for_stored_statuses("send", &vec!["confirmed"; n])
+        .await
 }
 
 async fn killed_at_random_moments_of_keyed_sends(b: Backend) -> anyhow::Result<()> {
@@ -205,8 +173,7 @@ async fn two_cores_one_killed_at_random_moments_of_keyed_sends(b: Backend) -> an
     // is stored), and the client retries the key through the other. The cores race for the key's claim and the wallet's nonces, and
     // the survivor's monitor takes over the dead one's records.
     let anvil = Anvil::start_with(MIXED_MINING).await?;
-    let options = crate::evm::service_options(
-        &anvil,
+    let options = anvil.service_options(
         "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 5\nlease_secs = 5\n",
         &[("WALLETOPS_REQUEST_TIMEOUT_SECS", "10")],
     );
@@ -228,10 +195,7 @@ async fn two_cores_one_killed_at_random_moments_of_keyed_sends(b: Backend) -> an
         } else {
             // Once one of the cores has stored the key's transaction: the other may be
             // signing its twin, and the winner may not have broadcast yet.
-            poll_until("the key's transaction to be stored", || async {
-                Ok((svc.stored_transactions().await? > i as i64).then_some(()))
-            })
-            .await?;
+            svc.wait_for_stored_transactions(i as i64 + 1).await?;
         }
         svc.kill().await?;
         let _ = doomed.await;
@@ -253,10 +217,9 @@ async fn one_payment_per_key(
     base: u64,
 ) -> anyhow::Result<()> {
     let n = ids.len();
-    poll_until("every keyed send to be mined", || async {
-        Ok((anvil.nonce(wallet).await? >= n as u64).then_some(()))
-    })
-    .await?;
+    anvil
+        .wait_for_nonce("every keyed send to be mined", wallet, n as u64)
+        .await?;
     all_settled(svc, n).await?;
     let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
     assert_eq!(distinct.len(), n, "one transaction per key: {ids:?}");
@@ -284,10 +247,7 @@ async fn node_stopped_mid_send_gives_no_duplicate(b: Backend) -> anyhow::Result<
     anvil.mine().await?;
     let key = uuid::Uuid::new_v4().to_string();
     let inflight = spawn_send(&svc, &key, 4242);
-    poll_until("the signed transaction to be stored", || async {
-        Ok((svc.stored_transactions().await? == 1).then_some(()))
-    })
-    .await?;
+    svc.wait_for_stored_transactions(1).await?;
     anvil.stop_gracefully().await?;
     // The broadcast meets a dead node: the outcome is unknown, the answer still SUBMITTED.
     let reply = inflight.await??;
@@ -296,10 +256,9 @@ async fn node_stopped_mid_send_gives_no_duplicate(b: Backend) -> anyhow::Result<
     svc.kill().await?;
     let anvil = Anvil::start_on(port, &["--state", &state_arg]).await?;
     svc.relaunch(options(&anvil, None)).await?;
-    poll_until("the monitor to send the stored transaction", || async {
-        Ok((anvil.nonce(wallet).await? == 1).then_some(()))
-    })
-    .await?;
+    anvil
+        .wait_for_nonce("the monitor to send the stored transaction", wallet, 1)
+        .await?;
     assert_eq!(send_until_accepted(&svc, &key, 4242).await?, id);
     all_settled(&svc, 1).await?;
     assert_eq!(
@@ -307,9 +266,9 @@ async fn node_stopped_mid_send_gives_no_duplicate(b: Backend) -> anyhow::Result<
         1,
         "no duplicate reached the chain"
     );
-    let tx = svc.rest(&svc.api_key).get(&format!("/tx/{id}")).await?;
+    let tx = svc.rest(&svc.api_key).transaction(&id).await?;
     assert_eq!(
-        tx.body["hash"], reply.body["hash"],
+        tx["hash"], reply.body["hash"],
         "the same signed bytes were sent"
     );
     assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(4242u64));
@@ -322,7 +281,7 @@ async fn a_record_says_why_it_waits_while_its_node_is_down(b: Backend) -> anyhow
     let anvil = Anvil::start_with(&["--state", &state_arg, "--no-mining"]).await?;
     let port = anvil.port()?;
     let quick = "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n";
-    let svc = Service::start_with(b, crate::evm::service_options(&anvil, quick, &[])).await?;
+    let svc = Service::start_with(b, anvil.service_options(quick, &[])).await?;
     let wallet = funded_wallet(&svc, &anvil).await?;
     anvil.mine().await?;
     let reply = spawn_send(&svc, &uuid::Uuid::new_v4().to_string(), 4242).await??;
@@ -330,22 +289,11 @@ async fn a_record_says_why_it_waits_while_its_node_is_down(b: Backend) -> anyhow
     let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
     anvil.stop_gracefully().await?;
     let api = svc.rest(&svc.api_key);
-    let tx = poll_until("the record to say its node gives no verdict", || async {
-        let tx = api.get(&format!("/tx/{id}")).await?.body;
-        Ok(tx["statusHistory"]
-            .to_string()
-            .contains("no verdict")
-            .then_some(tx))
-    })
-    .await?;
+    let tx = api.wait_for_note(&id, "no verdict").await?;
     assert_eq!(tx["status"], "SUBMITTED", "{tx}");
     // The node back (mining again), the record is sent and settles, once.
     let anvil = Anvil::start_on(port, &["--state", &state_arg]).await?;
-    poll_until("the transaction to be confirmed", || async {
-        let tx = api.get(&format!("/tx/{id}")).await?.body;
-        Ok((tx["status"] == "CONFIRMED").then_some(()))
-    })
-    .await?;
+    api.wait_for_status(&id, "CONFIRMED").await?;
     assert_eq!(anvil.nonce(wallet).await?, 1);
     assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(4242u64));
     Ok(())
@@ -363,10 +311,9 @@ async fn a_request_slow_to_broadcast_pays_once(b: Backend) -> anyhow::Result<()>
     let wallet = funded_wallet(&svc, &anvil).await?;
     let key = uuid::Uuid::new_v4().to_string();
     let inflight = spawn_send(&svc, &key, 777);
-    poll_until("the stored transaction to be sent and mined", || async {
-        Ok((anvil.nonce(wallet).await? == 1).then_some(()))
-    })
-    .await?;
+    anvil
+        .wait_for_nonce("the stored transaction to be sent and mined", wallet, 1)
+        .await?;
     let reply = inflight.await??;
     assert_eq!(reply.status, 200, "{}", reply.text);
     // The request answered after its broadcast: a second signing would have been sent by now.
@@ -377,8 +324,8 @@ async fn a_request_slow_to_broadcast_pays_once(b: Backend) -> anyhow::Result<()>
     );
     assert_eq!(anvil.balance(TO.parse()?).await?, U256::from(777u64));
     let id = reply.body["id"].as_str().unwrap_or_default();
-    let tx = svc.rest(&svc.api_key).get(&format!("/tx/{id}")).await?;
-    assert_eq!(tx.body["hash"], reply.body["hash"], "never re-signed");
+    let tx = svc.rest(&svc.api_key).transaction(id).await?;
+    assert_eq!(tx["hash"], reply.body["hash"], "never re-signed");
     Ok(())
 }
 

@@ -4,7 +4,9 @@
 use reqwest::Method;
 use serde_json::json;
 use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
-use walletops_tests::{Backend, Options, Reply, Rest, Service, on_both_backends, reason, with_key};
+use walletops_tests::{
+    Backend, Options, Reply, Rest, Service, on_both_backends, reason, redis_url, with_key,
+};
 
 fn assert_retry_after(reply: &Reply) -> anyhow::Result<u64> {
     reply.assert_error(429, "RATE_LIMITED")?;
@@ -25,15 +27,17 @@ async fn quote(api: &Rest) -> anyhow::Result<Reply> {
         .await
 }
 
+/// The first user's REST clients with his first key and with a second one, and a client of
+/// another user, bob.
+async fn two_keys_and_another_user(svc: &Service) -> anyhow::Result<(Rest, Rest, Rest)> {
+    let second = svc.create_key("second").await?;
+    let bob = svc.create_user("bob").await?;
+    Ok((svc.rest(&svc.api_key), svc.rest(&second), svc.rest(&bob)))
+}
+
 async fn sixteenth_write_of_a_minute_is_refused_across_keys(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start(b).await?;
-    let second = svc
-        .cli(&["keys", "create", "--name", "second"])
-        .await?
-        .api_key()
-        .expect("second key");
-    let bob = svc.create_user("bob").await?;
-    let (a, b2) = (svc.rest(&svc.api_key), svc.rest(&second));
+    let (a, b2, bob) = two_keys_and_another_user(&svc).await?;
     for i in 0..15 {
         let api = if i % 2 == 0 { &a } else { &b2 };
         let reply = if i % 3 == 0 {
@@ -58,7 +62,7 @@ async fn sixteenth_write_of_a_minute_is_refused_across_keys(b: Backend) -> anyho
     assert_retry_after(&a.post("/send", &json!({"chain": "base"})).await?)?;
     // Reads draw from their own budget, and another user from his own.
     assert_eq!(a.get("/wallets").await?.status, 200);
-    assert_eq!(quote(&svc.rest(&bob)).await?.status, 503);
+    assert_eq!(quote(&bob).await?.status, 503);
     // gRPC callers share the same budget and learn when to retry.
     let mut client = WalletOpsServiceClient::new(svc.channel().await?);
     let err = client
@@ -85,13 +89,7 @@ async fn sixteenth_write_of_a_minute_is_refused_across_keys(b: Backend) -> anyho
 
 async fn sixty_first_read_of_a_minute_is_refused_across_keys(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start(b).await?;
-    let second = svc
-        .cli(&["keys", "create", "--name", "second"])
-        .await?
-        .api_key()
-        .expect("second key");
-    let bob = svc.create_user("bob").await?;
-    let (a, b2) = (svc.rest(&svc.api_key), svc.rest(&second));
+    let (a, b2, bob) = two_keys_and_another_user(&svc).await?;
     for i in 0..60 {
         let api = if i % 2 == 0 { &a } else { &b2 };
         let path = if i % 4 == 0 {
@@ -110,7 +108,7 @@ async fn sixty_first_read_of_a_minute_is_refused_across_keys(b: Backend) -> anyh
     }
     assert_retry_after(&a.get("/wallets").await?)?;
     assert_retry_after(&b2.get(&format!("/tx/{}", uuid::Uuid::new_v4())).await?)?;
-    assert_eq!(svc.rest(&bob).get("/wallets").await?.status, 200);
+    assert_eq!(bob.get("/wallets").await?.status, 200);
     // Writes are a separate budget.
     assert_eq!(quote(&a).await?.status, 503);
     Ok(())
@@ -119,13 +117,8 @@ async fn sixty_first_read_of_a_minute_is_refused_across_keys(b: Backend) -> anyh
 async fn budgets_come_from_the_config_file_and_environment(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start_with(
         b,
-        Options {
-            config_toml: Some("[rate_limits]\nwrites_per_minute = 2\n".to_owned()),
-            env: vec![(
-                "WALLETOPS_RATE_LIMITS__READS_PER_MINUTE".to_owned(),
-                "3".to_owned(),
-            )],
-        },
+        Options::with_config("[rate_limits]\nwrites_per_minute = 2\n")
+            .with_env("WALLETOPS_RATE_LIMITS__READS_PER_MINUTE", "3"),
     )
     .await?;
     let api = svc.rest(&svc.api_key);
@@ -151,14 +144,9 @@ on_both_backends!(
 /// With `redis_url`, every core draws from one budget: writes spread over two services over
 /// one database and one Redis are counted together.
 async fn budgets_are_shared_through_redis(b: Backend) -> anyhow::Result<()> {
-    let redis = std::env::var("WALLETOPS_TEST_REDIS")
-        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
     let svc = Service::start_with(
         b,
-        Options {
-            env: vec![("WALLETOPS_REDIS_URL".to_owned(), redis)],
-            ..Options::default()
-        },
+        Options::default().with_env("WALLETOPS_REDIS_URL", &redis_url()),
     )
     .await?;
     let other = svc.sibling().await?;
@@ -265,15 +253,11 @@ impl Relay {
 /// Redis holding every answer must not hold the requests: they are admitted unchecked (the
 /// limiter's outage is not the service's), and counted again once it answers.
 async fn a_redis_that_stops_answering_does_not_hold_requests(b: Backend) -> anyhow::Result<()> {
-    let redis = std::env::var("WALLETOPS_TEST_REDIS")
-        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
-    let relay = Relay::to(&redis).await?;
+    let relay = Relay::to(&redis_url()).await?;
     let svc = Service::start_with(
         b,
-        Options {
-            config_toml: Some("request_timeout_secs = 10\n".to_owned()),
-            env: vec![("WALLETOPS_REDIS_URL".to_owned(), relay.url())],
-        },
+        Options::with_config("request_timeout_secs = 10\n")
+            .with_env("WALLETOPS_REDIS_URL", &relay.url()),
     )
     .await?;
     let api = svc.rest(&svc.api_key);

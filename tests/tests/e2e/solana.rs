@@ -55,15 +55,7 @@ impl Sol {
             },
         )
         .await?;
-        let reply = svc
-            .rest(&svc.api_key)
-            .get("/wallets?chain=solana&defaultOnly=true")
-            .await?;
-        let wallet = Pubkey::from_str(
-            reply.body["wallets"][0]["address"]
-                .as_str()
-                .expect("wallet"),
-        )?;
+        let wallet = Pubkey::from_str(&svc.rest(&svc.api_key).default_wallet("solana").await?)?;
         node.airdrop(&wallet, 10 * SOL)?;
         let payer = Keypair::new();
         node.airdrop(&payer.pubkey(), 10 * SOL)?;
@@ -82,19 +74,11 @@ impl Sol {
     }
 
     async fn wait_for(&self, id: &str, status: &str) -> anyhow::Result<Value> {
-        poll_until(&format!("transaction {id} to become {status}"), || async {
-            let tx = self.api().get(&format!("/tx/{id}")).await?.body;
-            Ok((tx["status"] == status).then_some(tx))
-        })
-        .await
+        self.api().wait_for_status(id, status).await
     }
 
     async fn wait_for_note(&self, id: &str, note: &str) -> anyhow::Result<Value> {
-        poll_until(&format!("transaction {id} to note {note:?}"), || async {
-            let tx = self.api().get(&format!("/tx/{id}")).await?.body;
-            Ok(tx["statusHistory"].to_string().contains(note).then_some(tx))
-        })
-        .await
+        self.api().wait_for_note(id, note).await
     }
 
     /// Sends `lamports` SOL to `to`; the record's id.
@@ -277,15 +261,7 @@ async fn one_idempotency_key_gives_one_transfer(b: Backend) -> anyhow::Result<()
     let api = s.api();
     let replies = futures::future::join_all((0..20).map(|_| {
         let (api, key, body) = (api.clone(), key.clone(), body.clone());
-        async move {
-            api.request(
-                reqwest::Method::POST,
-                "/send",
-                &[("Idempotency-Key", &key)],
-                Some(&body),
-            )
-            .await
-        }
+        async move { api.post_with_key("/send", &key, &body).await }
     }))
     .await;
     let mut ids = std::collections::BTreeSet::new();
@@ -404,7 +380,7 @@ async fn a_transfer_the_cluster_never_sees_ends_dropped(b: Backend) -> anyhow::R
     let id = s.send_native(&to, 1_000_000).await?;
     let tx = poll_until("the transfer to end DROPPED", || async {
         client::expire_blockhash(&s.rpc).await?;
-        let tx = s.api().get(&format!("/tx/{id}")).await?.body;
+        let tx = s.api().transaction(&id).await?;
         Ok((tx["status"] == "DROPPED").then_some(tx))
     })
     .await?;
@@ -463,8 +439,7 @@ async fn an_expired_transfer_of_a_wallet_no_longer_delegated_ends_dropped(
     let to = Keypair::new().pubkey();
     let id = s.send_native(&to, 1_000_000).await?;
     let wallet = s.wallet.to_string();
-    let off = s.svc.cli(&["wallets", "delegate", &wallet, "off"]).await?;
-    anyhow::ensure!(off.success, "delegate off: {}", off.stderr);
+    s.svc.delegate(&wallet, false).await?;
     client::expire_blockhash(&s.rpc).await?;
     let dropped = s.wait_for(&id, "DROPPED").await?;
     assert!(
@@ -473,8 +448,7 @@ async fn an_expired_transfer_of_a_wallet_no_longer_delegated_ends_dropped(
             .is_some_and(|e| e.contains("cannot be signed again")),
         "{dropped}"
     );
-    let on = s.svc.cli(&["wallets", "delegate", &wallet, "on"]).await?;
-    anyhow::ensure!(on.success, "delegate on: {}", on.stderr);
+    s.svc.delegate(&wallet, true).await?;
     assert_eq!(s.rpc.get_balance(&to).await?, 0, "nothing moved");
     Ok(())
 }

@@ -1,13 +1,12 @@
 //! The service's discoverable surfaces: gRPC reflection (v1 and v1alpha) and health, grpcurl
 //! as a newcomer uses it, and the OpenAPI document of the REST contract.
 
-use anyhow::Context as _;
 use futures::StreamExt;
 use serde_json::json;
 use tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
-use walletops_tests::{Backend, Service, WAIT_TIMEOUT, grpcurl, grpcurl_bin, on_both_backends};
+use walletops_tests::{Backend, Service, grpcurl, grpcurl_bin, on_both_backends, within};
 
 const OUR_SERVICES: [&str; 3] = [
     "walletops.v1.WalletOpsService",
@@ -15,59 +14,41 @@ const OUR_SERVICES: [&str; 3] = [
     "walletops.v1.AdminService",
 ];
 
+/// The services gRPC reflection lists over `channel`, asked through the reflection API of
+/// module `$api` (`v1` or `v1alpha`: the same messages in two packages).
+macro_rules! reflected_services {
+    ($api:ident, $channel:expr) => {{
+        use tonic_reflection::pb::$api::{
+            ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+            server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+        };
+        let req = ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        };
+        let mut stream = ServerReflectionClient::new($channel)
+            .server_reflection_info(futures::stream::iter([req]))
+            .await?
+            .into_inner();
+        match stream
+            .next()
+            .await
+            .transpose()?
+            .and_then(|r| r.message_response)
+        {
+            Some(MessageResponse::ListServicesResponse(l)) => {
+                l.service.into_iter().map(|s| s.name).collect::<Vec<_>>()
+            }
+            other => anyhow::bail!("unexpected reflection answer {other:?}"),
+        }
+    }};
+}
+
 async fn reflection_lists_the_services_in_v1_and_v1alpha(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start(b).await?;
     let channel = svc.channel().await?;
-    let v1 = {
-        use tonic_reflection::pb::v1::{
-            ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
-            server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
-        };
-        let req = ServerReflectionRequest {
-            host: String::new(),
-            message_request: Some(MessageRequest::ListServices(String::new())),
-        };
-        let mut stream = ServerReflectionClient::new(channel.clone())
-            .server_reflection_info(futures::stream::iter([req]))
-            .await?
-            .into_inner();
-        match stream
-            .next()
-            .await
-            .transpose()?
-            .and_then(|r| r.message_response)
-        {
-            Some(MessageResponse::ListServicesResponse(l)) => {
-                l.service.into_iter().map(|s| s.name).collect::<Vec<_>>()
-            }
-            other => anyhow::bail!("unexpected reflection answer {other:?}"),
-        }
-    };
-    let v1alpha = {
-        use tonic_reflection::pb::v1alpha::{
-            ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
-            server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
-        };
-        let req = ServerReflectionRequest {
-            host: String::new(),
-            message_request: Some(MessageRequest::ListServices(String::new())),
-        };
-        let mut stream = ServerReflectionClient::new(channel)
-            .server_reflection_info(futures::stream::iter([req]))
-            .await?
-            .into_inner();
-        match stream
-            .next()
-            .await
-            .transpose()?
-            .and_then(|r| r.message_response)
-        {
-            Some(MessageResponse::ListServicesResponse(l)) => {
-                l.service.into_iter().map(|s| s.name).collect::<Vec<_>>()
-            }
-            other => anyhow::bail!("unexpected reflection answer {other:?}"),
-        }
-    };
+    let v1 = reflected_services!(v1, channel.clone());
+    let v1alpha = reflected_services!(v1alpha, channel);
     for listed in [&v1, &v1alpha] {
         for name in OUR_SERVICES.iter().chain(&["grpc.health.v1.Health"]) {
             assert!(
@@ -114,9 +95,7 @@ async fn health_turns_not_serving_when_the_core_drains(b: Backend) -> anyhow::Re
     let status = |r: Option<tonic_health::pb::HealthCheckResponse>| r.map(|r| r.status());
     assert_eq!(status(watch.message().await?), Some(ServingStatus::Serving));
     svc.signal_stop().await?;
-    let next = tokio::time::timeout(WAIT_TIMEOUT, watch.message())
-        .await
-        .context("no health update after SIGTERM")??;
+    let next = within("a health update after SIGTERM", watch.message()).await??;
     assert_eq!(status(next), Some(ServingStatus::NotServing));
     // Then the watch ends, so it does not hold the drain: the core stops at once, cleanly,
     // with the watcher still connected.

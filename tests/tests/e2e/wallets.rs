@@ -5,7 +5,7 @@ use walletops_proto::v1::{
     self as pb, admin_service_client::AdminServiceClient,
     wallet_ops_service_client::WalletOpsServiceClient,
 };
-use walletops_tests::{ADMIN_TOKEN, Backend, Options, Rest, Service, on_both_backends, with_key};
+use walletops_tests::{Backend, Options, Rest, Service, as_admin, on_both_backends, with_key};
 
 async fn addresses(api: &Rest, query: &str) -> anyhow::Result<Vec<String>> {
     let reply = api.get(&format!("/wallets{query}")).await?;
@@ -163,13 +163,7 @@ async fn wallets_made_at_once_give_one_default(b: Backend) -> anyhow::Result<()>
     // Each creation dwells between finding no default and storing its wallet.
     let svc = Service::start_with(
         b,
-        Options {
-            env: vec![(
-                "FAILPOINTS".to_owned(),
-                "wallet-after-default-read=return".to_owned(),
-            )],
-            ..Options::default()
-        },
+        Options::default().with_env("FAILPOINTS", "wallet-after-default-read=return"),
     )
     .await?;
     let out = svc
@@ -181,13 +175,11 @@ async fn wallets_made_at_once_give_one_default(b: Backend) -> anyhow::Result<()>
     let made = futures::future::join_all((0..6).map(|_| {
         let mut admin = admin.clone();
         async move {
-            let mut req = tonic::Request::new(pb::CreateWalletRequest {
+            let req = as_admin(pb::CreateWalletRequest {
                 user: "carol".to_owned(),
                 chain_type: "ethereum".to_owned(),
                 make_default: None,
-            });
-            req.metadata_mut()
-                .insert("x-admin-token", ADMIN_TOKEN.parse()?);
+            })?;
             Ok::<_, anyhow::Error>(admin.create_wallet(req).await?)
         }
     }))

@@ -1,0 +1,101 @@
+//! The `walletops` admin commands, run against a test service's data dir and database.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use tokio::process::Command;
+
+use crate::{Service, paths::walletops_bin, service::log_filter, wait::within};
+
+/// What a CLI run printed.
+#[derive(Debug)]
+pub struct CliOutput {
+    /// Exit status was 0.
+    pub success: bool,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl CliOutput {
+    /// The value of the `API key: ` line.
+    pub fn api_key(&self) -> Option<String> {
+        self.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("API key: "))
+            .map(|k| k.trim().to_owned())
+    }
+}
+
+impl Service {
+    /// Runs `walletops <args>` against this service's data dir and database.
+    pub async fn cli(&self, args: &[&str]) -> anyhow::Result<CliOutput> {
+        self.cli_in(self.data_dir.path(), args).await
+    }
+
+    /// Runs `walletops <args>` against this service's database with `data_dir` as its data
+    /// dir (the master key's place).
+    pub async fn cli_in(&self, data_dir: &Path, args: &[&str]) -> anyhow::Result<CliOutput> {
+        let mut cmd = Command::new(walletops_bin()?);
+        cmd.args(args)
+            .env("WALLETOPS_DATA_DIR", data_dir)
+            .env("RUST_LOG", log_filter())
+            .env_remove("DATABASE_URL")
+            .env_remove("WALLETOPS_DATABASE_URL");
+        let url = match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.path().join("walletops.db").display()
+            ),
+        };
+        cmd.env("WALLETOPS_DATABASE_URL", url);
+        let out = within("the walletops CLI", cmd.output()).await??;
+        Ok(CliOutput {
+            success: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    /// Creates a user with the CLI and returns its first API key.
+    pub async fn create_user(&self, name: &str) -> anyhow::Result<String> {
+        let out = self.cli(&["users", "create", name]).await?;
+        if !out.success {
+            bail!("users create {name} failed: {}", out.stderr);
+        }
+        out.api_key().context("users create printed no API key")
+    }
+
+    /// Creates another API key of the first user with the CLI (`keys create --name name`)
+    /// and returns it.
+    pub async fn create_key(&self, name: &str) -> anyhow::Result<String> {
+        let out = self.cli(&["keys", "create", "--name", name]).await?;
+        if !out.success {
+            bail!("keys create --name {name} failed: {}", out.stderr);
+        }
+        out.api_key().context("keys create printed no API key")
+    }
+
+    /// Turns the delegation of `wallet` to the server signer on or off with the CLI
+    /// (`wallets delegate <wallet> on|off`).
+    pub async fn delegate(&self, wallet: &str, on: bool) -> anyhow::Result<()> {
+        let state = if on { "on" } else { "off" };
+        let out = self.cli(&["wallets", "delegate", wallet, state]).await?;
+        anyhow::ensure!(out.success, "delegate {state}: {}", out.stderr);
+        Ok(())
+    }
+
+    /// The environment a CLI run against this service's data needs.
+    pub fn cli_env(&self) -> Vec<(String, String)> {
+        let mut env = vec![(
+            "WALLETOPS_DATA_DIR".to_owned(),
+            self.data_dir.path().display().to_string(),
+        )];
+        if let Some(url) = &self.database_url {
+            env.push(("WALLETOPS_DATABASE_URL".to_owned(), url.clone()));
+        }
+        env
+    }
+}
