@@ -4,6 +4,7 @@
 //! moved are read back from the nodes.
 
 mod evm;
+mod quotes;
 mod solana;
 
 use std::time::Duration;
