@@ -34,6 +34,15 @@ async fn deep_enough(
     Ok(needed <= 1 || client.block_number().await?.saturating_sub(block) + 1 >= needed)
 }
 
+/// A node's definite refusal of a record's current version, as the monitor acts on it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Refusal<'a> {
+    /// The wallet cannot pay value and fees; the node's words.
+    Unaffordable(&'a str),
+    /// Any other refusal; the node's words.
+    Other(&'a str),
+}
+
 /// An EVM record's hash. Not one when the record's chain slug was redefined as another
 /// family since it was stored.
 fn hash_of(h: &TxHash) -> Result<B256> {
@@ -167,11 +176,13 @@ impl Monitor {
                             self.replace(&wallet, &open, &client).await?;
                         }
                         Rejection::InsufficientFunds(why) => {
-                            self.refused(&chain, &wallet, &client, &open, &why, true)
+                            let refusal = Refusal::Unaffordable(&why);
+                            self.refused(&chain, &wallet, &client, &open, refusal)
                                 .await?;
                         }
                         Rejection::Other(why) => {
-                            self.refused(&chain, &wallet, &client, &open, &why, false)
+                            let refusal = Refusal::Other(&why);
+                            self.refused(&chain, &wallet, &client, &open, refusal)
                                 .await?;
                         }
                     }
@@ -231,7 +242,7 @@ impl Monitor {
     /// counts as sent. An earlier version the node holds can still be mined: the record waits
     /// for it. A nonce filler, and a record some version of which a node took before, stay
     /// open and are raised in fee once a stuck time, unless the wallet cannot pay
-    /// (`insufficient`): a filler then waits for funds, noted in its history. A record no
+    /// (`Refusal::Unaffordable`): a filler then waits for funds, noted in its history. A record no
     /// node took ends FAILED, its nonce freed (or filled, when later ones are out); one a
     /// node took ends DROPPED, its nonce filled, once the wallet cannot pay for it or it has
     /// been refused for `REFUSED_STUCK_TIMES` stuck times.
@@ -241,9 +252,12 @@ impl Monitor {
         wallet: &crate::domain::DelegatedWallet,
         client: &crate::chains::evm::EvmClient,
         open: &OpenTransaction,
-        why: &str,
-        insufficient: bool,
+        refusal: Refusal<'_>,
     ) -> Result<()> {
+        let (why, insufficient) = match refusal {
+            Refusal::Unaffordable(why) => (why, true),
+            Refusal::Other(why) => (why, false),
+        };
         let id = open.id;
         if let Some(current) = open.hashes.last()
             && client.knows(hash_of(current)?).await?
@@ -398,10 +412,15 @@ impl Monitor {
                 .await;
         }
         let needed = chain.confirmations();
-        let resigned = self
-            .evm
-            .resign_with_new_nonce(chain, wallet, client, open, why, needed)
-            .await?;
+        let resigned = match wallet {
+            Some(wallet) => {
+                self.evm
+                    .resign_with_new_nonce(chain, wallet, client, open, why, needed)
+                    .await?
+            }
+            // A filler is never signed again: its nonce taken, it is unneeded.
+            None => self.evm.nonce_taken(client, open, needed).await?,
+        };
         if resigned != Resign::Shallow {
             self.taken.clear(open.id);
         }
@@ -434,7 +453,7 @@ impl Monitor {
                 )
                 .await
             }
-            Resign::HeldByRecord | Resign::NonceFree | Resign::Due => Ok(()),
+            Resign::HeldByRecord | Resign::NonceFree | Resign::Due { .. } => Ok(()),
         }
     }
 

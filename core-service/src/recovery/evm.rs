@@ -78,9 +78,12 @@ pub(crate) enum Resign {
     Shallow,
     /// Nothing: the record is a nonce filler, and another transaction filled its nonce.
     Unneeded,
-    /// Nothing, as asked: another transaction took the nonce, deep enough, and the record is
-    /// to be signed with a new one.
-    Due,
+    /// Nothing yet: another transaction took the nonce, deep enough, and the record is to be
+    /// signed with a new one, at `pending` (the node's pending nonce) or past it.
+    Due {
+        /// The node's pending nonce for the wallet.
+        pending: u64,
+    },
 }
 
 /// Decodes a stored EIP-1559 payload.
@@ -141,38 +144,21 @@ impl EvmRecovery {
     /// underpriced" also answers a fee under the node's minimum), and a new nonce would
     /// leave a gap behind. Nor until the block that used the nonce is `depth` blocks deep
     /// (1: mined at all): re-signing pays twice if that block is reorganised away and an
-    /// earlier send of the record's own version is mined in its place. Without `wallet`,
-    /// nothing is signed: `Due` says it would be.
+    /// earlier send of the record's own version is mined in its place (`nonce_taken`).
     pub(crate) async fn resign_with_new_nonce(
         &self,
         chain: &Chain,
-        wallet: Option<&DelegatedWallet>,
+        wallet: &DelegatedWallet,
         client: &EvmClient,
         open: &OpenTransaction,
         why: &str,
         depth: u64,
     ) -> Result<Resign> {
-        if held_by_node(client, open).await? {
-            return Ok(Resign::HeldByRecord);
-        }
-        let from = sender(open)?;
-        let pending = client.pending_nonce(from).await?;
-        if open.nonce.is_some_and(|n| pending <= n) {
-            return Ok(Resign::NonceFree);
-        }
-        // The pending nonce also counts transactions only pooled, which may never be mined:
-        // a new nonce then would strand every later one behind a gap.
-        let settled = client.mined_nonce(from, depth.max(1)).await?;
-        if open.nonce.is_some_and(|n| settled <= n) {
-            return Ok(Resign::Shallow);
-        }
-        // A filler is there to fill its nonce: at another nonce it would only cost gas.
-        if open.kind == TxKind::NonceFill {
-            return Ok(Resign::Unneeded);
-        }
-        let Some(wallet) = wallet else {
-            return Ok(Resign::Due);
+        let pending = match self.nonce_taken(client, open, depth).await? {
+            Resign::Due { pending } => pending,
+            other => return Ok(other),
         };
+        let from = sender(open)?;
         let mut tx = decode_payload(&open.signed_payload)?;
         self.signer.prepare(wallet).await?;
         let txn = self.store.begin().await?;
@@ -197,6 +183,35 @@ impl EvmRecovery {
             .await?;
         txn.commit().await?;
         Ok(Resign::Resigned)
+    }
+
+    /// Who holds the nonce of `open`, read from the node: `Due` when a new nonce is due (see
+    /// `resign_with_new_nonce`), with nothing signed.
+    pub(crate) async fn nonce_taken(
+        &self,
+        client: &EvmClient,
+        open: &OpenTransaction,
+        depth: u64,
+    ) -> Result<Resign> {
+        if held_by_node(client, open).await? {
+            return Ok(Resign::HeldByRecord);
+        }
+        let from = sender(open)?;
+        let pending = client.pending_nonce(from).await?;
+        if open.nonce.is_some_and(|n| pending <= n) {
+            return Ok(Resign::NonceFree);
+        }
+        // The pending nonce also counts transactions only pooled, which may never be mined:
+        // a new nonce then would strand every later one behind a gap.
+        let settled = client.mined_nonce(from, depth.max(1)).await?;
+        if open.nonce.is_some_and(|n| settled <= n) {
+            return Ok(Resign::Shallow);
+        }
+        // A filler is there to fill its nonce: at another nonce it would only cost gas.
+        if open.kind == TxKind::NonceFill {
+            return Ok(Resign::Unneeded);
+        }
+        Ok(Resign::Due { pending })
     }
 
     /// Replaces `open` with the same nonce and `fees`.

@@ -55,11 +55,7 @@ impl EvmPipeline {
         // duplicate's: the nonce checks ask that first, any other refusal asks it here.
         let held = match &rejection {
             Rejection::NonceTooLow(why) | Rejection::Underpriced(why) => {
-                match self
-                    .recovery
-                    .resign_with_new_nonce(chain, None, client, open, why, 1)
-                    .await
-                {
+                match self.recovery.nonce_taken(client, open, 1).await {
                     Ok(Resign::HeldByRecord) => true,
                     // Nothing holds the nonce, by the node's pending nonce: an "underpriced"
                     // was about the transaction itself (a fee under the node's minimum), which
@@ -74,7 +70,7 @@ impl EvmPipeline {
                         | Resign::Resigned
                         | Resign::Shallow
                         | Resign::Unneeded
-                        | Resign::Due,
+                        | Resign::Due { .. },
                     ) => {
                         tracing::info!(%id, %why, "the nonce is taken; the monitor follows the record up");
                         return Ok(chain.submission_of(open));
