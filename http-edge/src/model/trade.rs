@@ -16,13 +16,13 @@ pub(crate) struct QuoteBody {
     /// Source token address or `NATIVE`.
     #[schema(
         required = true,
-        pattern = "^(NATIVE|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
+        pattern = "^([Nn][Aa][Tt][Ii][Vv][Ee]|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
     )]
     pub(crate) from_token: String,
     /// Destination token address or `NATIVE`.
     #[schema(
         required = true,
-        pattern = "^(NATIVE|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
+        pattern = "^([Nn][Aa][Tt][Ii][Vv][Ee]|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
     )]
     pub(crate) to_token: String,
     /// Source amount in base units, decimal or 0x-hex.
@@ -118,13 +118,13 @@ pub(crate) struct SwapBody {
     /// Source token address or `NATIVE`.
     #[schema(
         required = true,
-        pattern = "^(NATIVE|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
+        pattern = "^([Nn][Aa][Tt][Ii][Vv][Ee]|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
     )]
     pub(crate) from_token: String,
     /// Destination token address or `NATIVE`.
     #[schema(
         required = true,
-        pattern = "^(NATIVE|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
+        pattern = "^([Nn][Aa][Tt][Ii][Vv][Ee]|0x[a-fA-F0-9]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$"
     )]
     pub(crate) to_token: String,
     /// Source amount in base units, decimal or 0x-hex.

@@ -1,5 +1,6 @@
 //! The SwapPool and the 1inch-compatible aggregator over it, on anvil.
 
+use super::tokens;
 use alloy::{
     network::EthereumWallet,
     primitives::{Address, Bytes, U256, utils::parse_ether},
@@ -19,8 +20,8 @@ use walletops_core::{
         Slippage, TradeError, oneinch::OneInch,
     },
 };
-use walletops_devnet_aggregator::{DevAggregator, add_liquidity, deploy_pool};
-use walletops_tests::anvil::{Anvil, DEV_ACCOUNT};
+use walletops_devnet_aggregator::DevAggregator;
+use walletops_tests::anvil::Anvil;
 
 sol! {
     /// What the test asks of the pool and the token directly.
@@ -34,10 +35,6 @@ sol! {
 /// with itself.
 const TRADER_KEY: &str = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 const API_KEY: &str = "dev-aggregator-key";
-
-fn tokens(whole: u64) -> U256 {
-    U256::from(whole) * U256::from(10u64).pow(U256::from(18))
-}
 
 /// A node with a token and a funded pool, the aggregator serving it, a client of it, and a
 /// trader holding 1,000 tokens.
@@ -57,17 +54,7 @@ struct Market {
 impl Market {
     async fn open() -> anyhow::Result<Self> {
         let anvil = Anvil::start().await?;
-        let token = anvil.deploy_token("WDT", 18).await?;
-        anvil.mint(token, DEV_ACCOUNT, tokens(1_000_000)).await?;
-        let pool = deploy_pool(anvil.url(), DEV_ACCOUNT, token).await?;
-        add_liquidity(
-            anvil.url(),
-            DEV_ACCOUNT,
-            pool,
-            parse_ether("100")?,
-            tokens(200_000),
-        )
-        .await?;
+        let (token, pool) = super::funded_pool(&anvil).await?;
         let trader: PrivateKeySigner = TRADER_KEY.parse()?;
         anvil.mint(token, trader.address(), tokens(1_000)).await?;
 

@@ -3,6 +3,7 @@
 //! asked, the aggregator's refusals and failures, Solana clusters other than mainnet, and the
 //! write budget. On SQLite and PostgreSQL.
 
+use super::tokens;
 use alloy::{
     primitives::{Address, U256, utils::parse_ether},
     sol,
@@ -10,12 +11,8 @@ use alloy::{
 };
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
-use walletops_devnet_aggregator::{DevAggregator, NATIVE, add_liquidity, deploy_pool};
-use walletops_tests::{
-    Backend, Rest, Service,
-    anvil::{Anvil, DEV_ACCOUNT},
-    on_both_backends,
-};
+use walletops_devnet_aggregator::{DevAggregator, NATIVE};
+use walletops_tests::{Backend, Rest, Service, anvil::Anvil, on_both_backends};
 
 sol! {
     interface Pool {
@@ -24,10 +21,6 @@ sol! {
 }
 
 const API_KEY: &str = "quote-test-key";
-
-fn tokens(whole: u64) -> U256 {
-    U256::from(whole) * U256::from(10u64).pow(U256::from(18))
-}
 
 /// A pool on anvil, its aggregator, and the service pointed at both.
 struct Desk {
@@ -44,17 +37,7 @@ impl Desk {
     /// `env` and the aggregator's API key (`None`: not configured) go to the service.
     async fn open(b: Backend, env: &[(&str, &str)], api_key: Option<&str>) -> anyhow::Result<Self> {
         let anvil = Anvil::start().await?;
-        let token = anvil.deploy_token("WDT", 18).await?;
-        anvil.mint(token, DEV_ACCOUNT, tokens(1_000_000)).await?;
-        let pool = deploy_pool(anvil.url(), DEV_ACCOUNT, token).await?;
-        add_liquidity(
-            anvil.url(),
-            DEV_ACCOUNT,
-            pool,
-            parse_ether("100")?,
-            tokens(200_000),
-        )
-        .await?;
+        let (token, pool) = super::funded_pool(&anvil).await?;
         let aggregator = DevAggregator::connect(anvil.url(), pool).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
