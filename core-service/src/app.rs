@@ -219,7 +219,7 @@ impl Core {
             .idempotency
             .open(
                 caller.user_id,
-                idempotency_key(metadata)?,
+                self.idempotency_key(metadata)?,
                 path,
                 &message.canonical_bytes(),
                 &self.chains,
@@ -246,6 +246,16 @@ impl Core {
             .await
     }
 
+    /// The request's `idempotency-key` (a UUID), which every write requires.
+    pub fn idempotency_key(&self, metadata: &MetadataMap) -> Result<IdempotencyKey> {
+        // A value that is not ASCII is there, and no UUID.
+        IdempotencyKey::parse(
+            metadata
+                .get(IDEMPOTENCY_KEY_HEADER)
+                .map(|v| v.to_str().unwrap_or("")),
+        )
+    }
+
     /// The EVM client of `chain`'s RPC URL.
     pub fn evm_client(&self, chain: &crate::chains::Chain) -> Result<EvmClient> {
         self.evm_clients.get(chain.rpc_url())
@@ -255,16 +265,6 @@ impl Core {
     pub fn solana_client(&self, chain: &crate::chains::Chain) -> SolanaClient {
         self.solana_clients.get(chain.rpc_url())
     }
-}
-
-/// The request's `idempotency-key` (a UUID), which every write requires.
-fn idempotency_key(metadata: &MetadataMap) -> Result<IdempotencyKey> {
-    // A value that is not ASCII is there, and no UUID.
-    IdempotencyKey::parse(
-        metadata
-            .get(IDEMPOTENCY_KEY_HEADER)
-            .map(|v| v.to_str().unwrap_or("")),
-    )
 }
 
 /// The INVALID_INPUT of a request the REST edge could not read, from what it said of it

@@ -11,7 +11,7 @@ use crate::{
     ratelimit::Budget,
     requests::{
         ApproveRequest, BalancesRequest, CallRequest, ListWalletsRequest, QuoteRequest,
-        SendRequest, TransactionRequest, non_empty,
+        SendRequest, SwapRequest, TransactionRequest,
     },
 };
 
@@ -163,30 +163,22 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::SwapRequest>,
     ) -> Result<Response<pb::SwapResponse>, Status> {
+        // Until swaps are signed, a swap is checked as one would be and claims no key.
         let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        crate::idempotency::IdempotencyKey::parse(
-            request
-                .metadata()
-                .get(walletops_proto::IDEMPOTENCY_KEY_HEADER)
-                .map(|v| v.to_str().unwrap_or("")),
-        )?;
-        let req = request.get_ref();
-        let chain = crate::requests::chain(&self.core.chains, &req.chain)?;
-        let from = non_empty(req.from.as_ref())
-            .map(|raw| {
-                chain
-                    .family()
-                    .parse_address(raw)
-                    .map_err(|e| WalletOpsError::invalid("from", e))
-            })
-            .transpose()?;
+        self.core.idempotency_key(request.metadata())?;
+        let req = SwapRequest::parse(&self.core.chains, request.get_ref())?;
         self.core
             .wallets
-            .resolve_delegated(caller.user_id, chain.family(), from.as_ref(), "from")
+            .resolve_delegated(
+                caller.user_id,
+                req.trade.chain.family(),
+                req.trade.from.as_ref(),
+                "from",
+            )
             .await?;
         Err(WalletOpsError::ServiceUnavailable(format!(
             "swaps on {} are not available yet: no swap aggregator is configured in this build",
-            chain.slug()
+            req.trade.chain.slug()
         ))
         .into())
     }

@@ -9,7 +9,7 @@ mod trade;
 mod writes;
 
 pub use reads::{BalancesRequest, ListWalletsRequest, TransactionRequest};
-pub use trade::{QuoteRequest, TradePair};
+pub use trade::{QuoteRequest, SwapRequest, TradePair};
 pub use writes::{ApproveRequest, CallRequest, SendRequest, Transfer, WriteRequest};
 
 use crate::{
