@@ -11,11 +11,7 @@ use walletops_proto::{API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, UNREADABLE_HEADER}
 use crate::{
     auth::{ApiKeys, Caller},
     balances::Balances,
-    chains::{
-        Registry,
-        evm::{EvmClient, EvmClients},
-        solana::{SolanaClient, SolanaClients},
-    },
+    chains::{Registry, evm::EvmClients, solana::SolanaClients},
     config::Config,
     domain::{DelegatedWallet, Submission},
     error::{Result, WalletOpsError},
@@ -254,16 +250,6 @@ impl Core {
                 .get(IDEMPOTENCY_KEY_HEADER)
                 .map(|v| v.to_str().unwrap_or("")),
         )
-    }
-
-    /// The EVM client of `chain`'s RPC URL.
-    pub fn evm_client(&self, chain: &crate::chains::Chain) -> Result<EvmClient> {
-        self.evm_clients.get(chain.rpc_url())
-    }
-
-    /// The Solana client of `chain`'s RPC URL.
-    pub fn solana_client(&self, chain: &crate::chains::Chain) -> SolanaClient {
-        self.solana_clients.get(chain.rpc_url())
     }
 }
 
