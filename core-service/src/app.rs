@@ -22,6 +22,7 @@ use crate::{
     requests::WriteRequest,
     signer::{Keystore, LocalSigner, Signer},
     store::Store,
+    swaps::Swaps,
     trade::Aggregators,
     transactions::Transactions,
     transfers::{BroadcastLog, Transfers, evm::EvmPipeline, solana::SolanaPipeline},
@@ -61,6 +62,8 @@ pub struct Parts {
     pub solana_clients: Arc<SolanaClients>,
     /// Trade quotes.
     pub quotes: Quotes,
+    /// Swaps.
+    pub swaps: Swaps,
     /// Balance reads.
     pub balances: Balances,
     /// Idempotency keys.
@@ -128,6 +131,14 @@ impl Core {
                 solana_recovery.clone(),
             ),
         };
+        let aggregators =
+            Aggregators::from_config(&config.trade).context("the trade aggregators")?;
+        let swaps = Swaps::new(
+            aggregators.clone(),
+            transfers.clone(),
+            evm_clients.clone(),
+            config.trade.clone(),
+        );
         Ok(Self(Arc::new(Parts {
             keys: ApiKeys::new(store.clone()),
             limiter,
@@ -136,10 +147,8 @@ impl Core {
             transfers,
             evm_recovery,
             solana_recovery,
-            quotes: Quotes::new(
-                Aggregators::from_config(&config.trade).context("the trade aggregators")?,
-                evm_clients.clone(),
-            ),
+            quotes: Quotes::new(aggregators, evm_clients.clone()),
+            swaps,
             balances: Balances::new(evm_clients.clone(), solana_clients.clone()),
             evm_clients,
             solana_clients,

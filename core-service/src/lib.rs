@@ -23,6 +23,7 @@ pub mod requests;
 pub mod secret;
 pub mod signer;
 pub mod store;
+pub mod swaps;
 pub mod trade;
 pub mod transactions;
 pub mod transfers;

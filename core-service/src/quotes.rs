@@ -8,7 +8,7 @@ use std::sync::Arc;
 use alloy::primitives::{Address, U256};
 
 use crate::{
-    chains::evm::{EvmClients, decode_balance, erc20_allowance},
+    chains::evm::EvmClients,
     domain::WalletAddress,
     error::{Result, WalletOpsError},
     requests::{QuoteRequest, TradePair},
@@ -65,7 +65,7 @@ impl Quotes {
                 let id = EvmChainId::of(&req.chain).ok_or_else(|| {
                     WalletOpsError::invalid("chain", "has no positive EVM chain id")
                 })?;
-                let aggregator = self.aggregators.evm()?;
+                let aggregator = self.aggregators.evm(id)?;
                 let owner = req.from.as_ref().and_then(WalletAddress::evm);
                 let approval = async {
                     match owner {
@@ -73,10 +73,8 @@ impl Quotes {
                             let spender = aggregator.spender(id).await?;
                             let client = self.evm_clients.get(req.chain.rpc_url())?;
                             let allowance = client
-                                .call(pair.src, erc20_allowance(owner, spender))
-                                .await
-                                .ok()
-                                .and_then(|answer| decode_balance(&answer))
+                                .allowance(pair.src, owner, spender)
+                                .await?
                                 .unwrap_or(U256::ZERO);
                             Ok::<_, WalletOpsError>(Some(Approval {
                                 needed: allowance < pair.amount,

@@ -25,7 +25,7 @@ use solana_rpc_client_api::{
     request::{RpcError, RpcResponseErrorData, TokenAccountsFilter},
 };
 use solana_signature::Signature;
-use solana_transaction::Transaction;
+use solana_transaction::{Transaction, versioned::VersionedTransaction};
 use spl_token_2022_interface::{extension::StateWithExtensions, state::Mint};
 
 use crate::error::WalletOpsError;
@@ -278,7 +278,7 @@ impl SolanaClient {
     }
 
     /// Sends `tx` with preflight simulation, so a doomed transaction is refused here.
-    pub async fn send(&self, tx: &Transaction) -> SendOutcome {
+    pub async fn send(&self, tx: &VersionedTransaction) -> SendOutcome {
         let config = RpcSendTransactionConfig {
             skip_preflight: false,
             preflight_commitment: Some(CommitmentConfig::confirmed().commitment),

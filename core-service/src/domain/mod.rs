@@ -11,7 +11,7 @@ mod wallet;
 pub use account::{ApiKey, User, check_name};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
 pub use transaction::{
-    ClaimState, OpenTransaction, StatusChange, Submission, TransactionRecord, TxHash, TxKind,
-    TxStatus,
+    ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,
+    TxKind, TxStatus,
 };
 pub use wallet::{DelegatedWallet, NewWallet, NotSignable, SealedKey, Wallet, WalletFilter};

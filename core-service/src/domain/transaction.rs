@@ -57,6 +57,22 @@ pub struct StatusChange {
     pub note: Option<String>,
 }
 
+/// What a swap traded, as quoted when it was signed: kept with its record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SwapTerms {
+    /// The token sold, as the aggregator names it (never `NATIVE`).
+    pub from_token: String,
+    /// The token bought.
+    pub to_token: String,
+    /// How much is sold, in base units.
+    pub src_amount: String,
+    /// What the quote said it buys, in base units.
+    pub dst_amount: String,
+    /// The least the caller accepted: `dst_amount` less the slippage. The swap reverts below.
+    pub min_dst_amount: String,
+}
+
 /// A transaction record as its owner sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransactionRecord {
@@ -78,6 +94,8 @@ pub struct TransactionRecord {
     pub token: Option<String>,
     /// Amount, in base units.
     pub amount: Option<String>,
+    /// For a swap: what it traded.
+    pub swap: Option<SwapTerms>,
     /// Current status.
     pub status: TxStatus,
     /// Every status, oldest first.

@@ -114,6 +114,7 @@ pub(crate) fn transaction(
     chain_name: String,
     explorer_url: Option<String>,
 ) -> pb::Transaction {
+    let swap = t.swap;
     pb::Transaction {
         id: t.id.to_string(),
         chain: t.chain,
@@ -140,6 +141,11 @@ pub(crate) fn transaction(
         error: t.error,
         created_at: Some(timestamp(t.created_at)),
         updated_at: Some(timestamp(t.updated_at)),
+        from_token: swap.as_ref().map(|s| s.from_token.clone()),
+        to_token: swap.as_ref().map(|s| s.to_token.clone()),
+        src_amount: swap.as_ref().map(|s| s.src_amount.clone()),
+        dst_amount: swap.as_ref().map(|s| s.dst_amount.clone()),
+        min_dst_amount: swap.map(|s| s.min_dst_amount),
     }
 }
 

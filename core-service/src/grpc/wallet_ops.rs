@@ -7,7 +7,6 @@ use walletops_proto::v1::{self as pb, wallet_ops_service_server::WalletOpsServic
 use super::convert;
 use crate::{
     Core,
-    error::WalletOpsError,
     ratelimit::Budget,
     requests::{
         ApproveRequest, BalancesRequest, CallRequest, ListWalletsRequest, QuoteRequest,
@@ -163,23 +162,19 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::SwapRequest>,
     ) -> Result<Response<pb::SwapResponse>, Status> {
-        // Until swaps are signed, a swap is checked as one would be and claims no key.
-        let caller = self.core.admit(request.metadata(), Budget::Write).await?;
-        self.core.idempotency_key(request.metadata())?;
-        let req = SwapRequest::parse(&self.core.chains, request.get_ref())?;
-        self.core
-            .wallets
-            .resolve_delegated(
-                caller.user_id,
-                req.trade.chain.family(),
-                req.trade.from.as_ref(),
-                "from",
+        let swaps = &self.core.swaps;
+        let submission = self
+            .core
+            .write(
+                request.metadata(),
+                "/trade/swap",
+                request.get_ref(),
+                SwapRequest::parse,
+                async |req, wallet, ticket| swaps.swap(req, wallet, ticket).await,
             )
             .await?;
-        Err(WalletOpsError::ServiceUnavailable(format!(
-            "swaps on {} are not available yet: no swap aggregator is configured in this build",
-            req.trade.chain.slug()
-        ))
-        .into())
+        Ok(Response::new(pb::SwapResponse {
+            submission: Some(convert::submission(submission)),
+        }))
     }
 }

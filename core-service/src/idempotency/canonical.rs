@@ -64,6 +64,19 @@ impl Canonical for pb::CallContractRequest {
     }
 }
 
+impl Canonical for pb::SwapRequest {
+    fn canonical(&self) -> Self {
+        Self {
+            from: absent_if_empty(&self.from),
+            protocols: absent_if_empty(&self.protocols),
+            exclude_protocols: absent_if_empty(&self.exclude_protocols),
+            // Absent and false build the same swap.
+            include_gas: self.include_gas.filter(|on| *on),
+            ..self.clone()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,10 +8,13 @@ use uuid::Uuid;
 use super::{Monitor, SOLANA_MAX_VERSIONS, Settlement};
 use crate::{
     chains::solana::{SendOutcome, SignatureState},
-    domain::{OpenTransaction, TxStatus},
+    domain::{OpenTransaction, TxKind, TxStatus},
     error::{Result, WalletOpsError},
     recovery::solana::{decode, held_by_node, signatures},
 };
+
+/// Why a swap whose blockhash expired unseen ends: its route is never signed again.
+const SWAP_EXPIRED: &str = "the swap's blockhash expired before the cluster saw it; a route is never signed again with a fresh blockhash, as its price is stale: request a new swap";
 
 impl Monitor {
     /// Follows a Solana transfer: settled from its signatures' statuses; never seen and its
@@ -57,6 +60,8 @@ impl Monitor {
                     TxStatus::Failed,
                     "the node refused the transfer (its history says why), and its blockhash expired unseen".to_owned(),
                 ))
+            } else if open.kind == TxKind::Swap {
+                Some((TxStatus::Failed, SWAP_EXPIRED.to_owned()))
             } else if open.hashes.len() >= SOLANA_MAX_VERSIONS {
                 Some((
                     TxStatus::Dropped,

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use solana_message::VersionedMessage;
 use solana_signature::Signature;
-use solana_transaction::Transaction;
+use solana_transaction::versioned::VersionedTransaction;
 
 use crate::{
     chains::solana::{SignatureState, SolanaClient},
@@ -22,13 +23,15 @@ pub struct SolanaRecovery {
     signer: Arc<dyn Signer>,
 }
 
-pub(crate) fn encode(tx: &Transaction) -> Result<Vec<u8>> {
+/// Encodes a signed transaction for the store. A legacy transaction's bytes are the same as
+/// its versioned form's: records stored either way decode alike.
+pub(crate) fn encode(tx: &VersionedTransaction) -> Result<Vec<u8>> {
     wincode::serialize(tx)
         .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("encoding a transaction: {e}")))
 }
 
 /// Decodes a stored Solana payload.
-pub(crate) fn decode(payload: &[u8]) -> Result<Transaction> {
+pub(crate) fn decode(payload: &[u8]) -> Result<VersionedTransaction> {
     wincode::deserialize(payload)
         .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("stored payload: {e}")))
 }
@@ -67,11 +70,18 @@ impl SolanaRecovery {
         open: &OpenTransaction,
         why: &str,
     ) -> Result<()> {
-        let old = decode(&open.signed_payload)?;
+        // Only the service's own transfers are legacy, and only they are signed again: a
+        // swap's route is never re-signed (its price would be stale).
+        let VersionedMessage::Legacy(message) = decode(&open.signed_payload)?.message else {
+            return Err(WalletOpsError::Internal(anyhow::anyhow!(
+                "record {} is not a transfer of the service's own: it is never signed again",
+                open.id
+            )));
+        };
         let (blockhash, valid_until) = client.blockhash().await?;
         let (tx, signature) = self
             .signer
-            .sign_solana_message(wallet, old.message, blockhash)
+            .sign_solana_message(wallet, message, blockhash)
             .await?;
         let txn = self.store.begin().await?;
         self.store
@@ -80,7 +90,7 @@ impl SolanaRecovery {
                 open,
                 None,
                 Some(valid_until),
-                encode(&tx)?,
+                encode(&tx.into())?,
                 &signature,
                 TxStatus::Submitted,
                 format!("{why}; re-signed with a blockhash valid to block height {valid_until}"),

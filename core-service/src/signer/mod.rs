@@ -23,7 +23,7 @@ use alloy::{
 use solana_hash::Hash;
 use solana_message::Message;
 use solana_signature::Signature;
-use solana_transaction::Transaction;
+use solana_transaction::{Transaction, versioned::VersionedTransaction};
 
 use crate::{
     domain::{ChainFamily, DelegatedWallet, SealedKey, WalletAddress},
@@ -258,6 +258,27 @@ pub trait Signer: Send + Sync + std::fmt::Debug {
             },
             signature_text,
         ))
+    }
+
+    /// Signs a transaction someone else built (a swap) for `wallet`, which must be its fee
+    /// payer: its first signature slot is filled, the others are left as they came. The
+    /// transaction and the wallet's signature.
+    async fn sign_solana_built(
+        &self,
+        wallet: &DelegatedWallet,
+        mut tx: VersionedTransaction,
+    ) -> Result<(VersionedTransaction, String), WalletOpsError> {
+        let payer = tx.message.static_account_keys().first().copied();
+        if payer.map(WalletAddress::from) != Some(wallet.wallet().address)
+            || tx.signatures.is_empty()
+        {
+            return Err(WalletOpsError::Internal(anyhow::anyhow!(
+                "a built transaction is signed only by its fee payer"
+            )));
+        }
+        let signature = Signature::from(self.sign_solana(wallet, &tx.message.serialize()).await?);
+        tx.signatures[0] = signature;
+        Ok((tx, signature.to_string()))
     }
 }
 

@@ -42,6 +42,10 @@ impl TryFrom<txs::Model> for TransactionRecord {
             asset: m.asset,
             token: m.token,
             amount: m.amount,
+            // Kept in the request as stored; a record of another kind has none.
+            swap: (kind == TxKind::Swap)
+                .then(|| serde_json::from_value(m.request.clone()).ok())
+                .flatten(),
             status,
             history,
             hash: m.hash,

@@ -14,6 +14,19 @@ pub struct TradeConfig {
     pub evm: EvmTradeConfig,
     /// The Solana aggregator.
     pub solana: SolanaTradeConfig,
+    /// EVM chains priced and built by an aggregator of their own instead of `evm`: the
+    /// playground's local pool for chain `anvil`. Set at startup, never read from a file.
+    #[serde(skip)]
+    pub local_evm: Vec<LocalEvmAggregator>,
+}
+
+/// A 1inch-compatible aggregator serving one EVM chain, which needs no API key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalEvmAggregator {
+    /// The chain id it serves.
+    pub chain_id: u64,
+    /// Where it listens; the service appends `/swap/v6.0/{chainId}/...` as for 1inch.
+    pub base_url: url::Url,
 }
 
 /// The 1inch Classic Swap API.

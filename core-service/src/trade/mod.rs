@@ -18,9 +18,9 @@ mod upstream;
 #[cfg(test)]
 mod tests;
 
-use std::{fmt, sync::Arc};
+use std::{collections::HashMap, fmt, sync::Arc};
 
-pub use config::{EvmTradeConfig, SolanaTradeConfig, TradeConfig};
+pub use config::{EvmTradeConfig, LocalEvmAggregator, SolanaTradeConfig, TradeConfig};
 pub use evm::{
     Approval, EvmAggregator, EvmChainId, EvmQuote, EvmQuoteRequest, EvmSwap, EvmSwapRequest,
     EvmSwapTx, NATIVE_TOKEN,
@@ -145,6 +145,8 @@ impl fmt::Display for Slippage {
 #[derive(Clone)]
 pub struct Aggregators {
     evm: Option<Arc<dyn EvmAggregator>>,
+    /// Chains with an aggregator of their own (`TradeConfig::local_evm`).
+    evm_by_chain: HashMap<u64, Arc<dyn EvmAggregator>>,
     solana: Arc<dyn SolanaAggregator>,
 }
 
@@ -167,17 +169,39 @@ impl Aggregators {
     pub fn with_policy(config: &TradeConfig, policy: HttpPolicy) -> anyhow::Result<Self> {
         let evm = oneinch::OneInch::from_config(&config.evm, policy.clone())?
             .map(|client| Arc::new(client) as Arc<dyn EvmAggregator>);
+        let mut evm_by_chain = HashMap::new();
+        for local in &config.local_evm {
+            // A local aggregator takes any key; 1inch's client always sends one.
+            let client = oneinch::OneInch::new(
+                local.base_url.clone(),
+                crate::secret::Secret::from("local".to_owned()),
+                policy.clone(),
+            )?;
+            evm_by_chain.insert(local.chain_id, Arc::new(client) as Arc<dyn EvmAggregator>);
+        }
         let solana = Arc::new(jupiter::Jupiter::from_config(&config.solana, policy)?);
-        Ok(Self { evm, solana })
+        Ok(Self {
+            evm,
+            evm_by_chain,
+            solana,
+        })
     }
 
     /// Aggregators from clients made elsewhere (another aggregator, a test double).
     pub fn new(evm: Option<Arc<dyn EvmAggregator>>, solana: Arc<dyn SolanaAggregator>) -> Self {
-        Self { evm, solana }
+        Self {
+            evm,
+            evm_by_chain: HashMap::new(),
+            solana,
+        }
     }
 
-    /// The EVM aggregator, or `Unavailable` naming the option that would enable it.
-    pub fn evm(&self) -> Result<&dyn EvmAggregator, TradeError> {
+    /// The aggregator of EVM chain `chain`, or `Unavailable` naming the option that would
+    /// enable it.
+    pub fn evm(&self, chain: EvmChainId) -> Result<&dyn EvmAggregator, TradeError> {
+        if let Some(local) = self.evm_by_chain.get(&chain.get()) {
+            return Ok(local.as_ref());
+        }
         self.evm.as_deref().ok_or_else(|| TradeError::Unavailable {
             option: oneinch::API_KEY_OPTION,
             problem: "is not set".to_owned(),

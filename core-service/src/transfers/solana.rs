@@ -9,9 +9,10 @@
 
 use std::sync::Arc;
 
+use solana_hash::Hash;
 use solana_message::Message;
 use solana_pubkey::Pubkey;
-use solana_transaction::Transaction;
+use solana_transaction::{Transaction, versioned::VersionedTransaction};
 use spl_associated_token_account_interface::{
     address::get_associated_token_address_with_program_id,
     instruction::create_associated_token_account_idempotent,
@@ -43,6 +44,16 @@ pub struct SolanaIntent {
     pub amount: u64,
     /// The request as received, kept with the record for audit.
     pub request: serde_json::Value,
+}
+
+/// What a Solana write signs.
+#[derive(Debug)]
+pub(crate) enum Unsigned {
+    /// A legacy message the service built, to sign with this blockhash.
+    Message(Message, Hash),
+    /// A transaction an aggregator built, paid by the wallet, its other signatures in place
+    /// (checked by the swap guard).
+    Built(VersionedTransaction),
 }
 
 /// The Solana pipeline.
@@ -197,45 +208,70 @@ impl SolanaPipeline {
                 w.address
             )));
         }
+        let record = NewTransaction {
+            id,
+            user_id: w.user_id,
+            wallet_id: w.id,
+            chain: chain.slug().to_owned(),
+            chain_id: chain.chain_id(),
+            kind: TxKind::Send,
+            from: w.address,
+            to: intent.to.to_string(),
+            asset: Some(if token.is_some() { "spl" } else { "native" }.to_owned()),
+            token: token.map(|t| t.to_string()),
+            amount: Some(intent.amount.to_string()),
+            request: intent.request,
+            hash: String::new(),
+            nonce: None,
+            signed_payload: Vec::new(),
+            idempotency_key: Some(ticket.claim.key),
+            note: Some(format!(
+                "signed with a blockhash valid to block height {valid_until}"
+            )),
+            valid_until: Some(valid_until),
+            held_until: None,
+        };
+        self.store_and_send(
+            chain,
+            wallet,
+            Unsigned::Message(message, blockhash),
+            record,
+            ticket,
+        )
+        .await
+    }
+
+    /// Signs `unsigned` for `wallet`, stores it as `record` (its hash and payload set here)
+    /// and claims the key in one database transaction, then sends it once.
+    pub(crate) async fn store_and_send(
+        &self,
+        chain: &Chain,
+        wallet: &DelegatedWallet,
+        unsigned: Unsigned,
+        mut record: NewTransaction,
+        ticket: &Ticket,
+    ) -> Result<Submission> {
         self.signer.prepare(wallet).await?;
         let txn = self.store.begin().await?;
-        let (tx, signature) = self
-            .signer
-            .sign_solana_message(wallet, message, blockhash)
-            .await?;
-        let open = self
-            .store
-            .insert_transaction(
-                &txn,
-                NewTransaction {
-                    id,
-                    user_id: w.user_id,
-                    wallet_id: w.id,
-                    chain: chain.slug().to_owned(),
-                    chain_id: chain.chain_id(),
-                    kind: TxKind::Send,
-                    from: w.address,
-                    to: intent.to.to_string(),
-                    asset: Some(if token.is_some() { "spl" } else { "native" }.to_owned()),
-                    token: token.map(|t| t.to_string()),
-                    amount: Some(intent.amount.to_string()),
-                    request: intent.request,
-                    hash: signature,
-                    nonce: None,
-                    signed_payload: encode(&tx)?,
-                    idempotency_key: Some(ticket.claim.key),
-                    note: Some(format!(
-                        "signed with a blockhash valid to block height {valid_until}"
-                    )),
-                    valid_until: Some(valid_until),
-                    held_until: Some(self.broadcasts.hold_until()),
-                },
-            )
-            .await?;
+        let (tx, signature) = match unsigned {
+            Unsigned::Message(message, blockhash) => {
+                let (tx, signature) = self
+                    .signer
+                    .sign_solana_message(wallet, message, blockhash)
+                    .await?;
+                (VersionedTransaction::from(tx), signature)
+            }
+            Unsigned::Built(tx) => self.signer.sign_solana_built(wallet, tx).await?,
+        };
+        record.hash = signature;
+        record.signed_payload = encode(&tx)?;
+        record.held_until = Some(self.broadcasts.hold_until());
+        let open = self.store.insert_transaction(&txn, record).await?;
         self.idempotency
-            .commit_with_claim(txn, ticket, id, &chain.submission_of(&open))
+            .commit_with_claim(txn, ticket, open.id, &chain.submission_of(&open))
             .await?;
         fail::fail_point!("solana-before-send");
+        let client = self.client(chain);
         self.first_send(chain, &client, open).await
     }
 

@@ -57,6 +57,21 @@ pub(crate) struct TransactionJson {
     pub(crate) created_at: String,
     /// Last changed at.
     pub(crate) updated_at: String,
+    /// Swaps only: the token sold, as the aggregator names it (never `NATIVE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) from_token: Option<String>,
+    /// Swaps only: the token bought.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) to_token: Option<String>,
+    /// Swaps only: how much was sold, in base units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) src_amount: Option<String>,
+    /// Swaps only: what the quote said it buys, in base units, before slippage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) dst_amount: Option<String>,
+    /// Swaps only: the least the caller accepted (`dstAmount` less the slippage).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) min_dst_amount: Option<String>,
 }
 
 fn status_name(s: i32) -> String {
@@ -99,6 +114,11 @@ impl From<pb::Transaction> for TransactionJson {
             error: t.error,
             created_at: iso_or_empty(t.created_at),
             updated_at: iso_or_empty(t.updated_at),
+            from_token: t.from_token,
+            to_token: t.to_token,
+            src_amount: t.src_amount,
+            dst_amount: t.dst_amount,
+            min_dst_amount: t.min_dst_amount,
         }
     }
 }

@@ -29,6 +29,29 @@ pub struct TokenReading {
 }
 
 impl EvmClient {
+    /// What `owner` has approved `spender` for, of `token`; `None` when `token` does not
+    /// answer `allowance` as an ERC20 does.
+    pub async fn allowance(
+        &self,
+        token: Address,
+        owner: Address,
+        spender: Address,
+    ) -> Result<Option<U256>, WalletOpsError> {
+        let answer = self.call(token, erc20_allowance(owner, spender)).await;
+        Ok(answer.ok().and_then(|data| decode_balance(&data)))
+    }
+
+    /// What `owner` holds of `token`; `None` when `token` does not answer `balanceOf` as an
+    /// ERC20 does.
+    pub async fn token_balance(
+        &self,
+        token: Address,
+        owner: Address,
+    ) -> Result<Option<U256>, WalletOpsError> {
+        let answer = self.call(token, erc20_balance_of(owner)).await;
+        Ok(answer.ok().and_then(|data| decode_balance(&data)))
+    }
+
     /// The native balance of `owner` and, for each query, the token's balance (and, where
     /// asked, its decimals and symbol) in one `eth_call` to Multicall3's `aggregate3`, each
     /// call allowed to fail on its own.

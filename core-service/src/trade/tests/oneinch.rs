@@ -9,8 +9,8 @@ use crate::{
     error::WalletOpsError,
     secret::Secret,
     trade::{
-        Aggregators, EvmAggregator, EvmChainId, EvmQuoteRequest, EvmSwapRequest, NATIVE_TOKEN,
-        Slippage, TradeConfig, TradeError, oneinch::OneInch,
+        Aggregators, EvmAggregator, EvmChainId, EvmQuoteRequest, EvmSwapRequest,
+        LocalEvmAggregator, NATIVE_TOKEN, Slippage, TradeConfig, TradeError, oneinch::OneInch,
     },
 };
 
@@ -408,7 +408,7 @@ async fn an_answer_without_dst_amount_is_unreadable() {
 #[test]
 fn without_a_key_there_is_no_evm_aggregator() {
     let aggregators = Aggregators::from_config(&TradeConfig::default()).expect("aggregators");
-    let err = aggregators.evm().err().expect("no key, no client");
+    let err = aggregators.evm(BASE).err().expect("no key, no client");
     let WalletOpsError::ServiceUnavailable(text) = WalletOpsError::from(err) else {
         panic!("not SERVICE_UNAVAILABLE")
     };
@@ -417,6 +417,23 @@ fn without_a_key_there_is_no_evm_aggregator() {
     let mut config = TradeConfig::default();
     config.evm.api_key = Secret::from(KEY.to_owned());
     let aggregators = Aggregators::from_config(&config).expect("aggregators");
-    assert!(aggregators.evm().is_ok());
+    assert!(aggregators.evm(BASE).is_ok());
     assert!(!format!("{aggregators:?}").contains(KEY));
+}
+
+#[test]
+fn a_local_aggregator_serves_its_chain_without_a_key() {
+    let config = TradeConfig {
+        local_evm: vec![LocalEvmAggregator {
+            chain_id: 31337,
+            base_url: "http://127.0.0.1:9".parse().expect("a URL"),
+        }],
+        ..TradeConfig::default()
+    };
+    let aggregators = Aggregators::from_config(&config).expect("aggregators");
+    assert!(aggregators.evm(EvmChainId::new(31337)).is_ok());
+    assert!(
+        aggregators.evm(BASE).is_err(),
+        "other chains still need the key"
+    );
 }

@@ -27,10 +27,7 @@ use super::{BroadcastLog, handed_over};
 use crate::{
     chains::{
         Chain,
-        evm::{
-            BroadcastOutcome, EvmClient, EvmClients, Rejection, call_to, decode_balance,
-            erc20_balance_of,
-        },
+        evm::{BroadcastOutcome, EvmClient, EvmClients, Rejection, call_to},
     },
     domain::{DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress},
     error::{Result, WalletOpsError},
@@ -105,7 +102,7 @@ type Sent = (OpenTransaction, BroadcastOutcome);
 /// simulated from `from`: some tokens refuse that way instead of reverting, and the
 /// transaction would be mined and do nothing. A revert is the estimate's to report.
 async fn refused_by_token(client: &EvmClient, from: Address, intent: &EvmIntent) -> bool {
-    if intent.token.is_none() {
+    if intent.token.is_none() || !matches!(intent.kind, TxKind::Send | TxKind::Approve) {
         return false;
     }
     client
@@ -160,6 +157,13 @@ impl EvmPipeline {
         // A call to an address without code succeeds and does nothing: a mistyped token
         // or contract would be mined, recorded CONFIRMED, and move nothing.
         if !intent.input.is_empty() && !client.has_code(intent.to).await? {
+            if intent.kind == TxKind::Swap {
+                return Err(WalletOpsError::SendFailed(format!(
+                    "the swap's router {} holds no contract on {}",
+                    intent.to.to_checksum(None),
+                    chain.slug()
+                )));
+            }
             let field = if intent.token.is_some() {
                 "token"
             } else {
@@ -175,11 +179,7 @@ impl EvmPipeline {
             ));
         }
         if let Some((token, amount)) = intent.token_debit {
-            let held = client
-                .call(token, erc20_balance_of(from))
-                .await
-                .ok()
-                .and_then(|d| decode_balance(&d));
+            let held = client.token_balance(token, from).await?;
             if let Some(held) = held
                 && held < amount
             {

@@ -1,0 +1,132 @@
+//! EVM swaps (1inch): funds and allowance read on chain, the swap built by the aggregator for
+//! the wallet, guarded, then signed through the wallet's signing lane with the service's own
+//! nonce, gas estimate and EIP-1559 fees; the aggregator's gas and gas price are not used.
+
+use alloy::primitives::{Address, U256};
+
+use super::{
+    Swaps,
+    guard::{self, EvmTerms},
+    minimum, record_request,
+};
+use crate::{
+    domain::{DelegatedWallet, Submission, SwapTerms, TxKind},
+    error::{Result, WalletOpsError},
+    idempotency::Ticket,
+    requests::SwapRequest,
+    trade::{EvmChainId, EvmQuoteRequest, EvmSwapRequest, NATIVE_TOKEN, TradeError},
+    transfers::evm::EvmIntent,
+};
+
+/// The QUOTE_FAILED of an ERC20 sale the router may not spend yet.
+fn allowance_shortfall(
+    token: Address,
+    spender: Address,
+    allowed: Option<U256>,
+    amount: U256,
+) -> WalletOpsError {
+    let allowed = allowed.map_or("no".to_owned(), |a| a.to_string());
+    WalletOpsError::QuoteFailed(format!(
+        "not enough allowance: the aggregator's router {spender} may spend {allowed} of token {token}, less than the amount {amount}; approve it first with POST /token/approve (token {token}, spender {spender})"
+    ))
+}
+
+impl Swaps {
+    /// The swap of `pair` from `wallet` on an EVM chain.
+    pub(super) async fn evm(
+        &self,
+        req: &SwapRequest,
+        pair: &EvmQuoteRequest,
+        wallet: &DelegatedWallet,
+        ticket: &Ticket,
+    ) -> Result<Submission> {
+        let chain = &req.trade.chain;
+        let id = EvmChainId::of(chain)
+            .ok_or_else(|| WalletOpsError::invalid("chain", "has no positive EVM chain id"))?;
+        let aggregator = self.aggregators.evm(id)?;
+        let address = wallet.wallet().address;
+        let from = address.evm().ok_or_else(|| {
+            WalletOpsError::invalid("from", format!("{address} is not an EVM wallet"))
+        })?;
+        let client = self.evm_clients.get(chain.rpc_url())?;
+        let spender = aggregator.spender(id).await?;
+        // Read before the aggregator is asked: a short balance is the caller's
+        // INSUFFICIENT_FUNDS, and a missing allowance names what to approve, whatever words
+        // the aggregator would have used.
+        if pair.src == NATIVE_TOKEN {
+            let held = client.balance(from).await?;
+            if held < pair.amount {
+                return Err(WalletOpsError::InsufficientFunds(format!(
+                    "wallet {address} holds {held} wei, less than the {} to swap",
+                    pair.amount
+                )));
+            }
+        } else {
+            let (held, allowed) = futures::try_join!(
+                client.token_balance(pair.src, from),
+                client.allowance(pair.src, from, spender),
+            )?;
+            if let Some(held) = held
+                && held < pair.amount
+            {
+                return Err(WalletOpsError::InsufficientFunds(format!(
+                    "wallet {address} holds {held} of token {}, less than the {} to swap",
+                    pair.src, pair.amount
+                )));
+            }
+            if allowed.is_some_and(|a| a < pair.amount) {
+                return Err(allowance_shortfall(pair.src, spender, allowed, pair.amount));
+            }
+        }
+        let request = EvmSwapRequest {
+            trade: pair.clone(),
+            from,
+            slippage: req.slippage,
+            disable_estimate: false,
+        };
+        let built = aggregator
+            .build_swap(id, &request)
+            .await
+            .map_err(|e| match e {
+                TradeError::Rejected { message, .. }
+                    if message.to_ascii_lowercase().contains("allowance") =>
+                {
+                    allowance_shortfall(pair.src, spender, None, pair.amount)
+                }
+                e => e.into(),
+            })?;
+        guard::check_evm(
+            &built.tx,
+            &EvmTerms {
+                wallet: from,
+                src: pair.src,
+                amount: pair.amount,
+                spender,
+                allowed_routers: &self.limits.evm.allowed_routers,
+            },
+        )?;
+        let terms = SwapTerms {
+            from_token: pair.src.to_checksum(None),
+            to_token: pair.dst.to_checksum(None),
+            src_amount: pair.amount.to_string(),
+            dst_amount: built.dst_amount.to_string(),
+            min_dst_amount: minimum(built.dst_amount, req.slippage).to_string(),
+        };
+        let intent = EvmIntent {
+            kind: TxKind::Swap,
+            to: built.tx.to,
+            value: built.tx.value,
+            input: built.tx.data,
+            asset: None,
+            token: (pair.src != NATIVE_TOKEN).then_some(pair.src),
+            amount: Some(pair.amount),
+            beneficiary: None,
+            token_debit: None,
+            request: record_request(chain, wallet, req.slippage, &terms),
+        };
+        self.transfers
+            .evm
+            .submit(chain, wallet, intent, ticket)
+            .await
+    }
+}

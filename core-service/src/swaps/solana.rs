@@ -1,0 +1,146 @@
+//! Solana swaps (Jupiter): funds read on chain, the route quoted and built by the aggregator
+//! for the wallet as fee payer, guarded, then signed as built (the wallet's signature is the
+//! one it lacks), stored and sent. A swap is never re-signed: its blockhash bounds how long
+//! the quoted price may be taken, and one that expires unseen ends FAILED.
+
+use solana_pubkey::Pubkey;
+use uuid::Uuid;
+
+use super::{
+    Swaps,
+    guard::{self, SolanaTerms},
+    record_request,
+};
+use crate::{
+    domain::{DelegatedWallet, Submission, SwapTerms, TxKind},
+    error::{Result, WalletOpsError},
+    idempotency::Ticket,
+    requests::SwapRequest,
+    store::NewTransaction,
+    trade::{SolanaQuoteRequest, WRAPPED_SOL_MINT},
+    transfers::solana::Unsigned,
+};
+
+/// The programs a swap transaction invokes around its route: the route's own program is the
+/// first it invokes that is none of these.
+const PLUMBING: [Pubkey; 6] = [
+    solana_compute_budget_interface::ID,
+    solana_system_interface::program::ID,
+    spl_token_interface::ID,
+    spl_token_2022_interface::ID,
+    spl_associated_token_account_interface::program::ID,
+    spl_memo_interface::v3::ID,
+];
+
+impl Swaps {
+    /// The swap of `pair` from `wallet` on Solana mainnet.
+    pub(super) async fn solana(
+        &self,
+        req: &SwapRequest,
+        pair: &SolanaQuoteRequest,
+        wallet: &DelegatedWallet,
+        ticket: &Ticket,
+    ) -> Result<Submission> {
+        let chain = &req.trade.chain;
+        let w = wallet.wallet();
+        let from = w.address.solana().ok_or_else(|| {
+            WalletOpsError::invalid("from", format!("{} is not a Solana wallet", w.address))
+        })?;
+        let client = self.transfers.solana.client(chain);
+        let sells_sol = pair.input_mint == WRAPPED_SOL_MINT;
+        let lamports = client.balance(&from).await?;
+        let held = if sells_sol {
+            lamports
+        } else {
+            client
+                .holdings(&from)
+                .await?
+                .into_iter()
+                .filter(|h| h.mint == pair.input_mint)
+                .map(|h| h.amount)
+                .sum()
+        };
+        if held < pair.amount {
+            return Err(WalletOpsError::InsufficientFunds(format!(
+                "wallet {} holds {held} of {}, less than the {} to swap",
+                w.address, pair.input_mint, pair.amount
+            )));
+        }
+        let aggregator = self.aggregators.solana();
+        let quote = aggregator.quote(pair).await?;
+        let built = aggregator.build_swap(&quote, &from).await?;
+        let limits = &self.limits.solana;
+        let cost = guard::check_solana(
+            &built.transaction,
+            &SolanaTerms {
+                wallet: from,
+                allowed_programs: &limits.allowed_programs,
+                max_fee_lamports: limits.max_fee_lamports,
+                max_compute_units: limits.max_compute_units,
+            },
+        )?;
+        let sol_out = if sells_sol { pair.amount } else { 0 };
+        let needed = sol_out.saturating_add(cost.fee_lamports);
+        if lamports < needed {
+            return Err(WalletOpsError::InsufficientFunds(format!(
+                "wallet {} holds {lamports} lamports, less than the amount sold and the fee ({needed})",
+                w.address
+            )));
+        }
+        let message = &built.transaction.message;
+        let keys = message.static_account_keys();
+        let programs: Vec<Pubkey> = message
+            .instructions()
+            .iter()
+            .filter_map(|ix| keys.get(usize::from(ix.program_id_index)).copied())
+            .collect();
+        let route = programs
+            .iter()
+            .find(|p| !PLUMBING.contains(p))
+            .or(programs.last())
+            .copied()
+            .unwrap_or(quote.output_mint);
+        let terms = SwapTerms {
+            from_token: quote.input_mint.to_string(),
+            to_token: quote.output_mint.to_string(),
+            src_amount: quote.in_amount.to_string(),
+            dst_amount: quote.out_amount.to_string(),
+            min_dst_amount: quote.other_amount_threshold.to_string(),
+        };
+        let valid_until = built.last_valid_block_height;
+        let record = NewTransaction {
+            id: Uuid::now_v7(),
+            user_id: w.user_id,
+            wallet_id: w.id,
+            chain: chain.slug().to_owned(),
+            chain_id: chain.chain_id(),
+            kind: TxKind::Swap,
+            from: w.address,
+            to: route.to_string(),
+            asset: None,
+            token: (!sells_sol).then(|| quote.input_mint.to_string()),
+            amount: Some(quote.in_amount.to_string()),
+            request: record_request(chain, wallet, req.slippage, &terms),
+            hash: String::new(),
+            nonce: None,
+            signed_payload: Vec::new(),
+            idempotency_key: Some(ticket.claim.key),
+            note: Some(format!(
+                "signed as the aggregator built it ({} lamports in fees, {} compute units), its blockhash valid to block height {valid_until}",
+                cost.fee_lamports, cost.compute_units
+            )),
+            valid_until: Some(valid_until),
+            held_until: None,
+        };
+        self.transfers
+            .solana
+            .store_and_send(
+                chain,
+                wallet,
+                Unsigned::Built(built.transaction),
+                record,
+                ticket,
+            )
+            .await
+    }
+}
