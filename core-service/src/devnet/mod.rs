@@ -2,16 +2,16 @@
 //! own npm install as chain `anvil`, and the Solana test node (litesvm behind JSON-RPC, the
 //! `walletops-solana-node` binary built beside `walletops`) as chain `solana-devnet`, and
 //! funds the first user's wallets, so a newcomer can send real transactions in the first
-//! minute, with no internet.
+//! minute, with no internet. On anvil it deploys a dev token (WDT), a sample contract, and a
+//! constant-product pool of WDT against the native coin, priced and routed by a
+//! 1inch-compatible aggregator served in-process on a loopback port: quotes and swaps on
+//! chain `anvil` work as they do on a main network.
 
 use std::{net::SocketAddr, path::PathBuf, process::Stdio, time::Duration};
 
 use alloy::{
-    network::TransactionBuilder as _,
-    primitives::{Address, Bytes, U256},
-    providers::{MULTICALL3_ADDRESS, Provider, RootProvider, bindings::IMulticall3},
-    rpc::types::TransactionRequest,
-    sol_types::{SolCall as _, SolConstructor as _},
+    primitives::{Address, U256},
+    providers::{Provider, RootProvider},
 };
 use anyhow::{Context, bail};
 use tokio::{
@@ -24,7 +24,13 @@ use crate::{
     bootstrap::FIRST_USER,
     chains::ChainConfig,
     domain::{ChainFamily, WalletFilter},
+    trade::LocalEvmAggregator,
 };
+
+mod samples;
+
+pub use samples::DevContracts;
+use samples::{DEV_TOKEN_MINT, DevVenue};
 
 /// Slug of the local EVM chain.
 pub const ANVIL_SLUG: &str = "anvil";
@@ -37,41 +43,6 @@ const ANVIL_CHAIN_ID: i64 = 31337;
 /// What the first user's EVM wallet is funded with: 1000 ETH.
 const FUNDING_WEI: u128 = 1_000_000_000_000_000_000_000;
 
-/// The test ERC20's and the Counter's solcjs artifacts, committed beside their sources in
-/// `tests/contracts`: the playground deploys them, so the README's token and contract
-/// examples run on a fresh machine with no Solidity tooling.
-const TEST_TOKEN_ARTIFACT: &str = include_str!("../../tests/contracts/build/TestToken.json");
-const COUNTER_ARTIFACT: &str = include_str!("../../tests/contracts/build/Counter.json");
-/// What the first user's EVM wallet is minted of the dev token: 1,000,000 WDT.
-const DEV_TOKEN_MINT: u128 = 1_000_000_000_000_000_000_000_000;
-
-alloy::sol! {
-    /// The part of `tests/contracts/TestToken.sol` the playground calls.
-    contract DevToken {
-        constructor(string name_, string symbol_, uint8 decimals_);
-        function mint(address to, uint256 amount) external;
-    }
-}
-
-/// The creation bytecode of a solcjs artifact.
-fn creation_code(artifact: &str) -> anyhow::Result<Bytes> {
-    let json: serde_json::Value = serde_json::from_str(artifact)?;
-    json["bytecode"]
-        .as_str()
-        .context("artifact has no bytecode")?
-        .parse()
-        .context("artifact bytecode")
-}
-
-/// What `serve --dev` deploys on its anvil.
-#[derive(Debug, Clone, Copy)]
-pub struct DevContracts {
-    /// The dev ERC20 (WDT, 18 decimals).
-    pub token: Address,
-    /// The Counter contract: `add(uint256)`, `deposit()` (payable), `fail()`.
-    pub counter: Address,
-}
-
 /// A running local node, stopped when dropped.
 #[derive(Debug)]
 pub struct DevNode {
@@ -79,22 +50,28 @@ pub struct DevNode {
     url: String,
 }
 
-/// The anvil binary: `WALLETOPS_ANVIL_BIN`, else `node_modules/.bin/anvil` in the current
-/// directory or one of its parents (where `npm install` put it).
+/// The anvil binary: `WALLETOPS_ANVIL_BIN`, else `anvil` on `PATH`, else
+/// `node_modules/.bin/anvil` (where `npm install` puts it) in the checkout this executable
+/// was built in (found from its own location) or in the current directory or a parent.
 fn anvil_bin() -> anyhow::Result<PathBuf> {
     if let Some(bin) = std::env::var_os("WALLETOPS_ANVIL_BIN") {
         return Ok(PathBuf::from(bin));
     }
-    let cwd = std::env::current_dir()?;
-    cwd.ancestors()
-        .map(|d| d.join("node_modules/.bin/anvil"))
-        .find(|p| p.exists())
-        .with_context(|| {
-            format!(
-                "anvil not found under {}: run `npm install` in the WalletOps checkout (scripts/dev does) or set WALLETOPS_ANVIL_BIN",
-                cwd.display()
-            )
-        })
+    let on_path = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|dir| dir.join("anvil"));
+    let exe = std::env::current_exe().ok();
+    let cwd = std::env::current_dir().ok();
+    let in_checkouts = [exe.as_deref(), cwd.as_deref()]
+        .into_iter()
+        .flatten()
+        .flat_map(|start| start.ancestors())
+        .map(|dir| dir.join("node_modules/.bin/anvil"));
+    on_path.chain(in_checkouts).find(|p| p.is_file()).context(
+        "anvil not found: set WALLETOPS_ANVIL_BIN, put anvil on PATH, or run `npm install` in the WalletOps checkout (scripts/dev does)",
+    )
 }
 
 /// The Solana test node binary: `WALLETOPS_SOLANA_NODE_BIN`, else `walletops-solana-node`
@@ -245,7 +222,7 @@ impl DevNode {
     }
 
     /// A client of this (EVM) node.
-    fn provider(&self) -> anyhow::Result<RootProvider> {
+    pub(crate) fn provider(&self) -> anyhow::Result<RootProvider> {
         Ok(RootProvider::new_http(self.url.parse()?))
     }
 
@@ -262,68 +239,6 @@ impl DevNode {
             .context("funding the wallet")?;
         Ok(())
     }
-
-    /// Puts Multicall3 in place where this anvil lacks it (balances read through it, as on
-    /// the main networks), deploys the dev token, mints 1,000,000 of it to `wallet`, and
-    /// deploys the Counter, all from anvil's first unlocked account.
-    pub async fn deploy_samples(&self, wallet: &str) -> anyhow::Result<DevContracts> {
-        let wallet: Address = wallet.parse().context("dev wallet address")?;
-        let provider = self.provider()?;
-        let deployer = *provider
-            .get_accounts()
-            .await?
-            .first()
-            .context("anvil has no unlocked account")?;
-        let send = async |to: Option<Address>, input: Bytes| -> anyhow::Result<Option<Address>> {
-            let mut tx = TransactionRequest::default()
-                .from(deployer)
-                .input(input.into());
-            tx = match to {
-                Some(to) => tx.to(to),
-                None => tx.into_create(),
-            };
-            let receipt = provider
-                .send_transaction(tx)
-                .await?
-                .with_timeout(Some(Duration::from_secs(30)))
-                .get_receipt()
-                .await
-                .context("a dev contract transaction")?;
-            anyhow::ensure!(receipt.status(), "a dev contract transaction reverted");
-            Ok(receipt.contract_address)
-        };
-        if provider.get_code_at(MULTICALL3_ADDRESS).await?.is_empty() {
-            let deployed = send(None, IMulticall3::BYTECODE.clone())
-                .await?
-                .context("no Multicall3 address")?;
-            let code = provider.get_code_at(deployed).await?;
-            let _: serde_json::Value = provider
-                .raw_request("anvil_setCode".into(), (MULTICALL3_ADDRESS, code))
-                .await
-                .context("putting Multicall3 in place")?;
-        }
-        let mut code = creation_code(TEST_TOKEN_ARTIFACT)?.to_vec();
-        code.extend(
-            DevToken::constructorCall {
-                name_: "WalletOps Dev Token".to_owned(),
-                symbol_: "WDT".to_owned(),
-                decimals_: 18,
-            }
-            .abi_encode(),
-        );
-        let token = send(None, code.into())
-            .await?
-            .context("no dev token address")?;
-        let mint = DevToken::mintCall {
-            to: wallet,
-            amount: U256::from(DEV_TOKEN_MINT),
-        };
-        send(Some(token), mint.abi_encode().into()).await?;
-        let counter = send(None, creation_code(COUNTER_ARTIFACT)?)
-            .await?
-            .context("no Counter address")?;
-        Ok(DevContracts { token, counter })
-    }
 }
 
 /// The playground of `serve --dev`: its nodes, which stop when it is dropped, and the first
@@ -332,6 +247,8 @@ impl DevNode {
 pub struct Playground {
     anvil: DevNode,
     solana: Option<DevNode>,
+    contracts: DevContracts,
+    venue: DevVenue,
     /// The first user's default EVM wallet, funded on anvil.
     evm_wallet: Option<String>,
     /// The first user's default Solana wallet, funded on the Solana test node.
@@ -339,11 +256,19 @@ pub struct Playground {
 }
 
 impl Playground {
-    /// Starts anvil as chain `anvil` and, when its binary was built, the Solana test node as
-    /// chain `solana-devnet`, and points `config`'s chains at them; before the core opens.
+    /// Starts anvil as chain `anvil`, deploys the samples and the dev pool on it and serves
+    /// the pool's aggregator, and, when its binary was built, starts the Solana test node as
+    /// chain `solana-devnet`; points `config`'s chains (and chain `anvil`'s trades) at them.
+    /// Before the core opens.
     pub async fn start(config: &mut Config) -> anyhow::Result<Self> {
         let anvil = DevNode::start_anvil().await?;
         config.chains.insert(ANVIL_SLUG.to_owned(), anvil.chain());
+        let contracts = anvil.deploy_samples().await?;
+        let venue = DevVenue::serve(&anvil, contracts.pool).await?;
+        config.trade.local_evm.push(LocalEvmAggregator {
+            chain_id: ANVIL_CHAIN_ID.unsigned_abs(),
+            base_url: venue.url.parse().context("the dev aggregator's URL")?,
+        });
         let solana = DevNode::start_solana().await?;
         match &solana {
             Some(s) => {
@@ -358,6 +283,8 @@ impl Playground {
         Ok(Self {
             anvil,
             solana,
+            contracts,
+            venue,
             evm_wallet: None,
             solana_wallet: None,
         })
@@ -400,13 +327,25 @@ impl Playground {
                 .map(|w| format!("; wallet {w} funded with 1000 ETH"))
                 .unwrap_or_default()
         );
+        let DevContracts {
+            token,
+            counter,
+            pool,
+        } = self.contracts;
         if let Some(wallet) = &self.evm_wallet {
-            let DevContracts { token, counter } = self.anvil.deploy_samples(wallet).await?;
+            let to = wallet.parse().context("dev wallet address")?;
+            self.anvil
+                .mint(token, to, U256::from(DEV_TOKEN_MINT))
+                .await?;
             println!(
                 "Dev token WDT (18 decimals) at {token}, 1000000 WDT minted to the wallet; dev contract Counter at {counter} (add(uint256), deposit(), fail())"
             );
-            println!("export TOKEN={token} CONTRACT={counter}");
         }
+        println!(
+            "Dev pool ETH/WDT at {pool} (100 ETH, 200000 WDT): quotes and swaps on chain `anvil` go to its 1inch-compatible aggregator at {}",
+            self.venue.url
+        );
+        println!("export TOKEN={token} CONTRACT={counter} POOL={pool}");
         Ok(())
     }
 
@@ -429,6 +368,15 @@ impl Playground {
                 "curl -s -X POST http://{http}/api/v1/send -H \"x-api-key: {key}\" -H \"Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)\" -H 'content-type: application/json' -d '{body}'"
             );
         }
+        let body = r#"{"chain":"anvil","fromToken":"NATIVE","toToken":"TOKEN","amount":"1000000000000000000"}"#
+            .replace("TOKEN", &self.contracts.token.to_string());
+        println!("Quote and swap 1 ETH for WDT on the dev pool:");
+        println!(
+            "curl -s -X POST http://{http}/api/v1/trade/quote -H \"x-api-key: {key}\" -H 'content-type: application/json' -d '{body}'"
+        );
+        println!(
+            "curl -s -X POST http://{http}/api/v1/trade/swap -H \"x-api-key: {key}\" -H \"Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)\" -H 'content-type: application/json' -d '{body}'"
+        );
         println!("Dev playground ready.");
     }
 }

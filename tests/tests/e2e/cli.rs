@@ -217,6 +217,7 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
     let key = dev.value("API key: ").expect("first start prints the key");
     sends_confirm(&dev, &key, &key).await?;
     samples_work(&dev, &key).await?;
+    swaps_work(&dev, &key).await?;
     let client = reqwest::Client::new();
     // Killed outright, with no chance to stop them, the service still takes its nodes along.
     let node_url = |line: &str| {
@@ -262,12 +263,11 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
         .await?;
     }
     // Started again over the same data, with new, empty nodes: what the store knew of the
-    // old ones (the wallet's nonce) must not hold the next sends back.
-    let mut again = launch(
-        dev_command(data.path())?,
-        &["REST listening on ", "Dev playground ready"],
-    )
-    .await?;
+    // old ones (the wallet's nonce) must not hold the next sends back. Started from
+    // elsewhere than the checkout, it finds anvil from its own location.
+    let mut elsewhere = dev_command(data.path())?;
+    elsewhere.current_dir(data.path());
+    let mut again = launch(elsewhere, &["REST listening on ", "Dev playground ready"]).await?;
     assert_eq!(again.value("API key: "), None, "the key is shown only once");
     sends_confirm(&again, "$KEY", &key).await?;
     again.child.start_kill()?;
@@ -301,10 +301,7 @@ fn serve_in(data: &std::path::Path, args: &[&str]) -> anyhow::Result<Command> {
 /// The dev token and contract `serve --dev` prints, as the README's examples use them: the
 /// wallet holds the minted token, read through Multicall3, and a call to the Counter is mined.
 async fn samples_work(dev: &Launched, key: &str) -> anyhow::Result<()> {
-    let exported = dev.value("export TOKEN=").expect("the export line");
-    let (token, contract) = exported
-        .split_once(" CONTRACT=")
-        .expect("TOKEN=… CONTRACT=…");
+    let (token, contract, _) = exported(dev);
     let api = Rest::new(&dev.http()?, key);
     let read = api
         .get(&format!(
@@ -327,11 +324,101 @@ async fn samples_work(dev: &Launched, key: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The dev token, contract and pool the `export` line of `dev` names.
+fn exported(dev: &Launched) -> (String, String, String) {
+    let line = dev.value("export TOKEN=").expect("the export line");
+    let (token, rest) = line.split_once(" CONTRACT=").expect("TOKEN=… CONTRACT=…");
+    let (contract, pool) = rest.split_once(" POOL=").expect("… POOL=…");
+    (token.to_owned(), contract.to_owned(), pool.to_owned())
+}
+
+/// The body of the printed `curl` line that posts to `path`.
+fn printed_body(dev: &Launched, path: &str) -> serde_json::Value {
+    let line = dev
+        .lines
+        .iter()
+        .find(|l| l.starts_with("curl ") && l.contains(path))
+        .unwrap_or_else(|| panic!("a curl line for {path}: {:?}", dev.lines));
+    let body = line
+        .rsplit_once(" -d '")
+        .map(|(_, b)| b.trim_end_matches('\''))
+        .expect("a body");
+    serde_json::from_str(body).expect("a JSON body")
+}
+
+/// The printed quote and swap work on the dev pool: the swap moves exactly the quoted WDT
+/// into the wallet, and selling WDT back first needs the approval the refusal names.
+async fn swaps_work(dev: &Launched, key: &str) -> anyhow::Result<()> {
+    let (token, _, pool) = exported(dev);
+    let api = Rest::new(&dev.http()?, key);
+    let wdt = async || -> anyhow::Result<u128> {
+        let read = api
+            .get(&format!(
+                "/wallets/balances?chain=anvil&tokens={token}&fresh=true"
+            ))
+            .await?;
+        Ok(read.body["balances"][1]["raw"]
+            .as_str()
+            .expect("a WDT balance")
+            .parse()?)
+    };
+    let quote = api
+        .post("/trade/quote", &printed_body(dev, "/trade/quote"))
+        .await?;
+    assert_eq!(quote.status, 200, "{}", quote.text);
+    let quoted: u128 = quote.body["quote"]["dstAmount"]
+        .as_str()
+        .expect("dstAmount")
+        .parse()?;
+    let before = wdt().await?;
+    let swap = api
+        .post("/trade/swap", &printed_body(dev, "/trade/swap"))
+        .await?;
+    assert_eq!(swap.body["status"], "SUBMITTED", "{}", swap.text);
+    let record = api
+        .wait_for_status(swap.body["id"].as_str().expect("id"), "CONFIRMED")
+        .await?;
+    assert_eq!(record["type"], "swap", "{record}");
+    assert_eq!(record["dstAmount"], quoted.to_string(), "{record}");
+    assert_eq!(
+        wdt().await? - before,
+        quoted,
+        "the swap pays what was quoted"
+    );
+
+    let sell = serde_json::json!({
+        "chain": "anvil", "fromToken": token, "toToken": "NATIVE", "amount": "1000000000000000000000",
+    });
+    let refused = api.post("/trade/swap", &sell).await?;
+    refused.assert_error(400, "QUOTE_FAILED")?;
+    let said = refused.body["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    assert!(
+        said.contains(&pool.to_ascii_lowercase()) && said.contains("/token/approve"),
+        "{said}"
+    );
+    let approve = api
+        .post(
+            "/token/approve",
+            &serde_json::json!({"chain": "anvil", "token": token, "spender": pool, "amount": "1000000000000000000000"}),
+        )
+        .await?;
+    api.wait_for_status(approve.body["id"].as_str().expect("id"), "CONFIRMED")
+        .await?;
+    let sold = api.post("/trade/swap", &sell).await?;
+    assert_eq!(sold.body["status"], "SUBMITTED", "{}", sold.text);
+    api.wait_for_status(sold.body["id"].as_str().expect("id"), "CONFIRMED")
+        .await?;
+    Ok(())
+}
+
 async fn sends_confirm(dev: &Launched, shown: &str, key: &str) -> anyhow::Result<()> {
     let curls: Vec<&String> = dev
         .lines
         .iter()
-        .filter(|l| l.starts_with("curl "))
+        .filter(|l| l.starts_with("curl ") && l.contains("/api/v1/send "))
         .collect();
     assert_eq!(curls.len(), 2, "{:?}", dev.lines);
     let client = reqwest::Client::new();
