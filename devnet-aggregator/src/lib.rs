@@ -126,6 +126,10 @@ struct FaultState {
     stall: u32,
     refused: HashSet<Address>,
     requests: u64,
+    /// Swaps built to call this address instead of the pool.
+    route_to: Option<Address>,
+    /// Wei added to the value of every swap built.
+    extra_value: alloy::primitives::U256,
 }
 
 /// What one request meets.
@@ -158,12 +162,31 @@ impl Faults {
         self.lock().refused.insert(token);
     }
 
+    /// Swaps are built to call `router` instead of the pool (which stays the spender the
+    /// aggregator names): what a compromised or confused aggregator would send.
+    pub fn route_swaps_to(&self, router: Address) {
+        self.lock().route_to = Some(router);
+    }
+
+    /// Swaps are built to send `wei` more than they should.
+    pub fn overpay_swaps(&self, wei: alloy::primitives::U256) {
+        self.lock().extra_value = wei;
+    }
+
     /// Clears every switch.
     pub fn clear(&self) {
         let mut state = self.lock();
         state.fail = 0;
         state.stall = 0;
         state.refused.clear();
+        state.route_to = None;
+        state.extra_value = alloy::primitives::U256::ZERO;
+    }
+
+    /// Where swaps are built to go, and the value they add: the pool and nothing unless told.
+    fn tamper(&self, pool: Address) -> (Address, alloy::primitives::U256) {
+        let state = self.lock();
+        (state.route_to.unwrap_or(pool), state.extra_value)
     }
 
     /// How many requests arrived so far, faulted ones included.

@@ -368,13 +368,14 @@ async fn swap(
     };
     let gas_price = node.get_gas_price().await.map_err(node_failed)?;
     let mut body = body(&state, &params, &trade).await?;
+    let (to, extra) = state.faults.tamper(state.pool);
     body.insert(
         "tx".into(),
         json!({
             "from": lower(from),
-            "to": lower(state.pool),
+            "to": lower(to),
             "data": data.to_string(),
-            "value": value.to_string(),
+            "value": (value + extra).to_string(),
             "gas": gas,
             "gasPrice": gas_price.to_string(),
         }),

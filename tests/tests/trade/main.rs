@@ -3,9 +3,11 @@
 //! Jupiter fake on the Solana test node. Swaps are signed and sent, and the balances they
 //! moved are read back from the nodes.
 
+mod desk;
 mod evm;
 mod quotes;
 mod solana;
+mod swaps;
 
 use std::time::Duration;
 

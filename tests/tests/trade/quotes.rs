@@ -3,88 +3,14 @@
 //! asked, the aggregator's refusals and failures, Solana clusters other than mainnet, and the
 //! write budget. On SQLite and PostgreSQL.
 
-use super::tokens;
-use alloy::{
-    primitives::{Address, U256, utils::parse_ether},
-    sol,
-    sol_types::SolCall,
+use super::{
+    desk::{API_KEY, Desk},
+    tokens,
 };
-use serde_json::{Value, json};
-use tokio::task::JoinHandle;
-use walletops_devnet_aggregator::{DevAggregator, NATIVE};
-use walletops_tests::{Backend, Rest, Service, anvil::Anvil, on_both_backends};
-
-sol! {
-    interface Pool {
-        function getAmountOut(bool nativeIn, uint256 amountIn) external view returns (uint256);
-    }
-}
-
-const API_KEY: &str = "quote-test-key";
-
-/// A pool on anvil, its aggregator, and the service pointed at both.
-struct Desk {
-    anvil: Anvil,
-    token: Address,
-    pool: Address,
-    aggregator: DevAggregator,
-    svc: Service,
-    wallet: Address,
-    _server: JoinHandle<std::io::Result<()>>,
-}
-
-impl Desk {
-    /// `env` and the aggregator's API key (`None`: not configured) go to the service.
-    async fn open(b: Backend, env: &[(&str, &str)], api_key: Option<&str>) -> anyhow::Result<Self> {
-        let anvil = Anvil::start().await?;
-        let (token, pool) = super::funded_pool(&anvil).await?;
-        let aggregator = DevAggregator::connect(anvil.url(), pool).await?;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}", listener.local_addr()?);
-        let server = tokio::spawn(aggregator.clone().serve(listener));
-        let mut env = env.to_vec();
-        env.push(("WALLETOPS_TRADE__EVM__BASE_URL", url.as_str()));
-        if let Some(key) = api_key {
-            env.push(("WALLETOPS_TRADE__EVM__API_KEY", key));
-        }
-        let svc = Service::start_with(b, anvil.service_options("", &env)).await?;
-        let wallet = anvil
-            .fund_default_wallet(&svc.rest(&svc.api_key), parse_ether("10")?)
-            .await?;
-        anvil.mint(token, wallet, tokens(1_000)).await?;
-        Ok(Self {
-            anvil,
-            token,
-            pool,
-            aggregator,
-            svc,
-            wallet,
-            _server: server,
-        })
-    }
-
-    fn api(&self) -> Rest {
-        self.svc.rest(&self.svc.api_key)
-    }
-
-    async fn quote(&self, body: Value) -> anyhow::Result<walletops_tests::Reply> {
-        self.api().post("/trade/quote", &body).await
-    }
-
-    /// What the pool pays for `amount_in`, read from the contract.
-    async fn pool_out(&self, native_in: bool, amount_in: U256) -> anyhow::Result<U256> {
-        use alloy::providers::Provider;
-        let call = Pool::getAmountOutCall {
-            nativeIn: native_in,
-            amountIn: amount_in,
-        };
-        let tx = alloy::rpc::types::TransactionRequest::default()
-            .to(self.pool)
-            .input(call.abi_encode().into());
-        let answer = self.anvil.provider().call(tx).await?;
-        Ok(Pool::getAmountOutCall::abi_decode_returns(&answer)?)
-    }
-}
+use alloy::primitives::utils::parse_ether;
+use serde_json::json;
+use walletops_devnet_aggregator::NATIVE;
+use walletops_tests::{Backend, on_both_backends};
 
 async fn a_quote_resolves_native_and_prices_as_the_pool_does(b: Backend) -> anyhow::Result<()> {
     let desk = Desk::open(b, &[], Some(API_KEY)).await?;
