@@ -205,6 +205,11 @@ impl Service {
         self.backend
     }
 
+    /// What the service was (last) started with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
     /// The service's data directory.
     pub fn data_dir(&self) -> &Path {
         self.data_dir.path()

@@ -7,6 +7,7 @@ mod desk;
 mod evm;
 mod quotes;
 mod solana;
+mod solana_swaps;
 mod swaps;
 
 use std::time::Duration;
