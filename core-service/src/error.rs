@@ -168,6 +168,14 @@ impl WalletOpsError {
             Self::Internal(_) => ErrorCode::InternalError,
         }
     }
+
+    /// Whether a write refused this way, before anything was signed, leaves its
+    /// Idempotency-Key free: the refusal came from outside the request (an aggregator that
+    /// refused or failed, a part the operator has not configured), so the same request may
+    /// succeed later, and its key with it. Every other refusal spends the key.
+    pub fn leaves_key_free(&self) -> bool {
+        matches!(self, Self::QuoteFailed(_) | Self::ServiceUnavailable(_))
+    }
 }
 
 impl From<sea_orm::DbErr> for WalletOpsError {

@@ -48,6 +48,11 @@ impl Ticket {
         }
     }
 
+    /// Whether the claim was committed.
+    pub(crate) fn is_claimed(&self) -> bool {
+        self.claimed.get().is_some()
+    }
+
     /// Notes that the claim was committed with transaction `id` and `response`.
     pub(crate) fn claimed_with(&self, id: Uuid, response: Submission) {
         let _ = self.claimed.set((id, response));
@@ -137,7 +142,7 @@ impl Idempotency {
     /// undo such a correction and have the caller pay again under a new key, or fail the
     /// key of a record that is still open and will be sent.
     pub(crate) async fn fail(&self, ticket: &Ticket, error: &WalletOpsError) -> Result<bool> {
-        if ticket.claimed.get().is_some() {
+        if ticket.is_claimed() {
             return Ok(true);
         }
         // Nothing can have reached the chain; the key is still recorded as used, unless a

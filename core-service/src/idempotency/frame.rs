@@ -72,6 +72,8 @@ impl Idempotency {
                     None => Err(err),
                 }
             }
+            // Nothing was claimed: the key stays free for the same request to succeed later.
+            Err(err) if err.leaves_key_free() && !ticket.is_claimed() => Err(err),
             Err(err) => {
                 fail::fail_point!("write-before-failing-key");
                 match self.fail(&ticket, &err).await {

@@ -10,8 +10,11 @@
 //!    IDEMPOTENT_BODY_MISMATCH, a key whose request failed is IDEMPOTENT_REPLAY.
 //! 3. The fields are parsed and the wallet resolved; a request refused there (400, 403, 404)
 //!    claims nothing, so the caller can fix it and retry under the same key.
-//! 4. The write is simulated. A refusal now records the key as failed (`Idempotency::fail`):
-//!    nothing reached the chain, but the key is spent.
+//! 4. The write is simulated (a swap is first built by its aggregator and checked by the swap
+//!    guard). A refusal now records the key as failed (`Idempotency::fail`): nothing reached
+//!    the chain, but the key is spent. Only a refusal from outside the request (QUOTE_FAILED
+//!    from the aggregator, SERVICE_UNAVAILABLE for a part not configured) leaves it free, as
+//!    the same request may succeed later.
 //! 5. The key is claimed inside the database transaction that allocates the nonce, signs and
 //!    stores the signed bytes (`claim`), with the submission as its stored response: one
 //!    INSERT on the unique `(user, key)` row, so of two concurrent twins exactly one commits.

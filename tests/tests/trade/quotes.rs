@@ -123,6 +123,18 @@ async fn bad_fields_are_refused_before_any_aggregator(b: Backend) -> anyhow::Res
             .contains("trade.evm.api_key"),
         "{reply:?}"
     );
+    // A swap answers alike, and its key stays free for when the option is set.
+    let key = uuid::Uuid::new_v4().to_string();
+    let swap = json!({
+        "chain": "anvil", "fromToken": "NATIVE", "toToken": desk.token.to_string(),
+        "amount": "1000",
+    })
+    .to_string();
+    for _ in 0..2 {
+        let reply = desk.api().post_with_key("/trade/swap", &key, &swap).await?;
+        reply.assert_error(503, "SERVICE_UNAVAILABLE")?;
+        assert!(reply.text.contains("trade.evm.api_key"), "{reply:?}");
+    }
     assert_eq!(desk.aggregator.faults().requests(), 0, "nothing was asked");
     Ok(())
 }

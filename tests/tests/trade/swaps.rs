@@ -121,7 +121,11 @@ async fn an_erc20_sale_needs_the_approval_it_names(b: Backend) -> anyhow::Result
         "chain": "anvil", "fromToken": desk.token.to_string(), "toToken": "native",
         "amount": format!("{amount:#x}"), "slippage": 0.5,
     });
-    let refused = desk.api().post("/trade/swap", &sell).await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let refused = desk
+        .api()
+        .post_with_key("/trade/swap", &key, &sell.to_string())
+        .await?;
     refused.assert_error(400, "QUOTE_FAILED")?;
     let said = refused.body["error"].as_str().unwrap_or_default();
     for named in [
@@ -145,7 +149,11 @@ async fn an_erc20_sale_needs_the_approval_it_names(b: Backend) -> anyhow::Result
         .await?;
     let expected = desk.pool_out(false, amount).await?;
     let eth = desk.anvil.balance(desk.wallet).await?;
-    let sold = desk.api().post("/trade/swap", &sell).await?;
+    // A QUOTE_FAILED claims no key: the same request succeeds under it once approved.
+    let sold = desk
+        .api()
+        .post_with_key("/trade/swap", &key, &sell.to_string())
+        .await?;
     let record = desk
         .api()
         .wait_for_status(&accepted(&sold)?, "CONFIRMED")
