@@ -27,6 +27,7 @@ pub mod swaps;
 pub mod trade;
 pub mod transactions;
 pub mod transfers;
+pub mod upstream;
 pub mod wallets;
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
-//! Calls to an aggregator's HTTP API, shared by the 1inch and Jupiter clients: timeouts,
-//! retries of the read-only calls, and the classification of every failure into a
-//! `TradeError`.
+//! Calls to the external HTTP APIs the service depends on (the swap aggregators, the wallet
+//! provider): timeouts, retries of the calls that may be repeated, and the classification of
+//! every failure into an `UpstreamError`.
 //!
 //! **Invariant:** no error message or log line written here holds a URL, a header or a
-//! request body: the API keys travel in headers, and an operator may have put one in the
-//! base URL. Failures name the aggregator and the endpoint (`quote`, `swap`), nothing more.
+//! request body: credentials travel in headers, and an operator may have put one in the
+//! base URL. Failures name the service and the endpoint (`quote`, `swap`, `rpc`), nothing
+//! more.
 
 use std::time::{Duration, SystemTime};
 
@@ -13,9 +14,40 @@ use reqwest::{RequestBuilder, StatusCode, header::RETRY_AFTER};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::TradeError;
+/// Why a call to an external API gave no usable answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpstreamError {
+    /// The service cannot be used as configured: `option` is missing or was refused.
+    #[error("{option} {problem}")]
+    Unavailable {
+        /// The configuration option to set or fix, e.g. `trade.evm.api_key`.
+        option: &'static str,
+        /// What is wrong with it, e.g. `is not set`.
+        problem: String,
+    },
+    /// The service refused the request (a 4xx answer): asking again will not help.
+    #[error("{service} refused: {message}")]
+    Rejected {
+        /// Which service: `1inch`, `Jupiter`, `Privy`.
+        service: &'static str,
+        /// The HTTP status of its answer.
+        status: u16,
+        /// Its machine-readable code, where it gives one (Jupiter's `errorCode`, e.g.
+        /// `TOKEN_NOT_TRADABLE`).
+        code: Option<String>,
+        /// Its own message, shortened to 300 characters.
+        message: String,
+    },
+    /// The service failed or did not answer in time, or its answer could not be read; the
+    /// message says retrying may help.
+    #[error("{message}")]
+    Failed {
+        /// Which service, what went wrong, and that retrying may help.
+        message: String,
+    },
+}
 
-/// How calls to an aggregator are timed and retried. The defaults keep a quote with all
+/// How calls to an external API are timed and retried. The defaults keep a quote with all
 /// its retries well inside the service's 30-second request timeout.
 #[derive(Debug, Clone)]
 pub struct HttpPolicy {
@@ -47,15 +79,15 @@ impl Default for HttpPolicy {
     }
 }
 
-/// Reads an error body into the aggregator's code (if it has codes) and message.
+/// Reads an error body into the service's code (if it has codes) and message.
 pub(crate) type ErrorReader = fn(&Value) -> Option<(Option<String>, String)>;
 
-/// One aggregator's HTTP client.
+/// One external API's HTTP client.
 #[derive(Debug, Clone)]
 pub(crate) struct Upstream {
-    /// The aggregator's name, for messages: `1inch`, `Jupiter`.
+    /// The service's name, for messages: `1inch`, `Jupiter`, `Privy`.
     pub(crate) name: &'static str,
-    /// The option holding its API key, named when the key is refused.
+    /// The option holding its credentials, named when they are refused.
     pub(crate) key_option: &'static str,
     http: reqwest::Client,
     policy: HttpPolicy,
@@ -117,7 +149,7 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
     )
 }
 
-/// The longest aggregator message passed on to a caller.
+/// The longest upstream message passed on to a caller.
 const MAX_MESSAGE_CHARS: usize = 300;
 
 impl Upstream {
@@ -155,7 +187,7 @@ impl Upstream {
         &self,
         endpoint: &'static str,
         request: impl Fn() -> RequestBuilder,
-    ) -> Result<(T, Value), TradeError> {
+    ) -> Result<(T, Value), UpstreamError> {
         let backoff = ExponentialBuilder::default()
             .with_min_delay(self.policy.min_backoff)
             .with_max_delay(self.policy.max_backoff)
@@ -173,11 +205,11 @@ impl Upstream {
             })
             .notify(|failure, wait| {
                 tracing::warn!(
-                    aggregator = self.name,
+                    upstream = self.name,
                     endpoint,
                     failure = %self.describe(failure),
                     wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                    "aggregator call failed; retrying"
+                    "upstream call failed; retrying"
                 );
             })
             .await
@@ -195,14 +227,14 @@ impl Upstream {
         &self,
         endpoint: &'static str,
         request: impl Fn() -> RequestBuilder,
-    ) -> Result<(T, Value), TradeError> {
+    ) -> Result<(T, Value), UpstreamError> {
         let first = self.attempt(request()).await;
         let outcome = match first {
             Err(Failure::Unreached) => {
                 tracing::warn!(
-                    aggregator = self.name,
+                    upstream = self.name,
                     endpoint,
-                    "aggregator unreachable; trying once more"
+                    "upstream unreachable; trying once more"
                 );
                 self.attempt(request()).await
             }
@@ -238,14 +270,14 @@ impl Upstream {
 
     /// The error for a 2xx answer that parsed but makes no sense (`what` says why; it must
     /// not quote the answer).
-    pub(crate) fn nonsense(&self, endpoint: &'static str, what: &str) -> TradeError {
+    pub(crate) fn nonsense(&self, endpoint: &'static str, what: &str) -> UpstreamError {
         tracing::warn!(
-            aggregator = self.name,
+            upstream = self.name,
             endpoint,
             what,
-            "aggregator answer refused"
+            "upstream answer refused"
         );
-        TradeError::Upstream {
+        UpstreamError::Failed {
             message: format!("{} {what}; retrying may help", self.name),
         }
     }
@@ -261,16 +293,16 @@ impl Upstream {
         }
     }
 
-    /// The `TradeError` of a final failure.
-    fn classify(&self, endpoint: &'static str, failure: Failure) -> TradeError {
+    /// The error of a final failure.
+    fn classify(&self, endpoint: &'static str, failure: Failure) -> UpstreamError {
         let name = self.name;
         tracing::warn!(
-            aggregator = name,
+            upstream = name,
             endpoint,
             failure = %self.describe(&failure),
-            "aggregator call failed"
+            "upstream call failed"
         );
-        let upstream = |what: String| TradeError::Upstream {
+        let upstream = |what: String| UpstreamError::Failed {
             message: format!("{name} {what}; retrying may help"),
         };
         match failure {
@@ -293,7 +325,7 @@ impl Upstream {
                     ),
                     None => "is rate limiting the service".to_owned(),
                 }),
-                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => TradeError::Unavailable {
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => UpstreamError::Unavailable {
                     option: self.key_option,
                     problem: format!("was refused by {name} (HTTP {})", status.as_u16()),
                 },
@@ -302,8 +334,8 @@ impl Upstream {
                         .as_ref()
                         .and_then(self.read_error)
                         .unwrap_or((None, format!("HTTP {}", status.as_u16())));
-                    TradeError::Rejected {
-                        aggregator: name,
+                    UpstreamError::Rejected {
+                        service: name,
                         status: status.as_u16(),
                         code,
                         message: message.chars().take(MAX_MESSAGE_CHARS).collect(),

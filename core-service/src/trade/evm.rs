@@ -122,7 +122,7 @@ pub struct Approval {
     pub needed: bool,
 }
 
-/// An EVM swap aggregator: 1inch today, 0x or a local pool for the dev playground later.
+/// An EVM swap aggregator: 1inch, or a server speaking its API (the playground's local pool).
 #[async_trait]
 pub trait EvmAggregator: Send + Sync {
     /// Prices `request` on `chain`, without building anything. Retried on transient

@@ -15,9 +15,9 @@ use solana_transaction::versioned::VersionedTransaction;
 use super::config::SolanaTradeConfig;
 use super::{
     HttpPolicy, SolanaAggregator, SolanaQuote, SolanaQuoteRequest, SolanaSwap, TradeError,
-    upstream::Upstream,
 };
 use crate::secret::Secret;
+use crate::upstream::Upstream;
 
 /// The option that holds the API key.
 pub const API_KEY_OPTION: &str = "trade.solana.api_key";
@@ -206,7 +206,7 @@ impl SolanaAggregator for Jupiter {
             let (code, message) =
                 read_error(&error).unwrap_or((None, "the swap failed in simulation".to_owned()));
             return Err(TradeError::Rejected {
-                aggregator: self.upstream.name,
+                service: self.upstream.name,
                 status: 200,
                 code,
                 message,

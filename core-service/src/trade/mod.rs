@@ -13,57 +13,24 @@ pub mod evm;
 pub mod jupiter;
 pub mod oneinch;
 pub mod solana;
-mod upstream;
 
 #[cfg(test)]
 mod tests;
 
 use std::{collections::HashMap, fmt, sync::Arc};
 
+pub use crate::upstream::HttpPolicy;
 pub use config::{EvmTradeConfig, LocalEvmAggregator, SolanaTradeConfig, TradeConfig};
 pub use evm::{
     Approval, EvmAggregator, EvmChainId, EvmQuote, EvmQuoteRequest, EvmSwap, EvmSwapRequest,
     EvmSwapTx, NATIVE_TOKEN,
 };
 pub use solana::{SolanaAggregator, SolanaQuote, SolanaQuoteRequest, SolanaSwap, WRAPPED_SOL_MINT};
-pub use upstream::HttpPolicy;
 
 use crate::error::WalletOpsError;
 
 /// Why an aggregator call gave no quote or swap.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TradeError {
-    /// The aggregator cannot be used as configured: `option` is missing or was refused.
-    #[error("swaps are unavailable: {option} {problem}")]
-    Unavailable {
-        /// The configuration option to set or fix, e.g. `trade.evm.api_key`.
-        option: &'static str,
-        /// What is wrong with it, e.g. `is not set`.
-        problem: String,
-    },
-    /// The aggregator refused the request: unsupported or untradable token, no route, an
-    /// amount too small, equal tokens, missing allowance. Asking again will not help.
-    #[error("{aggregator} refused: {message}")]
-    Rejected {
-        /// Which aggregator: `1inch`, `Jupiter`.
-        aggregator: &'static str,
-        /// The HTTP status of its answer.
-        status: u16,
-        /// Its machine-readable code, where it gives one (Jupiter's `errorCode`, e.g.
-        /// `TOKEN_NOT_TRADABLE`).
-        code: Option<String>,
-        /// Its own message (1inch's `description`, Jupiter's `error`), shortened to 300
-        /// characters.
-        message: String,
-    },
-    /// The aggregator failed or did not answer in time, or its answer could not be read;
-    /// the message says retrying may help.
-    #[error("{message}")]
-    Upstream {
-        /// Which aggregator, what went wrong, and that retrying may help.
-        message: String,
-    },
-}
+pub type TradeError = crate::upstream::UpstreamError;
 
 /// Quotes and swap builds the aggregator refused are the caller's QUOTE_FAILED (the spec's
 /// answer for an unsupported token), and so are the aggregator's own failures, whose
@@ -73,7 +40,7 @@ impl From<TradeError> for WalletOpsError {
     fn from(err: TradeError) -> Self {
         match err {
             TradeError::Unavailable { .. } => Self::ServiceUnavailable(err.to_string()),
-            TradeError::Rejected { .. } | TradeError::Upstream { .. } => {
+            TradeError::Rejected { .. } | TradeError::Failed { .. } => {
                 Self::QuoteFailed(err.to_string())
             }
         }

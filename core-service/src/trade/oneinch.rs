@@ -12,9 +12,10 @@ use serde_json::Value;
 use super::config::EvmTradeConfig;
 use super::{
     EvmAggregator, EvmChainId, EvmQuote, EvmQuoteRequest, EvmSwap, EvmSwapRequest, EvmSwapTx,
-    HttpPolicy, TradeError, upstream::Upstream,
+    HttpPolicy, TradeError,
 };
 use crate::secret::Secret;
+use crate::upstream::Upstream;
 
 /// The option that holds the API key: without it there is no EVM trading.
 pub const API_KEY_OPTION: &str = "trade.evm.api_key";

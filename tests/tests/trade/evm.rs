@@ -331,7 +331,7 @@ async fn the_aggregator_speaks_1inch_and_shows_faults() -> anyhow::Result<()> {
         .build_swap(m.chain, &m.swap(trade.clone()))
         .await
         .expect_err("500");
-    assert!(matches!(err, TradeError::Upstream { .. }), "{err:?}");
+    assert!(matches!(err, TradeError::Failed { .. }), "{err:?}");
     assert_eq!(faults.requests() - before, 1);
 
     // A stall runs into the client's timeout: a quote tries again, a swap build does not.
@@ -344,7 +344,7 @@ async fn the_aggregator_speaks_1inch_and_shows_faults() -> anyhow::Result<()> {
         .await
         .expect_err("stall");
     assert!(
-        matches!(&err, TradeError::Upstream { message } if message.contains("did not answer")),
+        matches!(&err, TradeError::Failed { message } if message.contains("did not answer")),
         "{err:?}"
     );
     Ok(())

@@ -211,7 +211,7 @@ async fn the_fake_refuses_as_jupiter_does_and_shows_faults() -> anyhow::Result<(
         .build_swap(&quote, &m.wallet.pubkey())
         .await
         .expect_err("500");
-    assert!(matches!(err, TradeError::Upstream { .. }), "{err:?}");
+    assert!(matches!(err, TradeError::Failed { .. }), "{err:?}");
     assert_eq!(faults.requests() - before, 1, "a swap build is not retried");
 
     faults.stall_next(1);
@@ -221,7 +221,7 @@ async fn the_fake_refuses_as_jupiter_does_and_shows_faults() -> anyhow::Result<(
         .await
         .expect_err("stall");
     assert!(
-        matches!(&err, TradeError::Upstream { message } if message.contains("did not answer")),
+        matches!(&err, TradeError::Failed { message } if message.contains("did not answer")),
         "{err:?}"
     );
     Ok(())

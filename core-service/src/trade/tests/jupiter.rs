@@ -197,7 +197,7 @@ async fn a_500_on_swap_is_not_retried_but_on_quote_it_is() {
     let err = client.build_swap(&quote(), &USER).await.expect_err("500");
     assert_eq!(script.seen().len(), 1);
     assert!(
-        matches!(&err, TradeError::Upstream { message } if message.contains("Jupiter")),
+        matches!(&err, TradeError::Failed { message } if message.contains("Jupiter")),
         "{err}"
     );
     assert!(!format!("{err:?}").contains(KEY));
@@ -214,7 +214,7 @@ async fn a_quote_for_another_trade_is_refused() {
         .quote(&sol_for_usdc())
         .await
         .expect_err("mismatch");
-    assert!(matches!(err, TradeError::Upstream { .. }), "{err:?}");
+    assert!(matches!(err, TradeError::Failed { .. }), "{err:?}");
 }
 
 #[tokio::test]
@@ -231,7 +231,7 @@ async fn a_swap_that_does_not_decode_or_failed_simulation_is_refused() {
         .build_swap(&quote(), &USER)
         .await
         .expect_err("garbage");
-    assert!(matches!(err, TradeError::Upstream { .. }), "{err:?}");
+    assert!(matches!(err, TradeError::Failed { .. }), "{err:?}");
 
     let tx = BASE64.encode(wincode::serialize(&unsigned_transaction()).expect("serialize"));
     let (url, _) = serve(

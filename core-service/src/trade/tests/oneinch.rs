@@ -233,7 +233,7 @@ async fn a_retry_after_longer_than_the_caller_can_wait_fails_at_once() {
         .expect_err("429");
     assert_eq!(script.seen().len(), 1);
     assert!(
-        matches!(&err, TradeError::Upstream { message } if message.contains("120 s")),
+        matches!(&err, TradeError::Failed { message } if message.contains("120 s")),
         "{err}"
     );
 }
@@ -246,7 +246,7 @@ async fn server_errors_are_retried_for_quotes_until_attempts_run_out() {
         .await
         .expect_err("502");
     assert_eq!(script.seen().len(), 3);
-    let TradeError::Upstream { message } = &err else {
+    let TradeError::Failed { message } = &err else {
         panic!("{err:?}")
     };
     assert!(
@@ -280,7 +280,7 @@ async fn a_500_on_swap_is_not_retried() {
         .expect_err("500");
     assert_eq!(script.seen().len(), 1);
     assert!(
-        matches!(&err, TradeError::Upstream { message } if message.contains("500")),
+        matches!(&err, TradeError::Failed { message } if message.contains("500")),
         "{err}"
     );
     assert_discreet(&err);
@@ -303,7 +303,7 @@ async fn a_stalled_server_times_out() {
     );
     assert_eq!(script.seen().len(), 3);
     assert!(
-        matches!(&err, TradeError::Upstream { message } if message.contains("did not answer")),
+        matches!(&err, TradeError::Failed { message } if message.contains("did not answer")),
         "{err}"
     );
     assert_discreet(&err);
@@ -323,7 +323,7 @@ async fn an_unreachable_aggregator_is_upstream() {
         .await
         .expect_err("nothing listens");
     assert!(
-        matches!(&err, TradeError::Upstream { message } if message.contains("could not be reached")),
+        matches!(&err, TradeError::Failed { message } if message.contains("could not be reached")),
         "{err}"
     );
     assert_discreet(&err);
@@ -400,7 +400,7 @@ async fn an_answer_without_dst_amount_is_unreadable() {
         .await
         .expect_err("v5 shape");
     assert!(
-        matches!(&err, TradeError::Upstream { message } if message.contains("cannot read")),
+        matches!(&err, TradeError::Failed { message } if message.contains("cannot read")),
         "{err}"
     );
 }
