@@ -320,10 +320,12 @@ async fn get_quote(
 #[utoipa::path(post, path = "/trade/swap", tag = "trade", request_body = SwapBody,
     params(WriteHeaders), security(("api_key" = [])),
     responses(
-        (status = 200, description = "Accepted", body = SubmissionJson),
-        (status = 400, description = "Bad input or unknown chain", body = ErrorBody),
+        (status = 200, description = "Accepted: the swap was signed, stored and sent; follow it with GET /tx/{id}", body = SubmissionJson),
+        (status = 400, description = "Bad input, unknown chain, INSUFFICIENT_FUNDS, or QUOTE_FAILED (the aggregator refused or failed; an ERC20 sale the router may not spend yet names the token and spender to approve). QUOTE_FAILED claims no Idempotency-Key", body = ErrorBody),
         (status = 403, description = "Not the caller's wallet, or not delegated", body = ErrorBody),
         (status = 409, description = "Idempotency-Key reused", body = ErrorBody),
+        (status = 502, description = "SEND_FAILED: the swap guard refused the aggregator's transaction (naming the check) or the node refused it; nothing was signed for a guard refusal", body = ErrorBody),
+        (status = 503, description = "SERVICE_UNAVAILABLE: no aggregator configured for the chain (trade.evm.api_key)", body = ErrorBody),
     ))]
 async fn swap(
     State(mut edge): State<Edge>,

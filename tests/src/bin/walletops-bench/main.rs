@@ -1,6 +1,7 @@
 //! `walletops-bench`: send throughput of WalletOps (over REST, and straight to the gRPC core)
-//! against raw `eth_sendRawTransaction`, and balance-read latency for 1 and 50 tokens beside
-//! the node's own time for the same reads, measured side by side in one run on one anvil.
+//! against raw `eth_sendRawTransaction`, balance-read latency for 1 and 50 tokens beside the
+//! node's own time for the same reads, and quote latency beside the aggregator's own time for
+//! the same quote, measured side by side in one run on one anvil.
 //!
 //! Build both binaries with the same profile and run the bench from beside `walletops`:
 //!
@@ -13,6 +14,7 @@
 
 mod cpu;
 mod drive;
+mod quotes;
 mod reads;
 mod report;
 mod sends;
@@ -30,6 +32,7 @@ use walletops_tests::{
 
 use crate::{
     cpu::Probe,
+    quotes::{AGGREGATOR_KEY, open_venue, quote_latency},
     reads::{TOKENS, balance_reads},
     report::Report,
     sends::{Sender, all_settled, raw_sends, walletops_sends},
@@ -42,7 +45,7 @@ const ETH: u128 = 1_000_000_000_000_000_000;
 #[derive(Debug, Parser)]
 #[command(
     name = "walletops-bench",
-    about = "WalletOps send throughput against raw eth_sendRawTransaction, and balance-read latency, on one anvil"
+    about = "WalletOps send throughput against raw eth_sendRawTransaction, and balance-read and quote latency, on one anvil"
 )]
 struct Args {
     /// Native transfers in each throughput run.
@@ -51,7 +54,7 @@ struct Args {
     /// Concurrent clients in each throughput run.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
     concurrency: u64,
-    /// Timed requests of each balance read.
+    /// Timed requests of each balance read, and quotes of each kind.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     reads: u64,
     /// Run the service on PostgreSQL (`WALLETOPS_TEST_PG`, default the local server's `test`
@@ -110,6 +113,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     // The same node for the raw sends and WalletOps'.
     let anvil = Anvil::start_with(MIXED_MINING).await?;
     anvil.install_multicall().await?;
+    let venue = open_venue(&anvil).await?;
     // The bench measures the pipeline, not the per-user budgets. anvil now and then keeps a
     // ready transaction queued (foundry-rs/foundry#10122) until the monitor replaces it: a
     // stuck time of 5 s, not 60, lets the run be mined within the wait.
@@ -124,7 +128,10 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                 "{}\n[rate_limits]\nwrites_per_minute = 1000000\nreads_per_minute = 1000000\n[monitor]\nstuck_after_secs = 5\n",
                 anvil.chain_toml()
             )),
-            ..Options::default()
+            env: vec![
+                ("WALLETOPS_TRADE__EVM__BASE_URL".to_owned(), venue.url.clone()),
+                ("WALLETOPS_TRADE__EVM__API_KEY".to_owned(), AGGREGATOR_KEY.to_owned()),
+            ],
         },
     )
     .await?;
@@ -179,6 +186,11 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         svc.api_key.clone(),
     );
     let (one_token, all_tokens) = balance_reads(&anvil, api, &core, wallet, args.reads).await?;
+    println!(
+        "quotes: {} through POST /api/v1/trade/quote and as many from the aggregator alone ...",
+        args.reads
+    );
+    let (quote, quote_alone) = quote_latency(api, &venue, args.reads).await?;
 
     Ok(Report {
         sends: n,
@@ -188,5 +200,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         raw_cpu,
         one_token,
         all_tokens,
+        quote,
+        quote_alone,
     })
 }

@@ -11,6 +11,9 @@ const SEND_RATIO_GOAL: f64 = 0.7;
 /// Latency goal: 50-token median over 1-token median.
 const READ_RATIO_GOAL: f64 = 1.5;
 
+/// Latency goal: what WalletOps adds to the aggregator's quote, at the median, in ms.
+const QUOTE_ADDED_GOAL_MS: f64 = 1.0;
+
 /// `total` per send, in milliseconds, or "n/a".
 fn per_send(total: Option<Duration>, sends: u64) -> String {
     ms_per_send(total, sends).map_or_else(|| "n/a".to_owned(), |t| format!("{t:.3} ms"))
@@ -62,7 +65,7 @@ impl SendRun {
     }
 }
 
-/// Latencies of one kind of balance read.
+/// Latencies of one kind of request.
 #[derive(Debug)]
 pub(crate) struct Latency {
     pub(crate) median: Duration,
@@ -97,6 +100,10 @@ pub(crate) struct Report {
     pub(crate) raw_cpu: CpuUse,
     pub(crate) one_token: Latency,
     pub(crate) all_tokens: Latency,
+    /// Quotes through the REST edge.
+    pub(crate) quote: Latency,
+    /// The same quotes asked of the aggregator alone.
+    pub(crate) quote_alone: Latency,
 }
 
 impl Report {
@@ -159,6 +166,18 @@ impl Report {
         println!(
             "ratio                  {read_ratio:>9.2}   (goal <= {READ_RATIO_GOAL}: {})",
             verdict(read_ratio <= READ_RATIO_GOAL)
+        );
+        let added = ms(self.quote.median) - ms(self.quote_alone.median);
+        println!(
+            "quote via WalletOps    median {:>7.2} ms  p95 {:>7.2} ms; aggregator alone median {:.2} ms  p95 {:.2} ms",
+            ms(self.quote.median),
+            ms(self.quote.p95),
+            ms(self.quote_alone.median),
+            ms(self.quote_alone.p95)
+        );
+        println!(
+            "quote added by WalletOps {added:>7.2} ms at the median (goal <= {QUOTE_ADDED_GOAL_MS} ms: {})",
+            verdict(added <= QUOTE_ADDED_GOAL_MS)
         );
         println!(
             "CPU per send: REST run walletops {}, anvil {}, bench client {}; gRPC run walletops {}, anvil {}, bench client {}; raw run anvil {}, bench client {} ({cores} cores)",
