@@ -12,7 +12,7 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 pub use crate::secret::Secret;
-use crate::{chains::ChainConfig, trade::TradeConfig};
+use crate::{chains::ChainConfig, provider::ProviderConfig, trade::TradeConfig};
 
 /// `WALLETOPS_*` variables that are not options: the config file's path, the dev tools'
 /// locations, and the test harness's own (`WALLETOPS_TEST_*`, `WALLETOPS_BIN`).
@@ -61,6 +61,8 @@ pub struct Config {
     pub monitor: MonitorConfig,
     /// The swap aggregators behind quotes and swaps.
     pub trade: TradeConfig,
+    /// The wallet provider that holds provider wallets' keys and signs for them.
+    pub provider: ProviderConfig,
 }
 
 /// How the monitor follows open transactions.
@@ -126,6 +128,7 @@ impl Default for Config {
             idempotency_retention_secs: 24 * 60 * 60,
             monitor: MonitorConfig::default(),
             trade: TradeConfig::default(),
+            provider: ProviderConfig::default(),
         }
     }
 }
@@ -262,7 +265,8 @@ impl Config {
                 "{option} must be at least {least}, not {value}"
             );
         }
-        self.trade.validate()
+        self.trade.validate()?;
+        self.provider.validate()
     }
 
     /// The request timeout as a `Duration`.

@@ -171,10 +171,14 @@ impl WalletOpsError {
 
     /// Whether a write refused this way, before anything was signed, leaves its
     /// Idempotency-Key free: the refusal came from outside the request (an aggregator that
-    /// refused or failed, a part the operator has not configured), so the same request may
-    /// succeed later, and its key with it. Every other refusal spends the key.
+    /// refused or failed, the wallet provider failing, a part the operator has not
+    /// configured), so the same request may succeed later, and its key with it. Every other
+    /// refusal spends the key.
     pub fn leaves_key_free(&self) -> bool {
-        matches!(self, Self::QuoteFailed(_) | Self::ServiceUnavailable(_))
+        matches!(
+            self,
+            Self::QuoteFailed(_) | Self::ServiceUnavailable(_) | Self::ProviderRpcError(_)
+        )
     }
 }
 

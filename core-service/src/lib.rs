@@ -16,6 +16,7 @@ pub mod files;
 pub mod grpc;
 pub mod idempotency;
 pub mod monitor;
+pub mod provider;
 pub mod quotes;
 pub mod ratelimit;
 pub mod recovery;
@@ -32,6 +33,8 @@ pub mod wallets;
 
 #[cfg(test)]
 mod record_lifecycle_tests;
+#[cfg(test)]
+mod scripted;
 
 pub use app::Core;
 pub use config::Config;

@@ -93,6 +93,9 @@ pub(crate) struct Upstream {
     policy: HttpPolicy,
     /// Reads an error body, if it has the aggregator's shape.
     read_error: ErrorReader,
+    /// Whether a 403 is a refusal of the request (with a message worth passing on) rather
+    /// than of the credentials.
+    forbidden_refuses_request: bool,
 }
 
 /// Why one attempt failed.
@@ -171,7 +174,15 @@ impl Upstream {
             http,
             policy,
             read_error,
+            forbidden_refuses_request: false,
         })
+    }
+
+    /// The same client, taking a 403 as a refusal of the request (a policy's, say) whose
+    /// message is passed on, not as a refusal of the credentials.
+    pub(crate) fn forbidden_refuses_request(mut self) -> Self {
+        self.forbidden_refuses_request = true;
+        self
     }
 
     /// The HTTP client, to build requests with.
@@ -325,24 +336,33 @@ impl Upstream {
                     ),
                     None => "is rate limiting the service".to_owned(),
                 }),
+                StatusCode::FORBIDDEN if self.forbidden_refuses_request => {
+                    self.rejected(status, body.as_ref())
+                }
                 StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => UpstreamError::Unavailable {
                     option: self.key_option,
                     problem: format!("was refused by {name} (HTTP {})", status.as_u16()),
                 },
                 status if status.is_client_error() && status != StatusCode::REQUEST_TIMEOUT => {
-                    let (code, message) = body
-                        .as_ref()
-                        .and_then(self.read_error)
-                        .unwrap_or((None, format!("HTTP {}", status.as_u16())));
-                    UpstreamError::Rejected {
-                        service: name,
-                        status: status.as_u16(),
-                        code,
-                        message: message.chars().take(MAX_MESSAGE_CHARS).collect(),
-                    }
+                    self.rejected(status, body.as_ref())
                 }
                 status => upstream(format!("failed (HTTP {})", status.as_u16())),
             },
+        }
+    }
+}
+
+impl Upstream {
+    /// The refusal a 4xx answer with `body` stands for, in the service's words.
+    fn rejected(&self, status: StatusCode, body: Option<&Value>) -> UpstreamError {
+        let (code, message) = body
+            .and_then(self.read_error)
+            .unwrap_or((None, format!("HTTP {}", status.as_u16())));
+        UpstreamError::Rejected {
+            service: self.name,
+            status: status.as_u16(),
+            code,
+            message: message.chars().take(MAX_MESSAGE_CHARS).collect(),
         }
     }
 }
