@@ -16,14 +16,15 @@ use crate::{
     domain::{DelegatedWallet, Submission},
     error::{Result, WalletOpsError},
     idempotency::{Canonical, Idempotency, IdempotencyKey, Keyed, Ticket},
+    provider::Privy,
     quotes::Quotes,
     ratelimit::{Budget, RateLimiter},
     recovery::{evm::EvmRecovery, solana::SolanaRecovery},
     requests::WriteRequest,
-    signer::{Keystore, LocalSigner, Signer},
+    signer::{Keystore, LocalSigner, RoutedSigner, Signer},
     store::Store,
     swaps::Swaps,
-    trade::Aggregators,
+    trade::{Aggregators, HttpPolicy},
     transactions::Transactions,
     transfers::{BroadcastLog, Transfers, evm::EvmPipeline, solana::SolanaPipeline},
     wallets::Wallets,
@@ -93,7 +94,13 @@ impl Core {
             sample.as_ref().map(|(a, k)| (a, k)),
         )?);
         let chains = Arc::new(Registry::new(&config.chains)?);
-        let signer: Arc<dyn Signer> = Arc::new(LocalSigner::new(keystore.clone(), store.clone()));
+        let provider = Privy::from_config(&config.provider, HttpPolicy::default())
+            .context("the wallet provider")?
+            .map(Arc::new);
+        let signer: Arc<dyn Signer> = Arc::new(RoutedSigner::new(
+            LocalSigner::new(keystore.clone(), store.clone()),
+            provider.clone(),
+        ));
         let evm_clients = Arc::new(EvmClients::default());
         let solana_clients = Arc::new(SolanaClients::default());
         let idempotency = Idempotency::new(
@@ -142,7 +149,7 @@ impl Core {
         Ok(Self(Arc::new(Parts {
             keys: ApiKeys::new(store.clone()),
             limiter,
-            wallets: Wallets::new(store.clone(), keystore),
+            wallets: Wallets::new(store.clone(), keystore, provider),
             transactions: Transactions::new(store.clone()),
             transfers,
             evm_recovery,

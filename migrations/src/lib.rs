@@ -16,6 +16,7 @@ mod m20261123_000009_add_transactions_revision;
 mod m20261124_000010_add_api_keys_created_by;
 mod m20261124_000011_index_transactions_nonce;
 mod m20261124_000012_create_keystore_check;
+mod m20261126_000013_link_provider;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -36,6 +37,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000010_add_api_keys_created_by::Migration),
             Box::new(m20261124_000011_index_transactions_nonce::Migration),
             Box::new(m20261124_000012_create_keystore_check::Migration),
+            Box::new(m20261126_000013_link_provider::Migration),
         ]
     }
 }

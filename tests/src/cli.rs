@@ -29,7 +29,8 @@ impl CliOutput {
 }
 
 impl Service {
-    /// Runs `walletops <args>` against this service's data dir and database.
+    /// Runs `walletops <args>` against this service's data dir and database, with the
+    /// `WALLETOPS_*` options the service was started with.
     pub async fn cli(&self, args: &[&str]) -> anyhow::Result<CliOutput> {
         self.cli_in(self.data_dir.path(), args).await
     }
@@ -39,6 +40,14 @@ impl Service {
     pub async fn cli_in(&self, data_dir: &Path, args: &[&str]) -> anyhow::Result<CliOutput> {
         let mut cmd = Command::new(walletops_bin()?);
         cmd.args(args)
+            // The service's options (not its failpoints or log filter).
+            .envs(
+                self.options()
+                    .env
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("WALLETOPS_"))
+                    .map(|(k, v)| (k, v)),
+            )
             .env("WALLETOPS_DATA_DIR", data_dir)
             .env("RUST_LOG", log_filter())
             .env_remove("DATABASE_URL")

@@ -12,6 +12,8 @@ pub struct User {
     pub name: String,
     /// When the user was made.
     pub created_at: DateTime<Utc>,
+    /// The user's id at the wallet provider, when linked.
+    pub provider_user_id: Option<String>,
 }
 
 /// A stored API key; its value is not part of it.

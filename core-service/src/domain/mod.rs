@@ -14,4 +14,7 @@ pub use transaction::{
     ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,
     TxKind, TxStatus,
 };
-pub use wallet::{DelegatedWallet, NewWallet, NotSignable, SealedKey, Wallet, WalletFilter};
+pub use wallet::{
+    DelegatedWallet, LOCAL_CLIENT_TYPE, NewWallet, NotSignable, ProviderWallet, SealedKey, Wallet,
+    WalletFilter,
+};

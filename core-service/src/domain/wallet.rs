@@ -28,22 +28,83 @@ pub struct Wallet {
     pub linked: bool,
     /// When it was made.
     pub created_at: DateTime<Utc>,
+    /// When a provider wallet disappeared from the provider's listing; it is never signed
+    /// for again.
+    pub removed_at: Option<DateTime<Utc>>,
 }
+
+/// `clientType` of the wallets whose keys the service's own keystore holds.
+pub const LOCAL_CLIENT_TYPE: &str = "walletops";
 
 impl Wallet {
     /// The wallet's chain family.
     pub fn family(&self) -> ChainFamily {
         self.address.family()
     }
+
+    /// Whether the wallet provider holds its key (else the service's own keystore does).
+    pub fn held_by_provider(&self) -> bool {
+        self.client_type != LOCAL_CLIENT_TYPE
+    }
+}
+
+/// A wallet a provider user has linked, as the provider lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderWallet {
+    /// Its address.
+    pub address: WalletAddress,
+    /// The provider's server wallet id, which signing needs; absent for external wallets
+    /// and, with some providers, for embedded wallets not delegated.
+    pub wallet_id: Option<String>,
+    /// `connector_type`: `embedded` for the provider's own wallets (`providerType`).
+    pub connector_type: String,
+    /// `wallet_client_type`: `privy` for the provider's own wallets (`clientType`).
+    pub client_type: String,
+    /// Whether the user delegated it to the server (`automationEnabled`).
+    pub delegated: bool,
+    /// Its HD index among the user's embedded wallets of its chain type (0: the first).
+    pub wallet_index: Option<u32>,
+}
+
+/// The provider's own kind of wallet; anything else is an external wallet the user linked
+/// (MetaMask, Phantom…), which the server can never sign for.
+const EMBEDDED_CONNECTOR: &str = "embedded";
+const PROVIDER_CLIENT: &str = "privy";
+
+impl ProviderWallet {
+    /// Its chain family.
+    pub fn family(&self) -> ChainFamily {
+        self.address.family()
+    }
+
+    /// Whether the provider holds its key (an embedded wallet), so the server may sign with
+    /// it once it is delegated.
+    pub fn is_embedded(&self) -> bool {
+        self.connector_type == EMBEDDED_CONNECTOR && self.client_type == PROVIDER_CLIENT
+    }
+
+    /// Whether it is the user's default of its family: the first embedded wallet.
+    pub fn is_default(&self) -> bool {
+        self.is_embedded() && self.wallet_index == Some(0)
+    }
+
+    /// Whether the server may sign with it: embedded and delegated.
+    pub fn automation_enabled(&self) -> bool {
+        self.is_embedded() && self.delegated
+    }
 }
 
 /// Why a wallet cannot be signed for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotSignable {
-    /// Not linked to the signing provider.
+    /// Not linked to the signing provider (its user was unlinked, or is gone there).
     NotLinked,
-    /// Not delegated to the server signer.
+    /// Not delegated to the server signer (or an external wallet, which never can be).
     NotDelegated,
+    /// A provider wallet delegated, but the provider gave no wallet id to sign with.
+    NoWalletId,
+    /// A provider wallet the provider no longer lists.
+    Removed,
 }
 
 /// A wallet that is linked to the signing provider and delegated to the server signer: the
@@ -62,11 +123,17 @@ impl TryFrom<Wallet> for DelegatedWallet {
     type Error = (NotSignable, Wallet);
 
     fn try_from(wallet: Wallet) -> Result<Self, Self::Error> {
+        if wallet.removed_at.is_some() {
+            return Err((NotSignable::Removed, wallet));
+        }
         if !wallet.linked {
             return Err((NotSignable::NotLinked, wallet));
         }
         if !wallet.automation_enabled {
             return Err((NotSignable::NotDelegated, wallet));
+        }
+        if wallet.held_by_provider() && wallet.provider_wallet_id.is_none() {
+            return Err((NotSignable::NoWalletId, wallet));
         }
         Ok(Self(wallet))
     }

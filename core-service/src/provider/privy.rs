@@ -24,9 +24,9 @@ use sha2::{Digest as _, Sha256};
 use solana_pubkey::Pubkey;
 use solana_transaction::versioned::VersionedTransaction;
 
-use super::{LinkedWallet, auth::AuthorizationKey, config::ProviderConfig};
+use super::{auth::AuthorizationKey, config::ProviderConfig};
 use crate::{
-    domain::{ChainFamily, WalletAddress},
+    domain::{ChainFamily, ProviderWallet, WalletAddress},
     secret::Secret,
     upstream::{HttpPolicy, Upstream, UpstreamError},
 };
@@ -121,7 +121,7 @@ impl Privy {
     pub async fn linked_wallets(
         &self,
         user_id: &str,
-    ) -> Result<Option<Vec<LinkedWallet>>, UpstreamError> {
+    ) -> Result<Option<Vec<ProviderWallet>>, UpstreamError> {
         let url = self.url(&["users", user_id]);
         let answer = self
             .upstream
@@ -137,7 +137,7 @@ impl Privy {
         Ok(Some(
             user.linked_accounts
                 .iter()
-                .filter_map(LinkedWallet::from_account)
+                .filter_map(linked_wallet)
                 .collect(),
         ))
     }
@@ -304,38 +304,34 @@ fn idempotency_key(wallet_id: &str, body: &Value) -> String {
     format!("walletops-{}", hex::encode(&hash.finalize()[..20]))
 }
 
-impl LinkedWallet {
-    /// The wallet a `linked_accounts` entry describes, if it is one on a chain family the
-    /// service knows (`type: "wallet"`, `chain_type` `ethereum` or `solana`).
-    fn from_account(account: &Value) -> Option<Self> {
-        if account.get("type").and_then(Value::as_str) != Some("wallet") {
+/// The wallet a `linked_accounts` entry describes, if it is one on a chain family the service
+/// knows (`type: "wallet"`, `chain_type` `ethereum` or `solana`).
+fn linked_wallet(account: &Value) -> Option<ProviderWallet> {
+    if account.get("type").and_then(Value::as_str) != Some("wallet") {
+        return None;
+    }
+    let family = match account.get("chain_type").and_then(Value::as_str)? {
+        "ethereum" => ChainFamily::Evm,
+        "solana" => ChainFamily::Solana,
+        _ => return None,
+    };
+    let text = |key: &str| account.get(key).and_then(Value::as_str).map(str::to_owned);
+    let address: WalletAddress = match family.parse_address(&text("address")?) {
+        Ok(address) => address,
+        Err(_) => {
+            tracing::warn!("the provider listed a wallet whose address does not parse; skipped");
             return None;
         }
-        let family = match account.get("chain_type").and_then(Value::as_str)? {
-            "ethereum" => ChainFamily::Evm,
-            "solana" => ChainFamily::Solana,
-            _ => return None,
-        };
-        let text = |key: &str| account.get(key).and_then(Value::as_str).map(str::to_owned);
-        let address: WalletAddress = match family.parse_address(&text("address")?) {
-            Ok(address) => address,
-            Err(_) => {
-                tracing::warn!(
-                    "the provider listed a wallet whose address does not parse; skipped"
-                );
-                return None;
-            }
-        };
-        Some(Self {
-            address,
-            wallet_id: text("id").filter(|id| !id.is_empty()),
-            connector_type: text("connector_type").unwrap_or_default(),
-            client_type: text("wallet_client_type").unwrap_or_default(),
-            delegated: account.get("delegated").and_then(Value::as_bool) == Some(true),
-            wallet_index: account
-                .get("wallet_index")
-                .and_then(Value::as_u64)
-                .and_then(|i| u32::try_from(i).ok()),
-        })
-    }
+    };
+    Some(ProviderWallet {
+        address,
+        wallet_id: text("id").filter(|id| !id.is_empty()),
+        connector_type: text("connector_type").unwrap_or_default(),
+        client_type: text("wallet_client_type").unwrap_or_default(),
+        delegated: account.get("delegated").and_then(Value::as_bool) == Some(true),
+        wallet_index: account
+            .get("wallet_index")
+            .and_then(Value::as_u64)
+            .and_then(|i| u32::try_from(i).ok()),
+    })
 }

@@ -20,9 +20,9 @@ use solana_keypair::Keypair;
 use solana_message::{VersionedMessage, v0};
 use solana_signer::Signer as _;
 
-use super::{LinkedWallet, Privy, ProviderConfig, auth, provider_error};
+use super::{Privy, ProviderConfig, auth, provider_error};
 use crate::{
-    domain::WalletAddress,
+    domain::{ProviderWallet, WalletAddress},
     scripted::{Reply, policy, serve},
     secret::Secret,
     upstream::UpstreamError,
@@ -111,7 +111,7 @@ async fn linked_wallets_are_read_from_the_users_linked_accounts() {
     assert_eq!(
         wallets,
         vec![
-            LinkedWallet {
+            ProviderWallet {
                 address: evm,
                 wallet_id: Some("jf4mev19seymsqulciv8on0c".to_owned()),
                 connector_type: "embedded".to_owned(),
@@ -119,7 +119,7 @@ async fn linked_wallets_are_read_from_the_users_linked_accounts() {
                 delegated: true,
                 wallet_index: Some(0),
             },
-            LinkedWallet {
+            ProviderWallet {
                 address: "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"
                     .parse()
                     .expect("sol"),
@@ -129,7 +129,7 @@ async fn linked_wallets_are_read_from_the_users_linked_accounts() {
                 delegated: false,
                 wallet_index: Some(0),
             },
-            LinkedWallet {
+            ProviderWallet {
                 address: "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045"
                     .parse()
                     .expect("evm"),

@@ -6,6 +6,7 @@ pub(crate) mod entities;
 mod evm_nonces;
 mod idempotency;
 mod leases;
+mod provider_links;
 mod records;
 pub(crate) mod transactions;
 mod users;
@@ -22,6 +23,7 @@ pub(crate) use idempotency::{ClaimRow, NewClaim};
 #[cfg(test)]
 pub(crate) use leases::Leased;
 pub(crate) use leases::REQUEST_HOLD;
+pub use provider_links::SyncReport;
 pub(crate) use transactions::NewTransaction;
 
 /// The database, migrated and ready.

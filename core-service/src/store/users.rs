@@ -16,6 +16,7 @@ impl From<users::Model> for User {
             id: m.id,
             name: m.name,
             created_at: m.created_at,
+            provider_user_id: m.provider_user_id,
         }
     }
 }
@@ -43,6 +44,7 @@ impl Store {
             id: Set(Uuid::now_v7()),
             name: Set(name.to_owned()),
             created_at: Set(chrono::Utc::now()),
+            provider_user_id: Set(None),
         };
         match row.insert(self.db()).await {
             Ok(m) => Ok(m.into()),
@@ -52,6 +54,15 @@ impl Store {
             )),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The user with id `id`; `NOT_FOUND` when there is none.
+    pub(crate) async fn user_by_id(&self, id: Uuid) -> Result<User> {
+        users::Entity::find_by_id(id)
+            .one(self.db())
+            .await?
+            .map(Into::into)
+            .ok_or_else(|| WalletOpsError::NotFound("no such user".to_owned()))
     }
 
     /// The user with id or name `id_or_name`.

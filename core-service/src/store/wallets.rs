@@ -11,14 +11,14 @@ use super::{
     is_unique_violation,
 };
 use crate::{
-    domain::{ChainFamily, NewWallet, SealedKey, Wallet, WalletAddress, WalletFilter},
+    domain::{
+        ChainFamily, LOCAL_CLIENT_TYPE, NewWallet, SealedKey, Wallet, WalletAddress, WalletFilter,
+    },
     error::{Result, WalletOpsError},
 };
 
 /// Provider kind of wallets whose keys live in the service's own keystore.
 const PROVIDER_TYPE: &str = "embedded";
-/// Client integration name of those wallets.
-const CLIENT_TYPE: &str = "walletops";
 
 impl TryFrom<wallets::Model> for Wallet {
     type Error = WalletOpsError;
@@ -37,12 +37,16 @@ impl TryFrom<wallets::Model> for Wallet {
             automation_enabled: m.automation_enabled,
             linked: m.linked,
             created_at: m.created_at,
+            removed_at: m.removed_at,
         })
     }
 }
 
 /// A wallet's stored family and address, read back.
-fn stored_address(chain_type: &str, address: &str) -> std::result::Result<WalletAddress, String> {
+pub(super) fn stored_address(
+    chain_type: &str,
+    address: &str,
+) -> std::result::Result<WalletAddress, String> {
     let family = chain_type
         .parse::<ChainFamily>()
         .map_err(|e| format!("chain_type: {e}"))?;
@@ -57,7 +61,7 @@ fn to_wallets(rows: Vec<wallets::Model>) -> Result<Vec<Wallet>> {
 
 /// Clears the default flag of `user_id`'s other wallets of `family`, inside `conn`'s
 /// transaction, before one of them becomes the default (the partial unique index allows one).
-async fn clear_default<C: ConnectionTrait>(
+pub(super) async fn clear_default<C: ConnectionTrait>(
     conn: &C,
     user_id: Uuid,
     family: ChainFamily,
@@ -139,12 +143,13 @@ impl Store {
             chain_type: Set(family.as_str().to_owned()),
             address: Set(address.clone()),
             provider_type: Set(PROVIDER_TYPE.to_owned()),
-            client_type: Set(CLIENT_TYPE.to_owned()),
+            client_type: Set(LOCAL_CLIENT_TYPE.to_owned()),
             provider_wallet_id: Set(Some(id.to_string())),
             is_default: Set(is_default),
             automation_enabled: Set(true),
             linked: Set(true),
             created_at: Set(now),
+            removed_at: Set(None),
         };
         let wallet = match row.insert(&txn).await {
             Ok(m) => Wallet::try_from(m)?,

@@ -1,6 +1,7 @@
 //! Wallets: listing the caller's wallets, resolving the wallet a request acts on (the
-//! caller's default for the chain family when none is named) with its ownership check, and
-//! creating wallets whose keys the keystore generates.
+//! caller's default for the chain family when none is named) with its ownership check,
+//! creating wallets whose keys the keystore generates, and keeping the wallets of users
+//! linked to the wallet provider in step with it.
 
 use std::sync::Arc;
 
@@ -8,11 +9,13 @@ use uuid::Uuid;
 
 use crate::{
     domain::{
-        ChainFamily, DelegatedWallet, NewWallet, NotSignable, Wallet, WalletAddress, WalletFilter,
+        ChainFamily, DelegatedWallet, NewWallet, NotSignable, User, Wallet, WalletAddress,
+        WalletFilter,
     },
     error::{Result, WalletOpsError},
+    provider::Privy,
     signer::Keystore,
-    store::Store,
+    store::{Store, SyncReport},
 };
 
 /// Wallet operations.
@@ -20,12 +23,81 @@ use crate::{
 pub struct Wallets {
     store: Store,
     keystore: Arc<Keystore>,
+    provider: Option<Arc<Privy>>,
 }
 
 impl Wallets {
-    /// Wallets over `store`, with keys from `keystore`.
-    pub fn new(store: Store, keystore: Arc<Keystore>) -> Self {
-        Self { store, keystore }
+    /// Wallets over `store`, with keys from `keystore` and, when one is configured, the
+    /// wallet provider's.
+    pub fn new(store: Store, keystore: Arc<Keystore>, provider: Option<Arc<Privy>>) -> Self {
+        Self {
+            store,
+            keystore,
+            provider,
+        }
+    }
+
+    /// The provider, or SERVICE_UNAVAILABLE naming the option that would configure it.
+    fn provider(&self) -> Result<&Privy> {
+        self.provider.as_deref().ok_or_else(|| {
+            WalletOpsError::ServiceUnavailable(
+                "no wallet provider is configured: set provider.app_id and provider.app_secret"
+                    .to_owned(),
+            )
+        })
+    }
+
+    /// Links `user` to provider user `provider_user_id` and syncs its wallets.
+    pub async fn link(&self, user: &User, provider_user_id: &str) -> Result<SyncReport> {
+        if provider_user_id.trim().is_empty() {
+            return Err(WalletOpsError::invalid("providerUserId", "required"));
+        }
+        self.provider()?;
+        self.store.link_user(user.id, provider_user_id).await?;
+        let linked = User {
+            provider_user_id: Some(provider_user_id.to_owned()),
+            ..user.clone()
+        };
+        self.sync(&linked).await
+    }
+
+    /// Unlinks `user`: its provider wallets stay listed but cannot be written from.
+    pub async fn unlink(&self, user: &User) -> Result<()> {
+        self.store.unlink_user(user.id).await
+    }
+
+    /// Reads `user`'s wallets from the provider and brings its provider wallets in step.
+    pub async fn sync(&self, user: &User) -> Result<SyncReport> {
+        let Some(provider_user_id) = &user.provider_user_id else {
+            return Err(WalletOpsError::UserNotLinked(format!(
+                "user {} is not linked to the wallet provider: link it with `walletops users link`",
+                user.name
+            )));
+        };
+        let listed = self
+            .provider()?
+            .linked_wallets(provider_user_id)
+            .await
+            .map_err(|e| {
+                WalletOpsError::ProviderRpcError(format!(
+                    "reading the wallets of {provider_user_id} from the wallet provider: {e}"
+                ))
+            })?;
+        self.store
+            .sync_provider_wallets(user.id, listed.as_deref())
+            .await
+    }
+
+    /// Syncs every linked user; returns how many were synced, and the failures by user.
+    pub async fn sync_all(&self) -> Result<(usize, Vec<(String, WalletOpsError)>)> {
+        let users = self.store.linked_users().await?;
+        let mut failed = Vec::new();
+        for user in &users {
+            if let Err(e) = self.sync(user).await {
+                failed.push((user.name.clone(), e));
+            }
+        }
+        Ok((users.len() - failed.len(), failed))
     }
 
     /// `user_id`'s wallets that pass `filter`, oldest first.
@@ -88,16 +160,20 @@ impl Wallets {
         field: &str,
     ) -> Result<DelegatedWallet> {
         let wallet = self.resolve_owned(user_id, family, address, field).await?;
-        DelegatedWallet::try_from(wallet).map_err(|(why, wallet)| match why {
-            NotSignable::NotLinked => WalletOpsError::UserNotLinked(format!(
-                "wallet {} is not linked to the signing provider",
-                wallet.address
-            )),
-            NotSignable::NotDelegated => WalletOpsError::WalletNotDelegated(format!(
-                "wallet {} is not delegated to the server signer",
-                wallet.address
-            )),
-        })
+        let wallet = match DelegatedWallet::try_from(wallet) {
+            Ok(delegated) => return Ok(delegated),
+            // The user may have delegated it at the provider since the last sync: a write is
+            // not refused on a stale listing.
+            Err((NotSignable::NotDelegated | NotSignable::NoWalletId, wallet))
+                if wallet.held_by_provider() && self.provider.is_some() =>
+            {
+                let user = self.store.user_by_id(user_id).await?;
+                self.sync(&user).await?;
+                self.store.wallet_by_id(wallet.id).await?.unwrap_or(wallet)
+            }
+            Err((_, wallet)) => wallet,
+        };
+        DelegatedWallet::try_from(wallet).map_err(|(why, wallet)| not_signable(why, &wallet))
     }
 
     /// Wallet `id` if it is still linked and delegated, for the monitor's maintenance of a
@@ -177,4 +253,35 @@ impl Wallets {
             .await?
             .ok_or_else(|| WalletOpsError::WalletNotFound(format!("no wallet {canonical}")))
     }
+}
+
+/// The contract's answer to a write from `wallet`, which cannot be signed for `why`: what
+/// is wrong, and what the user must do.
+fn not_signable(why: NotSignable, wallet: &Wallet) -> WalletOpsError {
+    let address = &wallet.address;
+    match why {
+        NotSignable::NotLinked => WalletOpsError::UserNotLinked(format!(
+            "wallet {address} belongs to a user not linked to the wallet provider (or no longer known there): link the user again with `walletops users link`"
+        )),
+        NotSignable::NotDelegated if wallet.held_by_provider() && !is_embedded(wallet) => {
+            WalletOpsError::WalletNotDelegated(format!(
+                "wallet {address} is an external {} wallet: the server can never sign for it; use an embedded wallet",
+                wallet.client_type
+            ))
+        }
+        NotSignable::NotDelegated => WalletOpsError::WalletNotDelegated(format!(
+            "wallet {address} is not delegated to the server signer: delegate it in the app (or with `walletops wallets update`), then retry"
+        )),
+        NotSignable::NoWalletId => WalletOpsError::WalletIdRequired(format!(
+            "wallet {address} is delegated, but the wallet provider gave no wallet id to sign with: have the user delegate it again in the app, then retry"
+        )),
+        NotSignable::Removed => WalletOpsError::WalletNotDelegated(format!(
+            "wallet {address} is no longer among the user's wallets at the wallet provider: it cannot be written from"
+        )),
+    }
+}
+
+/// Whether a provider wallet is one the provider holds the key of.
+fn is_embedded(wallet: &Wallet) -> bool {
+    wallet.provider_type == "embedded"
 }

@@ -4,3 +4,4 @@
 //! `walletops-devnet-aggregator` crate, which the dev playground runs too.)
 
 pub mod jupiter;
+pub mod privy;

@@ -7,6 +7,7 @@ mod cli;
 mod crash;
 mod errors;
 mod evm;
+mod provider;
 mod rate_limits;
 mod request_ids;
 mod solana;

@@ -1,4 +1,5 @@
-//! The local admin commands: users, their API keys and wallets, and migrations. They act on
+//! The local admin commands: users (and their link to the wallet provider), their API keys
+//! and wallets, and migrations. They act on
 //! the configured database directly, not through a running core.
 
 use walletops_core::{Config, Core, auth::KeyState, domain::ApiKey, domain::Wallet};
@@ -29,8 +30,33 @@ pub(crate) async fn users(config: Config, command: UsersCommand) -> anyhow::Resu
         }
         UsersCommand::List => {
             for u in core.list_users().await? {
-                println!("{}  {}  {}", u.id, u.created_at.to_rfc3339(), u.name);
+                println!(
+                    "{}  {}  {}{}",
+                    u.id,
+                    u.created_at.to_rfc3339(),
+                    u.name,
+                    u.provider_user_id
+                        .map(|id| format!("  linked to {id}"))
+                        .unwrap_or_default()
+                );
             }
+        }
+        UsersCommand::Link {
+            user,
+            provider_user,
+        } => {
+            let user = core.find_user(&user).await?;
+            let report = core.wallets.link(&user, &provider_user).await?;
+            println!("User {} linked to {provider_user}", user.name);
+            print_sync(&user.name, report);
+            for w in core.wallets.list(user.id, Default::default()).await? {
+                print_wallet(&w);
+            }
+        }
+        UsersCommand::Unlink { user } => {
+            let user = core.find_user(&user).await?;
+            core.wallets.unlink(&user).await?;
+            println!("User {} unlinked from the wallet provider", user.name);
         }
     }
     Ok(())
@@ -89,6 +115,22 @@ pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::
                 print_wallet(&w);
             }
         }
+        WalletsCommand::Sync { user: Some(user) } => {
+            let user = core.find_user(&user).await?;
+            print_sync(&user.name, core.wallets.sync(&user).await?);
+        }
+        WalletsCommand::Sync { user: None } => {
+            let (synced, failed) = core.wallets.sync_all().await?;
+            println!("{synced} linked users synced");
+            for (user, err) in &failed {
+                eprintln!("{user}: {err}");
+            }
+            anyhow::ensure!(
+                failed.is_empty(),
+                "{} users could not be synced",
+                failed.len()
+            );
+        }
         WalletsCommand::Delegate { address, state } => {
             print_wallet(
                 &core
@@ -127,10 +169,31 @@ fn print_key(key: &ApiKey) {
 
 fn print_wallet(w: &Wallet) {
     println!(
-        "{}  {:<8}  default={}  delegated={}",
+        "{}  {:<8}  default={}  delegated={}  {}/{}{}",
         w.address,
         w.family(),
         w.is_default,
-        w.automation_enabled
+        w.automation_enabled,
+        w.provider_type,
+        w.client_type,
+        if w.removed_at.is_some() {
+            "  removed at the provider"
+        } else {
+            ""
+        }
+    );
+}
+
+fn print_sync(user: &str, report: walletops_core::store::SyncReport) {
+    println!(
+        "Synced {user}: {} added, {} updated, {} removed{}",
+        report.added,
+        report.updated,
+        report.removed,
+        if report.conflicts > 0 {
+            format!(", {} held by another user (left alone)", report.conflicts)
+        } else {
+            String::new()
+        }
     );
 }

@@ -101,6 +101,20 @@ pub(crate) enum UsersCommand {
     },
     /// List users.
     List,
+    /// Link a user to its account at the wallet provider and sync its wallets from there.
+    Link {
+        /// User name or id.
+        user: String,
+        /// The user's id at the provider (`did:privy:…`).
+        #[arg(long)]
+        provider_user: String,
+    },
+    /// Unlink a user from the wallet provider: its provider wallets stay listed, but cannot
+    /// be written from until it is linked again.
+    Unlink {
+        /// User name or id.
+        user: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -152,6 +166,12 @@ pub(crate) enum WalletsCommand {
         /// Owner: user name or id.
         #[arg(long, default_value = FIRST_USER)]
         user: String,
+    },
+    /// Read linked users' wallets from the wallet provider again (one user, or all).
+    Sync {
+        /// User name or id; every linked user when absent.
+        #[arg(long)]
+        user: Option<String>,
     },
     /// Delegate a wallet to the server signer, or withdraw the delegation.
     Delegate {

@@ -7,6 +7,7 @@ pub(crate) struct Model {
     pub(crate) id: Uuid,
     pub(crate) name: String,
     pub(crate) created_at: DateTimeUtc,
+    pub(crate) provider_user_id: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

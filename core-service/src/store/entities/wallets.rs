@@ -15,6 +15,7 @@ pub(crate) struct Model {
     pub(crate) automation_enabled: bool,
     pub(crate) linked: bool,
     pub(crate) created_at: DateTimeUtc,
+    pub(crate) removed_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

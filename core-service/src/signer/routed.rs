@@ -1,0 +1,167 @@
+//! The signer every writer uses: a wallet's key is in the service's own keystore or with the
+//! wallet provider, and each signing goes to the one that holds it.
+
+use std::sync::Arc;
+
+use alloy::consensus::TxEip1559;
+use async_trait::async_trait;
+use solana_hash::Hash;
+use solana_message::{Message, VersionedMessage};
+use solana_signature::Signature;
+use solana_transaction::{Transaction, versioned::VersionedTransaction};
+
+use super::{LocalSigner, Signer};
+use crate::{
+    domain::{DelegatedWallet, WalletAddress},
+    error::WalletOpsError,
+    provider::{Privy, provider_error},
+};
+
+/// The local keystore's signer, and the provider for provider wallets.
+#[derive(Debug)]
+pub struct RoutedSigner {
+    local: LocalSigner,
+    provider: Option<Arc<Privy>>,
+}
+
+impl RoutedSigner {
+    /// Signs with `local`, or with `provider` for wallets it holds.
+    pub fn new(local: LocalSigner, provider: Option<Arc<Privy>>) -> Self {
+        Self { local, provider }
+    }
+
+    /// The provider and the wallet's id there, for a provider wallet; `None` for a local one.
+    fn provider_for<'a>(
+        &'a self,
+        wallet: &'a DelegatedWallet,
+    ) -> Result<Option<(&'a Privy, &'a str)>, WalletOpsError> {
+        let w = wallet.wallet();
+        if !w.held_by_provider() {
+            return Ok(None);
+        }
+        let provider = self.provider.as_deref().ok_or_else(|| {
+            WalletOpsError::ServiceUnavailable(format!(
+                "wallet {} is held by the wallet provider, and none is configured: set provider.app_id and provider.app_secret",
+                w.address
+            ))
+        })?;
+        let id = w.provider_wallet_id.as_deref().ok_or_else(|| {
+            WalletOpsError::WalletIdRequired(format!(
+                "the wallet provider gave no wallet id for {}",
+                w.address
+            ))
+        })?;
+        Ok(Some((provider, id)))
+    }
+}
+
+/// The error of a raw signing asked of a provider wallet: the provider signs whole
+/// transactions only.
+fn whole_transactions_only(wallet: &DelegatedWallet) -> WalletOpsError {
+    WalletOpsError::Internal(anyhow::anyhow!(
+        "wallet {} is held by the wallet provider, which signs whole transactions only",
+        wallet.wallet().address
+    ))
+}
+
+#[async_trait]
+impl Signer for RoutedSigner {
+    async fn prepare(&self, wallet: &DelegatedWallet) -> Result<(), WalletOpsError> {
+        match self.provider_for(wallet)? {
+            None => self.local.prepare(wallet).await,
+            Some(_) => Ok(()),
+        }
+    }
+
+    async fn sign_evm(
+        &self,
+        wallet: &DelegatedWallet,
+        hash: alloy::primitives::B256,
+    ) -> Result<alloy::primitives::Signature, WalletOpsError> {
+        match self.provider_for(wallet)? {
+            None => self.local.sign_evm(wallet, hash).await,
+            Some(_) => Err(whole_transactions_only(wallet)),
+        }
+    }
+
+    async fn sign_solana(
+        &self,
+        wallet: &DelegatedWallet,
+        message: &[u8],
+    ) -> Result<[u8; 64], WalletOpsError> {
+        match self.provider_for(wallet)? {
+            None => self.local.sign_solana(wallet, message).await,
+            Some(_) => Err(whole_transactions_only(wallet)),
+        }
+    }
+
+    async fn sign_eip1559(
+        &self,
+        wallet: &DelegatedWallet,
+        tx: TxEip1559,
+    ) -> Result<(Vec<u8>, String), WalletOpsError> {
+        let Some((provider, id)) = self.provider_for(wallet)? else {
+            return self.local.sign_eip1559(wallet, tx).await;
+        };
+        let address = wallet.wallet().address;
+        let WalletAddress::Evm(from) = address else {
+            return Err(whole_transactions_only(wallet));
+        };
+        let (bytes, hash) = provider
+            .sign_eip1559(id, from, &tx)
+            .await
+            .map_err(|e| provider_error(&address, &e))?;
+        Ok((bytes, format!("{hash:#x}")))
+    }
+
+    async fn sign_solana_message(
+        &self,
+        wallet: &DelegatedWallet,
+        mut message: Message,
+        blockhash: Hash,
+    ) -> Result<(Transaction, String), WalletOpsError> {
+        if self.provider_for(wallet)?.is_none() {
+            return self
+                .local
+                .sign_solana_message(wallet, message, blockhash)
+                .await;
+        }
+        message.recent_blockhash = blockhash;
+        let required = usize::from(message.header.num_required_signatures);
+        let unsigned = VersionedTransaction {
+            signatures: vec![Signature::default(); required],
+            message: VersionedMessage::Legacy(message),
+        };
+        let (signed, signature) = self.sign_solana_built(wallet, unsigned).await?;
+        let VersionedMessage::Legacy(message) = signed.message else {
+            return Err(whole_transactions_only(wallet));
+        };
+        Ok((
+            Transaction {
+                signatures: signed.signatures,
+                message,
+            },
+            signature,
+        ))
+    }
+
+    async fn sign_solana_built(
+        &self,
+        wallet: &DelegatedWallet,
+        tx: VersionedTransaction,
+    ) -> Result<(VersionedTransaction, String), WalletOpsError> {
+        let Some((provider, id)) = self.provider_for(wallet)? else {
+            return self.local.sign_solana_built(wallet, tx).await;
+        };
+        let address = wallet.wallet().address;
+        let WalletAddress::Solana(signer) = address else {
+            return Err(whole_transactions_only(wallet));
+        };
+        let signed = provider
+            .sign_solana(id, &signer, &tx)
+            .await
+            .map_err(|e| provider_error(&address, &e))?;
+        let signature = signed.signatures[0].to_string();
+        Ok((signed, signature))
+    }
+}

@@ -1,0 +1,307 @@
+//! Wallets held by the wallet provider, against a fake Privy that holds real keys: a linked
+//! user's wallets synced field by field, writes from a provider wallet signed by the
+//! provider and mined on anvil, the contract's four provider codes, delegation switched on
+//! at the provider taking effect without a restart, and provider failures leaving nothing
+//! stored and the key free. On SQLite and PostgreSQL.
+
+use alloy::primitives::{Address, utils::parse_ether};
+use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
+use p256::pkcs8::EncodePrivateKey as _;
+use serde_json::{Value, json};
+use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
+use walletops_tests::{
+    Backend, Service, anvil::Anvil, fakes::privy::PrivyFake, on_both_backends, reason,
+    write_request,
+};
+
+const APP_ID: &str = "cm-walletops-app";
+const APP_SECRET: &str = "privy-app-secret-do-not-log";
+const DID: &str = "did:privy:cm3np4u9j001rc8b73seqmqqk";
+
+/// A fake provider checking authorization signatures, anvil, and the service pointed at
+/// both, its first user (`owner`, with local wallets) linked to `DID`.
+struct Linked {
+    anvil: Anvil,
+    privy: PrivyFake,
+    svc: Service,
+    /// The user's first embedded EVM wallet: delegated, with an id, funded.
+    wallet: Address,
+}
+
+impl Linked {
+    /// `setup` adds what `DID` holds beyond its first EVM wallet, before the link.
+    async fn open(b: Backend, setup: impl FnOnce(&PrivyFake)) -> anyhow::Result<Self> {
+        let secret = p256::SecretKey::from_bytes(&[11u8; 32].into())?;
+        let key = BASE64.encode(secret.to_pkcs8_der()?.as_bytes());
+        let privy = PrivyFake::start(APP_ID, APP_SECRET, Some(secret.public_key().into())).await?;
+        let (wallet, _) = privy.add_embedded_evm(DID, 0, true, true);
+        setup(&privy);
+        let anvil = Anvil::start().await?;
+        // In the environment, which the CLI gets too.
+        let url = privy.url();
+        let env = [
+            ("WALLETOPS_PROVIDER__BASE_URL", url.as_str()),
+            ("WALLETOPS_PROVIDER__APP_ID", APP_ID),
+            ("WALLETOPS_PROVIDER__APP_SECRET", APP_SECRET),
+            ("WALLETOPS_PROVIDER__AUTHORIZATION_KEY", key.as_str()),
+        ];
+        let svc = Service::start_with(b, anvil.service_options("", &env)).await?;
+        let linked = svc
+            .cli(&["users", "link", "owner", "--provider-user", DID])
+            .await?;
+        anyhow::ensure!(linked.success, "users link: {}", linked.stderr);
+        anvil.set_balance(wallet, parse_ether("10")?).await?;
+        Ok(Self {
+            anvil,
+            privy,
+            svc,
+            wallet,
+        })
+    }
+
+    fn api(&self) -> walletops_tests::Rest {
+        self.svc.rest(&self.svc.api_key)
+    }
+
+    /// A send of 1000 wei on anvil, from `from` (absent: the default wallet).
+    fn send(from: Option<&str>) -> Value {
+        let mut body = json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111",
+                              "asset": "native", "amount": "1000"});
+        if let Some(from) = from {
+            body["from"] = json!(from);
+        }
+        body
+    }
+
+    /// Runs the CLI command `args`, after which a send from the default wallet is
+    /// USER_NOT_LINKED.
+    async fn not_linked_after(&self, args: &[&str]) -> anyhow::Result<()> {
+        let out = self.svc.cli(args).await?;
+        anyhow::ensure!(out.success, "{args:?}: {}", out.stderr);
+        self.api()
+            .post("/send", &Self::send(None))
+            .await?
+            .assert_error(403, "USER_NOT_LINKED")
+    }
+
+    async fn wallets(&self) -> anyhow::Result<Vec<Value>> {
+        let reply = self.api().get("/wallets").await?;
+        anyhow::ensure!(reply.status == 200, "{}", reply.text);
+        Ok(reply.body["wallets"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default())
+    }
+}
+
+/// The listed wallet at `address` (any letter case).
+fn listed<'a>(wallets: &'a [Value], address: &str) -> Option<&'a Value> {
+    wallets.iter().find(|w| {
+        w["address"]
+            .as_str()
+            .is_some_and(|a| a.eq_ignore_ascii_case(address))
+    })
+}
+
+async fn a_linked_users_wallets_are_synced_and_signed_for_by_the_provider(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let mut solana = None;
+    let linked = Linked::open(b, |privy| {
+        solana = Some(privy.add_embedded_solana(DID, 0, false).0);
+        privy.add_account(DID, json!({"type": "wallet", "address": "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045",
+            "chain_type": "ethereum", "wallet_client": "unknown", "wallet_client_type": "metamask",
+            "connector_type": "injected", "verified_at": 1731974000}));
+        privy.add_account(DID, json!({"type": "smart_wallet", "address": "0x2222222222222222222222222222222222222222",
+            "smart_wallet_type": "kernel"}));
+        privy.add_account(DID, json!({"type": "wallet", "address": "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
+            "chain_type": "bitcoin-segwit", "wallet_client_type": "privy", "connector_type": "embedded",
+            "delegated": true, "wallet_index": 0}));
+        privy.add_account(DID, json!({"type": "email", "address": "user@example.com"}));
+    })
+    .await?;
+    let solana = solana.expect("a Solana wallet").to_string();
+    let wallets = linked.wallets().await?;
+    // Two local wallets, and the provider's EVM, Solana and external wallets.
+    assert_eq!(wallets.len(), 5, "{wallets:#?}");
+    let evm = listed(&wallets, &linked.wallet.to_string()).expect("the provider's EVM wallet");
+    assert_eq!(
+        (
+            evm["chainType"].clone(),
+            evm["isDefault"].clone(),
+            evm["automationEnabled"].clone()
+        ),
+        (json!("ethereum"), json!(true), json!(true))
+    );
+    assert_eq!(
+        (evm["providerType"].clone(), evm["clientType"].clone()),
+        (json!("embedded"), json!("privy"))
+    );
+    let sol = listed(&wallets, &solana).expect("the provider's Solana wallet");
+    assert_eq!(
+        (sol["isDefault"].clone(), sol["automationEnabled"].clone()),
+        (json!(true), json!(false))
+    );
+    let external = listed(&wallets, "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045").expect("listed");
+    assert_eq!(
+        (
+            external["providerType"].clone(),
+            external["clientType"].clone(),
+            external["automationEnabled"].clone(),
+            external["isDefault"].clone()
+        ),
+        (
+            json!("injected"),
+            json!("metamask"),
+            json!(false),
+            json!(false)
+        )
+    );
+    let local_defaults = wallets
+        .iter()
+        .filter(|w| w["clientType"] == "walletops" && w["isDefault"] == true)
+        .count();
+    assert_eq!(
+        local_defaults, 0,
+        "the provider's first embedded wallets are the defaults now"
+    );
+
+    // A send from the default wallet is signed by the provider and mined from its address.
+    let reply = linked.api().post("/send", &Linked::send(None)).await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    let record = linked.api().wait_for_status(id, "CONFIRMED").await?;
+    assert_eq!(
+        record["from"].as_str().map(str::to_ascii_lowercase),
+        Some(linked.wallet.to_string().to_ascii_lowercase())
+    );
+    assert_eq!(linked.anvil.nonce(linked.wallet).await?, 1);
+    assert_eq!(linked.privy.rpc_calls(), 1);
+
+    // Not delegated, and external: WALLET_NOT_DELEGATED, naming what to do.
+    let from_solana = json!({"chain": "solana-devnet", "to": "11111111111111111111111111111112",
+                                 "asset": "native", "amount": "1", "from": solana});
+    let refused = linked.api().post("/send", &from_solana).await?;
+    refused.assert_error(403, "WALLET_NOT_DELEGATED")?;
+    assert!(
+        refused.text.contains(&solana) && refused.text.contains("delegate it in the app"),
+        "{}",
+        refused.text
+    );
+    let refused = linked
+        .api()
+        .post(
+            "/send",
+            &Linked::send(Some("0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045")),
+        )
+        .await?;
+    refused.assert_error(403, "WALLET_NOT_DELEGATED")?;
+    assert!(refused.text.contains("external"), "{}", refused.text);
+    // gRPC gives the same code.
+    let mut core = WalletOpsServiceClient::new(linked.svc.channel().await?);
+    let request = pb::SendRequest {
+        chain: "solana-devnet".to_owned(),
+        from: Some(solana.clone()),
+        to: "11111111111111111111111111111112".to_owned(),
+        asset: pb::Asset::Native.into(),
+        amount: "1".to_owned(),
+        ..Default::default()
+    };
+    let status = core
+        .send(write_request(
+            request,
+            &linked.svc.api_key,
+            &uuid::Uuid::new_v4().to_string(),
+        )?)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        reason(&status).as_deref(),
+        Some("WALLET_NOT_DELEGATED"),
+        "{status:?}"
+    );
+
+    // Unlinked: USER_NOT_LINKED.
+    linked.not_linked_after(&["users", "unlink", "owner"]).await
+}
+
+async fn delegation_at_the_provider_takes_effect_without_a_restart(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let mut second = None;
+    let mut no_id = None;
+    let linked = Linked::open(b, |privy| {
+        second = Some(privy.add_embedded_evm(DID, 1, false, false).0);
+        no_id = Some(privy.add_embedded_evm(DID, 2, true, false).0);
+    })
+    .await?;
+    let second = second.expect("a second wallet").to_string();
+    let no_id = no_id.expect("a wallet with no id").to_string();
+    linked
+        .anvil
+        .set_balance(second.parse()?, parse_ether("1")?)
+        .await?;
+    linked
+        .api()
+        .post("/send", &Linked::send(Some(&second)))
+        .await?
+        .assert_error(403, "WALLET_NOT_DELEGATED")?;
+    let refused = linked
+        .api()
+        .post("/send", &Linked::send(Some(&no_id)))
+        .await?;
+    refused.assert_error(400, "WALLET_ID_REQUIRED")?;
+    assert!(refused.text.contains(&no_id), "{}", refused.text);
+    // The user delegates the wallet in the app: the next write succeeds, no sync asked for.
+    linked.privy.set_delegated(&second, true);
+    let reply = linked
+        .api()
+        .post("/send", &Linked::send(Some(&second)))
+        .await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    linked.api().wait_for_status(id, "CONFIRMED").await?;
+    // The provider forgets the user: USER_NOT_LINKED after the next sync.
+    linked.privy.remove_user(DID);
+    linked.not_linked_after(&["wallets", "sync"]).await
+}
+
+async fn a_failing_provider_stores_nothing_and_leaves_the_key_free(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let linked = Linked::open(b, |_| {}).await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let body = Linked::send(None).to_string();
+    // Three 500s outlast the client's retries.
+    linked.privy.fail_rpc(&[500, 500, 500]);
+    let reply = linked.api().post_with_key("/send", &key, &body).await?;
+    reply.assert_error(502, "PROVIDER_RPC_ERROR")?;
+    assert!(!reply.text.contains(APP_SECRET), "{}", reply.text);
+    assert_eq!(linked.anvil.nonce(linked.wallet).await?, 0, "nothing sent");
+    let keys = linked.privy.idempotency_keys();
+    assert!(
+        keys.len() == 3 && keys.iter().all(|k| *k == keys[0]),
+        "one key for the retries: {keys:?}"
+    );
+    // A 429 then a success: the retry under the same key signs once.
+    linked.privy.fail_rpc(&[429]);
+    let reply = linked.api().post_with_key("/send", &key, &body).await?;
+    anyhow::ensure!(
+        reply.body["status"] == "SUBMITTED",
+        "the same key succeeds: {reply:?}"
+    );
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    linked.api().wait_for_status(id, "CONFIRMED").await?;
+    assert_eq!(
+        linked.anvil.nonce(linked.wallet).await?,
+        1,
+        "no nonce was lost to the failure"
+    );
+    Ok(())
+}
+
+on_both_backends!(
+    a_linked_users_wallets_are_synced_and_signed_for_by_the_provider,
+    delegation_at_the_provider_takes_effect_without_a_restart,
+    a_failing_provider_stores_nothing_and_leaves_the_key_free,
+);
