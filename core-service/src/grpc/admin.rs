@@ -113,4 +113,44 @@ impl AdminService for AdminApi {
             wallet: Some(convert::wallet(wallet)),
         }))
     }
+
+    async fn link_user(
+        &self,
+        request: Request<pb::LinkUserRequest>,
+    ) -> Result<Response<pb::LinkUserResponse>, Status> {
+        self.authorize(&request)?;
+        let req = request.into_inner();
+        let user = self.core.find_user(&req.user).await?;
+        let report = self.core.wallets.link(&user, &req.provider_user_id).await?;
+        let user = self.core.find_user(&user.id.to_string()).await?;
+        Ok(Response::new(pb::LinkUserResponse {
+            user: Some(convert::user(user)),
+            sync: Some(convert::sync_report(report)),
+        }))
+    }
+
+    async fn unlink_user(
+        &self,
+        request: Request<pb::UnlinkUserRequest>,
+    ) -> Result<Response<pb::UnlinkUserResponse>, Status> {
+        self.authorize(&request)?;
+        let user = self.core.find_user(&request.into_inner().user).await?;
+        self.core.wallets.unlink(&user).await?;
+        let user = self.core.find_user(&user.id.to_string()).await?;
+        Ok(Response::new(pb::UnlinkUserResponse {
+            user: Some(convert::user(user)),
+        }))
+    }
+
+    async fn sync_wallets(
+        &self,
+        request: Request<pb::SyncWalletsRequest>,
+    ) -> Result<Response<pb::SyncWalletsResponse>, Status> {
+        self.authorize(&request)?;
+        let user = self.core.find_user(&request.into_inner().user).await?;
+        let report = self.core.wallets.sync(&user).await?;
+        Ok(Response::new(pb::SyncWalletsResponse {
+            sync: Some(convert::sync_report(report)),
+        }))
+    }
 }

@@ -85,6 +85,17 @@ pub(crate) fn user(u: User) -> pb::User {
         id: u.id.to_string(),
         name: u.name,
         created_at: Some(timestamp(u.created_at)),
+        provider_user_id: u.provider_user_id,
+    }
+}
+
+pub(crate) fn sync_report(r: crate::store::SyncReport) -> pb::SyncReport {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    pb::SyncReport {
+        added: count(r.added),
+        updated: count(r.updated),
+        removed: count(r.removed),
+        conflicts: count(r.conflicts),
     }
 }
 

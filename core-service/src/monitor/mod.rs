@@ -242,6 +242,9 @@ impl Monitor {
                     }
                     Err(e) => {
                         tracing::warn!(%id, error = %e, "following a transaction failed");
+                        if let WalletOpsError::ProviderRpcError(why) = &e {
+                            self.note_provider_down(id, why).await;
+                        }
                         self.give_up_if_failing(id, lease).await;
                         None
                     }
@@ -309,6 +312,21 @@ impl Monitor {
                 tracing::debug!(%id, "gave up a transaction this core cannot follow");
             }
             Err(e) => tracing::warn!(%id, error = %e, "giving up a lease failed"),
+        }
+    }
+
+    /// Notes in record `id`'s history that it waits for the wallet provider, which failed to
+    /// sign its next version: the monitor tries again each sweep.
+    async fn note_provider_down(&self, id: Uuid, why: &str) {
+        let noted = async {
+            if let Some(open) = self.store.open_transaction(id).await? {
+                self.note_once(&open, format!("waiting for the wallet provider: {why}"))
+                    .await?;
+            }
+            Ok::<_, WalletOpsError>(())
+        };
+        if let Err(e) = noted.await {
+            tracing::warn!(%id, error = %e, "noting why a transaction waits failed");
         }
     }
 

@@ -21,6 +21,6 @@ use crate::{domain::WalletAddress, error::WalletOpsError, upstream::UpstreamErro
 /// own words, never its credentials, and what to do.
 pub fn provider_error(wallet: &WalletAddress, err: &UpstreamError) -> WalletOpsError {
     WalletOpsError::ProviderRpcError(format!(
-        "the wallet provider could not sign for wallet {wallet}: {err}; nothing was stored: send the request again"
+        "the wallet provider could not sign for wallet {wallet}: {err}; nothing was signed: retry"
     ))
 }

@@ -8,10 +8,13 @@ use alloy::primitives::{Address, utils::parse_ether};
 use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 use p256::pkcs8::EncodePrivateKey as _;
 use serde_json::{Value, json};
-use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
+use walletops_proto::v1::{
+    self as pb, admin_service_client::AdminServiceClient,
+    wallet_ops_service_client::WalletOpsServiceClient,
+};
 use walletops_tests::{
-    Backend, Service, anvil::Anvil, fakes::privy::PrivyFake, on_both_backends, reason,
-    write_request,
+    Backend, Service, anvil::Anvil, as_admin, fakes::privy::PrivyFake, on_both_backends,
+    poll_until, reason, solana_node::SolanaNode, write_request,
 };
 
 const APP_ID: &str = "cm-walletops-app";
@@ -31,12 +34,24 @@ struct Linked {
 impl Linked {
     /// `setup` adds what `DID` holds beyond its first EVM wallet, before the link.
     async fn open(b: Backend, setup: impl FnOnce(&PrivyFake)) -> anyhow::Result<Self> {
+        let linked = Self::unlinked(b, "", &[], setup).await?;
+        linked.link().await?;
+        Ok(linked)
+    }
+
+    /// `open` with `extra_toml` and `anvil_args`, the user not linked yet.
+    async fn unlinked(
+        b: Backend,
+        extra_toml: &str,
+        anvil_args: &[&str],
+        setup: impl FnOnce(&PrivyFake),
+    ) -> anyhow::Result<Self> {
         let secret = p256::SecretKey::from_bytes(&[11u8; 32].into())?;
         let key = BASE64.encode(secret.to_pkcs8_der()?.as_bytes());
         let privy = PrivyFake::start(APP_ID, APP_SECRET, Some(secret.public_key().into())).await?;
         let (wallet, _) = privy.add_embedded_evm(DID, 0, true, true);
         setup(&privy);
-        let anvil = Anvil::start().await?;
+        let anvil = Anvil::start_with(anvil_args).await?;
         // In the environment, which the CLI gets too.
         let url = privy.url();
         let env = [
@@ -45,11 +60,7 @@ impl Linked {
             ("WALLETOPS_PROVIDER__APP_SECRET", APP_SECRET),
             ("WALLETOPS_PROVIDER__AUTHORIZATION_KEY", key.as_str()),
         ];
-        let svc = Service::start_with(b, anvil.service_options("", &env)).await?;
-        let linked = svc
-            .cli(&["users", "link", "owner", "--provider-user", DID])
-            .await?;
-        anyhow::ensure!(linked.success, "users link: {}", linked.stderr);
+        let svc = Service::start_with(b, anvil.service_options(extra_toml, &env)).await?;
         anvil.set_balance(wallet, parse_ether("10")?).await?;
         Ok(Self {
             anvil,
@@ -57,6 +68,16 @@ impl Linked {
             svc,
             wallet,
         })
+    }
+
+    /// Links the first user to `DID` with the CLI.
+    async fn link(&self) -> anyhow::Result<()> {
+        let out = self
+            .svc
+            .cli(&["users", "link", "owner", "--provider-user", DID])
+            .await?;
+        anyhow::ensure!(out.success, "users link: {}", out.stderr);
+        Ok(())
     }
 
     fn api(&self) -> walletops_tests::Rest {
@@ -300,7 +321,135 @@ async fn a_failing_provider_stores_nothing_and_leaves_the_key_free(
     Ok(())
 }
 
+async fn the_admin_api_links_and_the_service_syncs_on_its_own(b: Backend) -> anyhow::Result<()> {
+    let mut second = None;
+    let linked = Linked::unlinked(b, "[provider]\nsync_interval_secs = 1\n", &[], |privy| {
+        second = Some(privy.add_embedded_evm(DID, 1, false, true).0);
+    })
+    .await?;
+    let second = second.expect("a second wallet").to_string();
+    let mut admin = AdminServiceClient::new(linked.svc.channel().await?);
+    let status = admin
+        .sync_wallets(as_admin(pb::SyncWalletsRequest {
+            user: "owner".to_owned(),
+        })?)
+        .await
+        .expect_err("not linked yet");
+    assert_eq!(
+        reason(&status).as_deref(),
+        Some("USER_NOT_LINKED"),
+        "{status:?}"
+    );
+    let reply = admin
+        .link_user(as_admin(pb::LinkUserRequest {
+            user: "owner".to_owned(),
+            provider_user_id: DID.to_owned(),
+        })?)
+        .await?
+        .into_inner();
+    assert_eq!(
+        reply.user.and_then(|u| u.provider_user_id).as_deref(),
+        Some(DID)
+    );
+    assert_eq!(reply.sync.map(|r| r.added), Some(2));
+    // Delegated in the app: the periodic sync sees it with no write asking.
+    linked.privy.set_delegated(&second, true);
+    poll_until("the periodic sync to see the delegation", || async {
+        let wallets = linked.wallets().await?;
+        let enabled = listed(&wallets, &second).map(|w| w["automationEnabled"].clone());
+        Ok((enabled == Some(json!(true))).then_some(()))
+    })
+    .await?;
+    let reply = admin
+        .unlink_user(as_admin(pb::UnlinkUserRequest {
+            user: "owner".to_owned(),
+        })?)
+        .await?
+        .into_inner();
+    assert_eq!(reply.user.and_then(|u| u.provider_user_id), None);
+    linked
+        .api()
+        .post("/send", &Linked::send(Some(&second)))
+        .await?
+        .assert_error(403, "USER_NOT_LINKED")?;
+    Ok(())
+}
+
+async fn a_stuck_provider_transaction_is_replaced_once_the_provider_is_back(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let linked = Linked::unlinked(
+        b,
+        "[monitor]\npoll_interval_ms = 100\nstuck_after_secs = 1\n",
+        &["--no-mining"],
+        |_| {},
+    )
+    .await?;
+    linked.link().await?;
+    let reply = linked.api().post("/send", &Linked::send(None)).await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
+    let first = reply.body["hash"].as_str().unwrap_or_default().to_owned();
+    // The provider is down when the monitor comes to replace it: the record waits, saying so.
+    linked.privy.fail_rpc(&[500; 12]);
+    let waiting = linked
+        .api()
+        .wait_for_note(&id, "waiting for the wallet provider")
+        .await?;
+    assert_eq!(waiting["status"], "SUBMITTED", "{waiting}");
+    assert!(!waiting.to_string().contains(APP_SECRET));
+    // Back again: the replacement is signed through it, and mined.
+    let replaced = poll_until("a replacement signed by the provider", || async {
+        let tx = linked.api().transaction(&id).await?;
+        Ok((tx["hash"].as_str().is_some_and(|h| h != first)).then_some(tx))
+    })
+    .await?;
+    assert!(
+        replaced["statusHistory"].to_string().contains("replaced"),
+        "{replaced}"
+    );
+    linked.anvil.rpc("evm_setAutomine", json!([true])).await?;
+    linked.anvil.rpc("evm_mine", json!([])).await?;
+    let done = linked.api().wait_for_status(&id, "CONFIRMED").await?;
+    assert_ne!(done["hash"], first.as_str(), "{done}");
+    assert_eq!(linked.anvil.nonce(linked.wallet).await?, 1);
+    Ok(())
+}
+
+async fn a_solana_send_from_a_provider_wallet_lands(b: Backend) -> anyhow::Result<()> {
+    let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
+    let mut sol = None;
+    let linked = Linked::unlinked(
+        b,
+        &format!("[chains.solana-devnet]\nrpc_url = \"{}\"\n", node.url()),
+        &[],
+        |privy| sol = Some(privy.add_embedded_solana(DID, 0, true).0),
+    )
+    .await?;
+    let sol = sol.expect("a Solana wallet");
+    linked.link().await?;
+    node.airdrop(&sol, 1_000_000_000)?;
+    let to = solana_pubkey::Pubkey::new_unique();
+    let reply = linked
+        .api()
+        .post(
+            "/send",
+            &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1234567"}),
+        )
+        .await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    let record = linked.api().wait_for_status(id, "CONFIRMED").await?;
+    assert_eq!(record["from"], sol.to_string(), "{record}");
+    let rpc = solana_rpc_client::nonblocking::rpc_client::RpcClient::new(node.url());
+    assert_eq!(rpc.get_balance(&to).await?, 1_234_567);
+    Ok(())
+}
+
 on_both_backends!(
+    the_admin_api_links_and_the_service_syncs_on_its_own,
+    a_stuck_provider_transaction_is_replaced_once_the_provider_is_back,
+    a_solana_send_from_a_provider_wallet_lands,
     a_linked_users_wallets_are_synced_and_signed_for_by_the_provider,
     delegation_at_the_provider_takes_effect_without_a_restart,
     a_failing_provider_stores_nothing_and_leaves_the_key_free,

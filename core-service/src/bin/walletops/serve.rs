@@ -104,6 +104,7 @@ async fn start_core(
         playground.prepare(&core).await?;
     }
     spawn_pruner(&core, stop_rx.clone());
+    spawn_syncer(&core, stop_rx.clone());
     let monitor = Monitor::new(&core).run(on_stop(stop_rx.clone()));
     tasks.spawn(async move {
         monitor.await;
@@ -240,6 +241,34 @@ async fn open_core(config: Config) -> anyhow::Result<(Core, Option<String>)> {
         key = Some(first.secret.expose().to_owned());
     }
     Ok((core, key))
+}
+
+/// Reads linked users' wallets from the wallet provider every `provider.sync_interval_secs`,
+/// when a provider is configured: a delegation withdrawn in the app stops writes within the
+/// interval (one granted is seen at the next write anyway).
+fn spawn_syncer(core: &Core, stop: watch::Receiver<bool>) {
+    if !core.config.provider.is_configured() {
+        return;
+    }
+    let core = core.clone();
+    let every = Duration::from_secs(core.config.provider.sync_interval_secs);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let stopped = on_stop(stop);
+        tokio::pin!(stopped);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => match core.wallets.sync_all().await {
+                    Ok((_, failed)) => for (user, err) in failed {
+                        tracing::warn!(user, error = %err, "syncing a linked user's wallets failed");
+                    },
+                    Err(e) => tracing::warn!(error = %e, "syncing linked users' wallets failed"),
+                },
+                () = &mut stopped => break,
+            }
+        }
+    });
 }
 
 fn spawn_pruner(core: &Core, stop: watch::Receiver<bool>) {
