@@ -105,6 +105,27 @@ impl Linked {
             .assert_error(403, "USER_NOT_LINKED")
     }
 
+    /// The contract code of a gRPC send of 1000 wei on anvil from `from`, refused.
+    async fn grpc_refusal(&self, from: Option<&str>) -> anyhow::Result<Option<String>> {
+        let mut core = WalletOpsServiceClient::new(self.svc.channel().await?);
+        let request = pb::SendRequest {
+            chain: "anvil".to_owned(),
+            from: from.map(str::to_owned),
+            to: "0x1111111111111111111111111111111111111111".to_owned(),
+            asset: pb::Asset::Native.into(),
+            amount: "1000".to_owned(),
+            ..Default::default()
+        };
+        let key = uuid::Uuid::new_v4().to_string();
+        match core
+            .send(write_request(request, &self.svc.api_key, &key)?)
+            .await
+        {
+            Ok(reply) => anyhow::bail!("not refused: {reply:?}"),
+            Err(status) => Ok(reason(&status)),
+        }
+    }
+
     async fn wallets(&self) -> anyhow::Result<Vec<Value>> {
         let reply = self.api().get("/wallets").await?;
         anyhow::ensure!(reply.status == 200, "{}", reply.text);
@@ -273,6 +294,10 @@ async fn delegation_at_the_provider_takes_effect_without_a_restart(
         .await?;
     refused.assert_error(400, "WALLET_ID_REQUIRED")?;
     assert!(refused.text.contains(&no_id), "{}", refused.text);
+    assert_eq!(
+        linked.grpc_refusal(Some(&no_id)).await?.as_deref(),
+        Some("WALLET_ID_REQUIRED")
+    );
     // The user delegates the wallet in the app: the next write succeeds, no sync asked for.
     linked.privy.set_delegated(&second, true);
     let reply = linked
@@ -298,11 +323,18 @@ async fn a_failing_provider_stores_nothing_and_leaves_the_key_free(
     let reply = linked.api().post_with_key("/send", &key, &body).await?;
     reply.assert_error(502, "PROVIDER_RPC_ERROR")?;
     assert!(!reply.text.contains(APP_SECRET), "{}", reply.text);
+    linked.privy.fail_rpc(&[403]);
+    assert_eq!(
+        linked.grpc_refusal(None).await?.as_deref(),
+        Some("PROVIDER_RPC_ERROR")
+    );
     assert_eq!(linked.anvil.nonce(linked.wallet).await?, 0, "nothing sent");
+    // The retries, and the second request for the same unsigned transaction, carried one
+    // key: the provider would answer them with one signature.
     let keys = linked.privy.idempotency_keys();
     assert!(
-        keys.len() == 3 && keys.iter().all(|k| *k == keys[0]),
-        "one key for the retries: {keys:?}"
+        keys.len() == 4 && keys.iter().all(|k| *k == keys[0]),
+        "one key: {keys:?}"
     );
     // A 429 then a success: the retry under the same key signs once.
     linked.privy.fail_rpc(&[429]);
@@ -372,6 +404,46 @@ async fn the_admin_api_links_and_the_service_syncs_on_its_own(b: Backend) -> any
         .post("/send", &Linked::send(Some(&second)))
         .await?
         .assert_error(403, "USER_NOT_LINKED")?;
+    assert_eq!(
+        linked.grpc_refusal(Some(&second)).await?.as_deref(),
+        Some("USER_NOT_LINKED")
+    );
+    Ok(())
+}
+
+async fn approvals_and_contract_calls_from_a_provider_wallet_are_mined(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let linked = Linked::open(b, |_| {}).await?;
+    let token = linked.anvil.deploy_token("PRV", 18).await?;
+    let counter = linked.anvil.deploy_counter().await?;
+    let approve = linked
+        .api()
+        .post(
+            "/token/approve",
+            &json!({"chain": "anvil", "token": token.to_string(),
+                    "spender": "0x2222222222222222222222222222222222222222", "amount": "777"}),
+        )
+        .await?;
+    anyhow::ensure!(approve.body["status"] == "SUBMITTED", "{approve:?}");
+    let call = linked
+        .api()
+        .post(
+            "/contracts/send",
+            &json!({"chain": "anvil", "to": counter.to_string(), "function": "add(uint256)", "args": ["7"]}),
+        )
+        .await?;
+    anyhow::ensure!(call.body["status"] == "SUBMITTED", "{call:?}");
+    for reply in [approve, call] {
+        let id = reply.body["id"].as_str().unwrap_or_default();
+        linked.api().wait_for_status(id, "CONFIRMED").await?;
+    }
+    assert_eq!(
+        linked.anvil.nonce(linked.wallet).await?,
+        2,
+        "both from the provider wallet"
+    );
+    assert_eq!(linked.privy.rpc_calls(), 2);
     Ok(())
 }
 
@@ -447,6 +519,7 @@ async fn a_solana_send_from_a_provider_wallet_lands(b: Backend) -> anyhow::Resul
 }
 
 on_both_backends!(
+    approvals_and_contract_calls_from_a_provider_wallet_are_mined,
     the_admin_api_links_and_the_service_syncs_on_its_own,
     a_stuck_provider_transaction_is_replaced_once_the_provider_is_back,
     a_solana_send_from_a_provider_wallet_lands,
