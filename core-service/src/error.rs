@@ -117,9 +117,13 @@ pub enum WalletOpsError {
     /// The sender lacks funds for value or fee.
     #[error("{0}")]
     InsufficientFunds(String),
-    /// A chain node or wallet provider RPC failed.
+    /// A chain node's RPC failed.
     #[error("{0}")]
     ProviderRpcError(String),
+    /// The wallet provider failed, refused or did not answer (PROVIDER_RPC_ERROR too). Unlike
+    /// a node's failure, it leaves a write's Idempotency-Key free (see `leaves_key_free`).
+    #[error("{0}")]
+    WalletProviderError(String),
     /// The transaction could not be submitted.
     #[error("{0}")]
     SendFailed(String),
@@ -162,7 +166,7 @@ impl WalletOpsError {
             Self::WalletIdRequired(_) => ErrorCode::WalletIdRequired,
             Self::ChainUnknown(_) => ErrorCode::ChainUnknown,
             Self::InsufficientFunds(_) => ErrorCode::InsufficientFunds,
-            Self::ProviderRpcError(_) => ErrorCode::ProviderRpcError,
+            Self::ProviderRpcError(_) | Self::WalletProviderError(_) => ErrorCode::ProviderRpcError,
             Self::SendFailed(_) => ErrorCode::SendFailed,
             Self::ServiceUnavailable(_) => ErrorCode::ServiceUnavailable,
             Self::Internal(_) => ErrorCode::InternalError,
@@ -177,7 +181,7 @@ impl WalletOpsError {
     pub fn leaves_key_free(&self) -> bool {
         matches!(
             self,
-            Self::QuoteFailed(_) | Self::ServiceUnavailable(_) | Self::ProviderRpcError(_)
+            Self::QuoteFailed(_) | Self::ServiceUnavailable(_) | Self::WalletProviderError(_)
         )
     }
 }

@@ -242,7 +242,7 @@ impl Monitor {
                     }
                     Err(e) => {
                         tracing::warn!(%id, error = %e, "following a transaction failed");
-                        if let WalletOpsError::ProviderRpcError(why) = &e {
+                        if let WalletOpsError::WalletProviderError(why) = &e {
                             self.note_provider_down(id, why).await;
                         }
                         self.give_up_if_failing(id, lease).await;

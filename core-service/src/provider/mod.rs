@@ -20,7 +20,7 @@ use crate::{domain::WalletAddress, error::WalletOpsError, upstream::UpstreamErro
 /// The PROVIDER_RPC_ERROR of a failed call to the provider about `wallet`: the provider's
 /// own words, never its credentials, and what to do.
 pub fn provider_error(wallet: &WalletAddress, err: &UpstreamError) -> WalletOpsError {
-    WalletOpsError::ProviderRpcError(format!(
+    WalletOpsError::WalletProviderError(format!(
         "the wallet provider could not sign for wallet {wallet}: {err}; nothing was signed: retry"
     ))
 }

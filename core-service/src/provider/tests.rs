@@ -290,6 +290,27 @@ async fn the_providers_refusals_are_passed_on_without_credentials() {
 }
 
 #[tokio::test]
+async fn a_provider_that_does_not_answer_fails_within_the_timeouts() {
+    let (privy, script, _) = client(vec![Reply::Stall], false).await;
+    let wallet = PrivateKeySigner::from_bytes(&[9u8; 32].into()).expect("a key");
+    let err = privy
+        .sign_eip1559("w", wallet.address(), &eip1559())
+        .await
+        .expect_err("no answer");
+    assert!(
+        matches!(&err, UpstreamError::Failed { message } if message.contains("did not answer")),
+        "{err:?}"
+    );
+    let seen = script.seen();
+    assert_eq!(seen.len(), 3, "every attempt timed out and was retried");
+    assert!(
+        seen.iter()
+            .all(|s| s.headers["privy-idempotency-key"] == seen[0].headers["privy-idempotency-key"]),
+        "under one idempotency key"
+    );
+}
+
+#[tokio::test]
 async fn a_solana_transaction_gets_the_wallets_signature_and_nothing_else() {
     let wallet = Keypair::new();
     let to = Keypair::new().pubkey();

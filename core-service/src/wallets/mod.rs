@@ -79,7 +79,7 @@ impl Wallets {
             .linked_wallets(provider_user_id)
             .await
             .map_err(|e| {
-                WalletOpsError::ProviderRpcError(format!(
+                WalletOpsError::WalletProviderError(format!(
                     "reading the wallets of {provider_user_id} from the wallet provider: {e}"
                 ))
             })?;

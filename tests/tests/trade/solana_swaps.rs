@@ -283,7 +283,39 @@ async fn a_swap_whose_blockhash_expires_unseen_ends_failed(b: Backend) -> anyhow
     Ok(())
 }
 
+async fn twenty_identical_solana_swaps_give_one_swap(b: Backend) -> anyhow::Result<()> {
+    let desk = SolDesk::open(b, "").await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let body = desk.buy("NATIVE", SOL).to_string();
+    let api = desk.api();
+    let replies = futures::future::join_all((0..20).map(|_| {
+        let (api, key, body) = (api.clone(), key.clone(), body.clone());
+        async move { api.post_with_key("/trade/swap", &key, &body).await }
+    }))
+    .await;
+    let mut bodies = std::collections::BTreeSet::new();
+    for reply in replies {
+        let reply = reply?;
+        anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+        bodies.insert(reply.body.to_string());
+    }
+    assert_eq!(bodies.len(), 1, "every twin answers alike: {bodies:?}");
+    let reply: Value = serde_json::from_str(bodies.first().expect("one"))?;
+    let record = desk
+        .api()
+        .wait_for_status(reply["id"].as_str().unwrap_or_default(), "CONFIRMED")
+        .await?;
+    let quoted: u64 = record["dstAmount"].as_str().unwrap_or_default().parse()?;
+    assert_eq!(
+        node::token_balance(&desk.rpc, &desk.wallet, &desk.mint).await?,
+        quoted,
+        "one swap landed"
+    );
+    Ok(())
+}
+
 on_both_backends!(
+    twenty_identical_solana_swaps_give_one_swap,
     a_solana_quote_resolves_native_and_prices_as_jupiter,
     a_solana_swap_moves_the_quoted_amounts_and_replays_without_sending,
     jupiters_refusals_are_quote_failed_in_its_words,

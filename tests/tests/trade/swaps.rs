@@ -14,7 +14,8 @@ use alloy::{
 };
 use serde_json::{Value, json};
 use walletops_devnet_aggregator::NATIVE;
-use walletops_tests::{Backend, Reply, on_both_backends};
+use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
+use walletops_tests::{Backend, Reply, on_both_backends, with_key, write_request};
 
 use super::{
     desk::{API_KEY, Desk},
@@ -300,7 +301,74 @@ async fn another_users_wallet_is_forbidden_and_bad_fields_named(b: Backend) -> a
     Ok(())
 }
 
+async fn grpc_quotes_and_swaps_as_rest_does(b: Backend) -> anyhow::Result<()> {
+    let desk = Desk::open(b, &[], Some(API_KEY)).await?;
+    let amount = parse_ether("1")?;
+    let expected = desk.pool_out(true, amount).await?;
+    let mut core = WalletOpsServiceClient::new(desk.svc.channel().await?);
+    let quote = core
+        .get_quote(with_key(
+            pb::GetQuoteRequest {
+                chain: "anvil".to_owned(),
+                from_token: "Native".to_owned(),
+                to_token: desk.token.to_string(),
+                amount: amount.to_string(),
+                ..Default::default()
+            },
+            &desk.svc.api_key,
+        )?)
+        .await?
+        .into_inner()
+        .quote
+        .ok_or_else(|| anyhow::anyhow!("no quote"))?;
+    assert_eq!(quote.from_token, NATIVE.to_checksum(None));
+    assert_eq!(quote.dst_amount, expected.to_string());
+    let request = pb::SwapRequest {
+        chain: "anvil".to_owned(),
+        from_token: "NATIVE".to_owned(),
+        to_token: desk.token.to_string(),
+        amount: amount.to_string(),
+        slippage: Some(2.0),
+        ..Default::default()
+    };
+    let key = uuid::Uuid::new_v4().to_string();
+    let submission = core
+        .swap(write_request(request.clone(), &desk.svc.api_key, &key)?)
+        .await?
+        .into_inner()
+        .submission
+        .ok_or_else(|| anyhow::anyhow!("no submission"))?;
+    desk.api()
+        .wait_for_status(&submission.id, "CONFIRMED")
+        .await?;
+    let record = core
+        .get_transaction(with_key(
+            pb::GetTransactionRequest {
+                id: submission.id.clone(),
+            },
+            &desk.svc.api_key,
+        )?)
+        .await?
+        .into_inner()
+        .transaction
+        .ok_or_else(|| anyhow::anyhow!("no record"))?;
+    assert_eq!(record.kind, i32::from(pb::TransactionKind::Swap));
+    assert_eq!(record.dst_amount, Some(expected.to_string()));
+    let minimum = expected * U256::from(98) / U256::from(100);
+    assert_eq!(record.min_dst_amount, Some(minimum.to_string()));
+    // The replay over gRPC answers the same submission.
+    let replay = core
+        .swap(write_request(request, &desk.svc.api_key, &key)?)
+        .await?
+        .into_inner()
+        .submission;
+    assert_eq!(replay.map(|s| s.id), Some(submission.id));
+    assert_eq!(desk.anvil.nonce(desk.wallet).await?, 1);
+    Ok(())
+}
+
 on_both_backends!(
+    grpc_quotes_and_swaps_as_rest_does,
     a_swap_pays_what_the_pool_computes_and_replays_without_sending,
     twenty_identical_swaps_give_one_swap_on_chain,
     an_erc20_sale_needs_the_approval_it_names,
