@@ -72,8 +72,15 @@ impl Idempotency {
                     None => Err(err),
                 }
             }
-            // Nothing was claimed: the key stays free for the same request to succeed later.
-            Err(err) if err.leaves_key_free() && !ticket.is_claimed() => Err(err),
+            // Nothing was claimed: the key stays free for the same request to succeed later,
+            // unless a concurrent twin claimed it meanwhile (its build may have failed for
+            // the very swap the twin made): then the twin's answer is this one's too.
+            Err(err) if err.leaves_key_free() && !ticket.is_claimed() => {
+                match self.prior(&ticket).await {
+                    Ok(Some(prior)) => self.answer(user, prior, chains).await,
+                    _ => Err(err),
+                }
+            }
             Err(err) => {
                 fail::fail_point!("write-before-failing-key");
                 match self.fail(&ticket, &err).await {

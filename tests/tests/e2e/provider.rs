@@ -46,12 +46,35 @@ impl Linked {
         anvil_args: &[&str],
         setup: impl FnOnce(&PrivyFake),
     ) -> anyhow::Result<Self> {
+        let anvil = Anvil::start_with(anvil_args).await?;
+        Self::on(b, anvil, extra_toml, setup).await
+    }
+
+    /// `unlinked` over a running `anvil`.
+    async fn on(
+        b: Backend,
+        anvil: Anvil,
+        extra_toml: &str,
+        setup: impl FnOnce(&PrivyFake),
+    ) -> anyhow::Result<Self> {
         let secret = p256::SecretKey::from_bytes(&[11u8; 32].into())?;
         let key = BASE64.encode(secret.to_pkcs8_der()?.as_bytes());
         let privy = PrivyFake::start(APP_ID, APP_SECRET, Some(secret.public_key().into())).await?;
         let (wallet, _) = privy.add_embedded_evm(DID, 0, true, true);
         setup(&privy);
-        let anvil = Anvil::start_with(anvil_args).await?;
+        Self::serve(b, anvil, privy, key, wallet, extra_toml).await
+    }
+
+    /// The service over `anvil` and `privy` (whose authorization key is `key`), `wallet`
+    /// funded.
+    async fn serve(
+        b: Backend,
+        anvil: Anvil,
+        privy: PrivyFake,
+        key: String,
+        wallet: Address,
+        extra_toml: &str,
+    ) -> anyhow::Result<Self> {
         // In the environment, which the CLI gets too.
         let url = privy.url();
         let env = [
@@ -447,6 +470,58 @@ async fn approvals_and_contract_calls_from_a_provider_wallet_are_mined(
     Ok(())
 }
 
+async fn a_swap_from_a_provider_wallet_is_signed_by_the_provider(b: Backend) -> anyhow::Result<()> {
+    use walletops_devnet_aggregator::{DevAggregator, add_liquidity, deploy_pool};
+    use walletops_tests::anvil::DEV_ACCOUNT;
+    // The pool and its aggregator go up before the service, which is pointed at them.
+    let anvil_first = Anvil::start().await?;
+    let whole = alloy::primitives::U256::from(10u64).pow(alloy::primitives::U256::from(18));
+    let token = anvil_first.deploy_token("PSW", 18).await?;
+    anvil_first
+        .mint(
+            token,
+            DEV_ACCOUNT,
+            alloy::primitives::U256::from(20_000) * whole,
+        )
+        .await?;
+    let pool = deploy_pool(anvil_first.url(), DEV_ACCOUNT, token).await?;
+    add_liquidity(
+        anvil_first.url(),
+        DEV_ACCOUNT,
+        pool,
+        parse_ether("10")?,
+        alloy::primitives::U256::from(20_000) * whole,
+    )
+    .await?;
+    let aggregator = DevAggregator::connect(anvil_first.url(), pool).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let _server = tokio::spawn(aggregator.serve(listener));
+    let linked = Linked::on(
+        b,
+        anvil_first,
+        &format!("[trade.evm]\nbase_url = \"{url}\"\napi_key = \"any\"\n"),
+        |_| {},
+    )
+    .await?;
+    linked.link().await?;
+    let reply = linked
+        .api()
+        .post(
+            "/trade/swap",
+            &json!({"chain": "anvil", "fromToken": "NATIVE", "toToken": token.to_string(),
+                    "amount": parse_ether("1")?.to_string()}),
+        )
+        .await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    let record = linked.api().wait_for_status(id, "CONFIRMED").await?;
+    let bought = linked.anvil.token_balance(token, linked.wallet).await?;
+    assert_eq!(record["dstAmount"], bought.to_string(), "{record}");
+    assert_eq!(linked.privy.rpc_calls(), 1, "signed by the provider");
+    Ok(())
+}
+
 async fn a_stuck_provider_transaction_is_replaced_once_the_provider_is_back(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -519,6 +594,7 @@ async fn a_solana_send_from_a_provider_wallet_lands(b: Backend) -> anyhow::Resul
 }
 
 on_both_backends!(
+    a_swap_from_a_provider_wallet_is_signed_by_the_provider,
     approvals_and_contract_calls_from_a_provider_wallet_are_mined,
     the_admin_api_links_and_the_service_syncs_on_its_own,
     a_stuck_provider_transaction_is_replaced_once_the_provider_is_back,
