@@ -522,6 +522,29 @@ async fn a_swap_from_a_provider_wallet_is_signed_by_the_provider(b: Backend) -> 
     Ok(())
 }
 
+async fn a_provider_that_never_answers_times_out_and_frees_the_key(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let linked = Linked::open(b, |_| {}).await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let body = Linked::send(None).to_string();
+    // Every attempt goes unanswered: the client gives up after its timeouts and retries.
+    linked.privy.stall_rpc(3);
+    let reply = linked.api().post_with_key("/send", &key, &body).await?;
+    reply.assert_error(502, "PROVIDER_RPC_ERROR")?;
+    assert!(reply.text.contains("did not answer"), "{}", reply.text);
+    assert_eq!(linked.privy.rpc_calls(), 3);
+    assert_eq!(linked.anvil.nonce(linked.wallet).await?, 0, "nothing sent");
+    let reply = linked.api().post_with_key("/send", &key, &body).await?;
+    anyhow::ensure!(
+        reply.body["status"] == "SUBMITTED",
+        "the same key succeeds: {reply:?}"
+    );
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    linked.api().wait_for_status(id, "CONFIRMED").await?;
+    Ok(())
+}
+
 async fn a_stuck_provider_transaction_is_replaced_once_the_provider_is_back(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -594,6 +617,7 @@ async fn a_solana_send_from_a_provider_wallet_lands(b: Backend) -> anyhow::Resul
 }
 
 on_both_backends!(
+    a_provider_that_never_answers_times_out_and_frees_the_key,
     a_swap_from_a_provider_wallet_is_signed_by_the_provider,
     approvals_and_contract_calls_from_a_provider_wallet_are_mined,
     the_admin_api_links_and_the_service_syncs_on_its_own,
