@@ -49,8 +49,8 @@ struct Account {
 
 #[derive(Default)]
 struct Faults {
-    /// Statuses the next RPC calls answer with.
-    rpc_failures: Vec<u16>,
+    /// Statuses the next calls (of either endpoint) answer with.
+    failures: Vec<u16>,
     /// RPC calls left that get no answer for a minute.
     stalls: u32,
     rpc_calls: u64,
@@ -218,9 +218,9 @@ impl PrivyFake {
         }
     }
 
-    /// The next RPC calls answer with these statuses, one each.
-    pub fn fail_rpc(&self, statuses: &[u16]) {
-        lock(&self.inner.faults).rpc_failures = statuses.to_vec();
+    /// The next calls (user reads and RPCs alike) answer with these statuses, one each.
+    pub fn fail_next(&self, statuses: &[u16]) {
+        lock(&self.inner.faults).failures = statuses.to_vec();
     }
 
     /// The next `count` RPC calls get no answer for a minute.
@@ -237,6 +237,21 @@ impl PrivyFake {
     pub fn idempotency_keys(&self) -> Vec<String> {
         lock(&self.inner.faults).idempotency_keys.clone()
     }
+}
+
+/// The failure the next call was told to answer with, if any.
+fn take_failure(inner: &Inner) -> Option<Response> {
+    let mut faults = lock(&inner.faults);
+    if faults.failures.is_empty() {
+        return None;
+    }
+    let status = StatusCode::from_u16(faults.failures.remove(0))
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Some(error(
+        status,
+        "The provider failed, as it was told to",
+        "internal_error",
+    ))
 }
 
 /// Checks the app's credentials; the refusal when they are wrong.
@@ -264,6 +279,9 @@ async fn user(
 ) -> Response {
     if let Some(refusal) = refuse_credentials(&inner, &headers) {
         return refusal;
+    }
+    if let Some(failure) = take_failure(&inner) {
+        return failure;
     }
     let users = lock(&inner.users);
     let Some(accounts) = users.get(&id) else {
@@ -304,29 +322,23 @@ async fn rpc(
         .get("privy-idempotency-key")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let (failure, stall) = {
+    let stall = {
         let mut faults = lock(&inner.faults);
         faults.rpc_calls += 1;
         if let Some(key) = &key_header {
             faults.idempotency_keys.push(key.clone());
         }
-        let failure = (!faults.rpc_failures.is_empty()).then(|| faults.rpc_failures.remove(0));
         let stall = faults.stalls > 0;
         if stall {
             faults.stalls -= 1;
         }
-        (failure, stall)
+        stall
     };
     if stall {
         tokio::time::sleep(Duration::from_secs(60)).await;
     }
-    if let Some(status) = failure {
-        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        return error(
-            status,
-            "The provider failed, as it was told to",
-            "internal_error",
-        );
+    if let Some(failure) = take_failure(&inner) {
+        return failure;
     }
     if let Some(verifier) = &inner.authorization {
         let url = format!("{}/v1/wallets/{id}/rpc", lock(&inner.base));

@@ -128,6 +128,18 @@ impl Linked {
             .assert_error(403, "USER_NOT_LINKED")
     }
 
+    /// Posts `body` to /send under `key`, which must be accepted, and waits until mined.
+    async fn confirmed_under(&self, key: &str, body: &str) -> anyhow::Result<()> {
+        let reply = self.api().post_with_key("/send", key, body).await?;
+        anyhow::ensure!(
+            reply.body["status"] == "SUBMITTED",
+            "the same key succeeds: {reply:?}"
+        );
+        let id = reply.body["id"].as_str().unwrap_or_default();
+        self.api().wait_for_status(id, "CONFIRMED").await?;
+        Ok(())
+    }
+
     /// The contract code of a gRPC send of 1000 wei on anvil from `from`, refused.
     async fn grpc_refusal(&self, from: Option<&str>) -> anyhow::Result<Option<String>> {
         let mut core = WalletOpsServiceClient::new(self.svc.channel().await?);
@@ -342,11 +354,11 @@ async fn a_failing_provider_stores_nothing_and_leaves_the_key_free(
     let key = uuid::Uuid::new_v4().to_string();
     let body = Linked::send(None).to_string();
     // Three 500s outlast the client's retries.
-    linked.privy.fail_rpc(&[500, 500, 500]);
+    linked.privy.fail_next(&[500, 500, 500]);
     let reply = linked.api().post_with_key("/send", &key, &body).await?;
     reply.assert_error(502, "PROVIDER_RPC_ERROR")?;
     assert!(!reply.text.contains(APP_SECRET), "{}", reply.text);
-    linked.privy.fail_rpc(&[403]);
+    linked.privy.fail_next(&[403]);
     assert_eq!(
         linked.grpc_refusal(None).await?.as_deref(),
         Some("PROVIDER_RPC_ERROR")
@@ -359,15 +371,23 @@ async fn a_failing_provider_stores_nothing_and_leaves_the_key_free(
         keys.len() == 4 && keys.iter().all(|k| *k == keys[0]),
         "one key: {keys:?}"
     );
-    // A 429 then a success: the retry under the same key signs once.
-    linked.privy.fail_rpc(&[429]);
-    let reply = linked.api().post_with_key("/send", &key, &body).await?;
-    anyhow::ensure!(
-        reply.body["status"] == "SUBMITTED",
-        "the same key succeeds: {reply:?}"
+    // The provider failing a sync: what the CLI logs and says never holds the credentials.
+    linked.privy.fail_next(&[500, 500, 500]);
+    let out = linked
+        .svc
+        .cli(&["wallets", "sync", "--user", "owner"])
+        .await?;
+    assert!(!out.success, "the sync failed");
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(said.contains("upstream call failed"), "logged: {said}");
+    let basic = BASE64.encode(format!("{APP_ID}:{APP_SECRET}"));
+    assert!(
+        !said.contains(APP_SECRET) && !said.contains(&basic),
+        "{said}"
     );
-    let id = reply.body["id"].as_str().unwrap_or_default();
-    linked.api().wait_for_status(id, "CONFIRMED").await?;
+    // A 429 then a success: the retry under the same key signs once.
+    linked.privy.fail_next(&[429]);
+    linked.confirmed_under(&key, &body).await?;
     assert_eq!(
         linked.anvil.nonce(linked.wallet).await?,
         1,
@@ -535,13 +555,7 @@ async fn a_provider_that_never_answers_times_out_and_frees_the_key(
     assert!(reply.text.contains("did not answer"), "{}", reply.text);
     assert_eq!(linked.privy.rpc_calls(), 3);
     assert_eq!(linked.anvil.nonce(linked.wallet).await?, 0, "nothing sent");
-    let reply = linked.api().post_with_key("/send", &key, &body).await?;
-    anyhow::ensure!(
-        reply.body["status"] == "SUBMITTED",
-        "the same key succeeds: {reply:?}"
-    );
-    let id = reply.body["id"].as_str().unwrap_or_default();
-    linked.api().wait_for_status(id, "CONFIRMED").await?;
+    linked.confirmed_under(&key, &body).await?;
     Ok(())
 }
 
@@ -561,7 +575,7 @@ async fn a_stuck_provider_transaction_is_replaced_once_the_provider_is_back(
     let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
     let first = reply.body["hash"].as_str().unwrap_or_default().to_owned();
     // The provider is down when the monitor comes to replace it: the record waits, saying so.
-    linked.privy.fail_rpc(&[500; 12]);
+    linked.privy.fail_next(&[500; 12]);
     let waiting = linked
         .api()
         .wait_for_note(&id, "waiting for the wallet provider")
