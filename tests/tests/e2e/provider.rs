@@ -254,6 +254,29 @@ async fn a_linked_users_wallets_are_synced_and_signed_for_by_the_provider(
     );
     assert_eq!(linked.anvil.nonce(linked.wallet).await?, 1);
     assert_eq!(linked.privy.rpc_calls(), 1);
+    // The user's local wallets keep working beside its provider wallets: the keystore signs.
+    let local = wallets
+        .iter()
+        .find(|w| w["clientType"] == "walletops" && w["chainType"] == "ethereum")
+        .and_then(|w| w["address"].as_str())
+        .expect("a local EVM wallet")
+        .to_owned();
+    linked
+        .anvil
+        .set_balance(local.parse()?, parse_ether("1")?)
+        .await?;
+    let reply = linked
+        .api()
+        .post("/send", &Linked::send(Some(&local)))
+        .await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    linked.api().wait_for_status(id, "CONFIRMED").await?;
+    assert_eq!(
+        linked.privy.rpc_calls(),
+        1,
+        "the provider signed nothing for it"
+    );
 
     // Not delegated, and external: WALLET_NOT_DELEGATED, naming what to do.
     let from_solana = json!({"chain": "solana-devnet", "to": "11111111111111111111111111111112",
@@ -559,6 +582,52 @@ async fn a_provider_that_never_answers_times_out_and_frees_the_key(
     Ok(())
 }
 
+async fn a_solana_swap_from_a_provider_wallet_lands(b: Backend) -> anyhow::Result<()> {
+    use solana_keypair::Keypair;
+    use solana_signer::Signer as _;
+    use walletops_tests::{fakes::jupiter::JupiterFake, solana_node as sn};
+    let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
+    let rpc = solana_rpc_client::nonblocking::rpc_client::RpcClient::new(node.url());
+    let authority = Keypair::new();
+    node.airdrop(&authority.pubkey(), 10_000_000_000)?;
+    let mint = sn::create_mint(&rpc, &authority, &spl_token_interface::ID, 6).await?;
+    let pool = Keypair::new();
+    node.airdrop(&pool.pubkey(), 100_000_000_000)?;
+    sn::mint_to(&rpc, &authority, &mint, &pool.pubkey(), 1_000_000_000_000).await?;
+    let jupiter = JupiterFake::start(&node.url(), pool, mint).await?;
+    let mut sol = None;
+    let linked = Linked::unlinked(
+        b,
+        &format!(
+            "[chains.solana]\nrpc_url = \"{}\"\n[trade.solana]\nbase_url = \"{}\"\n",
+            node.url(),
+            jupiter.url()
+        ),
+        &[],
+        |privy| sol = Some(privy.add_embedded_solana(DID, 0, true).0),
+    )
+    .await?;
+    let sol = sol.expect("a Solana wallet");
+    linked.link().await?;
+    node.airdrop(&sol, 10_000_000_000)?;
+    let reply = linked
+        .api()
+        .post(
+            "/trade/swap",
+            &json!({"chain": "solana", "fromToken": "NATIVE", "toToken": mint.to_string(),
+                    "amount": "1000000000"}),
+        )
+        .await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    let record = linked.api().wait_for_status(id, "CONFIRMED").await?;
+    assert_eq!(record["from"], sol.to_string(), "{record}");
+    let bought = sn::token_balance(&rpc, &sol, &mint).await?;
+    assert_eq!(record["dstAmount"], bought.to_string(), "{record}");
+    assert_eq!(linked.privy.rpc_calls(), 1, "signed by the provider");
+    Ok(())
+}
+
 async fn a_stuck_provider_transaction_is_replaced_once_the_provider_is_back(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -632,6 +701,7 @@ async fn a_solana_send_from_a_provider_wallet_lands(b: Backend) -> anyhow::Resul
 
 on_both_backends!(
     a_provider_that_never_answers_times_out_and_frees_the_key,
+    a_solana_swap_from_a_provider_wallet_lands,
     a_swap_from_a_provider_wallet_is_signed_by_the_provider,
     approvals_and_contract_calls_from_a_provider_wallet_are_mined,
     the_admin_api_links_and_the_service_syncs_on_its_own,
