@@ -194,6 +194,17 @@ impl PrivyFake {
         (address, id)
     }
 
+    /// Unlinks the account at `address` from its user: the provider lists it no more.
+    pub fn remove_account(&self, address: &str) {
+        for accounts in lock(&self.inner.users).values_mut() {
+            accounts.retain(|a| {
+                !a.entry["address"]
+                    .as_str()
+                    .is_some_and(|x| x.eq_ignore_ascii_case(address))
+            });
+        }
+    }
+
     /// Gives `did` a linked account as given (an external wallet, a smart wallet, an email…).
     pub fn add_account(&self, did: &str, entry: Value) {
         self.push(did, entry, None);

@@ -365,6 +365,23 @@ async fn delegation_at_the_provider_takes_effect_without_a_restart(
     anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
     let id = reply.body["id"].as_str().unwrap_or_default();
     linked.api().wait_for_status(id, "CONFIRMED").await?;
+    // The provider stops listing the wallet: after a sync it is still listed (its
+    // transactions stay readable) but cannot be written from.
+    linked.privy.remove_account(&second);
+    let synced = linked
+        .svc
+        .cli(&["wallets", "sync", "--user", "owner"])
+        .await?;
+    anyhow::ensure!(synced.success, "{}", synced.stderr);
+    assert!(synced.stdout.contains("1 removed"), "{}", synced.stdout);
+    assert!(listed(&linked.wallets().await?, &second).is_some(), "kept");
+    let refused = linked
+        .api()
+        .post("/send", &Linked::send(Some(&second)))
+        .await?;
+    refused.assert_error(403, "WALLET_NOT_DELEGATED")?;
+    assert!(refused.text.contains("no longer among"), "{}", refused.text);
+    linked.api().transaction(id).await?;
     // The provider forgets the user: USER_NOT_LINKED after the next sync.
     linked.privy.remove_user(DID);
     linked.not_linked_after(&["wallets", "sync"]).await
