@@ -1,0 +1,179 @@
+//! Writes from provider wallets, signed by the provider and landed on the nodes: approvals,
+//! contract calls, swaps on anvil and Solana, and a Solana send.
+
+use alloy::primitives::utils::parse_ether;
+use serde_json::json;
+use walletops_tests::{Backend, anvil::Anvil, on_both_backends, solana_node::SolanaNode};
+
+use super::{DID, Linked};
+
+async fn approvals_and_contract_calls_from_a_provider_wallet_are_mined(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let linked = Linked::open(b, |_| {}).await?;
+    let token = linked.anvil.deploy_token("PRV", 18).await?;
+    let counter = linked.anvil.deploy_counter().await?;
+    let approve = linked
+        .api()
+        .post(
+            "/token/approve",
+            &json!({"chain": "anvil", "token": token.to_string(),
+                    "spender": "0x2222222222222222222222222222222222222222", "amount": "777"}),
+        )
+        .await?;
+    anyhow::ensure!(approve.body["status"] == "SUBMITTED", "{approve:?}");
+    let call = linked
+        .api()
+        .post(
+            "/contracts/send",
+            &json!({"chain": "anvil", "to": counter.to_string(), "function": "add(uint256)", "args": ["7"]}),
+        )
+        .await?;
+    anyhow::ensure!(call.body["status"] == "SUBMITTED", "{call:?}");
+    for reply in [approve, call] {
+        let id = reply.body["id"].as_str().unwrap_or_default();
+        linked.api().wait_for_status(id, "CONFIRMED").await?;
+    }
+    assert_eq!(
+        linked.anvil.nonce(linked.wallet).await?,
+        2,
+        "both from the provider wallet"
+    );
+    assert_eq!(linked.privy.rpc_calls(), 2);
+    Ok(())
+}
+
+async fn a_swap_from_a_provider_wallet_is_signed_by_the_provider(b: Backend) -> anyhow::Result<()> {
+    use walletops_devnet_aggregator::{DevAggregator, add_liquidity, deploy_pool};
+    use walletops_tests::anvil::DEV_ACCOUNT;
+    // The pool and its aggregator go up before the service, which is pointed at them.
+    let anvil_first = Anvil::start().await?;
+    let whole = alloy::primitives::U256::from(10u64).pow(alloy::primitives::U256::from(18));
+    let token = anvil_first.deploy_token("PSW", 18).await?;
+    anvil_first
+        .mint(
+            token,
+            DEV_ACCOUNT,
+            alloy::primitives::U256::from(20_000) * whole,
+        )
+        .await?;
+    let pool = deploy_pool(anvil_first.url(), DEV_ACCOUNT, token).await?;
+    add_liquidity(
+        anvil_first.url(),
+        DEV_ACCOUNT,
+        pool,
+        parse_ether("10")?,
+        alloy::primitives::U256::from(20_000) * whole,
+    )
+    .await?;
+    let aggregator = DevAggregator::connect(anvil_first.url(), pool).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let _server = tokio::spawn(aggregator.serve(listener));
+    let linked = Linked::on(
+        b,
+        anvil_first,
+        &format!("[trade.evm]\nbase_url = \"{url}\"\napi_key = \"any\"\n"),
+        |_| {},
+    )
+    .await?;
+    linked.link().await?;
+    let reply = linked
+        .api()
+        .post(
+            "/trade/swap",
+            &json!({"chain": "anvil", "fromToken": "NATIVE", "toToken": token.to_string(),
+                    "amount": parse_ether("1")?.to_string()}),
+        )
+        .await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    let record = linked.api().wait_for_status(id, "CONFIRMED").await?;
+    let bought = linked.anvil.token_balance(token, linked.wallet).await?;
+    assert_eq!(record["dstAmount"], bought.to_string(), "{record}");
+    assert_eq!(linked.privy.rpc_calls(), 1, "signed by the provider");
+    Ok(())
+}
+
+async fn a_solana_swap_from_a_provider_wallet_lands(b: Backend) -> anyhow::Result<()> {
+    use solana_keypair::Keypair;
+    use solana_signer::Signer as _;
+    use walletops_tests::{fakes::jupiter::JupiterFake, solana_node as sn};
+    let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
+    let rpc = solana_rpc_client::nonblocking::rpc_client::RpcClient::new(node.url());
+    let authority = Keypair::new();
+    node.airdrop(&authority.pubkey(), 10_000_000_000)?;
+    let mint = sn::create_mint(&rpc, &authority, &spl_token_interface::ID, 6).await?;
+    let pool = Keypair::new();
+    node.airdrop(&pool.pubkey(), 100_000_000_000)?;
+    sn::mint_to(&rpc, &authority, &mint, &pool.pubkey(), 1_000_000_000_000).await?;
+    let jupiter = JupiterFake::start(&node.url(), pool, mint).await?;
+    let mut sol = None;
+    let linked = Linked::unlinked(
+        b,
+        &format!(
+            "[chains.solana]\nrpc_url = \"{}\"\n[trade.solana]\nbase_url = \"{}\"\n",
+            node.url(),
+            jupiter.url()
+        ),
+        &[],
+        |privy| sol = Some(privy.add_embedded_solana(DID, 0, true).0),
+    )
+    .await?;
+    let sol = sol.expect("a Solana wallet");
+    linked.link().await?;
+    node.airdrop(&sol, 10_000_000_000)?;
+    let reply = linked
+        .api()
+        .post(
+            "/trade/swap",
+            &json!({"chain": "solana", "fromToken": "NATIVE", "toToken": mint.to_string(),
+                    "amount": "1000000000"}),
+        )
+        .await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    let record = linked.api().wait_for_status(id, "CONFIRMED").await?;
+    assert_eq!(record["from"], sol.to_string(), "{record}");
+    let bought = sn::token_balance(&rpc, &sol, &mint).await?;
+    assert_eq!(record["dstAmount"], bought.to_string(), "{record}");
+    assert_eq!(linked.privy.rpc_calls(), 1, "signed by the provider");
+    Ok(())
+}
+
+async fn a_solana_send_from_a_provider_wallet_lands(b: Backend) -> anyhow::Result<()> {
+    let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
+    let mut sol = None;
+    let linked = Linked::unlinked(
+        b,
+        &format!("[chains.solana-devnet]\nrpc_url = \"{}\"\n", node.url()),
+        &[],
+        |privy| sol = Some(privy.add_embedded_solana(DID, 0, true).0),
+    )
+    .await?;
+    let sol = sol.expect("a Solana wallet");
+    linked.link().await?;
+    node.airdrop(&sol, 1_000_000_000)?;
+    let to = solana_pubkey::Pubkey::new_unique();
+    let reply = linked
+        .api()
+        .post(
+            "/send",
+            &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1234567"}),
+        )
+        .await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default();
+    let record = linked.api().wait_for_status(id, "CONFIRMED").await?;
+    assert_eq!(record["from"], sol.to_string(), "{record}");
+    let rpc = solana_rpc_client::nonblocking::rpc_client::RpcClient::new(node.url());
+    assert_eq!(rpc.get_balance(&to).await?, 1_234_567);
+    Ok(())
+}
+
+on_both_backends!(
+    approvals_and_contract_calls_from_a_provider_wallet_are_mined,
+    a_swap_from_a_provider_wallet_is_signed_by_the_provider,
+    a_solana_swap_from_a_provider_wallet_lands,
+    a_solana_send_from_a_provider_wallet_lands,
+);
