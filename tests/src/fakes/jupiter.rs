@@ -116,17 +116,33 @@ impl JupiterFake {
             .merge(api)
             .layer(middleware::from_fn_with_state(venue.clone(), guard))
             .with_state(venue);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = super::serve_on_loopback(app).await?;
         Ok(Self {
             addr,
             pool: pool_key,
             faults,
             server,
         })
+    }
+
+    /// A fresh SPL Token mint of `decimals` and a pool holding `lamports` and `tokens` of it
+    /// on `node`, served by a new fake: the fake and the mint.
+    pub async fn with_new_pool(
+        node: &crate::solana_node::SolanaNode,
+        lamports: u64,
+        tokens: u64,
+        decimals: u8,
+    ) -> anyhow::Result<(Self, Pubkey)> {
+        let rpc = RpcClient::new(node.url());
+        let authority = Keypair::new();
+        node.airdrop(&authority.pubkey(), 10_000_000_000)?;
+        let mint =
+            crate::solana_node::create_mint(&rpc, &authority, &spl_token_interface::ID, decimals)
+                .await?;
+        let pool = Keypair::new();
+        node.airdrop(&pool.pubkey(), lamports)?;
+        crate::solana_node::mint_to(&rpc, &authority, &mint, &pool.pubkey(), tokens).await?;
+        Ok((Self::start(&node.url(), pool, mint).await?, mint))
     }
 
     /// The base URL a client appends `/quote` and `/swap` to: `http://<addr>/swap/v1`.

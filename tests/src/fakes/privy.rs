@@ -108,12 +108,8 @@ impl PrivyFake {
             .route("/v1/users/{id}", get(user))
             .route("/v1/wallets/{id}/rpc", post(rpc))
             .with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
+        let (addr, server) = super::serve_on_loopback(app).await?;
         *lock(&inner.base) = format!("http://{addr}");
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
         Ok(Self {
             addr,
             inner,

@@ -17,7 +17,7 @@ use walletops_core::{
 };
 use walletops_tests::{
     fakes::jupiter::{COMPUTE_UNIT_LIMIT, JupiterFake},
-    solana_node::{SolanaNode, create_mint, mint_to, token_balance},
+    solana_node::{SolanaNode, token_balance},
 };
 
 const SOL: u64 = 1_000_000_000;
@@ -39,15 +39,9 @@ impl Market {
     async fn open() -> anyhow::Result<Self> {
         let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
         let rpc = RpcClient::new(node.url());
-        let authority = Keypair::new();
-        node.airdrop(&authority.pubkey(), 10 * SOL)?;
-        let mint = create_mint(&rpc, &authority, &spl_token_interface::ID, 6).await?;
-        let pool = Keypair::new();
-        node.airdrop(&pool.pubkey(), 100 * SOL)?;
-        mint_to(&rpc, &authority, &mint, &pool.pubkey(), POOL_TOKENS).await?;
+        let (fake, mint) = JupiterFake::with_new_pool(&node, 100 * SOL, POOL_TOKENS, 6).await?;
         let wallet = Keypair::new();
         node.airdrop(&wallet.pubkey(), 10 * SOL)?;
-        let fake = JupiterFake::start(&node.url(), pool, mint).await?;
         let client = Jupiter::new(
             fake.url().parse()?,
             Secret::default(),

@@ -9,10 +9,8 @@
 use std::str::FromStr;
 
 use serde_json::{Value, json};
-use solana_keypair::Keypair;
 use solana_pubkey::Pubkey;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
-use solana_signer::Signer as _;
 use walletops_core::trade::WRAPPED_SOL_MINT;
 use walletops_tests::{
     Backend, Options, Rest, Service,
@@ -41,13 +39,7 @@ impl SolDesk {
     async fn open(b: Backend, trade_toml: &str) -> anyhow::Result<Self> {
         let solana = SolanaNode::start("127.0.0.1:0".parse()?).await?;
         let rpc = RpcClient::new(solana.url());
-        let authority = Keypair::new();
-        solana.airdrop(&authority.pubkey(), 10 * SOL)?;
-        let mint = node::create_mint(&rpc, &authority, &spl_token_interface::ID, 6).await?;
-        let pool = Keypair::new();
-        solana.airdrop(&pool.pubkey(), 100 * SOL)?;
-        node::mint_to(&rpc, &authority, &mint, &pool.pubkey(), POOL_TOKENS).await?;
-        let fake = JupiterFake::start(&solana.url(), pool, mint).await?;
+        let (fake, mint) = JupiterFake::with_new_pool(&solana, 100 * SOL, POOL_TOKENS, 6).await?;
         let svc = Service::start_with(b, Options {
             config_toml: Some(format!(
                 "request_timeout_secs = 120\n[chains.solana]\nrpc_url = \"{}\"\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n[trade.solana]\nbase_url = \"{}\"\n{trade_toml}\n",

@@ -96,18 +96,11 @@ async fn a_swap_from_a_provider_wallet_is_signed_by_the_provider(b: Backend) -> 
 }
 
 async fn a_solana_swap_from_a_provider_wallet_lands(b: Backend) -> anyhow::Result<()> {
-    use solana_keypair::Keypair;
-    use solana_signer::Signer as _;
     use walletops_tests::{fakes::jupiter::JupiterFake, solana_node as sn};
     let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
     let rpc = solana_rpc_client::nonblocking::rpc_client::RpcClient::new(node.url());
-    let authority = Keypair::new();
-    node.airdrop(&authority.pubkey(), 10_000_000_000)?;
-    let mint = sn::create_mint(&rpc, &authority, &spl_token_interface::ID, 6).await?;
-    let pool = Keypair::new();
-    node.airdrop(&pool.pubkey(), 100_000_000_000)?;
-    sn::mint_to(&rpc, &authority, &mint, &pool.pubkey(), 1_000_000_000_000).await?;
-    let jupiter = JupiterFake::start(&node.url(), pool, mint).await?;
+    let (jupiter, mint) =
+        JupiterFake::with_new_pool(&node, 100_000_000_000, 1_000_000_000_000, 6).await?;
     let mut sol = None;
     let linked = Linked::unlinked(
         b,
