@@ -15,6 +15,6 @@ pub use transaction::{
     TxKind, TxStatus,
 };
 pub use wallet::{
-    DelegatedWallet, LOCAL_CLIENT_TYPE, NewWallet, NotSignable, ProviderWallet, SealedKey, Wallet,
-    WalletFilter,
+    DelegatedWallet, EMBEDDED_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewWallet, NotSignable,
+    ProviderWallet, SealedKey, Wallet, WalletFilter,
 };

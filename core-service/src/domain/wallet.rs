@@ -35,6 +35,10 @@ pub struct Wallet {
 
 /// `clientType` of the wallets whose keys the service's own keystore holds.
 pub const LOCAL_CLIENT_TYPE: &str = "walletops";
+/// `providerType` of a wallet whose key the service or the provider holds (the keystore's
+/// own, or the provider's `connector_type` for its wallets); anything else is an external
+/// wallet the user linked (MetaMask, Phantom…), which the server can never sign for.
+pub const EMBEDDED_PROVIDER_TYPE: &str = "embedded";
 
 impl Wallet {
     /// The wallet's chain family.
@@ -45,6 +49,12 @@ impl Wallet {
     /// Whether the wallet provider holds its key (else the service's own keystore does).
     pub fn held_by_provider(&self) -> bool {
         self.client_type != LOCAL_CLIENT_TYPE
+    }
+
+    /// Whether it is an external wallet the user linked at the provider, whose key nobody
+    /// here or at the provider holds.
+    pub fn is_external(&self) -> bool {
+        self.held_by_provider() && self.provider_type != EMBEDDED_PROVIDER_TYPE
     }
 }
 
@@ -66,9 +76,7 @@ pub struct ProviderWallet {
     pub wallet_index: Option<u32>,
 }
 
-/// The provider's own kind of wallet; anything else is an external wallet the user linked
-/// (MetaMask, Phantom…), which the server can never sign for.
-const EMBEDDED_CONNECTOR: &str = "embedded";
+/// The provider's own client, whose embedded wallets the server may sign with once delegated.
 const PROVIDER_CLIENT: &str = "privy";
 
 impl ProviderWallet {
@@ -80,7 +88,7 @@ impl ProviderWallet {
     /// Whether the provider holds its key (an embedded wallet), so the server may sign with
     /// it once it is delegated.
     pub fn is_embedded(&self) -> bool {
-        self.connector_type == EMBEDDED_CONNECTOR && self.client_type == PROVIDER_CLIENT
+        self.connector_type == EMBEDDED_PROVIDER_TYPE && self.client_type == PROVIDER_CLIENT
     }
 
     /// Whether it is the user's default of its family: the first embedded wallet.

@@ -12,13 +12,11 @@ use super::{
 };
 use crate::{
     domain::{
-        ChainFamily, LOCAL_CLIENT_TYPE, NewWallet, SealedKey, Wallet, WalletAddress, WalletFilter,
+        ChainFamily, EMBEDDED_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewWallet, SealedKey, Wallet,
+        WalletAddress, WalletFilter,
     },
     error::{Result, WalletOpsError},
 };
-
-/// Provider kind of wallets whose keys live in the service's own keystore.
-const PROVIDER_TYPE: &str = "embedded";
 
 impl TryFrom<wallets::Model> for Wallet {
     type Error = WalletOpsError;
@@ -142,7 +140,7 @@ impl Store {
             user_id: Set(new.user_id),
             chain_type: Set(family.as_str().to_owned()),
             address: Set(address.clone()),
-            provider_type: Set(PROVIDER_TYPE.to_owned()),
+            provider_type: Set(EMBEDDED_PROVIDER_TYPE.to_owned()),
             client_type: Set(LOCAL_CLIENT_TYPE.to_owned()),
             provider_wallet_id: Set(Some(id.to_string())),
             is_default: Set(is_default),

@@ -263,7 +263,7 @@ fn not_signable(why: NotSignable, wallet: &Wallet) -> WalletOpsError {
         NotSignable::NotLinked => WalletOpsError::UserNotLinked(format!(
             "wallet {address} belongs to a user not linked to the wallet provider (or no longer known there): link the user again with `walletops users link`"
         )),
-        NotSignable::NotDelegated if wallet.held_by_provider() && !is_embedded(wallet) => {
+        NotSignable::NotDelegated if wallet.is_external() => {
             WalletOpsError::WalletNotDelegated(format!(
                 "wallet {address} is an external {} wallet: the server can never sign for it; use an embedded wallet",
                 wallet.client_type
@@ -279,9 +279,4 @@ fn not_signable(why: NotSignable, wallet: &Wallet) -> WalletOpsError {
             "wallet {address} is no longer among the user's wallets at the wallet provider: it cannot be written from"
         )),
     }
-}
-
-/// Whether a provider wallet is one the provider holds the key of.
-fn is_embedded(wallet: &Wallet) -> bool {
-    wallet.provider_type == "embedded"
 }
