@@ -10,6 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "walletops/v1/wallet_ops.proto",
         "walletops/v1/api_keys.proto",
         "walletops/v1/admin.proto",
+        "walletops/v1/dashboard.proto",
     ];
     let mut compiler = protox::Compiler::new(["."])?;
     compiler.include_imports(true).include_source_info(true);

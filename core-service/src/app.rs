@@ -6,14 +6,17 @@ use std::{ops::Deref, sync::Arc};
 use anyhow::Context;
 
 use tonic::metadata::MetadataMap;
-use walletops_proto::{API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, UNREADABLE_HEADER};
+use walletops_proto::{
+    API_KEY_HEADER, CSRF_TOKEN_HEADER, IDEMPOTENCY_KEY_HEADER, SESSION_TOKEN_HEADER,
+    UNREADABLE_HEADER,
+};
 
 use crate::{
-    auth::{ApiKeys, Caller},
+    auth::{ApiKeys, Caller, Credential, Sessions},
     balances::Balances,
     chains::{Registry, evm::EvmClients, solana::SolanaClients},
     config::Config,
-    domain::{DelegatedWallet, Submission},
+    domain::{DashboardSession, DelegatedWallet, Scope, Scopes, Submission},
     error::{Result, WalletOpsError},
     idempotency::{Canonical, Idempotency, IdempotencyKey, Keyed, Ticket},
     provider::Privy,
@@ -43,6 +46,8 @@ pub struct Parts {
     pub store: Store,
     /// API keys.
     pub keys: ApiKeys,
+    /// Dashboard sessions.
+    pub sessions: Sessions,
     /// Per-user budgets.
     pub limiter: RateLimiter,
     /// Wallets.
@@ -148,6 +153,7 @@ impl Core {
         );
         Ok(Self(Arc::new(Parts {
             keys: ApiKeys::new(store.clone()),
+            sessions: Sessions::new(store.clone()),
             limiter,
             wallets: Wallets::new(store.clone(), keystore, provider),
             transactions: Transactions::new(store.clone()),
@@ -182,9 +188,41 @@ impl Core {
             .await?)
     }
 
-    /// Authenticates the request's `x-api-key` and draws it from the caller's `budget`.
-    /// Every RPC calls this before it reads anything else.
-    pub async fn admit(&self, metadata: &MetadataMap, budget: Budget) -> Result<Caller> {
+    /// Authenticates the request's `x-api-key`, checks that the key has `scope`, and draws
+    /// the request from the caller's budget (`read` from reads, `trade` and `write` from
+    /// writes). Every RPC calls this before it reads anything else.
+    pub async fn admit(&self, metadata: &MetadataMap, scope: Scope) -> Result<Caller> {
+        let caller = self.authenticate(metadata, scope).await?;
+        tracing::Span::current().record("key", caller.label().as_str());
+        caller.require(scope)?;
+        let budget = match scope {
+            Scope::Read => Budget::Read,
+            Scope::Trade | Scope::Write => Budget::Write,
+        };
+        self.limiter.admit(caller.user_id, budget).await?;
+        if let Some(why) = metadata.get_bin(UNREADABLE_HEADER) {
+            return Err(unreadable(why.to_bytes().ok().as_deref()));
+        }
+        Ok(caller)
+    }
+
+    /// The caller: by its `x-api-key`, or (with no key) by its dashboard session, whose
+    /// requests beyond reading must carry the session's CSRF token.
+    async fn authenticate(&self, metadata: &MetadataMap, scope: Scope) -> Result<Caller> {
+        if metadata.get(API_KEY_HEADER).is_none() && metadata.get(SESSION_TOKEN_HEADER).is_some() {
+            let (session, token) = self.session(metadata).await?;
+            if scope != Scope::Read {
+                let csrf = metadata
+                    .get(CSRF_TOKEN_HEADER)
+                    .and_then(|v| v.to_str().ok());
+                Sessions::check_csrf(&token, csrf)?;
+            }
+            return Ok(Caller {
+                user_id: session.user_id,
+                scopes: Scopes::ALL,
+                credential: Credential::Session { id: session.id },
+            });
+        }
         let presented = match metadata.get(API_KEY_HEADER) {
             None => None,
             Some(v) => Some(
@@ -192,13 +230,17 @@ impl Core {
                     .map_err(|_| WalletOpsError::Unauthorized("x-api-key is not ASCII"))?,
             ),
         };
-        let caller = self.keys.authenticate(presented).await?;
-        tracing::Span::current().record("key", caller.key_prefix.as_str());
-        self.limiter.admit(caller.user_id, budget).await?;
-        if let Some(why) = metadata.get_bin(UNREADABLE_HEADER) {
-            return Err(unreadable(why.to_bytes().ok().as_deref()));
-        }
-        Ok(caller)
+        self.keys.authenticate(presented).await
+    }
+
+    /// The open dashboard session of the request's `x-session-token`, and that token.
+    pub async fn session(&self, metadata: &MetadataMap) -> Result<(DashboardSession, String)> {
+        let token = metadata
+            .get(SESSION_TOKEN_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        Ok((self.sessions.check(&token).await?, token))
     }
 
     /// Runs a write RPC: the preamble every write goes through, in this order, then `act`.
@@ -226,7 +268,7 @@ impl Core {
         P: FnOnce(&Registry, &M) -> Result<R>,
         A: AsyncFnOnce(&R, &DelegatedWallet, &Ticket) -> Result<Submission>,
     {
-        let caller = self.admit(metadata, Budget::Write).await?;
+        let caller = self.admit(metadata, Scope::Write).await?;
         let ticket = match self
             .idempotency
             .open(

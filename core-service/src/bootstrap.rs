@@ -1,12 +1,11 @@
-//! First start: on an empty database, one user with one API key and a delegated default
-//! wallet per chain family, so a newcomer can call the API at once.
+//! First start: on an empty database, one user with one API key, a delegated default
+//! wallet per chain family and a one-time dashboard sign-in link, so a newcomer can call
+//! the API and open the dashboard at once.
 
 use crate::{
     Core,
-    auth::{ApiKeySecret, Expiration},
-    domain::ChainFamily,
-    domain::User,
-    domain::Wallet,
+    auth::{ApiKeySecret, Expiration, sessions::Token},
+    domain::{ChainFamily, Scopes, User, Wallet},
     error::{Result, WalletOpsError},
 };
 
@@ -22,6 +21,8 @@ pub struct Bootstrapped {
     pub secret: ApiKeySecret,
     /// Its wallets: one EVM, one Solana, both default and delegated.
     pub wallets: Vec<Wallet>,
+    /// A one-time link to set its dashboard password, and when it stops working.
+    pub sign_in_link: (Token, chrono::DateTime<chrono::Utc>),
 }
 
 impl Core {
@@ -46,27 +47,34 @@ impl Core {
         fail::fail_point!("bootstrap-before-key", |_| Err(WalletOpsError::Internal(
             anyhow::anyhow!("stopped by the bootstrap-before-key failpoint")
         )));
-        let Some((_, secret)) = self.keys.create_first(user.id).await? else {
+        let Some((_, secret)) = self
+            .keys
+            .create_first(user.id, self.config.first_key_scopes)
+            .await?
+        else {
             return Ok(None);
         };
+        let sign_in_link = self.sessions.issue_link(user.id).await?;
         Ok(Some(Bootstrapped {
             user,
             secret,
             wallets,
+            sign_in_link,
         }))
     }
 
-    /// Makes a user named `name` with a first key that never expires.
+    /// Makes a user named `name` with a first key with `scopes` that never expires.
     pub async fn create_user(
         &self,
         name: &str,
+        scopes: Scopes,
     ) -> Result<(User, crate::domain::ApiKey, ApiKeySecret)> {
         let name =
             crate::domain::check_name(name).map_err(|e| WalletOpsError::invalid("name", e))?;
         let user = self.store.insert_user(name).await?;
         let (key, secret) = self
             .keys
-            .create(user.id, "first key", Expiration::Never, None)
+            .create(user.id, "first key", Expiration::Never, scopes, None)
             .await?;
         Ok((user, key, secret))
     }

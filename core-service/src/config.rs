@@ -12,7 +12,7 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 pub use crate::secret::Secret;
-use crate::{chains::ChainConfig, provider::ProviderConfig, trade::TradeConfig};
+use crate::{chains::ChainConfig, domain::Scopes, provider::ProviderConfig, trade::TradeConfig};
 
 /// `WALLETOPS_*` variables that are not options: the config file's path, the dev tools'
 /// locations, and the test harness's own (`WALLETOPS_TEST_*`, `WALLETOPS_BIN`).
@@ -63,6 +63,12 @@ pub struct Config {
     pub trade: TradeConfig,
     /// The wallet provider that holds provider wallets' keys and signs for them.
     pub provider: ProviderConfig,
+    /// The address operators reach the REST edge at (`https://ops.example.com`), when it
+    /// is not `http://<http_addr>`: sign-in links point there, and with `https` the
+    /// dashboard's session cookie is marked `Secure`.
+    pub public_url: Option<String>,
+    /// The scopes of the API key the first start makes.
+    pub first_key_scopes: Scopes,
 }
 
 /// How the monitor follows open transactions.
@@ -129,6 +135,8 @@ impl Default for Config {
             monitor: MonitorConfig::default(),
             trade: TradeConfig::default(),
             provider: ProviderConfig::default(),
+            public_url: None,
+            first_key_scopes: Scopes::ALL,
         }
     }
 }
@@ -265,8 +273,36 @@ impl Config {
                 "{option} must be at least {least}, not {value}"
             );
         }
+        if let Some(url) = &self.public_url {
+            let parsed = reqwest::Url::parse(url)
+                .map_err(|e| anyhow::anyhow!("public_url {url:?} is not a URL: {e}"))?;
+            anyhow::ensure!(
+                matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some(),
+                "public_url must be an http or https URL, like https://ops.example.com"
+            );
+        }
         self.trade.validate()?;
         self.provider.validate()
+    }
+
+    /// Where operators reach the REST edge: `public_url`, else `http://<http_addr>` (an
+    /// unspecified listen address shown as loopback). No trailing slash.
+    pub fn public_base(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None if self.http_addr.ip().is_unspecified() => {
+                format!("http://127.0.0.1:{}", self.http_addr.port())
+            }
+            None => format!("http://{}", self.http_addr),
+        }
+    }
+
+    /// The dashboard page that redeems sign-in link `token`.
+    pub fn sign_in_link(&self, token: &str) -> String {
+        format!(
+            "{}/dashboard/sign-in-link?token={token}",
+            self.public_base()
+        )
     }
 
     /// The request timeout as a `Duration`.

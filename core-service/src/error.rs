@@ -71,6 +71,10 @@ pub enum WalletOpsError {
     /// only: the caller is not told which, so keys cannot be probed.
     #[error("missing or invalid API key")]
     Unauthorized(&'static str),
+    /// A dashboard sign-in refused, or a session that has ended. The message is shown as
+    /// is: it says the same whether the user exists or not.
+    #[error("{0}")]
+    NotSignedIn(&'static str),
     /// Authenticated but not allowed, e.g. another user's wallet.
     #[error("{0}")]
     Forbidden(String),
@@ -85,6 +89,22 @@ pub enum WalletOpsError {
         /// Requests allowed per minute.
         limit: u32,
         /// When a request will be admitted again.
+        retry_after: Duration,
+    },
+    /// Too many failed attempts (sign-ins) from one client or for one name in a window.
+    #[error(
+        "too many failed {what}: at most {limit} in {} minutes; retry after {}s",
+        window.as_secs() / 60,
+        retry_after.as_secs().max(1)
+    )]
+    Throttled {
+        /// What failed, e.g. `sign-ins`.
+        what: &'static str,
+        /// Failures allowed per window.
+        limit: u32,
+        /// The window.
+        window: Duration,
+        /// When an attempt will be admitted again.
         retry_after: Duration,
     },
     /// One or more request fields are invalid.
@@ -152,10 +172,10 @@ impl WalletOpsError {
     /// The contract code. No `_ =>` arm: a new variant must choose its code here.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Unauthorized(_) => ErrorCode::Unauthorized,
+            Self::Unauthorized(_) | Self::NotSignedIn(_) => ErrorCode::Unauthorized,
             Self::Forbidden(_) => ErrorCode::Forbidden,
             Self::NotFound(_) => ErrorCode::NotFound,
-            Self::RateLimited { .. } => ErrorCode::RateLimited,
+            Self::RateLimited { .. } | Self::Throttled { .. } => ErrorCode::RateLimited,
             Self::InvalidInput(_) => ErrorCode::InvalidInput,
             Self::IdempotentBodyMismatch(_) => ErrorCode::IdempotentBodyMismatch,
             Self::IdempotentReplay(_) => ErrorCode::IdempotentReplay,

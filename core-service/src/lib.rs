@@ -14,6 +14,7 @@ pub mod domain;
 pub mod error;
 pub mod files;
 pub mod grpc;
+pub mod holdings;
 pub mod idempotency;
 pub mod monitor;
 pub mod provider;

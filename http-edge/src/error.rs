@@ -99,7 +99,7 @@ impl From<tonic::Status> for EdgeError {
 }
 
 /// The contract code, message and retry delay a core status carries.
-fn read_status(status: &tonic::Status) -> (ErrorCode, String, Option<u64>) {
+pub(crate) fn read_status(status: &tonic::Status) -> (ErrorCode, String, Option<u64>) {
     let details = status.get_error_details();
     let retry = details
         .retry_info()

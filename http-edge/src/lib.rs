@@ -6,6 +6,7 @@
 //! `Idempotency-Key` and `x-request-id` into metadata, calls the core, and turns the answer
 //! (or the `tonic::Status`) back into the contract's JSON.
 
+mod dashboard;
 mod error;
 mod extract;
 mod model;
@@ -34,6 +35,7 @@ use walletops_proto::{
     request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
 };
 
+pub use dashboard::PeerAddr;
 pub use error::{ErrorBody, http_status};
 
 use crate::error::{EdgeError, REQUEST_ID};
@@ -47,6 +49,8 @@ pub struct EdgeConfig {
     pub body_timeout: Duration,
     /// Longest wait for a request's headers, on a new connection or a kept-alive idle one.
     pub header_read_timeout: Duration,
+    /// Mark the dashboard's cookies `Secure`: the dashboard is reached over https.
+    pub secure_cookies: bool,
 }
 
 /// A lazily connecting channel to the core at `url`, with a per-call `timeout`. Lazy, so the
@@ -98,11 +102,12 @@ async fn wrong_method(method: Method, uri: Uri) -> EdgeError {
 
 /// The whole REST surface over `core`.
 pub fn router(core: Channel, config: &EdgeConfig) -> Router {
-    let v1 = routes::v1(core);
+    let v1 = routes::v1(core.clone());
     let x_request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     Router::new()
         .nest("/api/v1", v1.clone())
         .nest("/v1", v1)
+        .nest("/dashboard", dashboard::router(core, config.secure_cookies))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
@@ -159,8 +164,8 @@ pub async fn serve(
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
-        let tcp = match accepted {
-            Ok((tcp, _)) => tcp,
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
             // Out of file descriptors, say: accepting again at once would spin.
             Err(e) => {
                 tracing::warn!(error = %e, "accepting a connection");
@@ -175,11 +180,13 @@ pub async fn serve(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::warn!(error = %e, "setting TCP_NODELAY");
         }
-        let service = TowerToHyperService::new(
-            router
-                .clone()
-                .map_request(|req: Request<hyper::body::Incoming>| req.map(axum::body::Body::new)),
-        );
+        let service = TowerToHyperService::new(router.clone().map_request(
+            move |req: Request<hyper::body::Incoming>| {
+                let mut req = req.map(axum::body::Body::new);
+                req.extensions_mut().insert(PeerAddr(peer));
+                req
+            },
+        ));
         let connection = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
         tokio::spawn(async move {
             if let Err(e) = connection.await {

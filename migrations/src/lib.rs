@@ -17,6 +17,7 @@ mod m20261124_000010_add_api_keys_created_by;
 mod m20261124_000011_index_transactions_nonce;
 mod m20261124_000012_create_keystore_check;
 mod m20261126_000013_link_provider;
+mod m20261127_000014_dashboard;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -38,6 +39,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000011_index_transactions_nonce::Migration),
             Box::new(m20261124_000012_create_keystore_check::Migration),
             Box::new(m20261126_000013_link_provider::Migration),
+            Box::new(m20261127_000014_dashboard::Migration),
         ]
     }
 }

@@ -22,6 +22,13 @@ pub const ERROR_DOMAIN: &str = "walletops";
 pub const API_KEY_HEADER: &str = "x-api-key";
 /// Metadata key of the idempotency key (the HTTP `Idempotency-Key` header, lower-cased).
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+/// Metadata key of a dashboard session's token (the session cookie's value).
+pub const SESSION_TOKEN_HEADER: &str = "x-session-token";
+/// Metadata key of a dashboard session's CSRF token, on every changing request of a session.
+pub const CSRF_TOKEN_HEADER: &str = "x-csrf-token";
+/// Metadata key of the address of the client a request came from, set by the REST edge, so
+/// that failed sign-ins are counted per client and not per edge.
+pub const CLIENT_ADDRESS_HEADER: &str = "x-client-address";
 /// Metadata key of the admin token, for `AdminService`.
 pub const ADMIN_TOKEN_HEADER: &str = "x-admin-token";
 /// Binary metadata key the REST edge sets on a request it could not read into its message

@@ -38,6 +38,20 @@ impl Service {
     /// Runs `walletops <args>` against this service's database with `data_dir` as its data
     /// dir (the master key's place).
     pub async fn cli_in(&self, data_dir: &Path, args: &[&str]) -> anyhow::Result<CliOutput> {
+        self.run_cli(data_dir, args, None).await
+    }
+
+    /// Runs `walletops <args>` as `cli` does, with `input` on its standard input.
+    pub async fn cli_with_input(&self, args: &[&str], input: &str) -> anyhow::Result<CliOutput> {
+        self.run_cli(self.data_dir.path(), args, Some(input)).await
+    }
+
+    async fn run_cli(
+        &self,
+        data_dir: &Path,
+        args: &[&str],
+        input: Option<&str>,
+    ) -> anyhow::Result<CliOutput> {
         let mut cmd = Command::new(walletops_bin()?);
         cmd.args(args)
             // The service's options (not its failpoints or log filter).
@@ -60,7 +74,20 @@ impl Service {
             ),
         };
         cmd.env("WALLETOPS_DATABASE_URL", url);
-        let out = within("the walletops CLI", cmd.output()).await??;
+        let out = match input {
+            None => within("the walletops CLI", cmd.output()).await??,
+            Some(input) => {
+                use tokio::io::AsyncWriteExt;
+                cmd.stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped());
+                let mut child = cmd.spawn()?;
+                let mut stdin = child.stdin.take().context("no stdin")?;
+                stdin.write_all(input.as_bytes()).await?;
+                drop(stdin);
+                within("the walletops CLI", child.wait_with_output()).await??
+            }
+        };
         Ok(CliOutput {
             success: out.status.success(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -156,6 +156,8 @@ pub struct Service {
     pub grpc_addr: String,
     /// The first user's API key, printed at first start.
     pub api_key: String,
+    /// The one-time dashboard sign-in link printed at first start.
+    pub sign_in_link: String,
     pub(crate) data_dir: tempfile::TempDir,
     pub(crate) database_url: Option<String>,
     pub(crate) backend: Backend,
@@ -187,11 +189,21 @@ impl Service {
         let api_key = launched
             .value("API key: ")
             .context("no `API key: ` line printed at first start")?;
+        let sign_in_link = launched
+            .lines
+            .iter()
+            .find_map(|l| {
+                let l = l.trim();
+                l.contains("/dashboard/sign-in-link?token=")
+                    .then(|| l.to_owned())
+            })
+            .context("no sign-in link printed at first start")?;
         Ok(Self {
             http: launched.http()?,
             grpc_addr: launched.grpc_addr()?,
             child: launched.child,
             api_key,
+            sign_in_link,
             data_dir,
             database_url,
             backend,

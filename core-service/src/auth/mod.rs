@@ -6,38 +6,96 @@
 //! found by its prefix and its hash compared in constant time. There is no cache of key
 //! lookups: every request reads the key row, so a revocation holds on every core at once.
 
+mod last_use;
+pub mod passwords;
 mod secret;
+pub mod sessions;
 
 use chrono::{DateTime, Duration, Utc};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 pub use secret::{ApiKeySecret, VENDOR};
+pub use sessions::Sessions;
 
+use self::last_use::LastUses;
 use crate::{
-    domain::{ApiKey, check_name},
+    domain::{ApiKey, Scope, Scopes, check_name},
     error::{Result, WalletOpsError},
     store::{NewApiKey, Store},
 };
 
 /// Most keys a user may hold that are neither revoked nor expired.
 pub const MAX_ACTIVE_KEYS: u64 = 10;
-/// How precisely a key's last use is recorded.
-const LAST_USE_RESOLUTION: Duration = Duration::seconds(60);
 /// A key this close to its expiry is reported as expiring soon.
 const EXPIRING_SOON: Duration = Duration::days(7);
 
 /// The authenticated caller of one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// The user the key belongs to; every operation acts for this user only.
+    /// The user the key or session belongs to; every operation acts for this user only.
     pub user_id: Uuid,
-    /// The key used.
-    pub key_id: Uuid,
-    /// The key's prefix, the only part of a key that may be logged.
-    pub key_prefix: String,
-    /// When the key expires; `None`: never.
-    pub key_expires_at: Option<DateTime<Utc>>,
+    /// What the caller may do.
+    pub scopes: Scopes,
+    /// How the caller authenticated.
+    pub credential: Credential,
+}
+
+/// What a caller authenticated with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// An API key.
+    Key {
+        /// The key's id.
+        id: Uuid,
+        /// The key's prefix, the only part of a key that may be logged.
+        prefix: String,
+        /// When the key expires; `None`: never.
+        expires_at: Option<DateTime<Utc>>,
+    },
+    /// A dashboard session: its user itself, with every scope.
+    Session {
+        /// The session's id.
+        id: Uuid,
+    },
+}
+
+impl Caller {
+    /// The key used, if a key was.
+    pub fn key_id(&self) -> Option<Uuid> {
+        match &self.credential {
+            Credential::Key { id, .. } => Some(*id),
+            Credential::Session { .. } => None,
+        }
+    }
+
+    /// When the key used expires, if a key was and it expires.
+    fn key_expires_at(&self) -> Option<DateTime<Utc>> {
+        match &self.credential {
+            Credential::Key { expires_at, .. } => *expires_at,
+            Credential::Session { .. } => None,
+        }
+    }
+
+    /// What the logs may say of the credential: a key's prefix, a session's id.
+    pub fn label(&self) -> String {
+        match &self.credential {
+            Credential::Key { prefix, .. } => prefix.clone(),
+            Credential::Session { id } => format!("session {id}"),
+        }
+    }
+
+    /// `FORBIDDEN` naming `scope` unless the key has it.
+    pub fn require(&self, scope: Scope) -> Result<()> {
+        if self.scopes.contains(scope) {
+            return Ok(());
+        }
+        Err(WalletOpsError::Forbidden(format!(
+            "this API key lacks the `{scope}` scope (it has: {}); use a key with `{scope}`, \
+             made in the dashboard or with `walletops keys create --scopes`",
+            self.scopes
+        )))
+    }
 }
 
 /// A key's standing at a moment.
@@ -119,12 +177,17 @@ impl std::str::FromStr for Expiration {
 #[derive(Debug, Clone)]
 pub struct ApiKeys {
     store: Store,
+    last_uses: LastUses,
 }
 
 impl ApiKeys {
-    /// Key management over `store`.
+    /// Key management over `store`; starts the writer of keys' last uses on the current
+    /// runtime.
     pub fn new(store: Store) -> Self {
-        Self { store }
+        Self {
+            last_uses: LastUses::start(store.clone()),
+            store,
+        }
     }
 
     /// The caller that `presented` (the `x-api-key` value) authenticates. Every failure is
@@ -152,39 +215,41 @@ impl ApiKeys {
             KeyState::Expired => return Err(WalletOpsError::Unauthorized("key expired")),
             KeyState::Active | KeyState::ExpiringSoon => {}
         }
-        // The use time is kept to the minute: a key used within the last minute is not
-        // written again, so a busy key costs no write per request.
-        if key
-            .last_used_at
-            .is_none_or(|at| now - at >= LAST_USE_RESOLUTION)
-        {
-            self.store
-                .touch_api_key(key.id, now, now - LAST_USE_RESOLUTION)
-                .await?;
-        }
+        self.last_uses.note(&key, now);
         Ok(Caller {
             user_id: key.user_id,
-            key_id: key.id,
-            key_prefix: key.prefix,
-            key_expires_at: key.expires_at,
+            scopes: key.scopes,
+            credential: Credential::Key {
+                id: key.id,
+                prefix: key.prefix,
+                expires_at: key.expires_at,
+            },
         })
     }
 
-    /// Makes a key for `user_id`, with the key of `creator` when a caller makes it (not the
-    /// CLI or the admin API); the secret is returned this once and never stored. A key
-    /// cannot make one that outlives it: a leaked key would keep its holder in past its
-    /// expiry. (Revoking it revokes the keys made with it.)
+    /// Makes a key for `user_id` with `scopes`, with the key of `creator` when a caller
+    /// makes it (not the CLI, the admin API or the dashboard); the secret is returned this
+    /// once and never stored. A key cannot make one that outlives it, nor one that may do
+    /// more than itself: a leaked key would keep its holder in past its expiry, or widen
+    /// what it was given. (Revoking it revokes the keys made with it.)
     pub async fn create(
         &self,
         user_id: Uuid,
         name: &str,
         expiration: Expiration,
+        scopes: Scopes,
         creator: Option<&Caller>,
     ) -> Result<(ApiKey, ApiKeySecret)> {
         let name = check_name(name).map_err(|e| WalletOpsError::invalid("name", e))?;
+        if let Some(missing) = creator.and_then(|c| c.scopes.first_missing(scopes)) {
+            return Err(WalletOpsError::Forbidden(format!(
+                "the key making it lacks the `{missing}` scope: it cannot make a key that may \
+                 do more than itself"
+            )));
+        }
         let now = Utc::now();
         let expires_at = expiration.expires_at(now);
-        if let Some(limit) = creator.and_then(|c| c.key_expires_at)
+        if let Some(limit) = creator.and_then(Caller::key_expires_at)
             && expires_at.is_none_or(|at| at > limit)
         {
             return Err(WalletOpsError::invalid(
@@ -195,46 +260,51 @@ impl ApiKeys {
                 ),
             ));
         }
-        self.insert(
+        let new = NewKey {
             user_id,
             name,
             expires_at,
-            creator.map(|c| c.key_id),
-            MAX_ACTIVE_KEYS,
-        )
-        .await
+            scopes,
+            created_by: creator.and_then(Caller::key_id),
+        };
+        self.insert(new, MAX_ACTIVE_KEYS).await
     }
 
-    /// Makes `user_id`'s first key, which never expires, unless it has an active key
-    /// already (`None`: another core's first start made it meanwhile).
-    pub async fn create_first(&self, user_id: Uuid) -> Result<Option<(ApiKey, ApiKeySecret)>> {
-        match self.insert(user_id, "first key", None, None, 1).await {
+    /// Makes `user_id`'s first key with `scopes`, which never expires, unless it has an
+    /// active key already (`None`: another core's first start made it meanwhile).
+    pub async fn create_first(
+        &self,
+        user_id: Uuid,
+        scopes: Scopes,
+    ) -> Result<Option<(ApiKey, ApiKeySecret)>> {
+        let new = NewKey {
+            user_id,
+            name: "first key",
+            expires_at: None,
+            scopes,
+            created_by: None,
+        };
+        match self.insert(new, 1).await {
             Ok(made) => Ok(Some(made)),
             Err(WalletOpsError::Forbidden(_)) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// Stores a new key of `user_id` unless it has `max_active` active keys (`FORBIDDEN`).
-    async fn insert(
-        &self,
-        user_id: Uuid,
-        name: &str,
-        expires_at: Option<DateTime<Utc>>,
-        created_by: Option<Uuid>,
-        max_active: u64,
-    ) -> Result<(ApiKey, ApiKeySecret)> {
+    /// Stores `new` unless its user has `max_active` active keys (`FORBIDDEN`).
+    async fn insert(&self, new: NewKey<'_>, max_active: u64) -> Result<(ApiKey, ApiKeySecret)> {
         let now = Utc::now();
         // A 4-character prefix can collide with an existing key's; draw again when it does.
         for _ in 0..8 {
             let secret = ApiKeySecret::generate();
             let new = NewApiKey {
-                user_id,
-                name: name.to_owned(),
+                user_id: new.user_id,
+                name: new.name.to_owned(),
                 prefix: secret.prefix().to_owned(),
                 secret_hash: secret.hash(),
-                expires_at,
-                created_by,
+                expires_at: new.expires_at,
+                created_by: new.created_by,
+                scopes: new.scopes,
             };
             if let Some(key) = self.store.insert_api_key(new, max_active, now).await? {
                 return Ok((key, secret));
@@ -266,12 +336,21 @@ impl ApiKeys {
             .revoke_api_key(
                 user_id,
                 id_or_prefix.trim(),
-                caller.map(|c| c.key_id),
+                caller.and_then(Caller::key_id),
                 Utc::now(),
             )
             .await?
             .ok_or_else(|| WalletOpsError::NotFound("no such API key".to_owned()))
     }
+}
+
+/// A key about to be made, before its value is drawn.
+struct NewKey<'a> {
+    user_id: Uuid,
+    name: &'a str,
+    expires_at: Option<DateTime<Utc>>,
+    scopes: Scopes,
+    created_by: Option<Uuid>,
 }
 
 #[cfg(test)]
@@ -289,6 +368,7 @@ mod tests {
             revoked_at,
             last_used_at: None,
             created_by: None,
+            scopes: Scopes::ALL,
         }
     }
 

@@ -79,6 +79,14 @@ impl Chain {
             .as_ref()
             .map(|t| t.replace("{hash}", hash))
     }
+    /// Explorer link for an address, where the transaction link has the common
+    /// `…/tx/{hash}` shape (every built-in explorer): `…/address/{address}`.
+    pub fn explorer_address_url(&self, address: &str) -> Option<String> {
+        self.explorer_tx_url
+            .as_ref()
+            .filter(|t| t.contains("/tx/{hash}"))
+            .map(|t| t.replace("/tx/{hash}", &format!("/address/{address}")))
+    }
 }
 
 /// Refuses a configured chain that would fail only later, on a request: an EVM chain id

@@ -38,6 +38,144 @@ pub struct ApiKey {
     /// The key it was made with through `ApiKeyService`; `None`: the CLI, the admin API or
     /// the first start made it. Revoking a key revokes the keys made with it.
     pub created_by: Option<Uuid>,
+    /// What the key may do.
+    pub scopes: Scopes,
+}
+
+/// A dashboard session as stored; its token is not part of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DashboardSession {
+    /// Session id.
+    pub id: Uuid,
+    /// The signed-in user.
+    pub user_id: Uuid,
+    /// When it was opened.
+    pub created_at: DateTime<Utc>,
+    /// Its last request, to a minute.
+    pub last_seen_at: DateTime<Utc>,
+    /// Its absolute end.
+    pub expires_at: DateTime<Utc>,
+    /// When it was signed out.
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+/// One permission of an API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Every read: wallets, balances, transactions, keys.
+    Read,
+    /// Quotes.
+    Trade,
+    /// Everything that signs (sends, approvals, contract calls, swaps) and key management.
+    Write,
+}
+
+impl Scope {
+    /// Every scope, in their listing order.
+    pub const ALL: [Scope; 3] = [Scope::Read, Scope::Trade, Scope::Write];
+
+    /// The scope's name, as the CLI, the dashboard and errors spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Trade => "trade",
+            Self::Write => "write",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        match self {
+            Self::Read => 1,
+            Self::Trade => 2,
+            Self::Write => 4,
+        }
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|scope| scope.as_str() == s.trim())
+            .ok_or_else(|| format!("unknown scope {s:?}: each is one of read, trade, write"))
+    }
+}
+
+/// The scopes of a key: a non-empty set. Spelled `read,trade` in files and on the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Scopes(u8);
+
+impl TryFrom<String> for Scopes {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<Scopes> for String {
+    fn from(s: Scopes) -> Self {
+        s.to_string()
+    }
+}
+
+impl Scopes {
+    /// All three: what a key has unless narrowed, and what keys made before scopes kept.
+    pub const ALL: Scopes = Scopes(7);
+    /// Reading only.
+    pub const READ_ONLY: Scopes = Scopes(1);
+
+    /// The set of `scopes`; `None` when empty.
+    pub fn of(scopes: impl IntoIterator<Item = Scope>) -> Option<Self> {
+        let bits = scopes.into_iter().fold(0, |bits, s| bits | s.bit());
+        (bits != 0).then_some(Self(bits))
+    }
+
+    /// Whether `scope` is in the set.
+    pub fn contains(self, scope: Scope) -> bool {
+        self.0 & scope.bit() != 0
+    }
+
+    /// The scopes in the set, in listing order.
+    pub fn iter(self) -> impl Iterator<Item = Scope> {
+        Scope::ALL.into_iter().filter(move |s| self.contains(*s))
+    }
+
+    /// The first scope of `other` this set lacks.
+    pub fn first_missing(self, other: Scopes) -> Option<Scope> {
+        other.iter().find(|s| !self.contains(*s))
+    }
+}
+
+impl std::fmt::Display for Scopes {
+    /// The stored and CLI spelling: `read,trade`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.iter().map(Scope::as_str).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+impl std::str::FromStr for Scopes {
+    type Err = String;
+
+    /// Parses `read,trade`: comma-separated, at least one.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let scopes = s
+            .split(',')
+            .filter(|part| !part.trim().is_empty())
+            .map(str::parse)
+            .collect::<Result<Vec<Scope>, _>>()?;
+        Self::of(scopes).ok_or_else(|| "must name at least one of read, trade, write".to_owned())
+    }
 }
 
 /// Checks a user or key name: 1 to 100 characters, no control characters, none of the
@@ -78,7 +216,19 @@ fn is_invisible(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::check_name;
+    use super::{Scope, Scopes, check_name};
+
+    #[test]
+    fn scopes_round_trip_and_name_what_is_missing() {
+        let read_trade: Scopes = "read, trade".parse().expect("parses");
+        assert_eq!(read_trade.to_string(), "read,trade");
+        assert_eq!(Scopes::ALL.to_string(), "read,trade,write");
+        assert!(read_trade.contains(Scope::Trade) && !read_trade.contains(Scope::Write));
+        assert_eq!(read_trade.first_missing(Scopes::ALL), Some(Scope::Write));
+        assert_eq!(Scopes::ALL.first_missing(read_trade), None);
+        assert!("".parse::<Scopes>().is_err());
+        assert!("read,admin".parse::<Scopes>().is_err());
+    }
 
     #[test]
     fn names_show_as_they_are() {

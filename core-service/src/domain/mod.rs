@@ -8,7 +8,7 @@ mod chain;
 mod transaction;
 mod wallet;
 
-pub use account::{ApiKey, User, check_name};
+pub use account::{ApiKey, DashboardSession, Scope, Scopes, User, check_name};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
 pub use transaction::{
     ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,

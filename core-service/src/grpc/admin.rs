@@ -57,7 +57,9 @@ impl AdminService for AdminApi {
         request: Request<pb::CreateUserRequest>,
     ) -> Result<Response<pb::CreateUserResponse>, Status> {
         self.authorize(&request)?;
-        let (user, key, secret) = self.core.create_user(&request.into_inner().name).await?;
+        let req = request.into_inner();
+        let scopes = convert::scopes("scopes", &req.scopes)?;
+        let (user, key, secret) = self.core.create_user(&req.name, scopes).await?;
         Ok(Response::new(pb::CreateUserResponse {
             user: Some(convert::user(user)),
             api_key: Some(convert::api_key(key, Utc::now())),

@@ -5,7 +5,7 @@ use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, api_key_service_server::ApiKeyService};
 
 use super::convert;
-use crate::{Core, auth::Expiration, ratelimit::Budget};
+use crate::{Core, auth::Expiration, domain::Scope};
 
 /// The gRPC face of `ApiKeyService`.
 #[derive(Debug, Clone)]
@@ -37,11 +37,12 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::CreateApiKeyRequest>,
     ) -> Result<Response<pb::CreateApiKeyResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Budget::Write).await?;
+        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
         let req = request.into_inner();
         let lifetime = pb::KeyExpiration::try_from(req.expiration).map_err(|_| {
             crate::WalletOpsError::invalid("expiration", "unknown expiration value")
         })?;
+        let scopes = convert::scopes("scopes", &req.scopes)?;
         let (key, secret) = self
             .core
             .keys
@@ -49,10 +50,11 @@ impl ApiKeyService for ApiKeyApi {
                 caller.user_id,
                 &req.name,
                 expiration(lifetime),
+                scopes,
                 Some(&caller),
             )
             .await?;
-        tracing::info!(prefix = %key.prefix, "API key created");
+        tracing::info!(prefix = %key.prefix, scopes = %key.scopes, "API key created");
         Ok(Response::new(pb::CreateApiKeyResponse {
             api_key: Some(convert::api_key(key, Utc::now())),
             secret: secret.expose().to_owned(),
@@ -63,7 +65,7 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::ListApiKeysRequest>,
     ) -> Result<Response<pb::ListApiKeysResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Budget::Read).await?;
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
         let now = Utc::now();
         let keys = self.core.keys.list(caller.user_id).await?;
         Ok(Response::new(pb::ListApiKeysResponse {
@@ -75,7 +77,7 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::RevokeApiKeyRequest>,
     ) -> Result<Response<pb::RevokeApiKeyResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Budget::Write).await?;
+        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
         let req = request.into_inner();
         let key = self
             .core

@@ -8,7 +8,9 @@ use walletops_proto::{
 
 use crate::{
     auth::KeyState,
-    domain::{ApiKey, Submission, TransactionRecord, TxKind, TxStatus, User, Wallet},
+    domain::{
+        ApiKey, Scope, Scopes, Submission, TransactionRecord, TxKind, TxStatus, User, Wallet,
+    },
 };
 
 /// `t` to the millisecond, as the REST contract's ISO 8601 times are: both surfaces then
@@ -48,7 +50,35 @@ pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
         revoked_at: k.revoked_at.map(timestamp),
         last_used_at: k.last_used_at.map(timestamp),
         created_by: k.created_by.map(|id| id.to_string()),
+        scopes: k.scopes.iter().map(|s| i32::from(scope(s))).collect(),
     }
+}
+
+fn scope(s: Scope) -> pb::ApiKeyScope {
+    match s {
+        Scope::Read => pb::ApiKeyScope::Read,
+        Scope::Trade => pb::ApiKeyScope::Trade,
+        Scope::Write => pb::ApiKeyScope::Write,
+    }
+}
+
+/// The scopes a request asks for in `field`; none: all three.
+pub(crate) fn scopes(field: &str, requested: &[i32]) -> crate::error::Result<Scopes> {
+    let mut parsed = Vec::with_capacity(requested.len());
+    for value in requested {
+        parsed.push(match pb::ApiKeyScope::try_from(*value) {
+            Ok(pb::ApiKeyScope::Read) => Scope::Read,
+            Ok(pb::ApiKeyScope::Trade) => Scope::Trade,
+            Ok(pb::ApiKeyScope::Write) => Scope::Write,
+            Ok(pb::ApiKeyScope::Unspecified) | Err(_) => {
+                return Err(crate::WalletOpsError::invalid(
+                    field,
+                    "each scope is one of read, trade, write",
+                ));
+            }
+        });
+    }
+    Ok(Scopes::of(parsed).unwrap_or(Scopes::ALL))
 }
 
 /// A quote; its raw answer keeps its numbers as numbers where a double holds them.

@@ -5,6 +5,7 @@
 mod admin;
 mod api_keys;
 mod convert;
+mod dashboard;
 pub mod status;
 mod wallet_ops;
 
@@ -29,12 +30,14 @@ use walletops_proto::{
     request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
     v1::{
         admin_service_server::AdminServiceServer, api_key_service_server::ApiKeyServiceServer,
+        dashboard_service_server::DashboardServiceServer,
         wallet_ops_service_server::WalletOpsServiceServer,
     },
 };
 
 pub use admin::AdminApi;
 pub use api_keys::ApiKeyApi;
+pub use dashboard::DashboardApi;
 pub use wallet_ops::WalletOpsApi;
 
 use crate::Core;
@@ -109,6 +112,9 @@ pub async fn serve(
         .await;
     health.set_serving::<ApiKeyServiceServer<ApiKeyApi>>().await;
     health.set_serving::<AdminServiceServer<AdminApi>>().await;
+    health
+        .set_serving::<DashboardServiceServer<DashboardApi>>()
+        .await;
     let reflection = || {
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(walletops_proto::FILE_DESCRIPTOR_SET)
@@ -135,6 +141,7 @@ pub async fn serve(
         .add_service(reflection().build_v1alpha()?)
         .add_service(WalletOpsServiceServer::new(WalletOpsApi::new(core.clone())))
         .add_service(ApiKeyServiceServer::new(ApiKeyApi::new(core.clone())))
+        .add_service(DashboardServiceServer::new(DashboardApi::new(core.clone())))
         .add_service(AdminServiceServer::new(AdminApi::new(core)))
         // Without TCP_NODELAY, small answers on a kept-alive connection wait ~40 ms for the
         // peer's delayed ACK (Nagle).
@@ -152,6 +159,9 @@ pub async fn serve(
                     .await;
                 health
                     .set_not_serving::<AdminServiceServer<AdminApi>>()
+                    .await;
+                health
+                    .set_not_serving::<DashboardServiceServer<DashboardApi>>()
                     .await;
                 health
                     .set_service_status("", ServingStatus::NotServing)

@@ -64,7 +64,8 @@ impl From<WalletOpsError> for Status {
             WalletOpsError::ChainUnknown(_) => {
                 details.set_bad_request(vec![FieldViolation::new("chain", err.to_string())]);
             }
-            WalletOpsError::RateLimited { retry_after, .. } => {
+            WalletOpsError::RateLimited { retry_after, .. }
+            | WalletOpsError::Throttled { retry_after, .. } => {
                 details.set_retry_info(Some(Duration::from_secs(retry_after_secs(*retry_after))));
             }
             _ => {}

@@ -7,7 +7,7 @@ use walletops_proto::v1::{self as pb, wallet_ops_service_server::WalletOpsServic
 use super::convert;
 use crate::{
     Core,
-    ratelimit::Budget,
+    domain::Scope,
     requests::{
         ApproveRequest, BalancesRequest, CallRequest, ListWalletsRequest, QuoteRequest,
         SendRequest, SwapRequest, TransactionRequest,
@@ -33,7 +33,7 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::ListWalletsRequest>,
     ) -> Result<Response<pb::ListWalletsResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Budget::Read).await?;
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
         let req = ListWalletsRequest::parse(request.get_ref())?;
         let wallets = self.core.wallets.list(caller.user_id, req.filter).await?;
         Ok(Response::new(pb::ListWalletsResponse {
@@ -45,7 +45,7 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::GetBalancesRequest>,
     ) -> Result<Response<pb::GetBalancesResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Budget::Read).await?;
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
         let req = BalancesRequest::parse(&self.core.chains, request.get_ref())?;
         let wallet = self
             .core
@@ -71,7 +71,7 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::GetTransactionRequest>,
     ) -> Result<Response<pb::GetTransactionResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Budget::Read).await?;
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
         let req = TransactionRequest::parse(request.get_ref())?;
         let tx = self.core.transactions.get(caller.user_id, req.id).await?;
         let (name, explorer) = self.core.chains.label(&tx.chain, tx.hash.as_deref());
@@ -144,7 +144,7 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::GetQuoteRequest>,
     ) -> Result<Response<pb::GetQuoteResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Budget::Write).await?;
+        let caller = self.core.admit(request.metadata(), Scope::Trade).await?;
         let req = QuoteRequest::parse(&self.core.chains, request.get_ref())?;
         if let Some(from) = &req.from {
             self.core

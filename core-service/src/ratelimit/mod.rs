@@ -14,6 +14,8 @@
 //! does not answer within half a second, requests are admitted (and a warning logged): an
 //! outage of the limiter must not become an outage of the service.
 
+mod failures;
+
 use std::{
     collections::{HashMap, VecDeque},
     sync::Mutex,
@@ -21,6 +23,8 @@ use std::{
 };
 
 use uuid::Uuid;
+
+pub use failures::FailureLimit;
 
 use crate::{
     config::RateLimits,
@@ -83,6 +87,8 @@ enum Windows {
 pub struct RateLimiter {
     limits: RateLimits,
     windows: Windows,
+    /// Failed attempts per subject, when the windows are in this process.
+    failures: failures::LocalFailures,
 }
 
 impl std::fmt::Debug for RateLimiter {
@@ -104,6 +110,7 @@ impl RateLimiter {
         Self {
             limits,
             windows: Windows::Local(Mutex::new(HashMap::new())),
+            failures: Mutex::new(HashMap::new()),
         }
     }
 
@@ -127,6 +134,7 @@ impl RateLimiter {
                 connection,
                 script: redis::Script::new(REDIS_WINDOW),
             },
+            failures: Mutex::new(HashMap::new()),
         })
     }
 
@@ -214,9 +222,10 @@ impl RateLimiter {
         })
     }
 
-    /// Forgets users with nothing in the window, so memory follows active users only (Redis
-    /// expires its own keys).
+    /// Forgets users with nothing in the window, and subjects with no failure in the longest
+    /// failure window, so memory follows active users only (Redis expires its own keys).
     pub fn prune(&self) {
+        self.prune_failures(failures::LONGEST_WINDOW);
         let Windows::Local(admitted) = &self.windows else {
             return;
         };

@@ -8,7 +8,7 @@ use walletops_proto::v1 as pb;
 use super::{chain, non_empty, optional_address};
 use crate::{
     chains::{Chain, Registry},
-    domain::{ChainFamily, WalletAddress, WalletFilter},
+    domain::{ChainFamily, TxStatus, WalletAddress, WalletFilter},
     error::{Result, Violations, WalletOpsError},
 };
 
@@ -114,5 +114,78 @@ impl TransactionRequest {
         Uuid::from_str(req.id.trim())
             .map(|id| Self { id })
             .map_err(|_| WalletOpsError::invalid("id", "must be a transaction id (a UUID)"))
+    }
+}
+
+/// `ListTransactions`: a page of the caller's records.
+#[derive(Debug, Clone)]
+pub struct ListTransactionsRequest {
+    /// Only this chain.
+    pub chain: Option<String>,
+    /// Only this status.
+    pub status: Option<TxStatus>,
+    /// Records per page.
+    pub page_size: u64,
+    /// Records older than this one (the last of the page before).
+    pub before: Option<Uuid>,
+}
+
+/// Records per page when the request says none.
+const DEFAULT_PAGE_SIZE: u64 = 25;
+/// Most records per page.
+const MAX_PAGE_SIZE: u64 = 100;
+
+impl ListTransactionsRequest {
+    /// Parses `req`, every bad field in one `INVALID_INPUT`.
+    pub fn parse(chains: &Registry, req: &pb::ListTransactionsRequest) -> Result<Self> {
+        let mut v = Violations::default();
+        let chain = super::non_empty(req.chain.as_ref()).and_then(|slug| {
+            let chain = chains.resolve(slug).map_err(|e| e.to_string());
+            v.check("chain", chain.map(|c| c.slug().to_owned()))
+        });
+        let status = match req.status.map(pb::TransactionStatus::try_from) {
+            None | Some(Ok(pb::TransactionStatus::Unspecified)) => None,
+            Some(Ok(s)) => Some(tx_status(s)),
+            Some(Err(_)) => {
+                v.push("status", "unknown status");
+                None
+            }
+        };
+        let page_size = match u64::from(req.page_size) {
+            0 => DEFAULT_PAGE_SIZE,
+            n if n <= MAX_PAGE_SIZE => n,
+            _ => {
+                v.push("page_size", format!("must be 1 to {MAX_PAGE_SIZE}"));
+                DEFAULT_PAGE_SIZE
+            }
+        };
+        let before = match req.page_token.trim() {
+            "" => None,
+            token => v.check(
+                "page_token",
+                Uuid::from_str(token)
+                    .map_err(|_| "must be a next_page_token the service gave".to_owned()),
+            ),
+        };
+        v.finish()?;
+        Ok(Self {
+            chain,
+            status,
+            page_size,
+            before,
+        })
+    }
+}
+
+fn tx_status(s: pb::TransactionStatus) -> TxStatus {
+    match s {
+        pb::TransactionStatus::Unspecified | pb::TransactionStatus::Submitted => {
+            TxStatus::Submitted
+        }
+        pb::TransactionStatus::Confirmed => TxStatus::Confirmed,
+        pb::TransactionStatus::Reverted => TxStatus::Reverted,
+        pb::TransactionStatus::Failed => TxStatus::Failed,
+        pb::TransactionStatus::Dropped => TxStatus::Dropped,
+        pb::TransactionStatus::FeeCapped => TxStatus::FeeCapped,
     }
 }

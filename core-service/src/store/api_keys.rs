@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{Store, entities::api_keys, is_unique_violation};
 use crate::{
-    domain::ApiKey,
+    domain::{ApiKey, Scopes},
     error::{Result, WalletOpsError},
 };
 
@@ -26,10 +26,18 @@ pub struct NewApiKey {
     pub expires_at: Option<DateTime<Utc>>,
     /// The key it is created with, if a key creates it.
     pub created_by: Option<Uuid>,
+    /// What it may do.
+    pub scopes: Scopes,
 }
 
 impl From<api_keys::Model> for ApiKey {
     fn from(m: api_keys::Model) -> Self {
+        // Written only from `Scopes`; a value this version cannot read grants nothing more
+        // than reading.
+        let scopes = m.scopes.parse().unwrap_or_else(|e| {
+            tracing::error!(key = %m.prefix, error = %e, "unreadable scopes; reading only");
+            Scopes::READ_ONLY
+        });
         ApiKey {
             id: m.id,
             user_id: m.user_id,
@@ -40,6 +48,7 @@ impl From<api_keys::Model> for ApiKey {
             revoked_at: m.revoked_at,
             last_used_at: m.last_used_at,
             created_by: m.created_by,
+            scopes,
         }
     }
 }
@@ -102,6 +111,7 @@ impl Store {
             revoked_at: Set(None),
             last_used_at: Set(None),
             created_by: Set(key.created_by),
+            scopes: Set(key.scopes.to_string()),
         };
         match row.insert(&txn).await {
             Ok(m) => {

@@ -8,6 +8,7 @@ mod idempotency;
 mod leases;
 mod provider_links;
 mod records;
+mod sessions;
 pub(crate) mod transactions;
 mod users;
 mod wallets;
@@ -24,6 +25,7 @@ pub(crate) use idempotency::{ClaimRow, NewClaim};
 pub(crate) use leases::Leased;
 pub(crate) use leases::REQUEST_HOLD;
 pub use provider_links::SyncReport;
+pub(crate) use sessions::NewSession;
 pub(crate) use transactions::NewTransaction;
 
 /// The database, migrated and ready.

@@ -412,6 +412,38 @@ impl Store {
             .map(TransactionRecord::try_from)
             .transpose()
     }
+
+    /// Up to `limit` of `user_id`'s records, newest first, older than record `before` when
+    /// given, of chain `chain` and status `status` when given. Record ids are UUIDv7, so
+    /// their order is the order they were made in.
+    pub(crate) async fn list_transactions(
+        &self,
+        user_id: Uuid,
+        chain: Option<&str>,
+        status: Option<TxStatus>,
+        before: Option<Uuid>,
+        limit: u64,
+    ) -> Result<Vec<TransactionRecord>> {
+        use sea_orm::{QueryOrder, QuerySelect};
+        let mut query = txs::Entity::find().filter(txs::Column::UserId.eq(user_id));
+        if let Some(chain) = chain {
+            query = query.filter(txs::Column::Chain.eq(chain));
+        }
+        if let Some(status) = status {
+            query = query.filter(txs::Column::Status.eq(enum_text(status)));
+        }
+        if let Some(before) = before {
+            query = query.filter(txs::Column::Id.lt(before));
+        }
+        query
+            .order_by_desc(txs::Column::Id)
+            .limit(limit)
+            .all(self.db())
+            .await?
+            .into_iter()
+            .map(TransactionRecord::try_from)
+            .collect()
+    }
 }
 
 /// Record `open` as its reader saw it: still open and at the same revision, so no other

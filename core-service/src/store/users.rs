@@ -45,6 +45,7 @@ impl Store {
             name: Set(name.to_owned()),
             created_at: Set(chrono::Utc::now()),
             provider_user_id: Set(None),
+            password_hash: Set(None),
         };
         match row.insert(self.db()).await {
             Ok(m) => Ok(m.into()),

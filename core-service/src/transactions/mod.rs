@@ -3,7 +3,7 @@
 use uuid::Uuid;
 
 use crate::{
-    domain::TransactionRecord,
+    domain::{TransactionRecord, TxStatus},
     error::{Result, WalletOpsError},
     store::Store,
 };
@@ -27,5 +27,27 @@ impl Transactions {
             .find_transaction(user_id, id)
             .await?
             .ok_or_else(|| WalletOpsError::NotFound(format!("no transaction {id}")))
+    }
+
+    /// A page of the caller's records, newest first: up to `page_size` of chain `chain`
+    /// and status `status` (when given) older than record `before`, and the record the next
+    /// page starts after (`None`: this page is the last).
+    pub async fn list(
+        &self,
+        user_id: Uuid,
+        chain: Option<&str>,
+        status: Option<TxStatus>,
+        before: Option<Uuid>,
+        page_size: u64,
+    ) -> Result<(Vec<TransactionRecord>, Option<Uuid>)> {
+        // One more than the page, to know whether another page follows.
+        let mut records = self
+            .store
+            .list_transactions(user_id, chain, status, before, page_size + 1)
+            .await?;
+        let more = records.len() as u64 > page_size;
+        records.truncate(page_size as usize);
+        let next = more.then(|| records.last().map(|r| r.id)).flatten();
+        Ok((records, next))
     }
 }

@@ -17,6 +17,7 @@ async fn create(
     let req = pb::CreateApiKeyRequest {
         name: name.to_owned(),
         expiration: expiration.into(),
+        scopes: Vec::new(),
     };
     keys.create_api_key(with_key(req, key).map_err(|e| tonic::Status::internal(e.to_string()))?)
         .await
@@ -317,7 +318,63 @@ async fn concurrent_creations_cannot_pass_the_limit(b: Backend) -> anyhow::Resul
     Ok(())
 }
 
+/// The last use of the key with prefix `prefix`, as listed.
+async fn last_used(keys: &mut Keys, key: &str, prefix: &str) -> anyhow::Result<Option<i64>> {
+    let listed = keys
+        .list_api_keys(with_key(pb::ListApiKeysRequest {}, key)?)
+        .await?
+        .into_inner();
+    Ok(listed
+        .api_keys
+        .iter()
+        .find(|k| k.prefix == prefix)
+        .and_then(|k| k.last_used_at.as_ref())
+        .map(|t| t.seconds))
+}
+
+async fn last_use_is_written_behind_at_most_once_a_minute(b: Backend) -> anyhow::Result<()> {
+    // The waits below poll the key list: a read each time.
+    let options = Options::default().with_env("WALLETOPS_RATE_LIMITS__READS_PER_MINUTE", "100000");
+    let svc = Service::start_with(b, options).await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    let (a, z) = (
+        create(&mut keys, &svc.api_key, "a", KeyExpiration::Never)
+            .await?
+            .secret,
+        create(&mut keys, &svc.api_key, "z", KeyExpiration::Never)
+            .await?
+            .secret,
+    );
+    assert_eq!(last_used(&mut keys, &svc.api_key, &a[5..9]).await?, None);
+    for _ in 0..5 {
+        assert_eq!(svc.rest(&a).get("/wallets").await?.status, 200);
+    }
+    let mut probe = keys.clone();
+    let first = walletops_tests::poll_until("key a's last use to be written", || {
+        let (mut keys, key, prefix) = (probe.clone(), svc.api_key.clone(), a[5..9].to_owned());
+        async move { last_used(&mut keys, &key, &prefix).await }
+    })
+    .await?;
+    // More uses within the minute, then one of key z: once z's use is written, a later
+    // write has run, and a's stayed as it was.
+    for _ in 0..5 {
+        assert_eq!(svc.rest(&a).get("/wallets").await?.status, 200);
+    }
+    assert_eq!(svc.rest(&z).get("/wallets").await?.status, 200);
+    walletops_tests::poll_until("key z's last use to be written", || {
+        let (mut keys, key, prefix) = (probe.clone(), svc.api_key.clone(), z[5..9].to_owned());
+        async move { Ok(last_used(&mut keys, &key, &prefix).await?.map(|_| ())) }
+    })
+    .await?;
+    assert_eq!(
+        last_used(&mut probe, &svc.api_key, &a[5..9]).await?,
+        Some(first)
+    );
+    Ok(())
+}
+
 on_both_backends!(
+    last_use_is_written_behind_at_most_once_a_minute,
     a_key_cannot_outlive_the_key_that_made_it,
     created_keys_have_the_contract_shape_and_each_expiration,
     keys_are_listed_without_values_and_names_are_checked,

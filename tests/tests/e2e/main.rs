@@ -5,6 +5,7 @@ mod api_keys;
 mod authentication;
 mod cli;
 mod crash;
+mod dashboard;
 mod errors;
 mod evm;
 mod provider;

@@ -2,7 +2,11 @@
 //! and wallets, and migrations. They act on
 //! the configured database directly, not through a running core.
 
-use walletops_core::{Config, Core, auth::KeyState, domain::ApiKey, domain::Wallet};
+use walletops_core::{
+    Config, Core,
+    auth::KeyState,
+    domain::{ApiKey, Scopes, Wallet},
+};
 
 use crate::cli::{KeysCommand, UsersCommand, WalletsCommand};
 
@@ -13,12 +17,12 @@ pub(crate) async fn migrate(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `users create` and `users list`.
+/// `users create`, `list`, `link`, `unlink`, `set-password` and `sign-in-link`.
 pub(crate) async fn users(config: Config, command: UsersCommand) -> anyhow::Result<()> {
     let core = Core::open(config).await?;
     match command {
         UsersCommand::Create { name, no_wallets } => {
-            let (user, _, secret) = core.create_user(&name).await?;
+            let (user, _, secret) = core.create_user(&name, Scopes::ALL).await?;
             println!("User: {} ({})", user.name, user.id);
             println!("API key: {}", secret.expose());
             println!("(The key is shown only this once: store it now.)");
@@ -58,6 +62,25 @@ pub(crate) async fn users(config: Config, command: UsersCommand) -> anyhow::Resu
             core.wallets.unlink(&user).await?;
             println!("User {} unlinked from the wallet provider", user.name);
         }
+        UsersCommand::SetPassword { user } => {
+            let user = core.find_user(&user).await?;
+            let password = read_password(&user.name)?;
+            core.sessions.set_password(user.id, &password).await?;
+            println!(
+                "Dashboard password of {} set; its open sessions ended",
+                user.name
+            );
+        }
+        UsersCommand::SignInLink { user } => {
+            let user = core.find_user(&user).await?;
+            let (token, expires) = core.sessions.issue_link(user.id).await?;
+            println!(
+                "Sign-in link for {} (works once, until {}):",
+                user.name,
+                expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            );
+            println!("{}", core.config.sign_in_link(token.expose()));
+        }
     }
     Ok(())
 }
@@ -70,9 +93,13 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             user,
             name,
             expires,
+            scopes,
         } => {
             let user = core.find_user(&user).await?;
-            let (key, secret) = core.keys.create(user.id, &name, expires, None).await?;
+            let (key, secret) = core
+                .keys
+                .create(user.id, &name, expires, scopes, None)
+                .await?;
             print_key(&key);
             println!("API key: {}", secret.expose());
             println!("(The key is shown only this once: store it now.)");
@@ -162,9 +189,27 @@ fn print_key(key: &ApiKey) {
         .created_by
         .map_or_else(String::new, |id| format!("  (made with key {id})"));
     println!(
-        "{}  {}  {:<14} expires {}  {}{maker}",
-        key.id, key.prefix, state, expires, key.name
+        "{}  {}  {:<14} {:<16} expires {}  {}{maker}",
+        key.id, key.prefix, state, key.scopes, expires, key.name
     );
+}
+
+/// A password from the terminal's prompt, or the first line of stdin when it is not a
+/// terminal (scripts pipe it in).
+fn read_password(user: &str) -> anyhow::Result<zeroize::Zeroizing<String>> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        let first = zeroize::Zeroizing::new(rpassword::prompt_password(format!(
+            "New dashboard password for {user}: "
+        ))?);
+        let again = zeroize::Zeroizing::new(rpassword::prompt_password("Again: ")?);
+        anyhow::ensure!(*first == *again, "the two passwords differ");
+        return Ok(first);
+    }
+    let mut line = zeroize::Zeroizing::new(String::new());
+    std::io::stdin().read_line(&mut line)?;
+    let trimmed = line.trim_end_matches(['\r', '\n']).to_owned();
+    Ok(zeroize::Zeroizing::new(trimmed))
 }
 
 fn print_wallet(w: &Wallet) {

@@ -3,7 +3,12 @@
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand};
-use walletops_core::{Config, auth::Expiration, bootstrap::FIRST_USER, domain::ChainFamily};
+use walletops_core::{
+    Config,
+    auth::Expiration,
+    bootstrap::FIRST_USER,
+    domain::{ChainFamily, Scopes},
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -115,6 +120,18 @@ pub(crate) enum UsersCommand {
         /// User name or id.
         user: String,
     },
+    /// Set a user's dashboard password, read from the terminal's prompt or, when stdin is
+    /// not a terminal, from its first line. Ends the user's open dashboard sessions.
+    SetPassword {
+        /// User name or id.
+        user: String,
+    },
+    /// Print a one-time dashboard link, valid 15 minutes, with which the user sets a new
+    /// password and signs in.
+    SignInLink {
+        /// User name or id.
+        user: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -130,6 +147,9 @@ pub(crate) enum KeysCommand {
         /// Lifetime: never, 7d, 30d, 90d, 180d or 1y.
         #[arg(long, default_value = "never")]
         expires: Expiration,
+        /// What the key may do: a comma-separated subset of read, trade, write.
+        #[arg(long, default_value = "read,trade,write")]
+        scopes: Scopes,
     },
     /// List a user's keys (never their values).
     List {

@@ -48,7 +48,10 @@ pub(crate) async fn run(mut config: Config, role: Role) -> anyhow::Result<()> {
     };
     let mut tasks = Tasks::new();
     let http = if role.runs_edge() {
-        Some(bind(config.http_addr, "REST").await?)
+        let http = bind(config.http_addr, "REST").await?;
+        // The address bound (port 0 picks one), for the sign-in link the first start prints.
+        config.http_addr = http.local_addr()?;
+        Some(http)
     } else {
         None
     };
@@ -136,9 +139,15 @@ fn start_edge(
         max_body_bytes: config.max_body_bytes,
         body_timeout: config.request_timeout(),
         header_read_timeout: Duration::from_secs(config.header_read_timeout_secs),
+        secure_cookies: config
+            .public_url
+            .as_deref()
+            .is_some_and(|url| url.starts_with("https://")),
     };
     let router = walletops_edge::router(channel, &edge_config);
-    println!("REST listening on http://{http_addr} (API under /api/v1, forwarding to {core_url})");
+    println!(
+        "REST listening on http://{http_addr} (API under /api/v1, dashboard at /dashboard, forwarding to {core_url})"
+    );
     let stop = on_stop(stop_rx.clone());
     tasks.spawn(async move {
         walletops_edge::serve(http, router, &edge_config, stop)
@@ -238,6 +247,13 @@ async fn open_core(config: Config) -> anyhow::Result<(Core, Option<String>)> {
         for w in &first.wallets {
             println!("Wallet ({}, default, delegated): {}", w.family(), w.address);
         }
+        let (token, until) = &first.sign_in_link;
+        println!(
+            "Dashboard: set the owner's password and sign in at (works once, until {}):",
+            until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+        println!("  {}", core.config.sign_in_link(token.expose()));
+        println!("  (later: `walletops users set-password owner`)");
         key = Some(first.secret.expose().to_owned());
     }
     Ok((core, key))

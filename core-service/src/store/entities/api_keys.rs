@@ -14,6 +14,7 @@ pub(crate) struct Model {
     pub(crate) revoked_at: Option<DateTimeUtc>,
     pub(crate) last_used_at: Option<DateTimeUtc>,
     pub(crate) created_by: Option<Uuid>,
+    pub(crate) scopes: String,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

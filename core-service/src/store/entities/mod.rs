@@ -2,9 +2,11 @@
 //! repositories in `store` turn them into domain values.
 
 pub(crate) mod api_keys;
+pub(crate) mod dashboard_sessions;
 pub(crate) mod evm_nonces;
 pub(crate) mod idempotency_keys;
 pub(crate) mod keystore_check;
+pub(crate) mod sign_in_links;
 pub(crate) mod signer_keys;
 pub(crate) mod transactions;
 pub(crate) mod users;

@@ -8,6 +8,7 @@ pub(crate) struct Model {
     pub(crate) name: String,
     pub(crate) created_at: DateTimeUtc,
     pub(crate) provider_user_id: Option<String>,
+    pub(crate) password_hash: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

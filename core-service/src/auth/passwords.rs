@@ -1,0 +1,99 @@
+//! Dashboard passwords: argon2id with the crate's defaults (19 MiB, 2 passes, 1 lane, the
+//! OWASP minimum), stored as PHC strings. Hashing and checking run off the async threads.
+
+use std::sync::LazyLock;
+
+use argon2::{
+    Argon2, PasswordHash, PasswordHasher, PasswordVerifier,
+    password_hash::{SaltString, rand_core::OsRng},
+};
+use zeroize::Zeroizing;
+
+use crate::error::{Result, WalletOpsError};
+
+/// Shortest password accepted.
+pub const MIN_PASSWORD_CHARS: usize = 12;
+/// Longest password accepted (argon2 takes any length; a bound keeps a request cheap).
+pub const MAX_PASSWORD_CHARS: usize = 256;
+
+/// A hash of a password no one knows, checked when the user named does not exist or has no
+/// password, so that such a sign-in costs the same time as a wrong password.
+static STAND_IN: LazyLock<Option<String>> = LazyLock::new(|| {
+    let random: [u8; 32] = rand::random();
+    hash_now(&hex::encode(random)).ok()
+});
+
+/// `password` if it may be set, else why not (for `INVALID_INPUT` on `field`).
+pub fn check_new<'a>(field: &str, password: &'a str) -> Result<&'a str> {
+    let chars = password.chars().count();
+    if !(MIN_PASSWORD_CHARS..=MAX_PASSWORD_CHARS).contains(&chars) {
+        return Err(WalletOpsError::invalid(
+            field,
+            format!("must be {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters"),
+        ));
+    }
+    if password.chars().any(char::is_control) {
+        return Err(WalletOpsError::invalid(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(password)
+}
+
+/// The PHC string of `password` with a fresh salt.
+pub async fn hash(password: &str) -> Result<String> {
+    let password = Zeroizing::new(password.to_owned());
+    tokio::task::spawn_blocking(move || hash_now(&password))
+        .await
+        .map_err(|e| WalletOpsError::Internal(e.into()))?
+}
+
+fn hash_now(password: &str) -> Result<String> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("hashing a password: {e}")))
+}
+
+/// Whether `password` matches `stored`; with none stored, checks a stand-in and says no.
+pub async fn verify(password: &str, stored: Option<String>) -> bool {
+    let password = Zeroizing::new(password.to_owned());
+    let known = stored.is_some();
+    let checked = tokio::task::spawn_blocking(move || {
+        let Some(stored) = stored.or_else(|| STAND_IN.clone()) else {
+            return false;
+        };
+        PasswordHash::new(&stored).is_ok_and(|parsed| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        })
+    })
+    .await
+    .unwrap_or(false);
+    known && checked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn hashes_verify_and_are_argon2id() {
+        let stored = hash("correct horse battery").await.expect("hash");
+        assert!(stored.starts_with("$argon2id$"), "{stored}");
+        assert!(verify("correct horse battery", Some(stored.clone())).await);
+        assert!(!verify("correct horse battery!", Some(stored)).await);
+        assert!(!verify("anything at all", None).await);
+    }
+
+    #[test]
+    fn new_passwords_are_bounded() {
+        assert!(check_new("password", "short").is_err());
+        assert!(check_new("password", &"x".repeat(257)).is_err());
+        assert!(check_new("password", "twelve chars").is_ok());
+        assert!(check_new("password", "twelve\nchars!").is_err());
+    }
+}

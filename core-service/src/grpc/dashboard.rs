@@ -1,0 +1,194 @@
+//! `walletops.v1.DashboardService`: sign-in, sessions and the dashboard's views.
+
+use tonic::{Request, Response, Status};
+use walletops_proto::{
+    CLIENT_ADDRESS_HEADER, CSRF_TOKEN_HEADER,
+    v1::{self as pb, dashboard_service_server::DashboardService},
+};
+
+use super::convert;
+use crate::{
+    Core,
+    auth::{
+        Sessions,
+        sessions::{Opened, csrf_token},
+    },
+    domain::{DashboardSession, Scope, User},
+    requests::ListTransactionsRequest,
+};
+
+/// The gRPC face of `DashboardService`.
+#[derive(Debug, Clone)]
+pub struct DashboardApi {
+    core: Core,
+}
+
+impl DashboardApi {
+    /// The service over `core`.
+    pub fn new(core: Core) -> Self {
+        Self { core }
+    }
+}
+
+fn session(user: &User, session: &DashboardSession, token: &str) -> pb::Session {
+    pb::Session {
+        user_id: user.id.to_string(),
+        user_name: user.name.clone(),
+        csrf_token: csrf_token(token),
+        expires_at: Some(convert::timestamp(session.expires_at)),
+    }
+}
+
+/// Where a request came from: as the REST edge says, else the peer's address.
+fn client_address<T>(request: &Request<T>) -> String {
+    request
+        .metadata()
+        .get(CLIENT_ADDRESS_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.remote_addr().map(|a| a.ip().to_string()))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn opened(o: Opened) -> (Option<pb::Session>, String) {
+    let token = o.token.expose().to_owned();
+    (Some(session(&o.user, &o.session, &token)), token)
+}
+
+#[tonic::async_trait]
+impl DashboardService for DashboardApi {
+    async fn sign_in(
+        &self,
+        request: Request<pb::SignInRequest>,
+    ) -> Result<Response<pb::SignInResponse>, Status> {
+        let client = client_address(&request);
+        let req = request.into_inner();
+        let o = self
+            .core
+            .sessions
+            .sign_in(
+                &self.core.limiter,
+                req.user_name.trim(),
+                &req.password,
+                &client,
+                (&req.form_token, &req.form_cookie),
+            )
+            .await?;
+        let (session, session_token) = opened(o);
+        Ok(Response::new(pb::SignInResponse {
+            session,
+            session_token,
+        }))
+    }
+
+    async fn redeem_sign_in_link(
+        &self,
+        request: Request<pb::RedeemSignInLinkRequest>,
+    ) -> Result<Response<pb::RedeemSignInLinkResponse>, Status> {
+        let req = request.into_inner();
+        let o = self
+            .core
+            .sessions
+            .redeem_link(
+                req.token.trim(),
+                &req.password,
+                (&req.form_token, &req.form_cookie),
+            )
+            .await?;
+        let (session, session_token) = opened(o);
+        Ok(Response::new(pb::RedeemSignInLinkResponse {
+            session,
+            session_token,
+        }))
+    }
+
+    async fn get_session(
+        &self,
+        request: Request<pb::GetSessionRequest>,
+    ) -> Result<Response<pb::GetSessionResponse>, Status> {
+        let (s, token) = self.core.session(request.metadata()).await?;
+        let user = self.core.store.user_by_id(s.user_id).await?;
+        Ok(Response::new(pb::GetSessionResponse {
+            session: Some(session(&user, &s, &token)),
+        }))
+    }
+
+    async fn sign_out(
+        &self,
+        request: Request<pb::SignOutRequest>,
+    ) -> Result<Response<pb::SignOutResponse>, Status> {
+        let (s, token) = self.core.session(request.metadata()).await?;
+        let csrf = request
+            .metadata()
+            .get(CSRF_TOKEN_HEADER)
+            .and_then(|v| v.to_str().ok());
+        Sessions::check_csrf(&token, csrf)?;
+        self.core.sessions.end(s.id).await?;
+        Ok(Response::new(pb::SignOutResponse {}))
+    }
+
+    async fn list_holdings(
+        &self,
+        request: Request<pb::ListHoldingsRequest>,
+    ) -> Result<Response<pb::ListHoldingsResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let holdings = self
+            .core
+            .holdings(caller.user_id, request.get_ref().fresh)
+            .await?;
+        let holdings = holdings
+            .into_iter()
+            .map(|h| pb::Holding {
+                wallet: Some(convert::wallet(h.wallet)),
+                chains: h
+                    .chains
+                    .into_iter()
+                    .map(|c| {
+                        let (native, error) = match c.native {
+                            Ok(b) => (Some(convert::balance(b)), None),
+                            Err(e) => (None, Some(e)),
+                        };
+                        pb::ChainHolding {
+                            chain: c.chain,
+                            chain_name: c.chain_name,
+                            native,
+                            error,
+                            explorer_url: c.explorer_url,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(Response::new(pb::ListHoldingsResponse { holdings }))
+    }
+
+    async fn list_transactions(
+        &self,
+        request: Request<pb::ListTransactionsRequest>,
+    ) -> Result<Response<pb::ListTransactionsResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let req = ListTransactionsRequest::parse(&self.core.chains, request.get_ref())?;
+        let (records, next) = self
+            .core
+            .transactions
+            .list(
+                caller.user_id,
+                req.chain.as_deref(),
+                req.status,
+                req.before,
+                req.page_size,
+            )
+            .await?;
+        let transactions = records
+            .into_iter()
+            .map(|tx| {
+                let (name, explorer) = self.core.chains.label(&tx.chain, tx.hash.as_deref());
+                convert::transaction(tx, name, explorer)
+            })
+            .collect();
+        Ok(Response::new(pb::ListTransactionsResponse {
+            transactions,
+            next_page_token: next.map(|id| id.to_string()).unwrap_or_default(),
+        }))
+    }
+}

@@ -1,0 +1,93 @@
+//! What a user's wallets hold: each wallet's native balance on every configured chain of
+//! its family, read through the balance cache, for the dashboard's wallets page.
+
+use futures::future::join_all;
+use uuid::Uuid;
+
+use crate::{
+    Core,
+    balances::Balance,
+    chains::Chain,
+    domain::{Wallet, WalletFilter},
+    error::Result,
+};
+
+/// How long the page waits for one chain: a slow chain is shown as unavailable rather
+/// than holding the others.
+const CHAIN_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// One wallet's native balance on one chain.
+#[derive(Debug)]
+pub struct ChainHolding {
+    /// Chain slug.
+    pub chain: String,
+    /// Chain name.
+    pub chain_name: String,
+    /// The native balance, or why the chain could not be read (a chain down hides nothing
+    /// else on the page).
+    pub native: std::result::Result<Balance, String>,
+    /// The wallet's page on the chain's explorer.
+    pub explorer_url: Option<String>,
+}
+
+/// A wallet and what it holds.
+#[derive(Debug)]
+pub struct Holding {
+    /// The wallet.
+    pub wallet: Wallet,
+    /// Its native balance on each configured chain of its family.
+    pub chains: Vec<ChainHolding>,
+}
+
+impl Core {
+    /// Every wallet of `user_id`, oldest first, with its native balances, all chains read
+    /// at once; straight from the chains with `fresh`.
+    pub async fn holdings(&self, user_id: Uuid, fresh: bool) -> Result<Vec<Holding>> {
+        let wallets = self.wallets.list(user_id, WalletFilter::default()).await?;
+        let reads = wallets.into_iter().map(|wallet| async move {
+            let chains: Vec<&Chain> = self
+                .chains
+                .all()
+                .filter(|c| c.family() == wallet.address.family())
+                .collect();
+            let balances = join_all(
+                chains
+                    .iter()
+                    .map(|chain| self.native(chain, &wallet, fresh)),
+            )
+            .await;
+            let address = wallet.address.to_string();
+            let chains = chains
+                .into_iter()
+                .zip(balances)
+                .map(|(chain, native)| ChainHolding {
+                    chain: chain.slug().to_owned(),
+                    chain_name: chain.name().to_owned(),
+                    native,
+                    explorer_url: chain.explorer_address_url(&address),
+                })
+                .collect();
+            Holding { wallet, chains }
+        });
+        Ok(join_all(reads).await)
+    }
+
+    async fn native(
+        &self,
+        chain: &Chain,
+        wallet: &Wallet,
+        fresh: bool,
+    ) -> std::result::Result<Balance, String> {
+        let read = self.balances.read(chain, wallet, &[], true, fresh);
+        match tokio::time::timeout(CHAIN_READ_TIMEOUT, read)
+            .await
+            .map_err(|_| "the chain did not answer in time".to_owned())?
+        {
+            Ok(balances) => balances
+                .into_iter()
+                .next()
+                .ok_or_else(|| "no native balance read".to_owned()),
+            Err(e) => Err(crate::chains::without_urls(&e.to_string())),
+        }
+    }
+}

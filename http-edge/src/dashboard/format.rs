@@ -1,0 +1,94 @@
+//! Values as the pages show them: times, amounts in whole units, scope and status names.
+
+use chrono::DateTime;
+use walletops_proto::v1 as pb;
+
+/// A time as `2026-11-26 15:04 UTC`; empty when absent.
+pub(crate) fn time(ts: Option<prost_types::Timestamp>) -> String {
+    ts.and_then(|ts| {
+        DateTime::from_timestamp(ts.seconds, u32::try_from(ts.nanos).unwrap_or_default())
+    })
+    .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+    .unwrap_or_default()
+}
+
+/// A scope's name.
+pub(crate) fn scope(value: i32) -> &'static str {
+    match pb::ApiKeyScope::try_from(value) {
+        Ok(pb::ApiKeyScope::Read) => "read",
+        Ok(pb::ApiKeyScope::Trade) => "trade",
+        Ok(pb::ApiKeyScope::Write) => "write",
+        _ => "unknown",
+    }
+}
+
+/// A scope checkbox's value as the proto enum (an unknown value is sent as unspecified,
+/// which the core refuses, naming the field).
+pub(crate) fn scope_value(name: &str) -> i32 {
+    match name {
+        "read" => pb::ApiKeyScope::Read,
+        "trade" => pb::ApiKeyScope::Trade,
+        "write" => pb::ApiKeyScope::Write,
+        _ => pb::ApiKeyScope::Unspecified,
+    }
+    .into()
+}
+
+/// A base-unit integer `raw` with `decimals` as whole units, trailing zeros dropped:
+/// `1500000000000000000` with 18 is `1.5`. Text that is not an integer is shown as it is.
+pub(crate) fn units(raw: &str, decimals: u32) -> String {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return raw.to_owned();
+    }
+    let decimals = decimals as usize;
+    let padded = format!("{raw:0>width$}", width = decimals + 1);
+    let (whole, fraction) = padded.split_at(padded.len() - decimals);
+    let whole = whole.trim_start_matches('0');
+    let whole = if whole.is_empty() { "0" } else { whole };
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        whole.to_owned()
+    } else {
+        format!("{whole}.{fraction}")
+    }
+}
+
+/// A transaction status's name and its badge's style.
+pub(crate) fn status(value: i32) -> (&'static str, &'static str) {
+    match pb::TransactionStatus::try_from(value) {
+        Ok(pb::TransactionStatus::Submitted) => ("Submitted", "info"),
+        Ok(pb::TransactionStatus::Confirmed) => ("Confirmed", "ok"),
+        Ok(pb::TransactionStatus::Reverted) => ("Reverted", "bad"),
+        Ok(pb::TransactionStatus::Failed) => ("Failed", "bad"),
+        Ok(pb::TransactionStatus::Dropped) => ("Dropped", "muted"),
+        Ok(pb::TransactionStatus::FeeCapped) => ("Fee capped", "warn"),
+        _ => ("Unknown", "muted"),
+    }
+}
+
+/// A transaction kind's name.
+pub(crate) fn kind(value: i32) -> &'static str {
+    match pb::TransactionKind::try_from(value) {
+        Ok(pb::TransactionKind::Send) => "Send",
+        Ok(pb::TransactionKind::Approve) => "Approve",
+        Ok(pb::TransactionKind::ContractCall) => "Contract call",
+        Ok(pb::TransactionKind::Swap) => "Swap",
+        Ok(pb::TransactionKind::NonceFill) => "Nonce fill",
+        _ => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_shift_the_decimal_point() {
+        assert_eq!(units("1500000000000000000", 18), "1.5");
+        assert_eq!(units("1", 18), "0.000000000000000001");
+        assert_eq!(units("0", 9), "0");
+        assert_eq!(units("120", 0), "120");
+        assert_eq!(units("2000000", 6), "2");
+        assert_eq!(units("n/a", 6), "n/a");
+    }
+}

@@ -1,0 +1,237 @@
+// The dashboard used in a real, headless Chromium (Debian's, driven by playwright-core) as a
+// new operator would: sign in with the first start's link, make keys and use them, revoke,
+// scopes, the key limit, CSRF, the wallets and transactions pages, phone width, sign-out and
+// the failed sign-in throttle. A screenshot of each page goes to OUT.
+//
+// Run by the Rust test `e2e::dashboard::browser`, which starts the service and passes:
+//   BASE     the REST edge, http://127.0.0.1:<port>
+//   LINK     the sign-in link the first start printed
+//   EXPIRED  the prefix of a key whose expiry the test moved into the past
+//   WALLET   the owner's default EVM wallet
+//   TX       the id of a transaction the test sent
+//   OUT      where screenshots go
+// Exits non-zero, saying what failed, at the first broken expectation.
+
+import { chromium } from "playwright-core";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+
+const { BASE, LINK, EXPIRED, WALLET, TX, OUT } = process.env;
+for (const [name, value] of Object.entries({ BASE, LINK, EXPIRED, WALLET, TX, OUT })) {
+  assert.ok(value, `${name} is not set`);
+}
+mkdirSync(OUT, { recursive: true });
+const PASSWORD = "a long dashboard password";
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+});
+
+async function shot(page, name) {
+  await page.screenshot({ path: `${OUT}/${name}.png`, fullPage: true });
+}
+
+// Every visible field has a label, so a screen reader can name it.
+async function assertLabelled(page) {
+  const unlabelled = await page.$$eval("input:not([type=hidden]), select", (els) =>
+    els.filter((e) => !(e.labels && e.labels.length) && !e.getAttribute("aria-label")).map((e) => e.outerHTML),
+  );
+  assert.deepEqual(unlabelled, [], `unlabelled fields on ${page.url()}`);
+}
+
+async function api(path, key, init = {}) {
+  const response = await fetch(`${BASE}/api/v1${path}`, {
+    ...init,
+    headers: { "x-api-key": key, "content-type": "application/json", ...(init.headers ?? {}) },
+  });
+  return { status: response.status, body: await response.json().catch(() => null) };
+}
+
+function row(page, name) {
+  return page.locator("#keys tbody tr", { has: page.locator("td:first-child", { hasText: new RegExp(`^${name}$`) }) });
+}
+
+async function generate(page, name, { expiration = "never", scopes = ["read", "trade", "write"] } = {}) {
+  await page.goto(`${BASE}/dashboard/keys`);
+  await page.fill("#name", name);
+  await page.selectOption("#expiration", expiration);
+  for (const scope of ["read", "trade", "write"]) {
+    await page.setChecked(`input[name=scopes][value=${scope}]`, scopes.includes(scope));
+  }
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.url() === `${BASE}/dashboard/keys` && r.request().method() === "POST"),
+    page.click("button:has-text('Generate API Key')"),
+  ]);
+  return response.status();
+}
+
+async function createdValue(page) {
+  return page.inputValue("#new-key");
+}
+
+try {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+
+  // Not signed in: the dashboard sends the visitor to sign in.
+  await page.goto(`${BASE}/dashboard/keys`);
+  assert.match(page.url(), /\/dashboard\/sign-in/);
+  await assertLabelled(page);
+  await shot(page, "sign-in");
+
+  // A wrong password is refused (the owner has none yet: the same answer).
+  await page.fill("#user_name", "owner");
+  await page.fill("#password", "not the password at all");
+  const [refused] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.click("button[type=submit]")]);
+  assert.equal(refused.status(), 401);
+  assert.match(await page.textContent("#sign-in-error"), /wrong user name or password/);
+
+  // The first start's link sets the password and signs in.
+  await page.goto(LINK);
+  await assertLabelled(page);
+  await shot(page, "set-password");
+  await page.fill("#password", PASSWORD);
+  await page.fill("#confirm", PASSWORD);
+  await page.click("button[type=submit]");
+  await page.waitForURL(`${BASE}/dashboard/keys`);
+
+  // The session cookie's flags.
+  const session = (await context.cookies()).find((c) => c.name === "walletops_session");
+  assert.ok(session, "no session cookie");
+  assert.equal(session.httpOnly, true);
+  assert.equal(session.sameSite, "Strict");
+  assert.equal(session.secure, false, "plain http on loopback");
+  assert.equal(session.path, "/dashboard");
+
+  // Generate a key: its value is shown once, and works against the REST API.
+  assert.equal(await generate(page, "ci bot"), 200);
+  const ciKey = await createdValue(page);
+  assert.match(ciKey, /^wops_[A-Za-z0-9]{4}_[A-Za-z0-9]{32}$/);
+  assert.match(await page.textContent(".created"), /will not be shown again/);
+  assert.ok(await page.isVisible("button.copy[data-copy=new-key]"));
+  await assertLabelled(page);
+  await shot(page, "keys-created");
+  assert.equal((await api("/wallets", ciKey)).status, 200);
+  await page.goto(`${BASE}/dashboard/keys`);
+  assert.equal(await page.locator("#new-key").count(), 0, "the value is shown only once");
+  assert.match(await row(page, "ci bot").textContent(), /Active/);
+  assert.match(await row(page, "ci bot").textContent(), /read, trade, write/);
+  assert.match(await page.locator(`#keys tr[data-prefix="${EXPIRED}"]`).textContent(), /Expired/);
+
+  // A key expiring within 7 days is labelled so.
+  assert.equal(await generate(page, "weekly", { expiration: "7d" }), 200);
+  await page.goto(`${BASE}/dashboard/keys`);
+  assert.match(await row(page, "weekly").textContent(), /Expiring soon/);
+
+  // A read-only key reads and is refused a send, naming the scope.
+  assert.equal(await generate(page, "reader", { scopes: ["read"] }), 200);
+  const readKey = await createdValue(page);
+  assert.equal((await api("/wallets", readKey)).status, 200);
+  const send = await api("/send", readKey, {
+    method: "POST",
+    headers: { "idempotency-key": crypto.randomUUID() },
+    body: JSON.stringify({ chain: "anvil", from: WALLET, to: WALLET, asset: "native", amount: "1" }),
+  });
+  assert.equal(send.status, 403);
+  assert.equal(send.body.code, "FORBIDDEN");
+  assert.match(send.body.error, /`write`/);
+
+  // Revoke asks first, then holds at once.
+  await page.goto(`${BASE}/dashboard/keys`);
+  await row(page, "ci bot").locator("a:has-text('Revoke')").click();
+  await assertLabelled(page);
+  await shot(page, "revoke");
+  await page.click("button:has-text('Revoke key')");
+  await page.waitForURL(/\/dashboard\/keys\?revoked=/);
+  assert.match(await row(page, "ci bot").textContent(), /Revoked/);
+  assert.equal((await api("/wallets", ciKey)).status, 401);
+
+  // Active now: the first key, weekly, reader. Seven more make ten; the eleventh is refused.
+  for (let i = 1; i <= 7; i++) {
+    assert.equal(await generate(page, `filler ${i}`), 200);
+  }
+  assert.equal(await generate(page, "eleventh"), 403);
+  assert.match(await page.textContent("#key-error"), /revoke one first/);
+  await shot(page, "keys-limit");
+
+  // A form without its CSRF token is refused, from the page and from a script alike.
+  await page.goto(`${BASE}/dashboard/keys`);
+  await page.evaluate(() => document.querySelector("form.generate input[name=csrf]").remove());
+  await page.fill("#name", "forged");
+  const [forged] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.click("button:has-text('Generate API Key')")]);
+  assert.equal(forged.status(), 403);
+  assert.match(await page.textContent("main"), /CSRF/);
+  await shot(page, "csrf-refused");
+  const scripted = await page.request.post(`${BASE}/dashboard/keys`, { form: { name: "forged" } });
+  assert.equal(scripted.status(), 403);
+
+  // Wallets: each wallet, its flags, and balances per chain.
+  await page.goto(`${BASE}/dashboard/wallets`);
+  assert.ok(await page.locator(`input[value="${WALLET}" i]`).count(), "the EVM wallet is listed");
+  assert.match(await page.textContent("main"), /Anvil/i);
+  assert.match(await page.textContent("main"), /delegated/);
+  assert.ok(await page.locator("a[href*='/address/']").count(), "explorer links");
+  await assertLabelled(page);
+  await shot(page, "wallets");
+
+  // Transactions: the send, its badge and history; open records refresh themselves.
+  await page.goto(`${BASE}/dashboard/transactions`);
+  const tx = page.locator(`#transactions tr[data-id="${TX}"]`);
+  assert.match(await tx.textContent(), /Send/);
+  assert.match(await tx.textContent(), /Confirmed|Submitted/);
+  await tx.locator("summary").click();
+  assert.match(await tx.locator("details").textContent(), /Submitted/);
+  await page.goto(`${BASE}/dashboard/transactions?status=reverted`);
+  assert.match(await page.textContent("#transactions"), /No transactions match/);
+  await page.goto(`${BASE}/dashboard/transactions`);
+  await assertLabelled(page);
+  await shot(page, "transactions");
+
+  // Phone width: nothing wider than the screen but the tables' own scrolling.
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await context.storageState() });
+  const small = await phone.newPage();
+  for (const path of ["keys", "wallets", "transactions"]) {
+    await small.goto(`${BASE}/dashboard/${path}`);
+    await shot(small, `${path}-phone`);
+    const overflow = await small.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const widest = await small.evaluate(() =>
+      [...document.querySelectorAll("body *")]
+        .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest(".table-wrap"))
+        .map((e) => e.tagName + "." + e.className)
+        .slice(0, 5),
+    );
+    assert.ok(overflow <= 1, `${path} overflows a phone screen by ${overflow}px: ${widest}`);
+  }
+  await phone.close();
+
+  // Sign-out ends the session: its cookie, replayed, opens nothing.
+  await page.click("button:has-text('Sign out')");
+  await page.waitForURL(/signed_out=1/);
+  const replay = await browser.newContext();
+  await replay.addCookies([{ ...session, sameSite: "Strict" }]);
+  const replayed = await replay.newPage();
+  await replayed.goto(`${BASE}/dashboard/keys`);
+  assert.match(replayed.url(), /\/dashboard\/sign-in/);
+  await replay.close();
+
+  // Four more wrong passwords (five in all) and even the right one is refused for a while.
+  for (let i = 0; i < 4; i++) {
+    await page.goto(`${BASE}/dashboard/sign-in`);
+    await page.fill("#user_name", "owner");
+    await page.fill("#password", `wrong guess ${i}`);
+    await page.click("button[type=submit]");
+    await page.waitForSelector("#sign-in-error");
+  }
+  await page.goto(`${BASE}/dashboard/sign-in`);
+  await page.fill("#user_name", "owner");
+  await page.fill("#password", PASSWORD);
+  const [throttled] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.click("button[type=submit]")]);
+  assert.equal(throttled.status(), 429);
+  assert.match(await page.textContent("#sign-in-error"), /too many failed sign-ins/);
+  await shot(page, "sign-in-throttled");
+  console.log("dashboard: every check passed");
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,78 @@
+//! The dashboard in a real browser: `tests/browser/dashboard.mjs` drives Debian's Chromium
+//! (headless, through playwright-core, both installed by the test command) against the real
+//! binary, as a new operator would use it. This test arranges what a browser cannot (a
+//! funded wallet with a transaction, a key past its expiry), runs the script, and keeps its
+//! screenshots in `target/test-artifacts/dashboard/<store>/`.
+
+use anyhow::Context;
+use sea_orm::ConnectionTrait;
+use serde_json::json;
+use walletops_tests::{Backend, on_both_backends, workspace_root};
+
+use super::funded;
+
+async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
+    let (_anvil, svc, wallet) = funded(b).await?;
+    let api = svc.rest(&svc.api_key);
+    let sent = api
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "from": wallet.to_string(), "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "1000000000000000"}),
+        )
+        .await?;
+    anyhow::ensure!(sent.status == 200, "{}", sent.text);
+    let tx = sent.body["id"].as_str().context("no id")?.to_owned();
+    // A key past its expiry, as 7 days would make it.
+    let out = svc
+        .cli(&["keys", "create", "--name", "old key", "--expires", "7d"])
+        .await?;
+    let expired = out.api_key().context("no key printed")?[5..9].to_owned();
+    svc.database()
+        .await?
+        .execute_unprepared(&format!(
+            "UPDATE api_keys SET expires_at = '2020-01-01T00:00:00Z' WHERE prefix = '{expired}'"
+        ))
+        .await?;
+    let store = match b {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let out_dir = workspace_root()
+        .join("target/test-artifacts/dashboard")
+        .join(store);
+    let root = workspace_root();
+    let run = tokio::process::Command::new("node")
+        .arg(root.join("tests/browser/dashboard.mjs"))
+        .current_dir(&root)
+        .env("BASE", &svc.http)
+        .env("LINK", &svc.sign_in_link)
+        .env("EXPIRED", &expired)
+        .env("WALLET", wallet.to_string())
+        .env("TX", &tx)
+        .env("OUT", &out_dir)
+        .kill_on_drop(true)
+        .output();
+    let done = tokio::time::timeout(std::time::Duration::from_secs(240), run)
+        .await
+        .context("the browser script did not finish in 240 s")??;
+    anyhow::ensure!(
+        done.status.success(),
+        "the browser script failed:\n{}\n{}",
+        String::from_utf8_lossy(&done.stdout),
+        String::from_utf8_lossy(&done.stderr)
+    );
+    for page in [
+        "sign-in",
+        "set-password",
+        "keys-created",
+        "revoke",
+        "wallets",
+        "transactions",
+    ] {
+        let shot = out_dir.join(format!("{page}.png"));
+        anyhow::ensure!(shot.exists(), "no screenshot {}", shot.display());
+    }
+    Ok(())
+}
+
+on_both_backends!(a_new_operator_uses_the_dashboard);
