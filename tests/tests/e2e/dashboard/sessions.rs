@@ -233,10 +233,62 @@ async fn sessions_end_when_idle_old_or_the_password_changes(b: Backend) -> anyho
     Ok(())
 }
 
+/// Behind https (`public_url`), the session cookie is `Secure` and the first start's link
+/// points there; the edge's own form posts set the cookie with the other flags.
+async fn behind_https_the_cookie_is_secure(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start_with(
+        b,
+        walletops_tests::Options::default()
+            .with_env("WALLETOPS_PUBLIC_URL", "https://ops.example.test/"),
+    )
+    .await?;
+    assert!(
+        svc.sign_in_link
+            .starts_with("https://ops.example.test/dashboard/sign-in-link?token="),
+        "{}",
+        svc.sign_in_link
+    );
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    // Form-encoded by hand: the values hold only letters, digits, `-`, `_` and spaces.
+    let password = PASSWORD.replace(' ', "+");
+    let form = format!(
+        "token={}&password={password}&confirm={password}&form_token={}",
+        link_token(&svc)?,
+        "f".repeat(32)
+    );
+    let answer = client
+        .post(format!("{}/dashboard/sign-in-link", svc.http))
+        .header("cookie", format!("walletops_form={}", "f".repeat(32)))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form)
+        .send()
+        .await?;
+    assert_eq!(answer.status(), 303);
+    let cookie = answer
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    for flag in [
+        "walletops_session=",
+        "HttpOnly",
+        "SameSite=Strict",
+        "Secure",
+        "Path=/dashboard",
+    ] {
+        assert!(cookie.contains(flag), "{flag} missing from {cookie}");
+    }
+    Ok(())
+}
+
 on_both_backends!(
     the_first_start_link_sets_a_password_once,
     wrong_credentials_are_answered_alike_and_throttled,
     changing_calls_need_the_csrf_token,
     sign_out_ends_the_session_on_every_core,
     sessions_end_when_idle_old_or_the_password_changes,
+    behind_https_the_cookie_is_secure,
 );
