@@ -7,8 +7,8 @@ use anyhow::Context;
 
 use tonic::metadata::MetadataMap;
 use walletops_proto::{
-    API_KEY_HEADER, CSRF_TOKEN_HEADER, IDEMPOTENCY_KEY_HEADER, SESSION_TOKEN_HEADER,
-    UNREADABLE_HEADER,
+    API_KEY_HEADER, CLIENT_ADDRESS_HEADER, CSRF_TOKEN_HEADER, IDEMPOTENCY_KEY_HEADER,
+    SESSION_TOKEN_HEADER, UNREADABLE_HEADER,
 };
 
 use crate::{
@@ -223,14 +223,12 @@ impl Core {
                 credential: Credential::Session { id: session.id },
             });
         }
-        let presented = match metadata.get(API_KEY_HEADER) {
-            None => None,
-            Some(v) => Some(
-                v.to_str()
-                    .map_err(|_| WalletOpsError::Unauthorized("x-api-key is not ASCII"))?,
-            ),
-        };
-        self.keys.authenticate(presented).await
+        let presented = metadata
+            .get(API_KEY_HEADER)
+            .map(|v| v.to_str().unwrap_or_default());
+        self.keys
+            .authenticate(presented, &self.limiter, client_address(metadata))
+            .await
     }
 
     /// The open dashboard session of the request's `x-session-token`, and that token.
@@ -309,6 +307,15 @@ impl Core {
                 .map(|v| v.to_str().unwrap_or("")),
         )
     }
+}
+
+/// The address of the client of a call, as the gRPC server resolved it (`grpc::client`);
+/// `unknown` for a call that did not come through it.
+pub fn client_address(metadata: &MetadataMap) -> &str {
+    metadata
+        .get(CLIENT_ADDRESS_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("unknown")
 }
 
 /// The INVALID_INPUT of a request the REST edge could not read, from what it said of it

@@ -69,6 +69,10 @@ pub struct Config {
     pub public_url: Option<String>,
     /// The scopes of the API key the first start makes.
     pub first_key_scopes: Scopes,
+    /// Peers whose `x-client-address` the core believes (edges run on other hosts, load
+    /// balancers): failed authentication is counted per client address, and any other peer
+    /// is counted by its own address. Loopback is always believed.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 /// How the monitor follows open transactions.
@@ -137,6 +141,7 @@ impl Default for Config {
             provider: ProviderConfig::default(),
             public_url: None,
             first_key_scopes: Scopes::ALL,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -149,6 +154,10 @@ pub struct RateLimits {
     pub writes_per_minute: u32,
     /// Reads per minute.
     pub reads_per_minute: u32,
+    /// Failed authentications (bad, unknown, expired or revoked API keys, wrong admin
+    /// tokens) per client address and per key prefix per minute; past it, requests are
+    /// refused before the database is read.
+    pub failed_auth_per_minute: u32,
 }
 
 impl Default for RateLimits {
@@ -156,6 +165,7 @@ impl Default for RateLimits {
         Self {
             writes_per_minute: 15,
             reads_per_minute: 60,
+            failed_auth_per_minute: 20,
         }
     }
 }
@@ -250,6 +260,11 @@ impl Config {
             (
                 "rate_limits.reads_per_minute",
                 u64::from(self.rate_limits.reads_per_minute),
+                1,
+            ),
+            (
+                "rate_limits.failed_auth_per_minute",
+                u64::from(self.rate_limits.failed_auth_per_minute),
                 1,
             ),
             ("request_timeout_secs", self.request_timeout_secs, 1),

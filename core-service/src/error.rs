@@ -93,8 +93,8 @@ pub enum WalletOpsError {
     },
     /// Too many failed attempts (sign-ins) from one client or for one name in a window.
     #[error(
-        "too many failed {what}: at most {limit} in {} minutes; retry after {}s",
-        window.as_secs() / 60,
+        "too many failed {what}: at most {limit} in {}; retry after {}s",
+        minutes(*window),
         retry_after.as_secs().max(1)
     )]
     Throttled {
@@ -161,6 +161,14 @@ fn describe_violations(violations: &[FieldViolation]) -> String {
         .map(|v| format!("{}: {}", v.field, v.description))
         .collect();
     format!("invalid input: {}", parts.join("; "))
+}
+
+/// A window as a message says it: `a minute`, `15 minutes`.
+fn minutes(window: Duration) -> String {
+    match window.as_secs() / 60 {
+        0 | 1 => "a minute".to_owned(),
+        n => format!("{n} minutes"),
+    }
 }
 
 impl WalletOpsError {

@@ -31,7 +31,7 @@ use tower_http::{
     trace::{DefaultOnFailure, TraceLayer},
 };
 use walletops_proto::{
-    ErrorCode,
+    CLIENT_ADDRESS_HEADER, ErrorCode,
     request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
 };
 
@@ -61,6 +61,22 @@ pub fn core_channel(url: &str, timeout: Duration) -> anyhow::Result<Channel> {
         .connect_timeout(Duration::from_secs(5))
         .tcp_nodelay(true)
         .connect_lazy())
+}
+
+/// Says which client a request came from (`x-client-address`, copied to the core's
+/// metadata): the connection's peer, never what the request itself claims. The core counts
+/// failed authentication per client.
+async fn stamp_client(mut req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<PeerAddr>()
+        .map(|p| p.0.ip().to_string());
+    let headers = req.headers_mut();
+    headers.remove(CLIENT_ADDRESS_HEADER);
+    if let Some(value) = peer.and_then(|ip| axum::http::HeaderValue::from_str(&ip).ok()) {
+        headers.insert(CLIENT_ADDRESS_HEADER, value);
+    }
+    next.run(req).await
 }
 
 /// Runs the rest of the stack inside the request id's task-local scope, so any error body,
@@ -127,7 +143,8 @@ pub fn router(core: Channel, config: &EdgeConfig) -> Router {
                         .make_span_with(request_span)
                         .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
                 )
-                .layer(middleware::from_fn(scope_request_id)),
+                .layer(middleware::from_fn(scope_request_id))
+                .layer(middleware::from_fn(stamp_client)),
         )
 }
 

@@ -19,7 +19,7 @@ use utoipa_axum::{
     routes,
 };
 use walletops_proto::{
-    API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, UNREADABLE_HEADER,
+    API_KEY_HEADER, CLIENT_ADDRESS_HEADER, IDEMPOTENCY_KEY_HEADER, UNREADABLE_HEADER,
     request_id::REQUEST_ID_HEADER,
     v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient},
 };
@@ -140,7 +140,12 @@ fn call<T: Default>(
             BinaryMetadataValue::from_bytes(why.to_string().as_bytes()),
         );
     }
-    for name in [API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, REQUEST_ID_HEADER] {
+    for name in [
+        API_KEY_HEADER,
+        IDEMPOTENCY_KEY_HEADER,
+        REQUEST_ID_HEADER,
+        CLIENT_ADDRESS_HEADER,
+    ] {
         if let Some(value) = headers
             .get(name)
             .and_then(|v| v.to_str().ok())

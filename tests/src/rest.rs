@@ -120,6 +120,15 @@ impl Rest {
         }
     }
 
+    /// The same client connecting from local address `ip` (any of 127.0.0.0/8 is this
+    /// machine): to the service, another client.
+    pub fn from_address(&self, ip: std::net::IpAddr) -> anyhow::Result<Rest> {
+        Ok(Rest {
+            client: reqwest::Client::builder().local_address(ip).build()?,
+            ..self.clone()
+        })
+    }
+
     /// The same client acting with another key.
     pub fn with_key(&self, key: &str) -> Rest {
         Rest {

@@ -212,6 +212,11 @@ impl Service {
         })
     }
 
+    /// The service's PostgreSQL URL; `None` on SQLite.
+    pub fn database_url(&self) -> Option<&str> {
+        self.database_url.as_deref()
+    }
+
     /// The backend the service runs on.
     pub fn backend(&self) -> Backend {
         self.backend

@@ -22,6 +22,7 @@ use self::last_use::LastUses;
 use crate::{
     domain::{ApiKey, Scope, Scopes, check_name},
     error::{Result, WalletOpsError},
+    ratelimit::RateLimiter,
     store::{NewApiKey, Store},
 };
 
@@ -190,12 +191,36 @@ impl ApiKeys {
         }
     }
 
-    /// The caller that `presented` (the `x-api-key` value) authenticates. Every failure is
-    /// the same `UNAUTHORIZED` to the caller; the reason goes to the log with the prefix.
-    pub async fn authenticate(&self, presented: Option<&str>) -> Result<Caller> {
-        let presented = presented.ok_or(WalletOpsError::Unauthorized("no x-api-key"))?;
-        let secret = ApiKeySecret::parse(presented)
-            .ok_or(WalletOpsError::Unauthorized("malformed x-api-key"))?;
+    /// The caller that `presented` (the `x-api-key` value) authenticates, for a call from
+    /// `client`. Every failure is the same `UNAUTHORIZED` to the caller; the reason goes to
+    /// the log with the prefix. Failures are counted per client and per key prefix; past
+    /// `limiter`'s limit, calls are refused (`RATE_LIMITED`) before the key is looked up, so
+    /// a burst of guesses costs no database read.
+    pub async fn authenticate(
+        &self,
+        presented: Option<&str>,
+        limiter: &RateLimiter,
+        client: &str,
+    ) -> Result<Caller> {
+        let secret = presented.and_then(ApiKeySecret::parse);
+        let mut subjects = vec![format!("auth:client:{client}")];
+        subjects.extend(
+            secret
+                .as_ref()
+                .map(|s| format!("auth:prefix:{}", s.prefix())),
+        );
+        let limit = limiter.failed_auth();
+        limiter.check_failures(limit, &subjects).await?;
+        let checked = self.check(presented, secret).await;
+        if let Err(WalletOpsError::Unauthorized(_)) = &checked {
+            limiter.record_failure(limit, &subjects).await;
+        }
+        checked
+    }
+
+    async fn check(&self, presented: Option<&str>, secret: Option<ApiKeySecret>) -> Result<Caller> {
+        presented.ok_or(WalletOpsError::Unauthorized("no x-api-key"))?;
+        let secret = secret.ok_or(WalletOpsError::Unauthorized("malformed x-api-key"))?;
         let (key, stored_hash) = self
             .store
             .find_api_key_by_prefix(secret.prefix())

@@ -1,5 +1,6 @@
 //! `walletops.v1.AdminService`: users and wallets, for operators. Guarded by the configured
-//! admin token, compared in constant time; with none configured every call is refused.
+//! admin token, compared in constant time, wrong tokens throttled per client; with none
+//! configured every call is refused.
 
 use chrono::Utc;
 use subtle::ConstantTimeEq;
@@ -24,7 +25,23 @@ impl AdminApi {
         Self { core }
     }
 
-    fn authorize<T>(&self, request: &Request<T>) -> Result<(), WalletOpsError> {
+    /// Checks the call's admin token. Wrong tokens are counted per client like failed API
+    /// keys, and past the limit refused before they are compared.
+    async fn authorize<T>(&self, request: &Request<T>) -> Result<(), WalletOpsError> {
+        let subjects = [format!(
+            "admin:client:{}",
+            crate::app::client_address(request.metadata())
+        )];
+        let limit = self.core.limiter.failed_auth();
+        self.core.limiter.check_failures(limit, &subjects).await?;
+        let checked = self.compare(request);
+        if let Err(WalletOpsError::Unauthorized(_)) = &checked {
+            self.core.limiter.record_failure(limit, &subjects).await;
+        }
+        checked
+    }
+
+    fn compare<T>(&self, request: &Request<T>) -> Result<(), WalletOpsError> {
         let expected = self.core.config.admin_token.as_ref().ok_or_else(|| {
             WalletOpsError::ServiceUnavailable(
                 "the admin API is disabled: set admin_token (WALLETOPS_ADMIN_TOKEN)".to_owned(),
@@ -56,7 +73,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::CreateUserRequest>,
     ) -> Result<Response<pb::CreateUserResponse>, Status> {
-        self.authorize(&request)?;
+        self.authorize(&request).await?;
         let req = request.into_inner();
         let scopes = convert::scopes("scopes", &req.scopes)?;
         let (user, key, secret) = self.core.create_user(&req.name, scopes).await?;
@@ -71,7 +88,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::ListUsersRequest>,
     ) -> Result<Response<pb::ListUsersResponse>, Status> {
-        self.authorize(&request)?;
+        self.authorize(&request).await?;
         let users = self.core.list_users().await?;
         Ok(Response::new(pb::ListUsersResponse {
             users: users.into_iter().map(convert::user).collect(),
@@ -82,7 +99,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::CreateWalletRequest>,
     ) -> Result<Response<pb::CreateWalletResponse>, Status> {
-        self.authorize(&request)?;
+        self.authorize(&request).await?;
         let req = request.into_inner();
         let family = req
             .chain_type
@@ -103,7 +120,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::UpdateWalletRequest>,
     ) -> Result<Response<pb::UpdateWalletResponse>, Status> {
-        self.authorize(&request)?;
+        self.authorize(&request).await?;
         let req = request.into_inner();
         let address = crate::requests::any_address(&req.address, "address")?;
         let wallet = self
@@ -120,7 +137,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::LinkUserRequest>,
     ) -> Result<Response<pb::LinkUserResponse>, Status> {
-        self.authorize(&request)?;
+        self.authorize(&request).await?;
         let req = request.into_inner();
         let user = self.core.find_user(&req.user).await?;
         let report = self.core.wallets.link(&user, &req.provider_user_id).await?;
@@ -135,7 +152,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::UnlinkUserRequest>,
     ) -> Result<Response<pb::UnlinkUserResponse>, Status> {
-        self.authorize(&request)?;
+        self.authorize(&request).await?;
         let user = self.core.find_user(&request.into_inner().user).await?;
         self.core.wallets.unlink(&user).await?;
         let user = self.core.find_user(&user.id.to_string()).await?;
@@ -148,7 +165,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::SyncWalletsRequest>,
     ) -> Result<Response<pb::SyncWalletsResponse>, Status> {
-        self.authorize(&request)?;
+        self.authorize(&request).await?;
         let user = self.core.find_user(&request.into_inner().user).await?;
         let report = self.core.wallets.sync(&user).await?;
         Ok(Response::new(pb::SyncWalletsResponse {

@@ -2,7 +2,7 @@
 
 use tonic::{Request, Response, Status};
 use walletops_proto::{
-    CLIENT_ADDRESS_HEADER, CSRF_TOKEN_HEADER,
+    CSRF_TOKEN_HEADER,
     v1::{self as pb, dashboard_service_server::DashboardService},
 };
 
@@ -39,17 +39,6 @@ fn session(user: &User, session: &DashboardSession, token: &str) -> pb::Session 
     }
 }
 
-/// Where a request came from: as the REST edge says, else the peer's address.
-fn client_address<T>(request: &Request<T>) -> String {
-    request
-        .metadata()
-        .get(CLIENT_ADDRESS_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| request.remote_addr().map(|a| a.ip().to_string()))
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
 fn opened(o: Opened) -> (Option<pb::Session>, String) {
     let token = o.token.expose().to_owned();
     (Some(session(&o.user, &o.session, &token)), token)
@@ -61,7 +50,7 @@ impl DashboardService for DashboardApi {
         &self,
         request: Request<pb::SignInRequest>,
     ) -> Result<Response<pb::SignInResponse>, Status> {
-        let client = client_address(&request);
+        let client = crate::app::client_address(request.metadata()).to_owned();
         let req = request.into_inner();
         let o = self
             .core

@@ -4,6 +4,7 @@
 
 mod admin;
 mod api_keys;
+mod client;
 mod convert;
 mod dashboard;
 pub mod status;
@@ -122,7 +123,9 @@ pub async fn serve(
             .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
     };
     let timeout = core.config.request_timeout();
+    let trusted = core.config.trusted_proxies.clone();
     let layers = ServiceBuilder::new()
+        .map_request(move |req| client::resolve(req, &trusted))
         .map_request(request_id::drop_malformed)
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuidV7))
         .layer(PropagateRequestIdLayer::x_request_id())

@@ -57,6 +57,16 @@ pub struct FailureLimit {
 }
 
 impl RateLimiter {
+    /// Failed authentications allowed per client and per key prefix:
+    /// `rate_limits.failed_auth_per_minute` in a minute.
+    pub fn failed_auth(&self) -> FailureLimit {
+        FailureLimit {
+            what: "authentications",
+            limit: self.limits.failed_auth_per_minute,
+            window: Duration::from_secs(60),
+        }
+    }
+
     /// `RATE_LIMITED` when any of `subjects` has `limit.limit` failures in the window.
     pub async fn check_failures(&self, limit: FailureLimit, subjects: &[String]) -> Result<()> {
         let mut wait = Duration::ZERO;
@@ -217,6 +227,7 @@ mod tests {
         RateLimits {
             writes_per_minute: 3,
             reads_per_minute: 5,
+            failed_auth_per_minute: 20,
         }
     }
 

@@ -245,6 +245,7 @@ mod tests {
         RateLimiter::new(RateLimits {
             writes_per_minute: 3,
             reads_per_minute: 5,
+            failed_auth_per_minute: 20,
         })
     }
 
@@ -290,6 +291,7 @@ mod tests {
             RateLimits {
                 writes_per_minute: 3,
                 reads_per_minute: 5,
+                failed_auth_per_minute: 20,
             },
             &url,
         )
