@@ -191,6 +191,7 @@ impl Anvil {
     ) -> Options {
         Options {
             // These tests poll GET /tx; the rate limits have tests of their own.
+            log_file: None,
             config_toml: Some(format!(
                 "{}\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n{extra_toml}",
                 chain_toml(url)

@@ -2,7 +2,10 @@
 //! from the binary: started, stopped as an operator or a crash would, restarted on the same
 //! data, and joined by a second core over the same database.
 
-use std::{path::Path, process::Stdio};
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+};
 
 use anyhow::{Context, bail};
 use tokio::{
@@ -20,6 +23,8 @@ pub struct Options {
     pub env: Vec<(String, String)>,
     /// A TOML config file's content.
     pub config_toml: Option<String>,
+    /// Where the service's log (its standard error) goes; none: the test's own.
+    pub log_file: Option<PathBuf>,
 }
 
 impl Options {
@@ -29,6 +34,12 @@ impl Options {
             config_toml: Some(toml.into()),
             ..Self::default()
         }
+    }
+
+    /// These options, the service logging to `file` (appended).
+    pub fn logging_to(mut self, file: &Path) -> Self {
+        self.log_file = Some(file.to_owned());
+        self
     }
 
     /// These options, with the environment variable `key` set to `value` besides.
@@ -123,10 +134,17 @@ impl Launched {
 
 /// Spawns `cmd` (stdout piped, killed on drop) and reads its output until a line starting
 /// with each of `ready` has appeared; then keeps draining its output in the background.
-pub async fn launch(mut cmd: Command, ready: &[&str]) -> anyhow::Result<Launched> {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true);
+pub async fn launch(cmd: Command, ready: &[&str]) -> anyhow::Result<Launched> {
+    launch_logging_to(cmd, ready, Stdio::inherit()).await
+}
+
+/// `launch`, the process's log (its standard error) going to `log`.
+pub async fn launch_logging_to(
+    mut cmd: Command,
+    ready: &[&str],
+    log: Stdio,
+) -> anyhow::Result<Launched> {
+    cmd.stdout(Stdio::piped()).stderr(log).kill_on_drop(true);
     let mut child = cmd.spawn().context("starting walletops")?;
     let stdout = child.stdout.take().context("no stdout")?;
     let mut reader = BufReader::new(stdout).lines();
@@ -144,6 +162,27 @@ pub async fn launch(mut cmd: Command, ready: &[&str]) -> anyhow::Result<Launched
     // Keep draining stdout so the process never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = reader.next_line().await {} });
     Ok(Launched { child, lines })
+}
+
+/// Where a service started with `options` logs.
+fn log_sink(options: &Options) -> anyhow::Result<Stdio> {
+    Ok(match &options.log_file {
+        Some(path) => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?
+            .into(),
+        None => Stdio::inherit(),
+    })
+}
+
+/// The first API key a first start wrote into `data_dir` (it prints it only with
+/// `--print-key`).
+pub fn first_api_key(data_dir: &Path) -> anyhow::Result<String> {
+    Ok(std::fs::read_to_string(data_dir.join("first-api-key"))
+        .context("no first-api-key file written at first start")?
+        .trim()
+        .to_owned())
 }
 
 /// A running `walletops serve`, killed when dropped.
@@ -185,18 +224,14 @@ impl Service {
         };
         let database_url = pg.as_ref().map(|p| p.url.clone());
         let cmd = serve_command(data_dir.path(), database_url.as_deref(), &options)?;
-        let launched = launch(cmd, &SERVING).await?;
-        let api_key = launched
-            .value("API key: ")
-            .context("no `API key: ` line printed at first start")?;
+        let launched = launch_logging_to(cmd, &SERVING, log_sink(&options)?).await?;
+        let api_key = first_api_key(data_dir.path())?;
         let sign_in_link = launched
             .lines
             .iter()
-            .find_map(|l| {
-                let l = l.trim();
-                l.contains("/dashboard/sign-in-link?token=")
-                    .then(|| l.to_owned())
-            })
+            .flat_map(|l| l.split_whitespace())
+            .find(|word| word.contains("/dashboard/sign-in-link?token="))
+            .map(str::to_owned)
             .context("no sign-in link printed at first start")?;
         Ok(Self {
             http: launched.http()?,
@@ -282,7 +317,7 @@ impl Service {
     }
 
     /// Starts the (killed) service again on the same data dir and database with `options`;
-    /// returns whether the start printed an API key.
+    /// returns whether the start was a first start (it made a user and an API key).
     pub async fn relaunch(&mut self, options: Options) -> anyhow::Result<bool> {
         self.options = options;
         let cmd = serve_command(
@@ -290,8 +325,8 @@ impl Service {
             self.database_url.as_deref(),
             &self.options,
         )?;
-        let launched = launch(cmd, &SERVING).await?;
-        let printed_key = launched.value("API key: ").is_some();
+        let launched = launch_logging_to(cmd, &SERVING, log_sink(&self.options)?).await?;
+        let printed_key = launched.lines.iter().any(|l| l.starts_with("First start:"));
         self.http = launched.http()?;
         self.grpc_addr = launched.grpc_addr()?;
         self.child = launched.child;

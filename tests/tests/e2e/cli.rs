@@ -4,8 +4,8 @@
 use alloy::providers::Provider as _;
 use tokio::process::Command;
 use walletops_tests::{
-    Backend, Launched, Rest, Service, TestDatabase, launch, on_both_backends, poll_until,
-    walletops_bin, within, workspace_root,
+    Backend, Launched, Rest, Service, TestDatabase, first_api_key, launch, launch_logging_to,
+    on_both_backends, poll_until, walletops_bin, within, workspace_root,
 };
 
 async fn first_start_prints_one_key_once_and_restarts_keep_the_data(
@@ -134,6 +134,7 @@ on_both_backends!(
     first_start_prints_one_key_once_and_restarts_keep_the_data,
     admin_commands_manage_users_and_keys,
     core_and_edge_run_as_separate_processes,
+    the_first_start_keeps_its_key_in_a_private_file,
 );
 
 /// A first start that stops half-way (the user made, its key not) is finished by the next
@@ -149,13 +150,11 @@ async fn a_first_start_stopped_half_way_is_finished_by_the_next(b: Backend) -> a
     let mut again = serve_in(data.path(), &[])?;
     again.env("WALLETOPS_DATABASE_URL", &db.url);
     let mut svc = launch(again, &["REST listening on ", "gRPC listening on "]).await?;
-    let key = svc
-        .value("API key: ")
-        .expect("the key of the finished first start");
+    let key = first_api_key(data.path())?;
     let wallets = svc
         .lines
         .iter()
-        .filter(|l| l.starts_with("Wallet ("))
+        .filter(|l| l.trim_start().starts_with("Wallet:"))
         .count();
     assert_eq!(wallets, 2, "{:?}", svc.lines);
     let listed = Rest::new(&svc.http()?, &key).get("/wallets").await?;
@@ -192,7 +191,11 @@ async fn a_read_from_elsewhere_binds_no_master_key(b: Backend) -> anyhow::Result
     let mut serving = serve_in(shared.path(), &[])?;
     serving.env("WALLETOPS_DATABASE_URL", url);
     let mut core = launch(serving, &["REST listening on ", "gRPC listening on "]).await?;
-    assert!(core.value("API key: ").is_some(), "{:?}", core.lines);
+    assert!(
+        core.lines.iter().any(|l| l.starts_with("First start:")),
+        "{:?}",
+        core.lines
+    );
     // A second core with a key of its own is refused before it serves.
     let mut second = serve_in(other.path(), &[])?;
     second.env("WALLETOPS_DATABASE_URL", url);
@@ -281,6 +284,63 @@ fn dev_command(data: &std::path::Path) -> anyhow::Result<Command> {
 }
 
 /// `walletops serve` with `args` over the data dir `data` (SQLite), on free ports.
+/// The first start writes the key to a file only its user may read and says where; it prints
+/// the key only with `--print-key`, and at the default log level no library's INFO lines
+/// scroll what it says away. There is no command that shows a key again.
+async fn the_first_start_keeps_its_key_in_a_private_file(b: Backend) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let (data, db) = (tempfile::tempdir()?, TestDatabase::new(b).await?);
+    let mut cmd = serve_in(data.path(), &[])?;
+    cmd.env("WALLETOPS_DATABASE_URL", &db.url)
+        .env_remove("RUST_LOG");
+    let log_file = data.path().join("log");
+    let ready = ["REST listening on ", "gRPC listening on ", "Next: "];
+    let mut svc = launch_logging_to(cmd, &ready, std::fs::File::create(&log_file)?.into()).await?;
+    let file = data.path().join("first-api-key");
+    let key = first_api_key(data.path())?;
+    assert_eq!(
+        std::fs::metadata(&file)?.permissions().mode() & 0o777,
+        0o600
+    );
+    let said = svc.lines.join("\n");
+    assert!(!said.contains(&key), "the key was printed:\n{said}");
+    assert!(said.contains(&file.display().to_string()), "{said}");
+    assert!(said.contains("/dashboard/sign-in-link?token="), "{said}");
+    assert!(
+        svc.lines.len() <= 10,
+        "a first start says a few lines:\n{said}"
+    );
+    assert_eq!(
+        Rest::new(&svc.http()?, &key).get("/wallets").await?.status,
+        200
+    );
+    svc.child.start_kill()?;
+    svc.child.wait().await?;
+    let logged = std::fs::read_to_string(&log_file)?;
+    assert!(
+        !logged.contains("migration"),
+        "migration lines at INFO:\n{logged}"
+    );
+    assert!(!logged.contains(&key), "the key was logged");
+    // Printed too only when asked (the playground asks).
+    let (data, db) = (tempfile::tempdir()?, TestDatabase::new(b).await?);
+    let mut cmd = serve_in(data.path(), &["--print-key"])?;
+    cmd.env("WALLETOPS_DATABASE_URL", &db.url);
+    let mut svc = launch(cmd, &["REST listening on ", "gRPC listening on "]).await?;
+    assert_eq!(svc.value("API key: "), Some(first_api_key(data.path())?));
+    svc.child.start_kill()?;
+    svc.child.wait().await?;
+    // No command reveals a key.
+    let reveal = Command::new(walletops_bin()?)
+        .args(["keys", "reveal"])
+        .env("WALLETOPS_DATA_DIR", data.path())
+        .output()
+        .await?;
+    assert!(!reveal.status.success());
+    assert!(String::from_utf8_lossy(&reveal.stderr).contains("unrecognized subcommand"));
+    Ok(())
+}
+
 fn serve_in(data: &std::path::Path, args: &[&str]) -> anyhow::Result<Command> {
     let mut cmd = Command::new(walletops_bin()?);
     cmd.arg("serve")

@@ -11,6 +11,7 @@ mod evm;
 mod provider;
 mod rate_limits;
 mod request_ids;
+mod secrets;
 mod solana;
 mod surfaces;
 mod wallets;

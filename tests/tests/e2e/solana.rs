@@ -44,6 +44,7 @@ impl Sol {
         let svc = Service::start_with(
             b,
             Options {
+                log_file: None,
                 config_toml: Some(format!(
                     "request_timeout_secs = 120\n[chains.solana-devnet]\nrpc_url = \"{}\"\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n{extra_toml}",
                     node.url()

@@ -41,6 +41,7 @@ impl SolDesk {
         let rpc = RpcClient::new(solana.url());
         let (fake, mint) = JupiterFake::with_new_pool(&solana, 100 * SOL, POOL_TOKENS, 6).await?;
         let svc = Service::start_with(b, Options {
+            log_file: None,
             config_toml: Some(format!(
                 "request_timeout_secs = 120\n[chains.solana]\nrpc_url = \"{}\"\n[rate_limits]\nwrites_per_minute = 1000\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n[trade.solana]\nbase_url = \"{}\"\n{trade_toml}\n",
                 solana.url(),

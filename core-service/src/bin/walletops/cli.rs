@@ -35,6 +35,10 @@ pub(crate) struct Addrs {
     /// Data directory [env: WALLETOPS_DATA_DIR] [default: ./walletops-data].
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// On the first start, also print the first API key (it is always written to
+    /// `<data_dir>/first-api-key`, readable by this user only). `--dev` implies it.
+    #[arg(long)]
+    pub(crate) print_key: bool,
 }
 
 #[derive(Debug, Args, Default)]
@@ -47,7 +51,7 @@ pub(crate) struct DataDir {
 #[derive(Debug, Args, Default)]
 pub(crate) struct ServeArgs {
     #[command(flatten)]
-    addrs: Addrs,
+    pub(crate) addrs: Addrs,
     /// Also start a local anvil node as chain `anvil` (from the project's npm install), fund
     /// the first user's EVM wallet and print a ready curl line.
     #[arg(long)]

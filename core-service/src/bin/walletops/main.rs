@@ -20,7 +20,10 @@ use crate::{
 };
 
 fn init_tracing(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // The libraries' own INFO lines (one per migration applied) stay below the default level:
+    // a first start's output is what a new operator reads.
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sea_orm_migration=warn,sqlx=warn"));
     let registry = tracing_subscriber::registry().with(filter);
     match format {
         LogFormat::Json => registry
@@ -47,9 +50,12 @@ async fn main() -> anyhow::Result<()> {
     cli.command.apply(&mut config);
     init_tracing(config.log_format);
     match cli.command {
-        Command::Serve(args) => serve::run(config, Role::Both { dev: args.dev }).await,
-        Command::Core(_) => serve::run(config, Role::Core).await,
-        Command::Edge { .. } => serve::run(config, Role::Edge).await,
+        Command::Serve(args) => {
+            let print_key = args.addrs.print_key || args.dev;
+            serve::run(config, Role::Both { dev: args.dev }, print_key).await
+        }
+        Command::Core(addrs) => serve::run(config, Role::Core, addrs.print_key).await,
+        Command::Edge { .. } => serve::run(config, Role::Edge, false).await,
         Command::Migrate(_) => admin::migrate(&config).await,
         Command::Users { command, .. } => admin::users(config, command).await,
         Command::Keys { command, .. } => admin::keys(config, command).await,

@@ -39,7 +39,8 @@ type Tasks = JoinSet<anyhow::Result<()>>;
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Runs the servers of `role` until Ctrl-C or SIGTERM, or until one of them fails.
-pub(crate) async fn run(mut config: Config, role: Role) -> anyhow::Result<()> {
+/// On a first start, prints the first key too with `print_key`.
+pub(crate) async fn run(mut config: Config, role: Role, print_key: bool) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     // The dev nodes run as long as the servers: they stop when this is dropped.
     let mut playground = match role {
@@ -59,15 +60,30 @@ pub(crate) async fn run(mut config: Config, role: Role) -> anyhow::Result<()> {
     let mut first_key = None;
     let mut stopping_core = None;
     if role.runs_core() {
-        let started = start_core(&config, playground.as_mut(), &stop_rx, &mut tasks).await?;
+        let started = start_core(
+            &config,
+            playground.as_mut(),
+            print_key,
+            &stop_rx,
+            &mut tasks,
+        )
+        .await?;
         core_url = started.url;
         first_key = started.first_key;
         stopping_core = Some(started.core);
     }
     if let Some(http) = http {
         let http_addr = start_edge(http, &config, &core_url, &stop_rx, &mut tasks)?;
-        if let Some(playground) = &playground {
-            playground.print_try(dialable(http_addr), first_key.as_deref());
+        match (&playground, &first_key) {
+            (Some(playground), _) => {
+                playground.print_try(dialable(http_addr), first_key.as_deref())
+            }
+            (None, Some(_)) => println!(
+                "Next: KEY=$(cat {}) && curl -s http://{}/api/v1/wallets -H \"x-api-key: $KEY\"",
+                first_key_file(&config).display(),
+                dialable(http_addr)
+            ),
+            (None, None) => {}
         }
     }
     tokio::select! {
@@ -96,13 +112,14 @@ struct StartedCore {
 async fn start_core(
     config: &Config,
     playground: Option<&mut Playground>,
+    print_key: bool,
     stop_rx: &watch::Receiver<bool>,
     tasks: &mut Tasks,
 ) -> anyhow::Result<StartedCore> {
     let grpc = bind(config.grpc_addr, "gRPC").await?;
     let grpc_addr = grpc.local_addr()?;
     let url = format!("http://{}", dialable(grpc_addr));
-    let (core, first_key) = open_core(config.clone()).await?;
+    let (core, first_key) = open_core(config.clone(), print_key).await?;
     if let Some(playground) = playground {
         playground.prepare(&core).await?;
     }
@@ -230,33 +247,54 @@ async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
         .with_context(|| format!("binding the {what} listener to {addr}"))
 }
 
-/// Opens the core and, on an empty database, makes and prints the first user's key, which
-/// it also returns (for the dev curl line).
-async fn open_core(config: Config) -> anyhow::Result<(Core, Option<String>)> {
+/// Where the first start writes the first API key.
+fn first_key_file(config: &Config) -> std::path::PathBuf {
+    config.data_dir.join("first-api-key")
+}
+
+/// Opens the core and, on an empty database, makes the first user and its key, writes the
+/// key to `first_key_file` (this user's alone) and says where it is, printing the key too
+/// with `print_key`; returns the key (for the dev curl line).
+async fn open_core(config: Config, print_key: bool) -> anyhow::Result<(Core, Option<String>)> {
     let core = Core::open(config).await?;
     // A core that serves with another key than the database's is refused at once.
     core.wallets.bind_keystore().await?;
-    let mut key = None;
-    if let Some(first) = core.bootstrap().await? {
-        println!(
-            "First start: created user {:?} and its first API key.",
-            first.user.name
-        );
-        println!("API key: {}", first.secret.expose());
-        println!("(The key is shown only this once: store it now.)");
-        for w in &first.wallets {
-            println!("Wallet ({}, default, delegated): {}", w.family(), w.address);
+    let Some(first) = core.bootstrap().await? else {
+        return Ok((core, None));
+    };
+    let file = first_key_file(&core.config);
+    // A file left by an earlier database would hold a key that no longer works.
+    match std::fs::remove_file(&file) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("replacing {}", file.display()));
         }
-        let (token, until) = &first.sign_in_link;
-        println!(
-            "Dashboard: set the owner's password and sign in at (works once, until {}):",
-            until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        );
-        println!("  {}", core.config.sign_in_link(token.expose()));
-        println!("  (later: `walletops users set-password owner`)");
-        key = Some(first.secret.expose().to_owned());
+        _ => {}
     }
-    Ok((core, key))
+    let mut out = walletops_core::files::create_private_file(&file)
+        .with_context(|| format!("writing the first API key to {}", file.display()))?;
+    std::io::Write::write_all(&mut out, format!("{}\n", first.secret.expose()).as_bytes())?;
+    println!(
+        "First start: made user {:?}, a default EVM and Solana wallet, and its first API key.",
+        first.user.name
+    );
+    if print_key {
+        println!("API key: {}", first.secret.expose());
+    }
+    println!(
+        "  API key:   in {} (readable by you only; store it, then delete the file)",
+        file.display()
+    );
+    for w in &first.wallets {
+        println!("  Wallet:    {} {}", w.family(), w.address);
+    }
+    let (token, until) = &first.sign_in_link;
+    println!(
+        "  Dashboard: open {} to set the owner's password (works once, until {})",
+        core.config.sign_in_link(token.expose()),
+        until.format("%H:%M UTC")
+    );
+    let key = first.secret.expose().to_owned();
+    Ok((core, Some(key)))
 }
 
 /// Reads linked users' wallets from the wallet provider every `provider.sync_interval_secs`,

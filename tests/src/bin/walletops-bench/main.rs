@@ -124,6 +124,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
             Backend::Sqlite
         },
         Options {
+            log_file: None,
             config_toml: Some(format!(
                 "{}\n[rate_limits]\nwrites_per_minute = 1000000\nreads_per_minute = 1000000\n[monitor]\nstuck_after_secs = 5\n",
                 anvil.chain_toml()
