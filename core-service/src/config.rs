@@ -34,6 +34,9 @@ pub struct Config {
     /// Keystore master key, 32 bytes in base64. Default: generated once into
     /// `data_dir/master.key` (mode 0600). Every core over one database needs the same key.
     pub master_key: Option<Secret>,
+    /// Where `AdminService` listens, apart from the public listeners; none: it is not
+    /// served (the CLI manages users, keys and wallets).
+    pub admin_addr: Option<SocketAddr>,
     /// Token that `AdminService` callers must send as `x-admin-token`; none disables it.
     pub admin_token: Option<Secret>,
     /// The core the edge forwards to (`walletops edge`).
@@ -126,6 +129,7 @@ impl Default for Config {
             data_dir: PathBuf::from("./walletops-data"),
             database_url: None,
             master_key: None,
+            admin_addr: None,
             admin_token: None,
             core_url: "http://127.0.0.1:50051".to_owned(),
             rate_limits: RateLimits::default(),
@@ -242,7 +246,7 @@ impl Config {
 
     /// Refuses values the service cannot run with, naming the option: a zero rate limit
     /// refuses every request, a zero stuck time raises every fee each sweep up to the cap.
-    fn validate(&self) -> anyhow::Result<()> {
+    pub fn validate(&self) -> anyhow::Result<()> {
         // An empty token would match a request without one: anyone could create users.
         if let Some(token) = &self.admin_token {
             anyhow::ensure!(
@@ -250,6 +254,10 @@ impl Config {
                 "admin_token must be at least {MIN_ADMIN_TOKEN_LEN} characters (it guards creating users, keys and wallets); leave it unset to disable the admin API"
             );
         }
+        anyhow::ensure!(
+            self.admin_addr.is_none() || self.admin_token.is_some(),
+            "admin_addr needs admin_token: the admin listener serves only callers with the token"
+        );
         let m = &self.monitor;
         let at_least = [
             (

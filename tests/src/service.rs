@@ -73,6 +73,7 @@ fn serve_command(
         .env("WALLETOPS_HTTP_ADDR", "127.0.0.1:0")
         .env("WALLETOPS_GRPC_ADDR", "127.0.0.1:0")
         .env("WALLETOPS_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("WALLETOPS_ADMIN_ADDR", "127.0.0.1:0")
         .env("RUST_LOG", log_filter())
         .env_remove("DATABASE_URL")
         .env_remove("WALLETOPS_DATABASE_URL")
@@ -123,6 +124,12 @@ impl Launched {
         self.value("REST listening on ")
             .and_then(|v| v.split_whitespace().next().map(str::to_owned))
             .context("no REST address printed")
+    }
+
+    /// The printed admin listener's address, when it has one.
+    pub fn admin_addr(&self) -> Option<String> {
+        self.value("Admin listening on ")
+            .and_then(|v| v.split_whitespace().next().map(str::to_owned))
     }
 
     /// The printed gRPC address.
@@ -193,6 +200,8 @@ pub struct Service {
     pub http: String,
     /// `127.0.0.1:<port>`, the gRPC core.
     pub grpc_addr: String,
+    /// `127.0.0.1:<port>`, the admin listener (`AdminService`).
+    pub admin_addr: Option<String>,
     /// The first user's API key, printed at first start.
     pub api_key: String,
     /// The one-time dashboard sign-in link printed at first start.
@@ -236,6 +245,7 @@ impl Service {
         Ok(Self {
             http: launched.http()?,
             grpc_addr: launched.grpc_addr()?,
+            admin_addr: launched.admin_addr(),
             child: launched.child,
             api_key,
             sign_in_link,
@@ -280,6 +290,14 @@ impl Service {
     /// A gRPC channel to the core.
     pub async fn channel(&self) -> anyhow::Result<Channel> {
         Ok(Channel::from_shared(format!("http://{}", self.grpc_addr))?
+            .connect()
+            .await?)
+    }
+
+    /// A connected channel to the admin listener.
+    pub async fn admin_channel(&self) -> anyhow::Result<Channel> {
+        let addr = self.admin_addr.as_deref().context("no admin listener")?;
+        Ok(Channel::from_shared(format!("http://{addr}"))?
             .connect()
             .await?)
     }
@@ -329,6 +347,7 @@ impl Service {
         let printed_key = launched.lines.iter().any(|l| l.starts_with("First start:"));
         self.http = launched.http()?;
         self.grpc_addr = launched.grpc_addr()?;
+        self.admin_addr = launched.admin_addr();
         self.child = launched.child;
         Ok(printed_key)
     }

@@ -98,24 +98,61 @@ impl Health for DrainingHealth {
     }
 }
 
-/// Serves the core on `listener` until `shutdown` completes.
+/// Which services a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Surface {
+    /// What API keys and dashboard sessions call: `WalletOpsService`, `ApiKeyService`,
+    /// `DashboardService`.
+    Public,
+    /// `AdminService` alone, on `admin_addr`.
+    Admin,
+}
+
+/// Serves the core's public services on `listener` until `shutdown` completes.
 pub async fn serve(
     core: Core,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    serve_on(core, listener, shutdown, Surface::Public).await
+}
+
+/// Serves `AdminService` alone on `listener` (the `admin_addr` listener) until `shutdown`
+/// completes: the operators' API never shares the public listener.
+pub async fn serve_admin(
+    core: Core,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    serve_on(core, listener, shutdown, Surface::Admin).await
+}
+
+async fn serve_on(
+    core: Core,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    surface: Surface,
+) -> anyhow::Result<()> {
+    use tonic::server::NamedService;
+    let public = surface == Surface::Public;
+    let served: Vec<&'static str> = if public {
+        vec![
+            WalletOpsServiceServer::<WalletOpsApi>::NAME,
+            ApiKeyServiceServer::<ApiKeyApi>::NAME,
+            DashboardServiceServer::<DashboardApi>::NAME,
+        ]
+    } else {
+        vec![AdminServiceServer::<AdminApi>::NAME]
+    };
     let (health, _) = tonic_health::server::health_reporter();
     let health_service = HealthServer::new(DrainingHealth(
         tonic_health::server::HealthService::from_health_reporter(health.clone()),
     ));
-    health
-        .set_serving::<WalletOpsServiceServer<WalletOpsApi>>()
-        .await;
-    health.set_serving::<ApiKeyServiceServer<ApiKeyApi>>().await;
-    health.set_serving::<AdminServiceServer<AdminApi>>().await;
-    health
-        .set_serving::<DashboardServiceServer<DashboardApi>>()
-        .await;
+    for name in &served {
+        health
+            .set_service_status(*name, ServingStatus::Serving)
+            .await;
+    }
     let reflection = || {
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(walletops_proto::FILE_DESCRIPTOR_SET)
@@ -142,10 +179,16 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(reflection().build_v1()?)
         .add_service(reflection().build_v1alpha()?)
-        .add_service(WalletOpsServiceServer::new(WalletOpsApi::new(core.clone())))
-        .add_service(ApiKeyServiceServer::new(ApiKeyApi::new(core.clone())))
-        .add_service(DashboardServiceServer::new(DashboardApi::new(core.clone())))
-        .add_service(AdminServiceServer::new(AdminApi::new(core)))
+        .add_optional_service(
+            public.then(|| WalletOpsServiceServer::new(WalletOpsApi::new(core.clone()))),
+        )
+        .add_optional_service(
+            public.then(|| ApiKeyServiceServer::new(ApiKeyApi::new(core.clone()))),
+        )
+        .add_optional_service(
+            public.then(|| DashboardServiceServer::new(DashboardApi::new(core.clone()))),
+        )
+        .add_optional_service((!public).then(|| AdminServiceServer::new(AdminApi::new(core))))
         // Without TCP_NODELAY, small answers on a kept-alive connection wait ~40 ms for the
         // peer's delayed ACK (Nagle).
         .serve_with_incoming_shutdown(
@@ -154,18 +197,11 @@ pub async fn serve(
                 shutdown.await;
                 // Load balancers and health watchers learn of the drain before the
                 // connections close.
-                health
-                    .set_not_serving::<WalletOpsServiceServer<WalletOpsApi>>()
-                    .await;
-                health
-                    .set_not_serving::<ApiKeyServiceServer<ApiKeyApi>>()
-                    .await;
-                health
-                    .set_not_serving::<AdminServiceServer<AdminApi>>()
-                    .await;
-                health
-                    .set_not_serving::<DashboardServiceServer<DashboardApi>>()
-                    .await;
+                for name in served {
+                    health
+                        .set_service_status(name, ServingStatus::NotServing)
+                        .await;
+                }
                 health
                     .set_service_status("", ServingStatus::NotServing)
                     .await;

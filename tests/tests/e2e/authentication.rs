@@ -210,7 +210,7 @@ async fn guesses_at_one_prefix_are_throttled_from_every_address(b: Backend) -> a
     // Wrong admin tokens are counted too.
     for _ in 0..20 {
         let mut admin = walletops_proto::v1::admin_service_client::AdminServiceClient::new(
-            svc.channel().await?,
+            svc.admin_channel().await?,
         );
         let mut req = tonic::Request::new(pb::ListUsersRequest {});
         req.metadata_mut()
@@ -221,8 +221,9 @@ async fn guesses_at_one_prefix_are_throttled_from_every_address(b: Backend) -> a
             .expect_err("a wrong admin token");
         assert_eq!(reason(&err).as_deref(), Some("UNAUTHORIZED"));
     }
-    let mut admin =
-        walletops_proto::v1::admin_service_client::AdminServiceClient::new(svc.channel().await?);
+    let mut admin = walletops_proto::v1::admin_service_client::AdminServiceClient::new(
+        svc.admin_channel().await?,
+    );
     let err = admin
         .list_users(walletops_tests::as_admin(pb::ListUsersRequest {})?)
         .await

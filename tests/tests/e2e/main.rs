@@ -1,6 +1,7 @@
 //! End-to-end tests of WalletOps over real HTTP and gRPC on loopback, each on SQLite and on
 //! PostgreSQL.
 
+mod admin;
 mod api_keys;
 mod authentication;
 mod cli;

@@ -8,10 +8,11 @@ use tonic_health::pb::{
 };
 use walletops_tests::{Backend, Service, grpcurl, grpcurl_bin, on_both_backends, within};
 
+/// The services of the public gRPC listener (`AdminService` has a listener of its own).
 const OUR_SERVICES: [&str; 3] = [
     "walletops.v1.WalletOpsService",
     "walletops.v1.ApiKeyService",
-    "walletops.v1.AdminService",
+    "walletops.v1.DashboardService",
 ];
 
 /// The services gRPC reflection lists over `channel`, asked through the reflection API of

@@ -171,7 +171,7 @@ async fn wallets_made_at_once_give_one_default(b: Backend) -> anyhow::Result<()>
         .await?;
     anyhow::ensure!(out.success, "{}", out.stderr);
     let key = out.api_key().expect("carol's key");
-    let admin = AdminServiceClient::new(svc.channel().await?);
+    let admin = AdminServiceClient::new(svc.admin_channel().await?);
     let made = futures::future::join_all((0..6).map(|_| {
         let mut admin = admin.clone();
         async move {

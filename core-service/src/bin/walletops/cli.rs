@@ -32,6 +32,10 @@ pub(crate) struct Addrs {
     /// gRPC listen address [env: WALLETOPS_GRPC_ADDR] [default: 127.0.0.1:50051].
     #[arg(long)]
     grpc_addr: Option<SocketAddr>,
+    /// Admin API (gRPC `AdminService`) listen address [env: WALLETOPS_ADMIN_ADDR]
+    /// [default: none, the admin API is off]. Needs `admin_token`.
+    #[arg(long)]
+    admin_addr: Option<SocketAddr>,
     /// Data directory [env: WALLETOPS_DATA_DIR] [default: ./walletops-data].
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -214,6 +218,9 @@ impl Addrs {
         }
         if let Some(a) = self.grpc_addr {
             config.grpc_addr = a;
+        }
+        if let Some(a) = self.admin_addr {
+            config.admin_addr = Some(a);
         }
         if let Some(d) = &self.data_dir {
             config.data_dir = d.clone();

@@ -48,6 +48,8 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let mut config = Config::load(cli.config.as_deref())?;
     cli.command.apply(&mut config);
+    // Again: the flags may have changed what was checked.
+    config.validate()?;
     init_tracing(config.log_format);
     match cli.command {
         Command::Serve(args) => {

@@ -130,6 +130,13 @@ async fn start_core(
         monitor.await;
         Ok(())
     });
+    if let Some(addr) = config.admin_addr {
+        let admin = bind(addr, "admin").await?;
+        println!("Admin listening on {} (AdminService)", admin.local_addr()?);
+        let stop = on_stop(stop_rx.clone());
+        let serving = core.clone();
+        tasks.spawn(async move { walletops_core::grpc::serve_admin(serving, admin, stop).await });
+    }
     println!("gRPC listening on {grpc_addr}");
     let stop = on_stop(stop_rx.clone());
     let serving = core.clone();

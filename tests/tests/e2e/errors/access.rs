@@ -118,7 +118,7 @@ async fn undelegated_wallets_cannot_write(b: Backend) -> anyhow::Result<()> {
     unlinked.assert_error(403, "USER_NOT_LINKED")?;
     link(true).await?;
     assert_node_failed(api.post_with_key("/send", &key, &body).await?)?;
-    let mut admin = AdminServiceClient::new(svc.channel().await?);
+    let mut admin = AdminServiceClient::new(svc.admin_channel().await?);
     let req = as_admin(pb::UpdateWalletRequest {
         address: own.clone(),
         make_default: None,

@@ -59,7 +59,7 @@ async fn grpc_errors_carry_error_info_and_field_violations(b: Backend) -> anyhow
     };
     let err = err_unknown_chain(&mut client, &svc.api_key).await?;
     assert_eq!(violated(&err), ["chain"]);
-    let mut admin = AdminServiceClient::new(svc.channel().await?);
+    let mut admin = AdminServiceClient::new(svc.admin_channel().await?);
     let err = admin
         .create_wallet(as_admin(pb::CreateWalletRequest {
             user: "admin".to_owned(),

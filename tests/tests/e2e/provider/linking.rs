@@ -226,7 +226,7 @@ async fn the_admin_api_links_and_the_service_syncs_on_its_own(b: Backend) -> any
     })
     .await?;
     let second = second.expect("a second wallet").to_string();
-    let mut admin = AdminServiceClient::new(linked.svc.channel().await?);
+    let mut admin = AdminServiceClient::new(linked.svc.admin_channel().await?);
     let status = admin
         .sync_wallets(as_admin(pb::SyncWalletsRequest {
             user: "owner".to_owned(),
