@@ -40,15 +40,18 @@ async fn open_records(store: &Store, n: u64, held_until: Option<DateTime<Utc>>) 
     let user = store.insert_user("lease").await.expect("a user");
     let from: WalletAddress = alloy::primitives::Address::repeat_byte(0xaa).into();
     let wallet = store
-        .insert_wallet(NewWallet {
-            user_id: user.id,
-            address: from,
-            make_default: true,
-            key: SealedKey {
-                nonce: vec![0; 12],
-                ciphertext: vec![0; 48],
+        .insert_wallet(
+            NewWallet {
+                user_id: user.id,
+                address: from,
+                make_default: true,
+                key: SealedKey {
+                    nonce: vec![0; 12],
+                    ciphertext: vec![0; 48],
+                },
             },
-        })
+            |_| true,
+        )
         .await
         .expect("a wallet");
     let mut ids = Vec::new();

@@ -97,6 +97,40 @@ impl Keystore {
         Ok(keystore)
     }
 
+    /// A keystore over the master key `b64` (base64 of 32 bytes) alone: the new key of a
+    /// rotation.
+    pub fn from_master_key(b64: &str) -> anyhow::Result<Self> {
+        let key = decode_master_key(b64)?;
+        Ok(Self {
+            cipher: Aes256Gcm::new_from_slice(key.as_slice())
+                .map_err(|_| anyhow::anyhow!("master key must be 32 bytes"))?,
+            bound: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// Whether the database's keystore check `stored` opens under this master key.
+    pub(crate) fn opens_check(&self, stored: &SealedKey) -> bool {
+        self.open_for(KEYSTORE_CHECK_AAD, stored)
+            .is_ok_and(|text| text.as_slice() == KEYSTORE_CHECK_TEXT)
+    }
+
+    /// Re-seals every wallet key of `store` and its keystore check under `new`'s master key,
+    /// in one transaction; how many wallet keys it re-sealed. Cores still running on this
+    /// key then seal no new wallet, and sign only for wallets whose keys they read before.
+    pub async fn rotate(&self, store: &Store, new: &Keystore) -> anyhow::Result<usize> {
+        let new_check = new.seal_for(KEYSTORE_CHECK_AAD, KEYSTORE_CHECK_TEXT)?;
+        Ok(store
+            .rotate_keystore(
+                |check| self.opens_check(check),
+                |address, sealed| {
+                    let secret = self.open_key(address, sealed)?;
+                    new.seal(address, &secret)
+                },
+                new_check,
+            )
+            .await?)
+    }
+
     /// Generates a new wallet of `family`: its canonical address and its sealed private key.
     pub fn generate(&self, family: ChainFamily) -> anyhow::Result<(WalletAddress, SealedKey)> {
         let (address, secret): (WalletAddress, Zeroizing<Vec<u8>>) = match family {
@@ -186,9 +220,8 @@ impl Keystore {
             .get_or_try_init(|| async {
                 let proposed = self.seal_for(KEYSTORE_CHECK_AAD, KEYSTORE_CHECK_TEXT)?;
                 let stored = store.claim_keystore_check(proposed).await?;
-                let opened = self.open_for(KEYSTORE_CHECK_AAD, &stored);
                 anyhow::ensure!(
-                    opened.is_ok_and(|text| text.as_slice() == KEYSTORE_CHECK_TEXT),
+                    self.opens_check(&stored),
                     "the master key does not open this database's keystore check: the \
                      database was begun under another master key (by another core, or a \
                      command run with another data_dir). Every core and command over one \
@@ -336,9 +369,11 @@ impl LocalSigner {
                 w.id
             )));
         }
+        // A key that does not open was re-sealed under a new master key since this core
+        // started (a rotation): it cannot sign until restarted with that key.
         self.keystore
             .open_key(&address, &sealed)
-            .map_err(WalletOpsError::Internal)
+            .map_err(|_| WalletOpsError::ServiceUnavailable(crate::store::ROTATED_AWAY.to_owned()))
     }
 }
 

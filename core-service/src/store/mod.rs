@@ -8,6 +8,7 @@ mod idempotency;
 mod leases;
 mod provider_links;
 mod records;
+mod rotation;
 mod sessions;
 pub(crate) mod transactions;
 mod users;
@@ -25,6 +26,7 @@ pub(crate) use idempotency::{ClaimRow, NewClaim};
 pub(crate) use leases::Leased;
 pub(crate) use leases::REQUEST_HOLD;
 pub use provider_links::SyncReport;
+pub(crate) use rotation::ROTATED_AWAY;
 pub(crate) use sessions::NewSession;
 pub(crate) use transactions::NewTransaction;
 
@@ -112,6 +114,28 @@ impl Store {
     /// Whether the database answers, for health checks.
     pub async fn ping(&self) -> Result<(), DbErr> {
         self.db.ping().await
+    }
+
+    /// Copies a SQLite database to the new file `file` (this user's alone) while cores write
+    /// to it: `VACUUM INTO` reads one consistent snapshot. On PostgreSQL, `pg_dump` does
+    /// that, and this says so.
+    pub async fn backup_to(&self, file: &std::path::Path) -> anyhow::Result<()> {
+        use sea_orm::ConnectionTrait;
+        anyhow::ensure!(
+            self.db.get_database_backend() == sea_orm::DatabaseBackend::Sqlite,
+            "the database is PostgreSQL: back it up with pg_dump, which reads one consistent \
+             snapshot while cores write: pg_dump --format=custom --file {} \"$DATABASE_URL\"",
+            file.display()
+        );
+        // Made empty first, with this user's mode: VACUUM INTO fills an empty file.
+        crate::files::create_private_file(file)
+            .with_context(|| format!("creating {} (it must not exist)", file.display()))?;
+        let path = file.to_str().context("the backup path is not UTF-8")?;
+        self.db
+            .execute_unprepared(&format!("VACUUM INTO '{}'", path.replace('\'', "''")))
+            .await
+            .with_context(|| format!("copying the database into {}", file.display()))?;
+        Ok(())
     }
 }
 

@@ -111,10 +111,24 @@ impl Store {
 
     /// Stores a new delegated wallet and its sealed key in one transaction: a wallet is never
     /// stored without the key that signs for it.
-    pub(crate) async fn insert_wallet(&self, new: NewWallet) -> Result<Wallet> {
+    /// `ours` says whether the database's keystore check opens under the master key that
+    /// sealed `new.key`: a core whose key was rotated away must not seal new wallets under
+    /// it (the rotation, which re-sealed the others, would never see this one).
+    pub(crate) async fn insert_wallet(
+        &self,
+        new: NewWallet,
+        ours: impl Fn(&SealedKey) -> bool,
+    ) -> Result<Wallet> {
         let family = new.address.family();
         let address = new.address.to_string();
         let txn = self.begin().await?;
+        if let Some(check) = super::rotation::locked_check(&txn, false).await?
+            && !ours(&check)
+        {
+            return Err(WalletOpsError::ServiceUnavailable(
+                super::ROTATED_AWAY.to_owned(),
+            ));
+        }
         // Two concurrent creations would both find no default and both make one.
         super::users::lock_user(&txn, new.user_id).await?;
         let has_default = wallets::Entity::find()
@@ -208,7 +222,7 @@ impl Store {
 }
 
 /// A signer key row read back: the address its key was sealed for, and the sealed key.
-fn sealed_row(m: signer_keys::Model) -> Result<(WalletAddress, SealedKey)> {
+pub(super) fn sealed_row(m: signer_keys::Model) -> Result<(WalletAddress, SealedKey)> {
     let address = stored_address(&m.chain_type, &m.address)
         .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signer key: {e}")))?;
     Ok((

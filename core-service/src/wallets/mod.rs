@@ -198,6 +198,12 @@ impl Wallets {
         self.keystore.bind_to(&self.store).await
     }
 
+    /// Re-seals every wallet key under `new`'s master key (see `Keystore::rotate`).
+    pub async fn rotate_keystore(&self, new: &Keystore) -> anyhow::Result<usize> {
+        self.keystore.bind_to(&self.store).await?;
+        self.keystore.rotate(&self.store, new).await
+    }
+
     /// Generates a wallet of `family` for `user_id`, delegated to the server signer. The
     /// first wallet of a family becomes the default; `make_default` makes any one so.
     pub async fn create(
@@ -214,12 +220,15 @@ impl Wallets {
             .generate(family)
             .map_err(WalletOpsError::Internal)?;
         self.store
-            .insert_wallet(NewWallet {
-                user_id,
-                address,
-                make_default,
-                key,
-            })
+            .insert_wallet(
+                NewWallet {
+                    user_id,
+                    address,
+                    make_default,
+                    key,
+                },
+                |check| self.keystore.opens_check(check),
+            )
             .await
     }
 

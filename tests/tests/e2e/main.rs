@@ -9,6 +9,7 @@ mod crash;
 mod dashboard;
 mod errors;
 mod evm;
+mod keystore;
 mod provider;
 mod rate_limits;
 mod request_ids;

@@ -8,12 +8,65 @@ use walletops_core::{
     domain::{ApiKey, Scopes, Wallet},
 };
 
-use crate::cli::{KeysCommand, UsersCommand, WalletsCommand};
+use anyhow::Context;
+
+use crate::cli::{KeysCommand, KeystoreCommand, UsersCommand, WalletsCommand};
 
 /// `migrate`: runs pending migrations on the store alone (migrating needs no master key).
 pub(crate) async fn migrate(config: &Config) -> anyhow::Result<()> {
     walletops_core::store::Store::connect(&config.database_url()).await?;
     println!("migrations are up to date");
+    Ok(())
+}
+
+/// `backup FILE`: a consistent copy of the SQLite database while cores write to it.
+pub(crate) async fn backup(config: &Config, file: &std::path::Path) -> anyhow::Result<()> {
+    let store = walletops_core::store::Store::connect(&config.database_url()).await?;
+    store.backup_to(file).await?;
+    println!(
+        "Database copied to {} (readable by you only)",
+        file.display()
+    );
+    println!("Keep the master key with it, apart: the backup's wallet keys open only under it.");
+    Ok(())
+}
+
+/// `keystore rotate`: every wallet key re-sealed under a new master key, then the master key
+/// file replaced (when the key comes from `data_dir/master.key`).
+pub(crate) async fn keystore(config: Config, command: KeystoreCommand) -> anyhow::Result<()> {
+    let KeystoreCommand::Rotate { new_key_file } = command;
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(&new_key_file)
+            .with_context(|| format!("reading {}", new_key_file.display()))?,
+    );
+    let new = walletops_core::signer::Keystore::from_master_key(text.trim())
+        .with_context(|| format!("the new master key in {}", new_key_file.display()))?;
+    let configured = config.master_key.is_some();
+    let key_file = config.data_dir.join("master.key");
+    let core = Core::open(config).await?;
+    let count = core.wallets.rotate_keystore(&new).await?;
+    println!("Re-sealed {count} wallet keys and the keystore check under the new master key.");
+    if configured {
+        println!(
+            "Set master_key (WALLETOPS_MASTER_KEY) to the new key on every core and restart them."
+        );
+    } else {
+        // Written beside, then renamed over: the file is never half-written.
+        let staged = key_file.with_extension("key.new");
+        let _ = std::fs::remove_file(&staged);
+        let mut out = walletops_core::files::create_private_file(&staged)?;
+        std::io::Write::write_all(&mut out, format!("{}\n", text.trim()).as_bytes())?;
+        out.sync_all()?;
+        std::fs::rename(&staged, &key_file)?;
+        println!(
+            "{} now holds the new key; restart the cores that use it.",
+            key_file.display()
+        );
+    }
+    println!(
+        "Until restarted, a core on the old key refuses to make wallets, and signs only for \
+         wallets whose keys it read before, answering SERVICE_UNAVAILABLE for the others."
+    );
     Ok(())
 }
 

@@ -98,8 +98,35 @@ pub(crate) enum Command {
         #[command(flatten)]
         data: DataDir,
     },
+    /// Manage the keystore's master key.
+    Keystore {
+        #[command(subcommand)]
+        command: KeystoreCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Copy the SQLite database, consistent, to a new FILE while the service runs (on
+    /// PostgreSQL, use pg_dump: this says how).
+    Backup {
+        /// The backup file; it must not exist.
+        file: PathBuf,
+        #[command(flatten)]
+        data: DataDir,
+    },
     /// Run pending database migrations and exit.
     Migrate(DataDir),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeystoreCommand {
+    /// Re-seal every wallet key under a new master key, in one transaction. The new key is
+    /// base64 of 32 random bytes in a file (`head -c 32 /dev/urandom | base64 > new.key`).
+    /// Then restart every core with it.
+    Rotate {
+        /// The file holding the new master key.
+        #[arg(long)]
+        new_key_file: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -256,6 +283,8 @@ impl Command {
             Self::Users { data, .. }
             | Self::Keys { data, .. }
             | Self::Wallets { data, .. }
+            | Self::Keystore { data, .. }
+            | Self::Backup { data, .. }
             | Self::Migrate(data) => data.apply(config),
         }
     }

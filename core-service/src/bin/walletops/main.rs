@@ -62,5 +62,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Users { command, .. } => admin::users(config, command).await,
         Command::Keys { command, .. } => admin::keys(config, command).await,
         Command::Wallets { command, .. } => admin::wallets(config, command).await,
+        Command::Keystore { command, .. } => admin::keystore(config, command).await,
+        Command::Backup { file, .. } => admin::backup(&config, &file).await,
     }
 }

@@ -1,0 +1,83 @@
+//! Master-key rotation: every sealed wallet key and the keystore check re-sealed under a new
+//! master key in one transaction, and the guard that keeps a core still running on the old
+//! key from sealing new wallets under it.
+
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel, QuerySelect};
+
+use super::{
+    Store,
+    entities::{keystore_check, signer_keys},
+    wallets::sealed_row,
+};
+use crate::{
+    domain::{SealedKey, WalletAddress},
+    error::{Result, WalletOpsError},
+};
+
+/// What a core still on a rotated-away master key is told.
+pub(crate) const ROTATED_AWAY: &str = "this core's master key is no longer the database's (it \
+    was rotated with `walletops keystore rotate`): restart the core with the new master key";
+
+/// The keystore check, read under a lock that a rotation's write waits for (a share lock on
+/// PostgreSQL; SQLite's writers are serialized already).
+pub(super) async fn locked_check<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    exclusive: bool,
+) -> Result<Option<SealedKey>> {
+    let query = keystore_check::Entity::find_by_id(1);
+    let query = if exclusive {
+        query.lock_exclusive()
+    } else {
+        query.lock_shared()
+    };
+    Ok(query.one(conn).await?.map(|m| SealedKey {
+        nonce: m.nonce,
+        ciphertext: m.ciphertext,
+    }))
+}
+
+impl Store {
+    /// Re-seals every wallet key with `reseal` and replaces the keystore check with
+    /// `new_check`, in one transaction, once `opens_check` says the current check opens
+    /// under the old key. Returns how many wallet keys were re-sealed.
+    pub(crate) async fn rotate_keystore(
+        &self,
+        opens_check: impl Fn(&SealedKey) -> bool,
+        reseal: impl Fn(&WalletAddress, &SealedKey) -> anyhow::Result<SealedKey>,
+        new_check: SealedKey,
+    ) -> Result<usize> {
+        let txn = self.begin().await?;
+        let check = locked_check(&txn, true).await?.ok_or_else(|| {
+            WalletOpsError::invalid(
+                "database",
+                "it has no keystore check yet: start a core on it first",
+            )
+        })?;
+        if !opens_check(&check) {
+            return Err(WalletOpsError::invalid(
+                "master_key",
+                "the current master key does not open this database: rotate with the key it was sealed under",
+            ));
+        }
+        let mut row = keystore_check::Entity::find_by_id(1)
+            .one(&txn)
+            .await?
+            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("keystore check vanished")))?
+            .into_active_model();
+        row.nonce = Set(new_check.nonce);
+        row.ciphertext = Set(new_check.ciphertext);
+        row.update(&txn).await?;
+        let keys = signer_keys::Entity::find().all(&txn).await?;
+        let count = keys.len();
+        for m in keys {
+            let mut active = m.clone().into_active_model();
+            let (address, sealed) = sealed_row(m)?;
+            let resealed = reseal(&address, &sealed).map_err(WalletOpsError::Internal)?;
+            active.nonce = Set(resealed.nonce);
+            active.ciphertext = Set(resealed.ciphertext);
+            active.update(&txn).await?;
+        }
+        txn.commit().await?;
+        Ok(count)
+    }
+}
