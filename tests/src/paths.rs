@@ -38,7 +38,16 @@ pub fn walletops_bin() -> anyhow::Result<PathBuf> {
 
 /// The grpcurl the test command installs into `.venv`.
 pub fn grpcurl_bin() -> anyhow::Result<PathBuf> {
-    let bin = workspace_root().join(".venv/bin/grpcurl");
+    venv_bin("grpcurl")
+}
+
+/// The schemathesis the test command installs into `.venv`.
+pub fn schemathesis_bin() -> anyhow::Result<PathBuf> {
+    venv_bin("schemathesis")
+}
+
+fn venv_bin(name: &str) -> anyhow::Result<PathBuf> {
+    let bin = workspace_root().join(".venv/bin").join(name);
     if !bin.exists() {
         bail!("{} is missing: scripts/test installs it", bin.display());
     }

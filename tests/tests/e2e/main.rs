@@ -9,6 +9,7 @@ mod crash;
 mod dashboard;
 mod errors;
 mod evm;
+mod fuzz;
 mod keystore;
 mod provider;
 mod rate_limits;
