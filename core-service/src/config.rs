@@ -72,6 +72,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// The scopes of the API key the first start makes.
     pub first_key_scopes: Scopes,
+    /// TLS on the REST listener.
+    pub tls: TlsConfig,
     /// Peers whose `x-client-address` the core believes (edges run on other hosts, load
     /// balancers): failed authentication is counted per client address, and any other peer
     /// is counted by its own address. Loopback is always believed.
@@ -146,7 +148,26 @@ impl Default for Config {
             public_url: None,
             first_key_scopes: Scopes::ALL,
             trusted_proxies: Vec::new(),
+            tls: TlsConfig::default(),
         }
+    }
+}
+
+/// TLS on the REST listener: a certificate chain and its key, in PEM files, read again on
+/// SIGHUP (new connections use the new ones; open connections are kept).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// The certificate chain, leaf first.
+    pub cert_file: Option<PathBuf>,
+    /// The private key.
+    pub key_file: Option<PathBuf>,
+}
+
+impl TlsConfig {
+    /// The two files, when TLS is on.
+    pub fn files(&self) -> Option<(&std::path::Path, &std::path::Path)> {
+        Some((self.cert_file.as_deref()?, self.key_file.as_deref()?))
     }
 }
 
@@ -296,6 +317,10 @@ impl Config {
                 "{option} must be at least {least}, not {value}"
             );
         }
+        anyhow::ensure!(
+            self.tls.cert_file.is_some() == self.tls.key_file.is_some(),
+            "tls.cert_file and tls.key_file go together"
+        );
         if let Some(url) = &self.public_url {
             let parsed = reqwest::Url::parse(url)
                 .map_err(|e| anyhow::anyhow!("public_url {url:?} is not a URL: {e}"))?;
@@ -308,15 +333,20 @@ impl Config {
         self.provider.validate()
     }
 
-    /// Where operators reach the REST edge: `public_url`, else `http://<http_addr>` (an
+    /// Where operators reach the REST edge: `public_url`, else `http(s)://<http_addr>` (an
     /// unspecified listen address shown as loopback). No trailing slash.
     pub fn public_base(&self) -> String {
+        let scheme = if self.tls.files().is_some() {
+            "https"
+        } else {
+            "http"
+        };
         match &self.public_url {
             Some(url) => url.trim_end_matches('/').to_owned(),
             None if self.http_addr.ip().is_unspecified() => {
-                format!("http://127.0.0.1:{}", self.http_addr.port())
+                format!("{scheme}://127.0.0.1:{}", self.http_addr.port())
             }
-            None => format!("http://{}", self.http_addr),
+            None => format!("{scheme}://{}", self.http_addr),
         }
     }
 

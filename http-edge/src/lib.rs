@@ -12,6 +12,7 @@ mod extract;
 mod model;
 mod openapi;
 mod routes;
+mod tls;
 
 use std::{future::Future, time::Duration};
 
@@ -37,6 +38,7 @@ use walletops_proto::{
 
 pub use dashboard::PeerAddr;
 pub use error::{ErrorBody, http_status};
+pub use tls::ServerTls;
 
 use crate::error::{EdgeError, REQUEST_ID};
 
@@ -51,6 +53,8 @@ pub struct EdgeConfig {
     pub header_read_timeout: Duration,
     /// Mark the dashboard's cookies `Secure`: the dashboard is reached over https.
     pub secure_cookies: bool,
+    /// TLS on the listener; none: plain HTTP.
+    pub tls: Option<std::sync::Arc<ServerTls>>,
 }
 
 /// A lazily connecting channel to the core at `url`, with a per-call `timeout`. Lazy, so the
@@ -204,12 +208,37 @@ pub async fn serve(
                 req
             },
         ));
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "serving a connection");
+        match &config.tls {
+            None => {
+                let connection =
+                    graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
+                tokio::spawn(async move {
+                    if let Err(e) = connection.await {
+                        tracing::debug!(error = %e, "serving a connection");
+                    }
+                });
             }
-        });
+            Some(tls) => {
+                // The handshake runs in the connection's task, under the header timeout: a
+                // client that stalls it holds no one else up.
+                let (acceptor, builder) = (tls.acceptor(), builder.clone());
+                let watcher = graceful.watcher();
+                let handshake_timeout = config.header_read_timeout;
+                tokio::spawn(async move {
+                    let stream =
+                        match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await {
+                            Ok(Ok(stream)) => stream,
+                            Ok(Err(e)) => return tracing::debug!(error = %e, "TLS handshake"),
+                            Err(_) => return tracing::debug!("TLS handshake timed out"),
+                        };
+                    let connection =
+                        watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
+                    if let Err(e) = connection.await {
+                        tracing::debug!(error = %e, "serving a connection");
+                    }
+                });
+            }
+        }
     }
     drop(listener);
     graceful.shutdown().await;

@@ -17,4 +17,5 @@ mod request_ids;
 mod secrets;
 mod solana;
 mod surfaces;
+mod tls;
 mod wallets;

@@ -159,18 +159,33 @@ fn start_edge(
 ) -> anyhow::Result<SocketAddr> {
     let http_addr = http.local_addr()?;
     let channel = walletops_edge::core_channel(core_url, config.request_timeout())?;
+    let tls = match config.tls.files() {
+        Some((cert, key)) => {
+            let tls = std::sync::Arc::new(walletops_edge::ServerTls::load(cert, key)?);
+            spawn_tls_reloader(tls.clone(), stop_rx.clone());
+            Some(tls)
+        }
+        None => None,
+    };
     let edge_config = walletops_edge::EdgeConfig {
         max_body_bytes: config.max_body_bytes,
         body_timeout: config.request_timeout(),
         header_read_timeout: Duration::from_secs(config.header_read_timeout_secs),
-        secure_cookies: config
-            .public_url
-            .as_deref()
-            .is_some_and(|url| url.starts_with("https://")),
+        secure_cookies: tls.is_some()
+            || config
+                .public_url
+                .as_deref()
+                .is_some_and(|url| url.starts_with("https://")),
+        tls,
     };
     let router = walletops_edge::router(channel, &edge_config);
+    let scheme = if edge_config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     println!(
-        "REST listening on http://{http_addr} (API under /api/v1, dashboard at /dashboard, forwarding to {core_url})"
+        "REST listening on {scheme}://{http_addr} (API under /api/v1, dashboard at /dashboard, forwarding to {core_url})"
     );
     let stop = on_stop(stop_rx.clone());
     tasks.spawn(async move {
@@ -302,6 +317,30 @@ async fn open_core(config: Config, print_key: bool) -> anyhow::Result<(Core, Opt
     );
     let key = first.secret.expose().to_owned();
     Ok((core, Some(key)))
+}
+
+/// Reloads the REST listener's certificate and key on each SIGHUP, until the stop: new
+/// connections get them, open ones are kept. A reload that fails keeps the ones in use.
+fn spawn_tls_reloader(
+    tls: std::sync::Arc<walletops_edge::ServerTls>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+    else {
+        tracing::warn!("cannot listen for SIGHUP: the TLS certificate reloads only on restart");
+        return;
+    };
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = hangups.recv() => match tls.reload() {
+                    Ok(()) => tracing::info!("TLS certificate reloaded"),
+                    Err(e) => tracing::error!(error = %e, "reloading the TLS certificate failed; keeping the one in use"),
+                },
+                _ = stop.changed() => return,
+            }
+        }
+    });
 }
 
 /// Reads linked users' wallets from the wallet provider every `provider.sync_interval_secs`,
