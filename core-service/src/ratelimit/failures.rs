@@ -12,27 +12,33 @@ use std::{
 use super::{REDIS_TIMEOUT, RateLimiter, Windows};
 use crate::error::{Result, WalletOpsError};
 
-/// The failures in the window and, when there are `limit` of them, the milliseconds until
-/// the oldest leaves it (0: admitted).
+/// For each subject (KEYS), the failures in the window; the milliseconds until the subject
+/// with `limit` of them may try again (the longest wait), 0 when none has: one round trip
+/// for every subject of a request.
 const REDIS_CHECK: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) < limit then
-  return 0
+local wait = 0
+for _, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  if redis.call('ZCARD', key) >= limit then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    wait = math.max(wait, math.max(1, tonumber(oldest[2]) + window - now))
+  end
 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return math.max(1, tonumber(oldest[2]) + window - now)
+return wait
 "#;
 
-/// Notes one failure now.
+/// Notes one failure now for each subject (KEYS).
 const REDIS_RECORD: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now, ARGV[2])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now, ARGV[2])
+  redis.call('PEXPIRE', key, tonumber(ARGV[1]))
+end
 return 0
 "#;
 
@@ -69,10 +75,7 @@ impl RateLimiter {
 
     /// `RATE_LIMITED` when any of `subjects` has `limit.limit` failures in the window.
     pub async fn check_failures(&self, limit: FailureLimit, subjects: &[String]) -> Result<()> {
-        let mut wait = Duration::ZERO;
-        for subject in subjects {
-            wait = wait.max(self.failure_wait(limit, subject).await);
-        }
+        let wait = self.failure_wait(limit, subjects).await;
         if wait.is_zero() {
             return Ok(());
         }
@@ -86,64 +89,76 @@ impl RateLimiter {
 
     /// Counts one failure for each of `subjects`.
     pub async fn record_failure(&self, limit: FailureLimit, subjects: &[String]) {
-        for subject in subjects {
-            match &self.windows {
-                Windows::Local(_) => {
-                    let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        match &self.windows {
+            Windows::Local(_) => {
+                let now = Instant::now();
+                let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+                for subject in subjects {
                     let log = failures.entry(subject.clone()).or_default();
-                    log.push_back(Instant::now());
+                    log.push_back(now);
                     // Never more than the limit is needed to decide.
                     while log.len() > limit.limit as usize {
                         log.pop_front();
                     }
                 }
-                Windows::Redis { connection, .. } => {
-                    let mut connection = connection.clone();
-                    let mut invocation = RECORD_SCRIPT.key(redis_key(subject));
-                    invocation
-                        .arg(limit.window.as_millis() as u64)
-                        .arg(uuid::Uuid::now_v7().to_string());
-                    let done = tokio::time::timeout(
-                        REDIS_TIMEOUT,
-                        invocation.invoke_async::<u64>(&mut connection),
-                    )
-                    .await;
-                    if !matches!(done, Ok(Ok(_))) {
-                        tracing::warn!("failure throttle unreachable; failure not counted");
-                    }
+            }
+            Windows::Redis { connection, .. } => {
+                let mut invocation = RECORD_SCRIPT.prepare_invoke();
+                for subject in subjects {
+                    invocation.key(redis_key(subject));
+                }
+                invocation
+                    .arg(limit.window.as_millis() as u64)
+                    .arg(uuid::Uuid::now_v7().to_string());
+                let mut connection = connection.clone();
+                let done = tokio::time::timeout(
+                    REDIS_TIMEOUT,
+                    invocation.invoke_async::<u64>(&mut connection),
+                )
+                .await;
+                if !matches!(done, Ok(Ok(_))) {
+                    tracing::warn!("failure throttle unreachable; failure not counted");
                 }
             }
         }
     }
 
-    /// How long `subject` must wait; zero: it may try.
-    async fn failure_wait(&self, limit: FailureLimit, subject: &str) -> Duration {
+    /// How long the longest-waiting of `subjects` must wait; zero: they may try.
+    async fn failure_wait(&self, limit: FailureLimit, subjects: &[String]) -> Duration {
         match &self.windows {
             Windows::Local(_) => {
                 let now = Instant::now();
                 let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
-                let Some(log) = failures.get_mut(subject) else {
-                    return Duration::ZERO;
-                };
-                while log
-                    .front()
-                    .is_some_and(|t| now.duration_since(*t) >= limit.window)
-                {
-                    log.pop_front();
+                let mut wait = Duration::ZERO;
+                for subject in subjects {
+                    let Some(log) = failures.get_mut(subject) else {
+                        continue;
+                    };
+                    while log
+                        .front()
+                        .is_some_and(|t| now.duration_since(*t) >= limit.window)
+                    {
+                        log.pop_front();
+                    }
+                    if log.len() >= limit.limit as usize {
+                        let left = log.front().map_or(limit.window, |oldest| {
+                            limit.window.saturating_sub(now.duration_since(*oldest))
+                        });
+                        wait = wait.max(left);
+                    }
                 }
-                if log.len() < limit.limit as usize {
-                    return Duration::ZERO;
-                }
-                log.front().map_or(limit.window, |oldest| {
-                    limit.window.saturating_sub(now.duration_since(*oldest))
-                })
+                wait
             }
+            // One round trip for every subject of the request.
             Windows::Redis { connection, .. } => {
-                let mut connection = connection.clone();
-                let mut invocation = CHECK_SCRIPT.key(redis_key(subject));
+                let mut invocation = CHECK_SCRIPT.prepare_invoke();
+                for subject in subjects {
+                    invocation.key(redis_key(subject));
+                }
                 invocation
                     .arg(limit.window.as_millis() as u64)
                     .arg(limit.limit);
+                let mut connection = connection.clone();
                 match tokio::time::timeout(
                     REDIS_TIMEOUT,
                     invocation.invoke_async::<u64>(&mut connection),
