@@ -53,16 +53,17 @@ pub(crate) fn units(raw: &str, decimals: u32) -> String {
     }
 }
 
-/// A transaction status's name and its badge's style.
-pub(crate) fn status(value: i32) -> (&'static str, &'static str) {
+/// A transaction status's name, its badge's style, and whether the monitor still follows
+/// it (the page then refreshes itself).
+pub(crate) fn status(value: i32) -> (&'static str, &'static str, bool) {
     match pb::TransactionStatus::try_from(value) {
-        Ok(pb::TransactionStatus::Submitted) => ("Submitted", "info"),
-        Ok(pb::TransactionStatus::Confirmed) => ("Confirmed", "ok"),
-        Ok(pb::TransactionStatus::Reverted) => ("Reverted", "bad"),
-        Ok(pb::TransactionStatus::Failed) => ("Failed", "bad"),
-        Ok(pb::TransactionStatus::Dropped) => ("Dropped", "muted"),
-        Ok(pb::TransactionStatus::FeeCapped) => ("Fee capped", "warn"),
-        _ => ("Unknown", "muted"),
+        Ok(pb::TransactionStatus::Submitted) => ("Submitted", "info", true),
+        Ok(pb::TransactionStatus::Confirmed) => ("Confirmed", "ok", false),
+        Ok(pb::TransactionStatus::Reverted) => ("Reverted", "bad", false),
+        Ok(pb::TransactionStatus::Failed) => ("Failed", "bad", false),
+        Ok(pb::TransactionStatus::Dropped) => ("Dropped", "muted", false),
+        Ok(pb::TransactionStatus::FeeCapped) => ("Fee capped", "warn", true),
+        _ => ("Unknown", "muted", false),
     }
 }
 

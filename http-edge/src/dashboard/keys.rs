@@ -29,12 +29,13 @@ pub(crate) struct KeyRow {
 
 impl From<pb::ApiKey> for KeyRow {
     fn from(k: pb::ApiKey) -> Self {
-        let (label, badge) = match pb::ApiKeyState::try_from(k.state) {
-            Ok(pb::ApiKeyState::Active) => ("Active", "ok"),
-            Ok(pb::ApiKeyState::ExpiringSoon) => ("Expiring soon", "warn"),
-            Ok(pb::ApiKeyState::Expired) => ("Expired", "muted"),
-            Ok(pb::ApiKeyState::Revoked) => ("Revoked", "bad"),
-            _ => ("Unknown", "muted"),
+        // Label, badge style, and whether it still works (so may be revoked).
+        let (label, badge, revocable) = match pb::ApiKeyState::try_from(k.state) {
+            Ok(pb::ApiKeyState::Active) => ("Active", "ok", true),
+            Ok(pb::ApiKeyState::ExpiringSoon) => ("Expiring soon", "warn", true),
+            Ok(pb::ApiKeyState::Expired) => ("Expired", "muted", false),
+            Ok(pb::ApiKeyState::Revoked) => ("Revoked", "bad", false),
+            _ => ("Unknown", "muted", false),
         };
         let scopes: Vec<&str> = k.scopes.iter().map(|s| format::scope(*s)).collect();
         Self {
@@ -51,7 +52,7 @@ impl From<pb::ApiKey> for KeyRow {
                 .map_or_else(|| "never".to_owned(), |t| format::time(Some(t))),
             label,
             badge,
-            revocable: matches!(label, "Active" | "Expiring soon"),
+            revocable,
         }
     }
 }

@@ -150,10 +150,12 @@ impl<S: Send + Sync> FromRequestParts<S> for Visit {
                 .get(REQUEST_ID_HEADER)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
+            // Stamped by the edge from the connection's peer (`stamp_client`).
             client: parts
-                .extensions
-                .get::<PeerAddr>()
-                .map(|p| p.0.ip().to_string()),
+                .headers
+                .get(CLIENT_ADDRESS_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
         })
     }
 }

@@ -113,6 +113,7 @@ struct TransactionRow {
     kind: &'static str,
     status: &'static str,
     badge: &'static str,
+    open: bool,
     from: String,
     to: String,
     amount: String,
@@ -125,7 +126,7 @@ struct TransactionRow {
 
 impl From<pb::Transaction> for TransactionRow {
     fn from(t: pb::Transaction) -> Self {
-        let (status, badge) = format::status(t.status);
+        let (status, badge, open) = format::status(t.status);
         let amount = match (&t.src_amount, &t.to_token, &t.amount) {
             (Some(src), Some(to), _) => format!("{src} → {to}"),
             (_, _, Some(amount)) => amount.clone(),
@@ -137,6 +138,7 @@ impl From<pb::Transaction> for TransactionRow {
             kind: format::kind(t.kind),
             status,
             badge,
+            open,
             from: t.from,
             to: t.to,
             amount,
@@ -235,9 +237,7 @@ pub(crate) async fn transactions(
                 .into_iter()
                 .map(TransactionRow::from)
                 .collect();
-            let refresh = transactions
-                .iter()
-                .any(|t| matches!(t.status, "Submitted" | "Fee capped"));
+            let refresh = transactions.iter().any(|t| t.open);
             let view = TransactionsView {
                 title: "Transactions",
                 signed: Some(signed),
