@@ -210,13 +210,11 @@ impl Core {
     /// requests beyond reading must carry the session's CSRF token.
     async fn authenticate(&self, metadata: &MetadataMap, scope: Scope) -> Result<Caller> {
         if metadata.get(API_KEY_HEADER).is_none() && metadata.get(SESSION_TOKEN_HEADER).is_some() {
-            let (session, token) = self.session(metadata).await?;
-            if scope != Scope::Read {
-                let csrf = metadata
-                    .get(CSRF_TOKEN_HEADER)
-                    .and_then(|v| v.to_str().ok());
-                Sessions::check_csrf(&token, csrf)?;
-            }
+            let session = if scope == Scope::Read {
+                self.session(metadata).await?.0
+            } else {
+                self.changing_session(metadata).await?
+            };
             return Ok(Caller {
                 user_id: session.user_id,
                 scopes: Scopes::ALL,
@@ -239,6 +237,17 @@ impl Core {
             .unwrap_or_default()
             .to_owned();
         Ok((self.sessions.check(&token).await?, token))
+    }
+
+    /// The open dashboard session of a request that changes something: it must carry the
+    /// session's CSRF token (`x-csrf-token`).
+    pub async fn changing_session(&self, metadata: &MetadataMap) -> Result<DashboardSession> {
+        let (session, token) = self.session(metadata).await?;
+        let csrf = metadata
+            .get(CSRF_TOKEN_HEADER)
+            .and_then(|v| v.to_str().ok());
+        Sessions::check_csrf(&token, csrf)?;
+        Ok(session)
     }
 
     /// Runs a write RPC: the preamble every write goes through, in this order, then `act`.

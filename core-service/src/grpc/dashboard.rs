@@ -1,18 +1,12 @@
 //! `walletops.v1.DashboardService`: sign-in, sessions and the dashboard's views.
 
 use tonic::{Request, Response, Status};
-use walletops_proto::{
-    CSRF_TOKEN_HEADER,
-    v1::{self as pb, dashboard_service_server::DashboardService},
-};
+use walletops_proto::v1::{self as pb, dashboard_service_server::DashboardService};
 
 use super::convert;
 use crate::{
     Core,
-    auth::{
-        Sessions,
-        sessions::{Opened, csrf_token},
-    },
+    auth::sessions::{Opened, csrf_token},
     domain::{DashboardSession, Scope, User},
     requests::ListTransactionsRequest,
 };
@@ -106,12 +100,7 @@ impl DashboardService for DashboardApi {
         &self,
         request: Request<pb::SignOutRequest>,
     ) -> Result<Response<pb::SignOutResponse>, Status> {
-        let (s, token) = self.core.session(request.metadata()).await?;
-        let csrf = request
-            .metadata()
-            .get(CSRF_TOKEN_HEADER)
-            .and_then(|v| v.to_str().ok());
-        Sessions::check_csrf(&token, csrf)?;
+        let s = self.core.changing_session(request.metadata()).await?;
         self.core.sessions.end(s.id).await?;
         Ok(Response::new(pb::SignOutResponse {}))
     }
