@@ -117,7 +117,15 @@ async fn a_rotated_master_key_keeps_every_wallet_signing(b: Backend) -> anyhow::
 
 async fn a_backup_taken_under_load_restores(b: Backend) -> anyhow::Result<()> {
     let anvil = Anvil::start().await?;
-    let mut svc = Service::start_with(b, anvil.service_options("", &[])).await?;
+    // A record copied before its broadcast was noted (the note is written behind) waits for
+    // its request's hold, and one the monitor was following for its lease, before the
+    // restored service takes it up: both kept short, so that a loaded machine settles them
+    // well within the wait.
+    let options = anvil.service_options(
+        "[monitor]\nlease_secs = 5\n",
+        &[("WALLETOPS_REQUEST_TIMEOUT_SECS", "15")],
+    );
+    let mut svc = Service::start_with(b, options).await?;
     let api = svc.rest(&svc.api_key);
     let wallet = anvil
         .fund_default_wallet(&api, parse_ether("10")?)
