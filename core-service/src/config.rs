@@ -72,7 +72,7 @@ pub struct Config {
     pub public_url: Option<String>,
     /// The scopes of the API key the first start makes.
     pub first_key_scopes: Scopes,
-    /// TLS on the REST listener.
+    /// TLS on the listeners and between edge and core.
     pub tls: TlsConfig,
     /// Peers whose `x-client-address` the core believes (edges run on other hosts, load
     /// balancers): failed authentication is counted per client address, and any other peer
@@ -153,21 +153,59 @@ impl Default for Config {
     }
 }
 
-/// TLS on the REST listener: a certificate chain and its key, in PEM files, read again on
-/// SIGHUP (new connections use the new ones; open connections are kept).
+/// TLS on the listeners and between edge and core: certificate chains and keys in PEM
+/// files; the listeners' are read again on SIGHUP (new connections use the new ones; open
+/// connections are kept).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TlsConfig {
-    /// The certificate chain, leaf first.
+    /// The REST and gRPC listeners' certificate chain, leaf first.
     pub cert_file: Option<PathBuf>,
-    /// The private key.
+    /// Its private key.
     pub key_file: Option<PathBuf>,
+    /// When set, the gRPC listeners accept only clients (edges) presenting a certificate
+    /// signed by a CA in this file (mutual TLS).
+    pub client_ca_file: Option<PathBuf>,
+    /// The CA that signed the core's certificate, for an `https` `core_url`; none: the
+    /// system's roots.
+    pub core_ca_file: Option<PathBuf>,
+    /// The certificate the edge presents to the core (with `client_key_file`).
+    pub client_cert_file: Option<PathBuf>,
+    /// Its private key.
+    pub client_key_file: Option<PathBuf>,
 }
 
 impl TlsConfig {
-    /// The two files, when TLS is on.
+    /// The listeners' two files, when TLS is on.
     pub fn files(&self) -> Option<(&std::path::Path, &std::path::Path)> {
         Some((self.cert_file.as_deref()?, self.key_file.as_deref()?))
+    }
+
+    /// What a listener's TLS is loaded from, when TLS is on; `mutual` asks clients for
+    /// certificates when `client_ca_file` is set (the gRPC listeners).
+    pub fn listener(&self, mutual: bool) -> Option<walletops_tls::ListenerFiles> {
+        let (cert_file, key_file) = self.files()?;
+        Some(walletops_tls::ListenerFiles {
+            cert_file: cert_file.to_owned(),
+            key_file: key_file.to_owned(),
+            client_ca_file: self.client_ca_file.clone().filter(|_| mutual),
+        })
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.cert_file.is_some() == self.key_file.is_some(),
+            "tls.cert_file and tls.key_file go together"
+        );
+        anyhow::ensure!(
+            self.client_cert_file.is_some() == self.client_key_file.is_some(),
+            "tls.client_cert_file and tls.client_key_file go together"
+        );
+        anyhow::ensure!(
+            self.client_ca_file.is_none() || self.cert_file.is_some(),
+            "tls.client_ca_file needs tls.cert_file and tls.key_file: clients are checked inside TLS"
+        );
+        Ok(())
     }
 }
 
@@ -317,10 +355,7 @@ impl Config {
                 "{option} must be at least {least}, not {value}"
             );
         }
-        anyhow::ensure!(
-            self.tls.cert_file.is_some() == self.tls.key_file.is_some(),
-            "tls.cert_file and tls.key_file go together"
-        );
+        self.tls.validate()?;
         if let Some(url) = &self.public_url {
             let parsed = reqwest::Url::parse(url)
                 .map_err(|e| anyhow::anyhow!("public_url {url:?} is not a URL: {e}"))?;

@@ -98,6 +98,12 @@ impl From<tonic::Status> for EdgeError {
     }
 }
 
+/// Whether `status` was made by the channel, the core never having answered it.
+fn from_transport(status: &tonic::Status) -> bool {
+    std::error::Error::source(status).is_some_and(|e| e.is::<tonic::transport::Error>())
+        && status.code() == tonic::Code::Unknown
+}
+
 /// The contract code, message and retry delay a core status carries.
 pub(crate) fn read_status(status: &tonic::Status) -> (ErrorCode, String, Option<u64>) {
     let details = status.get_error_details();
@@ -112,7 +118,9 @@ pub(crate) fn read_status(status: &tonic::Status) -> (ErrorCode, String, Option<
         Some(code) => (code, status.message().to_owned(), retry),
         // No contract code: the core never answered (down, unreachable, timed out).
         None => match status.code() {
-            tonic::Code::Unavailable => {
+            // A connection refused mid-handshake (a core that asks for a client certificate
+            // the edge lacks) surfaces as an unknown status with a transport error.
+            _ if status.code() == tonic::Code::Unavailable || from_transport(status) => {
                 tracing::warn!(error = %status, "core unavailable");
                 (
                     ErrorCode::ServiceUnavailable,

@@ -12,7 +12,6 @@ mod extract;
 mod model;
 mod openapi;
 mod routes;
-mod tls;
 
 use std::{future::Future, time::Duration};
 
@@ -38,7 +37,6 @@ use walletops_proto::{
 
 pub use dashboard::PeerAddr;
 pub use error::{ErrorBody, http_status};
-pub use tls::ServerTls;
 
 use crate::error::{EdgeError, REQUEST_ID};
 
@@ -54,17 +52,38 @@ pub struct EdgeConfig {
     /// Mark the dashboard's cookies `Secure`: the dashboard is reached over https.
     pub secure_cookies: bool,
     /// TLS on the listener; none: plain HTTP.
-    pub tls: Option<std::sync::Arc<ServerTls>>,
+    pub tls: Option<std::sync::Arc<walletops_tls::ServerTls>>,
 }
 
-/// A lazily connecting channel to the core at `url`, with a per-call `timeout`. Lazy, so the
-/// edge starts (and answers 503 in the contract's shape) while the core is still coming up.
-pub fn core_channel(url: &str, timeout: Duration) -> anyhow::Result<Channel> {
-    Ok(Endpoint::from_shared(url.to_owned())?
+/// How the edge reaches a core at an `https` URL.
+#[derive(Debug, Clone, Default)]
+pub struct CoreTls {
+    /// PEM: the CA that signed the core's certificate; none: the system's roots.
+    pub ca_pem: Option<Vec<u8>>,
+    /// PEM: the certificate chain and key the edge presents, for a core that asks for one.
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// A lazily connecting channel to the core at `url` (over TLS with `tls` when it is
+/// `https`), with a per-call `timeout`. Lazy, so the edge starts (and answers 503 in the
+/// contract's shape) while the core is still coming up.
+pub fn core_channel(url: &str, timeout: Duration, tls: &CoreTls) -> anyhow::Result<Channel> {
+    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+    let mut endpoint = Endpoint::from_shared(url.to_owned())?
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(5))
-        .tcp_nodelay(true)
-        .connect_lazy())
+        .tcp_nodelay(true);
+    if endpoint.uri().scheme_str() == Some("https") {
+        let mut config = match &tls.ca_pem {
+            Some(pem) => ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem)),
+            None => ClientTlsConfig::new().with_native_roots(),
+        };
+        if let Some((cert, key)) = &tls.identity {
+            config = config.identity(Identity::from_pem(cert, key));
+        }
+        endpoint = endpoint.tls_config(config)?;
+    }
+    Ok(endpoint.connect_lazy())
 }
 
 /// Says which client a request came from (`x-client-address`, copied to the core's

@@ -135,6 +135,7 @@ impl Launched {
     /// The printed gRPC address.
     pub fn grpc_addr(&self) -> anyhow::Result<String> {
         self.value("gRPC listening on ")
+            .and_then(|v| v.split_whitespace().next().map(str::to_owned))
             .context("no gRPC address printed")
     }
 }

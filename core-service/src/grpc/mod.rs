@@ -7,10 +7,11 @@ mod api_keys;
 mod client;
 mod convert;
 mod dashboard;
+mod incoming;
 pub mod status;
 mod wallet_ops;
 
-use std::future::Future;
+use std::{future::Future, sync::Arc};
 
 use http::Request;
 use tokio::net::TcpListener;
@@ -35,10 +36,12 @@ use walletops_proto::{
         wallet_ops_service_server::WalletOpsServiceServer,
     },
 };
+use walletops_tls::ServerTls;
 
 pub use admin::AdminApi;
 pub use api_keys::ApiKeyApi;
 pub use dashboard::DashboardApi;
+pub use incoming::{InProcess, in_process_channel};
 pub use wallet_ops::WalletOpsApi;
 
 use crate::Core;
@@ -108,10 +111,22 @@ enum Surface {
     Admin,
 }
 
+/// A gRPC listener: its socket, TLS on it when configured, and, for the public services in
+/// a process that runs the edge too, the edge's in-process connections.
+#[derive(Debug)]
+pub struct Listener {
+    /// The bound socket.
+    pub tcp: TcpListener,
+    /// TLS on the socket; none: plain HTTP/2.
+    pub tls: Option<Arc<ServerTls>>,
+    /// Connections from the edge in this process.
+    pub in_process: Option<InProcess>,
+}
+
 /// Serves the core's public services on `listener` until `shutdown` completes.
 pub async fn serve(
     core: Core,
-    listener: TcpListener,
+    listener: Listener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     serve_on(core, listener, shutdown, Surface::Public).await
@@ -121,7 +136,7 @@ pub async fn serve(
 /// completes: the operators' API never shares the public listener.
 pub async fn serve_admin(
     core: Core,
-    listener: TcpListener,
+    listener: Listener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     serve_on(core, listener, shutdown, Surface::Admin).await
@@ -129,7 +144,7 @@ pub async fn serve_admin(
 
 async fn serve_on(
     core: Core,
-    listener: TcpListener,
+    listener: Listener,
     shutdown: impl Future<Output = ()> + Send + 'static,
     surface: Surface,
 ) -> anyhow::Result<()> {
@@ -160,6 +175,7 @@ async fn serve_on(
             .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
     };
     let timeout = core.config.request_timeout();
+    let handshake_timeout = std::time::Duration::from_secs(core.config.header_read_timeout_secs);
     let trusted = core.config.trusted_proxies.clone();
     let layers = ServiceBuilder::new()
         .map_request(move |req| client::resolve(req, &trusted))
@@ -189,10 +205,13 @@ async fn serve_on(
             public.then(|| DashboardServiceServer::new(DashboardApi::new(core.clone()))),
         )
         .add_optional_service((!public).then(|| AdminServiceServer::new(AdminApi::new(core))))
-        // Without TCP_NODELAY, small answers on a kept-alive connection wait ~40 ms for the
-        // peer's delayed ACK (Nagle).
         .serve_with_incoming_shutdown(
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            incoming::incoming(
+                listener.tcp,
+                listener.tls,
+                handshake_timeout,
+                listener.in_process,
+            ),
             async move {
                 shutdown.await;
                 // Load balancers and health watchers learn of the drain before the

@@ -1,11 +1,12 @@
 //! `serve`, `core` and `edge`: binding the listeners, running the core and the REST edge
 //! (and, for `serve --dev`, the playground), and stopping them on Ctrl-C or SIGTERM.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use tokio::{net::TcpListener, sync::watch, task::JoinSet};
-use walletops_core::{Config, Core, devnet::Playground, monitor::Monitor};
+use walletops_core::{Config, Core, devnet::Playground, grpc::Listener, monitor::Monitor};
+use walletops_tls::{Protocol, ServerTls};
 
 /// Which servers a process runs.
 #[derive(Debug, Clone, Copy)]
@@ -56,24 +57,52 @@ pub(crate) async fn run(mut config: Config, role: Role, print_key: bool) -> anyh
     } else {
         None
     };
-    let mut core_url = config.core_url.clone();
+    // Certificates are read again on SIGHUP.
+    let mut reloadable = Vec::new();
+    // An edge beside its core reaches it through in-process pipes: no socket, no TLS.
+    let (mut channel, mut in_process) = (None, None);
+    if let Role::Both { .. } = role {
+        let (to_core, pipes) = walletops_core::grpc::in_process_channel(config.request_timeout());
+        (channel, in_process) = (Some(to_core), Some(pipes));
+    }
     let mut first_key = None;
     let mut stopping_core = None;
     if role.runs_core() {
         let started = start_core(
             &config,
-            playground.as_mut(),
-            print_key,
+            Serving {
+                playground: playground.as_mut(),
+                print_key,
+                in_process,
+                reloadable: &mut reloadable,
+            },
             &stop_rx,
             &mut tasks,
         )
         .await?;
-        core_url = started.url;
         first_key = started.first_key;
         stopping_core = Some(started.core);
     }
     if let Some(http) = http {
-        let http_addr = start_edge(http, &config, &core_url, &stop_rx, &mut tasks)?;
+        let (channel, core) = match channel {
+            Some(channel) => (channel, "the core in this process".to_owned()),
+            None => (
+                walletops_edge::core_channel(
+                    &config.core_url,
+                    config.request_timeout(),
+                    &core_tls(&config)?,
+                )?,
+                config.core_url.clone(),
+            ),
+        };
+        let http_addr = start_edge(
+            http,
+            &config,
+            (channel, &core),
+            &mut reloadable,
+            &stop_rx,
+            &mut tasks,
+        )?;
         match (&playground, &first_key) {
             (Some(playground), _) => {
                 playground.print_try(dialable(http_addr), first_key.as_deref())
@@ -86,6 +115,7 @@ pub(crate) async fn run(mut config: Config, role: Role, print_key: bool) -> anyh
             (None, None) => {}
         }
     }
+    spawn_tls_reloader(reloadable, stop_rx.clone());
     tokio::select! {
         () = shutdown_signal() => tracing::info!("shutting down"),
         Some(done) = tasks.join_next() => {
@@ -97,10 +127,20 @@ pub(crate) async fn run(mut config: Config, role: Role, print_key: bool) -> anyh
     stop(&config, tasks, stopping_core.as_ref()).await
 }
 
+/// What `start_core` serves beside the gRPC listeners.
+struct Serving<'a> {
+    /// The dev playground, readied for the core.
+    playground: Option<&'a mut Playground>,
+    /// Print the first key on a first start.
+    print_key: bool,
+    /// The in-process edge's connections.
+    in_process: Option<walletops_core::grpc::InProcess>,
+    /// Where the listeners' TLS settings go, to be reloaded on SIGHUP.
+    reloadable: &'a mut Vec<Arc<ServerTls>>,
+}
+
 /// A core started by `start_core`.
 struct StartedCore {
-    /// The URL its gRPC listener is dialled at.
-    url: String,
     /// The first user's API key, when this start made it.
     first_key: Option<String>,
     core: Core,
@@ -111,16 +151,23 @@ struct StartedCore {
 /// limiter's pruner, the monitor and the gRPC server.
 async fn start_core(
     config: &Config,
-    playground: Option<&mut Playground>,
-    print_key: bool,
+    serving: Serving<'_>,
     stop_rx: &watch::Receiver<bool>,
     tasks: &mut Tasks,
 ) -> anyhow::Result<StartedCore> {
     let grpc = bind(config.grpc_addr, "gRPC").await?;
     let grpc_addr = grpc.local_addr()?;
-    let url = format!("http://{}", dialable(grpc_addr));
-    let (core, first_key) = open_core(config.clone(), print_key).await?;
-    if let Some(playground) = playground {
+    // One TLS setting for both gRPC listeners: clients with certificates when asked.
+    let tls = match config.tls.listener(true) {
+        Some(files) => {
+            let tls = Arc::new(ServerTls::load(files, Protocol::Http2)?);
+            serving.reloadable.push(tls.clone());
+            Some(tls)
+        }
+        None => None,
+    };
+    let (core, first_key) = open_core(config.clone(), serving.print_key).await?;
+    if let Some(playground) = serving.playground {
         playground.prepare(&core).await?;
     }
     spawn_pruner(&core, stop_rx.clone());
@@ -134,35 +181,58 @@ async fn start_core(
         let admin = bind(addr, "admin").await?;
         println!("Admin listening on {} (AdminService)", admin.local_addr()?);
         let stop = on_stop(stop_rx.clone());
-        let serving = core.clone();
-        tasks.spawn(async move { walletops_core::grpc::serve_admin(serving, admin, stop).await });
+        let listener = Listener {
+            tcp: admin,
+            tls: tls.clone(),
+            in_process: None,
+        };
+        let core = core.clone();
+        tasks.spawn(async move { walletops_core::grpc::serve_admin(core, listener, stop).await });
     }
-    println!("gRPC listening on {grpc_addr}");
+    let over = if tls.is_some() { " (TLS)" } else { "" };
+    println!("gRPC listening on {grpc_addr}{over}");
     let stop = on_stop(stop_rx.clone());
+    let listener = Listener {
+        tcp: grpc,
+        tls,
+        in_process: serving.in_process,
+    };
     let serving = core.clone();
-    tasks.spawn(async move { walletops_core::grpc::serve(serving, grpc, stop).await });
-    Ok(StartedCore {
-        url,
-        first_key,
-        core,
+    tasks.spawn(async move { walletops_core::grpc::serve(serving, listener, stop).await });
+    Ok(StartedCore { first_key, core })
+}
+
+/// How the edge reaches a core at an `https` `core_url`: the files of `tls` read.
+fn core_tls(config: &Config) -> anyhow::Result<walletops_edge::CoreTls> {
+    let read = |file: &std::path::Path| {
+        std::fs::read(file).with_context(|| format!("reading {}", file.display()))
+    };
+    let tls = &config.tls;
+    Ok(walletops_edge::CoreTls {
+        ca_pem: tls.core_ca_file.as_deref().map(read).transpose()?,
+        identity: match (&tls.client_cert_file, &tls.client_key_file) {
+            (Some(cert), Some(key)) => Some((read(cert)?, read(key)?)),
+            _ => None,
+        },
     })
 }
 
-/// Starts the REST edge on `http`, forwarding to the core at `core_url`; returns the address
-/// it listens on.
+/// Starts the REST edge on `http`, forwarding to a core over `to_core` (the channel, and
+/// what it reaches, for the start's output); returns the address it listens on.
 fn start_edge(
     http: TcpListener,
     config: &Config,
-    core_url: &str,
+    to_core: (tonic::transport::Channel, &str),
+    reloadable: &mut Vec<Arc<ServerTls>>,
     stop_rx: &watch::Receiver<bool>,
     tasks: &mut Tasks,
 ) -> anyhow::Result<SocketAddr> {
     let http_addr = http.local_addr()?;
-    let channel = walletops_edge::core_channel(core_url, config.request_timeout())?;
-    let tls = match config.tls.files() {
-        Some((cert, key)) => {
-            let tls = std::sync::Arc::new(walletops_edge::ServerTls::load(cert, key)?);
-            spawn_tls_reloader(tls.clone(), stop_rx.clone());
+    let (channel, core) = to_core;
+    let tls = match config.tls.listener(false) {
+        Some(files) => {
+            let tls = Arc::new(ServerTls::load(files, Protocol::Http1)?);
+            reloadable.push(tls.clone());
             Some(tls)
         }
         None => None,
@@ -185,7 +255,7 @@ fn start_edge(
         "http"
     };
     println!(
-        "REST listening on {scheme}://{http_addr} (API under /api/v1, dashboard at /dashboard, forwarding to {core_url})"
+        "REST listening on {scheme}://{http_addr} (API under /api/v1, dashboard at /dashboard, forwarding to {core})"
     );
     let stop = on_stop(stop_rx.clone());
     tasks.spawn(async move {
@@ -319,12 +389,12 @@ async fn open_core(config: Config, print_key: bool) -> anyhow::Result<(Core, Opt
     Ok((core, Some(key)))
 }
 
-/// Reloads the REST listener's certificate and key on each SIGHUP, until the stop: new
+/// Reloads the listeners' certificates and keys on each SIGHUP, until the stop: new
 /// connections get them, open ones are kept. A reload that fails keeps the ones in use.
-fn spawn_tls_reloader(
-    tls: std::sync::Arc<walletops_edge::ServerTls>,
-    mut stop: watch::Receiver<bool>,
-) {
+fn spawn_tls_reloader(listeners: Vec<Arc<ServerTls>>, mut stop: watch::Receiver<bool>) {
+    if listeners.is_empty() {
+        return;
+    }
     let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
     else {
         tracing::warn!("cannot listen for SIGHUP: the TLS certificate reloads only on restart");
@@ -333,9 +403,11 @@ fn spawn_tls_reloader(
     tokio::spawn(async move {
         loop {
             tokio::select! {
-                _ = hangups.recv() => match tls.reload() {
-                    Ok(()) => tracing::info!("TLS certificate reloaded"),
-                    Err(e) => tracing::error!(error = %e, "reloading the TLS certificate failed; keeping the one in use"),
+                _ = hangups.recv() => for tls in &listeners {
+                    match tls.reload() {
+                        Ok(()) => tracing::info!("TLS certificate reloaded"),
+                        Err(e) => tracing::error!(error = %e, "reloading the TLS certificate failed; keeping the one in use"),
+                    }
                 },
                 _ = stop.changed() => return,
             }
