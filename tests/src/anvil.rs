@@ -80,8 +80,13 @@ fn artifact(name: &str) -> anyhow::Result<Bytes> {
 
 /// The config TOML that adds the node at `url` to a service as chain `anvil`.
 fn chain_toml(url: &str) -> String {
+    chain_toml_with(&format!("rpc_url = \"{url}\""))
+}
+
+/// The chain `anvil` reached as `rpc` (its `rpc_url` or `rpc_urls` line) says.
+fn chain_toml_with(rpc: &str) -> String {
     format!(
-        "[chains.anvil]\nfamily = \"ethereum\"\nchain_id = 31337\nname = \"Anvil\"\nrpc_url = \"{url}\"\nexplorer_tx_url = \"{EXPLORER}/tx/{{hash}}\"\n"
+        "[chains.anvil]\nfamily = \"ethereum\"\nchain_id = 31337\nname = \"Anvil\"\n{rpc}\nexplorer_tx_url = \"{EXPLORER}/tx/{{hash}}\"\n"
     )
 }
 
@@ -205,6 +210,26 @@ impl Anvil {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
         }
+    }
+
+    /// `service_options`, the service reaching the node through `urls` (its `rpc_urls`, tried
+    /// in order).
+    pub fn service_options_over(
+        &self,
+        urls: &[&str],
+        extra_toml: &str,
+        env: &[(&str, &str)],
+    ) -> Options {
+        let listed: Vec<String> = urls.iter().map(|u| format!("\"{u}\"")).collect();
+        let mut options = self.service_options(extra_toml, env);
+        options.config_toml = options.config_toml.map(|toml| {
+            toml.replacen(
+                &chain_toml(&self.url),
+                &chain_toml_with(&format!("rpc_urls = [{}]", listed.join(", "))),
+                1,
+            )
+        });
+        options
     }
 
     /// Gives the default EVM wallet of `api`'s caller `wei` to spend; its address.

@@ -14,6 +14,7 @@ pub mod anvil;
 mod cli;
 mod database;
 pub mod fakes;
+pub mod faults;
 pub mod gateway;
 mod grpc;
 mod paths;

@@ -2,6 +2,7 @@
 //! A slug is resolved once, into a `Chain`; nothing below compares slug strings again.
 
 pub mod evm;
+mod failover;
 mod registry;
 pub mod rpc_batch;
 pub mod solana;

@@ -18,7 +18,8 @@ pub struct Chain {
     chain_id: i64,
     name: String,
     explorer_tx_url: Option<String>,
-    rpc_url: String,
+    /// Never empty.
+    rpc_urls: Vec<String>,
     native_symbol: String,
     confirmations: u64,
 }
@@ -64,9 +65,13 @@ impl Chain {
     pub fn name(&self) -> &str {
         &self.name
     }
-    /// JSON-RPC endpoint.
+    /// The first JSON-RPC endpoint.
     pub fn rpc_url(&self) -> &str {
-        &self.rpc_url
+        &self.rpc_urls[0]
+    }
+    /// Every JSON-RPC endpoint, in the order they are tried (see `chains::failover`).
+    pub fn rpc_urls(&self) -> &[String] {
+        &self.rpc_urls
     }
     /// Blocks (the including one counted) an EVM transaction must be under before its record
     /// is final: a record whose block is reorganised away before then is followed again.
@@ -126,6 +131,8 @@ pub struct ChainConfig {
     pub explorer_tx_url: Option<String>,
     /// JSON-RPC endpoint.
     pub rpc_url: Option<String>,
+    /// Several JSON-RPC endpoints of the chain, tried in order (instead of `rpc_url`).
+    pub rpc_urls: Option<Vec<String>>,
     /// Symbol of the native coin (default `ETH` for EVM chains, `SOL` for Solana).
     pub native_symbol: Option<String>,
     /// Confirmations an EVM transaction needs before it is final, at least 1 (the including
@@ -147,6 +154,20 @@ fn default_confirmations(slug: &str) -> u64 {
         // Rollups order transactions at their sequencer; a local or added chain is trusted
         // at its first block.
         _ => 1,
+    }
+}
+
+/// The endpoints `cfg` sets: `rpc_url` or `rpc_urls`, not both, and not an empty list.
+fn configured_urls(slug: &str, cfg: &ChainConfig) -> anyhow::Result<Option<Vec<String>>> {
+    match (&cfg.rpc_url, &cfg.rpc_urls) {
+        (Some(_), Some(_)) => {
+            anyhow::bail!("chain {slug}: set `rpc_url` or `rpc_urls`, not both")
+        }
+        (_, Some(urls)) if urls.is_empty() => {
+            anyhow::bail!("chain {slug}: `rpc_urls` lists no URL")
+        }
+        (Some(url), None) => Ok(Some(vec![url.clone()])),
+        (None, urls) => Ok(urls.clone()),
     }
 }
 
@@ -305,7 +326,7 @@ impl Registry {
                         chain_id,
                         name: name.to_owned(),
                         explorer_tx_url: Some(explorer.to_owned()),
-                        rpc_url: rpc.to_owned(),
+                        rpc_urls: vec![rpc.to_owned()],
                         native_symbol: match (family, slug) {
                             (ChainFamily::Solana, _) => "SOL",
                             (_, "polygon" | "polygon-amoy") => "POL",
@@ -319,6 +340,7 @@ impl Registry {
             })
             .collect();
         for (slug, cfg) in overrides {
+            let rpc_urls = configured_urls(slug, cfg)?;
             if cfg.confirmations == Some(0) {
                 anyhow::bail!(
                     "chain {slug}: `confirmations` must be at least 1 (the including block)"
@@ -334,7 +356,7 @@ impl Registry {
                     c.chain_id = cfg.chain_id.unwrap_or(c.chain_id);
                     c.name = cfg.name.clone().unwrap_or(c.name);
                     c.explorer_tx_url = cfg.explorer_tx_url.clone().or(c.explorer_tx_url);
-                    c.rpc_url = cfg.rpc_url.clone().unwrap_or(c.rpc_url);
+                    c.rpc_urls = rpc_urls.unwrap_or(c.rpc_urls);
                     c.native_symbol = cfg.native_symbol.clone().unwrap_or(c.native_symbol);
                     c.confirmations = cfg.confirmations.unwrap_or(c.confirmations);
                     c
@@ -358,8 +380,8 @@ impl Registry {
                         })?,
                         name: cfg.name.clone().unwrap_or_else(|| slug.clone()),
                         explorer_tx_url: cfg.explorer_tx_url.clone(),
-                        rpc_url: cfg.rpc_url.clone().ok_or_else(|| {
-                            anyhow::anyhow!("chain {slug}: `rpc_url` is required")
+                        rpc_urls: rpc_urls.ok_or_else(|| {
+                            anyhow::anyhow!("chain {slug}: `rpc_url` (or `rpc_urls`) is required")
                         })?,
                         confirmations: cfg.confirmations.unwrap_or(1),
                     }
@@ -452,6 +474,29 @@ mod tests {
         );
         assert_eq!(r.label("base", None).1, None);
         assert_eq!(r.label("gone", Some("0x1")), ("gone".to_owned(), None));
+    }
+
+    #[test]
+    fn a_chain_lists_several_urls_or_one() {
+        let urls = vec!["http://a".to_owned(), "http://b".to_owned()];
+        let several = |rpc_url: Option<&str>, rpc_urls: Option<Vec<String>>| {
+            let mut overrides = BTreeMap::new();
+            let cfg = ChainConfig {
+                rpc_url: rpc_url.map(str::to_owned),
+                rpc_urls,
+                ..ChainConfig::default()
+            };
+            overrides.insert("base".to_owned(), cfg);
+            Registry::new(&overrides)
+        };
+        let r = several(None, Some(urls.clone())).expect("registry");
+        let base = r.resolve("base").expect("base");
+        assert_eq!(base.rpc_urls(), urls.as_slice());
+        assert_eq!(base.rpc_url(), "http://a");
+        let both = several(Some("http://c"), Some(urls)).expect_err("both");
+        assert!(both.to_string().contains("not both"), "{both}");
+        let none = several(None, Some(Vec::new())).expect_err("empty");
+        assert!(none.to_string().contains("no URL"), "{none}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::{
 use solana_commitment_config::CommitmentConfig;
 use solana_hash::Hash;
 use solana_pubkey::Pubkey;
-use solana_rpc_client::nonblocking::rpc_client::RpcClient;
+use solana_rpc_client::{nonblocking::rpc_client::RpcClient, rpc_client::RpcClientConfig};
 use solana_rpc_client_api::{
     client_error::{Error as ClientError, ErrorKind},
     config::RpcSendTransactionConfig,
@@ -28,6 +28,7 @@ use solana_signature::Signature;
 use solana_transaction::{Transaction, versioned::VersionedTransaction};
 use spl_token_2022_interface::{extension::StateWithExtensions, state::Mint};
 
+use super::failover::solana::Failover;
 use crate::error::WalletOpsError;
 
 /// The two SPL token programs.
@@ -106,19 +107,18 @@ pub struct SolanaClients {
 }
 
 impl SolanaClients {
-    /// The client for `rpc_url`.
-    pub fn get(&self, rpc_url: &str) -> SolanaClient {
+    /// The client for a cluster at `rpc_urls` (tried in order, see `failover`).
+    pub fn get(&self, rpc_urls: &[String]) -> SolanaClient {
         let mut clients = self
             .clients
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         clients
-            .entry(rpc_url.to_owned())
+            .entry(rpc_urls.join(" "))
             .or_insert_with(|| SolanaClient {
-                rpc: Arc::new(RpcClient::new_with_timeout_and_commitment(
-                    rpc_url.to_owned(),
-                    RPC_TIMEOUT,
-                    CommitmentConfig::confirmed(),
+                rpc: Arc::new(RpcClient::new_sender(
+                    Failover::new(rpc_urls, RPC_TIMEOUT),
+                    RpcClientConfig::with_commitment(CommitmentConfig::confirmed()),
                 )),
             })
             .clone()

@@ -188,6 +188,7 @@ impl DevNode {
                 self.url
             )),
             rpc_url: Some(self.url.clone()),
+            rpc_urls: None,
             native_symbol: None,
             confirmations: None,
         }
@@ -211,6 +212,7 @@ impl DevNode {
             name: Some("Anvil (local)".to_owned()),
             explorer_tx_url: None,
             rpc_url: Some(self.url.clone()),
+            rpc_urls: None,
             native_symbol: Some("ETH".to_owned()),
             confirmations: None,
         }

@@ -62,7 +62,7 @@ impl Monitor {
         if chain.family() == ChainFamily::Solana {
             return self.follow_solana(&chain, open).await;
         }
-        let client = self.evm_clients.get(chain.rpc_url())?;
+        let client = self.evm_clients.get(chain.rpc_urls())?;
         let from = sender(&open)?;
         for hash in open.hashes.iter().rev() {
             let receipt = match client.receipt(hash_of(hash)?).await {

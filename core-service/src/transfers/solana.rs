@@ -90,7 +90,7 @@ impl SolanaPipeline {
 
     /// The client of `chain`.
     pub fn client(&self, chain: &Chain) -> SolanaClient {
-        self.clients.get(chain.rpc_url())
+        self.clients.get(chain.rpc_urls())
     }
 
     /// Submits `intent` from `wallet` on `chain`: check funds, sign and store, send.

@@ -9,6 +9,7 @@ mod crash;
 mod dashboard;
 mod errors;
 mod evm;
+mod faults;
 mod fuzz;
 mod keystore;
 mod provider;

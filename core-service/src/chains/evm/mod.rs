@@ -18,7 +18,7 @@ use alloy::{
     transports::{RpcError, TransportErrorKind},
 };
 
-use super::rpc_batch::BatchLayer;
+use super::{failover::evm::Failover, rpc_batch::BatchLayer};
 use crate::error::WalletOpsError;
 
 mod broadcast;
@@ -81,28 +81,32 @@ pub struct EvmClients {
 }
 
 impl EvmClients {
-    /// The client for `rpc_url`.
-    pub fn get(&self, rpc_url: &str) -> Result<EvmClient, WalletOpsError> {
+    /// The client for a chain at `rpc_urls` (tried in order, see `failover`).
+    pub fn get(&self, rpc_urls: &[String]) -> Result<EvmClient, WalletOpsError> {
+        let key = rpc_urls.join(" ");
         let mut clients = self
             .clients
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(c) = clients.get(rpc_url) {
+        if let Some(c) = clients.get(&key) {
             return Ok(c.clone());
         }
-        let url = rpc_url.parse().map_err(|_| {
-            WalletOpsError::ServiceUnavailable(format!("bad RPC URL configured: {rpc_url}"))
+        let transport = Failover::new(rpc_urls, RPC_TIMEOUT).map_err(|url| {
+            WalletOpsError::ServiceUnavailable(format!("bad RPC URL configured: {url}"))
         })?;
+        let is_local = rpc_urls
+            .iter()
+            .all(alloy::transports::utils::guess_local_url);
         let rpc = alloy::rpc::client::ClientBuilder::default()
             .layer(RPC_BATCHING)
-            .http(url);
+            .transport(transport, is_local);
         let client = EvmClient {
             provider: RootProvider::new(rpc.clone()),
             rpc,
             fees: Arc::new(Mutex::new(None)),
             contracts: moka::sync::Cache::new(CONTRACTS_KEPT),
         };
-        clients.insert(rpc_url.to_owned(), client.clone());
+        clients.insert(key, client.clone());
         Ok(client)
     }
 
