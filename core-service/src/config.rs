@@ -37,6 +37,9 @@ pub struct Config {
     /// Where `AdminService` listens, apart from the public listeners; none: it is not
     /// served (the CLI manages users, keys and wallets).
     pub admin_addr: Option<SocketAddr>,
+    /// Where Prometheus metrics and the health probes (`/metrics`, `/livez`, `/readyz`) are
+    /// served, apart from the public listeners; none: not served.
+    pub metrics_addr: Option<SocketAddr>,
     /// Token that `AdminService` callers must send as `x-admin-token`; none disables it.
     pub admin_token: Option<Secret>,
     /// The core the edge forwards to (`walletops edge`).
@@ -132,6 +135,7 @@ impl Default for Config {
             database_url: None,
             master_key: None,
             admin_addr: None,
+            metrics_addr: None,
             admin_token: None,
             core_url: "http://127.0.0.1:50051".to_owned(),
             rate_limits: RateLimits::default(),

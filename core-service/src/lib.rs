@@ -16,6 +16,7 @@ pub mod files;
 pub mod grpc;
 pub mod holdings;
 pub mod idempotency;
+pub mod metrics;
 pub mod monitor;
 pub mod provider;
 pub mod quotes;

@@ -71,7 +71,7 @@ impl Quotes {
                     match owner {
                         Some(owner) if pair.src != NATIVE_TOKEN => {
                             let spender = aggregator.spender(id).await?;
-                            let client = self.evm_clients.get(req.chain.rpc_urls())?;
+                            let client = self.evm_clients.get(&req.chain)?;
                             let allowance = client
                                 .allowance(pair.src, owner, spender)
                                 .await?

@@ -132,6 +132,12 @@ impl Launched {
             .and_then(|v| v.split_whitespace().next().map(str::to_owned))
     }
 
+    /// The printed metrics listener's base URL, when it has one.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.value("Metrics listening on ")
+            .and_then(|v| v.split_whitespace().next().map(str::to_owned))
+    }
+
     /// The printed gRPC address.
     pub fn grpc_addr(&self) -> anyhow::Result<String> {
         self.value("gRPC listening on ")
@@ -203,6 +209,8 @@ pub struct Service {
     pub grpc_addr: String,
     /// `127.0.0.1:<port>`, the admin listener (`AdminService`).
     pub admin_addr: Option<String>,
+    /// `http://127.0.0.1:<port>`, the metrics listener, when `metrics_addr` is set.
+    pub metrics_url: Option<String>,
     /// The first user's API key, printed at first start.
     pub api_key: String,
     /// The one-time dashboard sign-in link printed at first start.
@@ -247,6 +255,7 @@ impl Service {
             http: launched.http()?,
             grpc_addr: launched.grpc_addr()?,
             admin_addr: launched.admin_addr(),
+            metrics_url: launched.metrics_url(),
             child: launched.child,
             api_key,
             sign_in_link,
@@ -349,6 +358,7 @@ impl Service {
         self.http = launched.http()?;
         self.grpc_addr = launched.grpc_addr()?;
         self.admin_addr = launched.admin_addr();
+        self.metrics_url = launched.metrics_url();
         self.child = launched.child;
         Ok(printed_key)
     }

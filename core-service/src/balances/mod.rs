@@ -219,7 +219,7 @@ impl Balances {
         let native = match cached_native {
             Some(hit) if balances.iter().all(Option::is_some) => hit,
             _ => {
-                let client = self.clients.get(chain.rpc_urls())?;
+                let client = self.clients.get(chain)?;
                 let missing: Vec<usize> = (0..tokens.len())
                     .filter(|&i| balances[i].is_none())
                     .collect();
@@ -346,7 +346,7 @@ impl Balances {
         include_zero: bool,
         fresh: bool,
     ) -> Result<Vec<Balance>> {
-        let client = self.solana.get(chain.rpc_urls());
+        let client = self.solana.get(chain);
         let key = (chain.slug().to_owned(), wallet.address);
         let native = match self.native.get(&key).filter(|_| !fresh) {
             Some(hit) => hit,

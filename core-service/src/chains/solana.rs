@@ -107,17 +107,18 @@ pub struct SolanaClients {
 }
 
 impl SolanaClients {
-    /// The client for a cluster at `rpc_urls` (tried in order, see `failover`).
-    pub fn get(&self, rpc_urls: &[String]) -> SolanaClient {
+    /// The client for `chain`, over its RPC URLs (tried in order, see `failover`).
+    pub fn get(&self, chain: &super::Chain) -> SolanaClient {
+        let rpc_urls = chain.rpc_urls();
         let mut clients = self
             .clients
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         clients
-            .entry(rpc_urls.join(" "))
+            .entry(format!("{} {}", chain.slug(), rpc_urls.join(" ")))
             .or_insert_with(|| SolanaClient {
                 rpc: Arc::new(RpcClient::new_sender(
-                    Failover::new(rpc_urls, RPC_TIMEOUT),
+                    Failover::new(chain.slug(), rpc_urls, RPC_TIMEOUT),
                     RpcClientConfig::with_commitment(CommitmentConfig::confirmed()),
                 )),
             })

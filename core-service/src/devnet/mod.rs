@@ -260,9 +260,13 @@ pub struct Playground {
 impl Playground {
     /// Starts anvil as chain `anvil`, deploys the samples and the dev pool on it and serves
     /// the pool's aggregator, and, when its binary was built, starts the Solana test node as
-    /// chain `solana-devnet`; points `config`'s chains (and chain `anvil`'s trades) at them.
-    /// Before the core opens.
+    /// chain `solana-devnet`; points `config`'s chains (and chain `anvil`'s trades) at them,
+    /// and serves metrics on 127.0.0.1:9090 unless configured otherwise. Before the core
+    /// opens.
     pub async fn start(config: &mut Config) -> anyhow::Result<Self> {
+        config
+            .metrics_addr
+            .get_or_insert(std::net::SocketAddr::from(([127, 0, 0, 1], 9090)));
         let anvil = DevNode::start_anvil().await?;
         config.chains.insert(ANVIL_SLUG.to_owned(), anvil.chain());
         let contracts = anvil.deploy_samples().await?;

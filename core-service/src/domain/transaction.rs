@@ -45,6 +45,39 @@ pub enum TxKind {
     NonceFill,
 }
 
+impl TxStatus {
+    /// The status as stored and shown (`confirmed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Submitted => "submitted",
+            Self::Confirmed => "confirmed",
+            Self::Reverted => "reverted",
+            Self::Failed => "failed",
+            Self::Dropped => "dropped",
+            Self::FeeCapped => "fee_capped",
+        }
+    }
+
+    /// Whether a record in this status is final (until a reorganisation reopens it). A
+    /// fee-capped record is still followed: it may yet be mined.
+    pub fn is_final(self) -> bool {
+        !matches!(self, Self::Submitted | Self::FeeCapped)
+    }
+}
+
+impl TxKind {
+    /// The kind as stored (`contract_call`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Send => "send",
+            Self::Approve => "approve",
+            Self::ContractCall => "contract_call",
+            Self::Swap => "swap",
+            Self::NonceFill => "nonce_fill",
+        }
+    }
+}
+
 /// One step of a status history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusChange {

@@ -8,6 +8,7 @@ mod client;
 mod convert;
 mod dashboard;
 mod incoming;
+mod metered;
 pub mod status;
 mod wallet_ops;
 
@@ -188,7 +189,8 @@ async fn serve_on(
                 // A refused request is not a server failure; real internal errors are logged
                 // where they are mapped to a status.
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
-        );
+        )
+        .layer(metered::MeteredLayer);
     Server::builder()
         .timeout(timeout)
         .layer(layers)

@@ -103,7 +103,10 @@ impl Idempotency {
 
     async fn answer(&self, user: Uuid, prior: Prior, chains: &Registry) -> Result<Submission> {
         match prior {
-            Prior::Replay(stored) => Ok(stored),
+            Prior::Replay(stored) => {
+                crate::metrics::idempotent_replay();
+                Ok(stored)
+            }
             Prior::Recover(id) => {
                 let tx = self
                     .store

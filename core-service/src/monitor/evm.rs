@@ -62,7 +62,7 @@ impl Monitor {
         if chain.family() == ChainFamily::Solana {
             return self.follow_solana(&chain, open).await;
         }
-        let client = self.evm_clients.get(chain.rpc_urls())?;
+        let client = self.evm_clients.get(&chain)?;
         let from = sender(&open)?;
         for hash in open.hashes.iter().rev() {
             let receipt = match client.receipt(hash_of(hash)?).await {
@@ -374,6 +374,7 @@ impl Monitor {
                 ),
             )
             .await?;
+        crate::metrics::replacement(&open.chain, "fee");
         self.send_current(client, open.id).await
     }
 

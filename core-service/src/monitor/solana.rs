@@ -26,7 +26,7 @@ impl Monitor {
         chain: &crate::chains::Chain,
         open: OpenTransaction,
     ) -> Result<Option<Settlement>> {
-        let client = self.solana_clients.get(chain.rpc_urls());
+        let client = self.solana_clients.get(chain);
         let signatures = signatures(&open);
         // The height is read before the statuses: a signature processed before this read
         // shows in the statuses read after it, if they come from a node as far along (a

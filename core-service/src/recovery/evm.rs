@@ -182,6 +182,7 @@ impl EvmRecovery {
             )
             .await?;
         txn.commit().await?;
+        crate::metrics::replacement(chain.slug(), "nonce");
         Ok(Resign::Resigned)
     }
 
@@ -334,6 +335,7 @@ impl EvmRecovery {
         self.insert_filler(&txn, chain, wallet, open, nonce, fees, note)
             .await?;
         txn.commit().await?;
+        crate::metrics::nonce_gap_filled(chain.slug());
         Ok(true)
     }
 

@@ -116,6 +116,22 @@ impl Store {
         self.db.ping().await
     }
 
+    /// Whether this core can serve: the database answers and holds every migration this
+    /// build knows (a newer core may not have migrated it yet); why not, when not.
+    pub async fn readiness(&self) -> Result<(), String> {
+        self.db
+            .ping()
+            .await
+            .map_err(|e| format!("the database does not answer: {e}"))?;
+        let pending = Migrator::get_pending_migrations(&self.db)
+            .await
+            .map_err(|e| format!("reading the applied migrations failed: {e}"))?;
+        match pending.len() {
+            0 => Ok(()),
+            n => Err(format!("{n} migrations are not applied yet")),
+        }
+    }
+
     /// Copies a SQLite database to the new file `file` (this user's alone) while cores write
     /// to it: `VACUUM INTO` reads one consistent snapshot. On PostgreSQL, `pg_dump` does
     /// that, and this says so.

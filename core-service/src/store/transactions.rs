@@ -367,8 +367,30 @@ impl Store {
         if let Some(hash) = hash {
             update = update.col_expr(txs::Column::Hash, Expr::value(hash));
         }
-        let updated = update.filter(seen).exec(conn).await?;
-        Ok(updated.rows_affected == 1)
+        let updated = update.filter(seen).exec(conn).await?.rows_affected == 1;
+        if updated && status != open.status {
+            if status == TxStatus::FeeCapped {
+                crate::metrics::fee_capped(&open.chain);
+            } else if status.is_final() {
+                crate::metrics::write_settled(&open.chain, open.kind.as_str(), status.as_str());
+            }
+        }
+        Ok(updated)
+    }
+
+    /// Per chain slug with open records: how many, and when the oldest was made.
+    pub async fn open_records_by_chain(&self) -> Result<Vec<(String, i64, DateTime<Utc>)>> {
+        use sea_orm::QuerySelect;
+        Ok(txs::Entity::find()
+            .select_only()
+            .column(txs::Column::Chain)
+            .column_as(txs::Column::Id.count(), "open")
+            .column_as(txs::Column::CreatedAt.min(), "oldest")
+            .filter(txs::Column::Status.is_in(open_statuses()))
+            .group_by(txs::Column::Chain)
+            .into_tuple()
+            .all(self.db())
+            .await?)
     }
 
     /// Whether an open record of `from` on chain `chain_id` holds `nonce`, read in `conn`.

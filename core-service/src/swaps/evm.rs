@@ -48,7 +48,7 @@ impl Swaps {
         let from = address.evm().ok_or_else(|| {
             WalletOpsError::invalid("from", format!("{address} is not an EVM wallet"))
         })?;
-        let client = self.evm_clients.get(chain.rpc_urls())?;
+        let client = self.evm_clients.get(chain)?;
         let spender = aggregator.spender(id).await?;
         // Read before the aggregator is asked: a short balance is the caller's
         // INSUFFICIENT_FUNDS, and a missing allowance names what to approve, whatever words

@@ -90,7 +90,7 @@ impl SolanaPipeline {
 
     /// The client of `chain`.
     pub fn client(&self, chain: &Chain) -> SolanaClient {
-        self.clients.get(chain.rpc_urls())
+        self.clients.get(chain)
     }
 
     /// Submits `intent` from `wallet` on `chain`: check funds, sign and store, send.
@@ -270,6 +270,7 @@ impl SolanaPipeline {
         self.idempotency
             .commit_with_claim(txn, ticket, open.id, &chain.submission_of(&open))
             .await?;
+        crate::metrics::write_submitted(chain.slug(), open.kind.as_str());
         fail::fail_point!("solana-before-send");
         let client = self.client(chain);
         self.first_send(chain, &client, open).await

@@ -12,6 +12,7 @@ mod evm;
 mod faults;
 mod fuzz;
 mod keystore;
+mod metrics;
 mod provider;
 mod rate_limits;
 mod request_ids;

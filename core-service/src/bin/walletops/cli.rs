@@ -36,6 +36,10 @@ pub(crate) struct Addrs {
     /// [default: none, the admin API is off]. Needs `admin_token`.
     #[arg(long)]
     admin_addr: Option<SocketAddr>,
+    /// Metrics and health (`/metrics`, `/livez`, `/readyz`) listen address
+    /// [env: WALLETOPS_METRICS_ADDR] [default: none; 127.0.0.1:9090 with `--dev`].
+    #[arg(long)]
+    metrics_addr: Option<SocketAddr>,
     /// Data directory [env: WALLETOPS_DATA_DIR] [default: ./walletops-data].
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -248,6 +252,9 @@ impl Addrs {
         }
         if let Some(a) = self.admin_addr {
             config.admin_addr = Some(a);
+        }
+        if let Some(a) = self.metrics_addr {
+            config.metrics_addr = Some(a);
         }
         if let Some(d) = &self.data_dir {
             config.data_dir = d.clone();

@@ -71,6 +71,7 @@ pub(crate) async fn run(mut config: Config, role: Role, print_key: bool) -> anyh
         let started = start_core(
             &config,
             Serving {
+                dev: playground.is_some(),
                 playground: playground.as_mut(),
                 print_key,
                 in_process,
@@ -133,6 +134,8 @@ struct Serving<'a> {
     playground: Option<&'a mut Playground>,
     /// Print the first key on a first start.
     print_key: bool,
+    /// Run as the playground: a busy default metrics port falls back to a free one.
+    dev: bool,
     /// The in-process edge's connections.
     in_process: Option<walletops_core::grpc::InProcess>,
     /// Where the listeners' TLS settings go, to be reloaded on SIGHUP.
@@ -177,6 +180,19 @@ async fn start_core(
         monitor.await;
         Ok(())
     });
+    if let Some(addr) = config.metrics_addr {
+        let metrics = bind_metrics(addr, serving.dev).await?;
+        println!(
+            "Metrics listening on http://{} (/metrics, /livez, /readyz)",
+            metrics.local_addr()?
+        );
+        let handle = walletops_core::metrics::server::install()?;
+        let stop = on_stop(stop_rx.clone());
+        let core = core.clone();
+        tasks.spawn(async move {
+            walletops_core::metrics::server::serve(core, metrics, handle, stop).await
+        });
+    }
     if let Some(addr) = config.admin_addr {
         let admin = bind(addr, "admin").await?;
         println!("Admin listening on {} (AdminService)", admin.local_addr()?);
@@ -330,6 +346,15 @@ fn dialable(addr: SocketAddr) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], addr.port()))
     } else {
         addr
+    }
+}
+
+/// Binds the metrics listener; in the playground, its default port taken (another
+/// playground), a free one.
+async fn bind_metrics(addr: SocketAddr, dev: bool) -> anyhow::Result<TcpListener> {
+    match bind(addr, "metrics").await {
+        Err(_) if dev => bind(SocketAddr::from(([127, 0, 0, 1], 0)), "metrics").await,
+        bound => bound,
     }
 }
 

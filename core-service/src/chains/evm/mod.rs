@@ -81,9 +81,10 @@ pub struct EvmClients {
 }
 
 impl EvmClients {
-    /// The client for a chain at `rpc_urls` (tried in order, see `failover`).
-    pub fn get(&self, rpc_urls: &[String]) -> Result<EvmClient, WalletOpsError> {
-        let key = rpc_urls.join(" ");
+    /// The client for `chain`, over its RPC URLs (tried in order, see `failover`).
+    pub fn get(&self, chain: &super::Chain) -> Result<EvmClient, WalletOpsError> {
+        let rpc_urls = chain.rpc_urls();
+        let key = format!("{} {}", chain.slug(), rpc_urls.join(" "));
         let mut clients = self
             .clients
             .lock()
@@ -91,7 +92,7 @@ impl EvmClients {
         if let Some(c) = clients.get(&key) {
             return Ok(c.clone());
         }
-        let transport = Failover::new(rpc_urls, RPC_TIMEOUT).map_err(|url| {
+        let transport = Failover::new(chain.slug(), rpc_urls, RPC_TIMEOUT).map_err(|url| {
             WalletOpsError::ServiceUnavailable(format!("bad RPC URL configured: {url}"))
         })?;
         let is_local = rpc_urls

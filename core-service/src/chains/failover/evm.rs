@@ -24,6 +24,8 @@ const SEND_RAW: &str = "eth_sendRawTransaction";
 /// A JSON-RPC transport over several URLs (see the module docs).
 #[derive(Debug, Clone)]
 pub(crate) struct Failover {
+    /// The chain's slug, for the metrics.
+    chain: Arc<str>,
     http: reqwest::Client,
     urls: Arc<[reqwest::Url]>,
     nodes: Arc<Nodes>,
@@ -38,13 +40,15 @@ struct Failure {
 }
 
 impl Failover {
-    /// A transport over `urls` (at least one), each call taking `timeout` at most.
-    pub(crate) fn new(urls: &[String], timeout: Duration) -> Result<Self, String> {
+    /// A transport to chain `chain` over `urls` (at least one), each call taking `timeout`
+    /// at most.
+    pub(crate) fn new(chain: &str, urls: &[String], timeout: Duration) -> Result<Self, String> {
         let parsed = urls
             .iter()
             .map(|u| u.parse().map_err(|_| redacted(u)))
             .collect::<Result<Arc<[reqwest::Url]>, _>>()?;
         Ok(Self {
+            chain: chain.into(),
             http: reqwest::Client::new(),
             urls: parsed,
             nodes: Arc::new(Nodes::new(urls)),
@@ -101,15 +105,27 @@ impl Failover {
         req: &RequestPacket,
         limit: Duration,
     ) -> Result<ResponsePacket, TransportError> {
+        let started = std::time::Instant::now();
+        let method = match req {
+            RequestPacket::Single(call) => call.method(),
+            RequestPacket::Batch(_) => "batch",
+        };
         let outcome = match tokio::time::timeout(limit, self.post(node, req)).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(Failure {
-                error: TransportErrorKind::custom_str(&format!(
-                    "no answer within {} ms",
-                    limit.as_millis()
-                )),
-                retry_after: None,
-            }),
+            Ok(outcome) => {
+                let ended = if outcome.is_ok() { "ok" } else { "error" };
+                crate::metrics::rpc_call(&self.chain, method, ended, started.elapsed());
+                outcome
+            }
+            Err(_) => {
+                crate::metrics::rpc_call(&self.chain, method, "timeout", started.elapsed());
+                Err(Failure {
+                    error: TransportErrorKind::custom_str(&format!(
+                        "no answer within {} ms",
+                        limit.as_millis()
+                    )),
+                    retry_after: None,
+                })
+            }
         };
         match outcome {
             Ok(answer) => {

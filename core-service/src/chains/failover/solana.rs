@@ -20,15 +20,19 @@ use super::{Nodes, redacted};
 /// An RPC sender over several URLs (see the module docs).
 #[derive(Clone)]
 pub(crate) struct Failover {
+    /// The cluster's slug, for the metrics.
+    chain: Arc<str>,
     senders: Arc<[HttpSender]>,
     nodes: Arc<Nodes>,
     timeout: Duration,
 }
 
 impl Failover {
-    /// A sender over `urls` (at least one), each call taking `timeout` at most.
-    pub(crate) fn new(urls: &[String], timeout: Duration) -> Self {
+    /// A sender to cluster `chain` over `urls` (at least one), each call taking `timeout` at
+    /// most.
+    pub(crate) fn new(chain: &str, urls: &[String], timeout: Duration) -> Self {
         Self {
+            chain: chain.into(),
             senders: urls
                 .iter()
                 .map(|url| HttpSender::new_with_timeout(url.clone(), timeout))
@@ -46,6 +50,7 @@ impl Failover {
         params: serde_json::Value,
         limit: Duration,
     ) -> Result<serde_json::Value> {
+        let started = std::time::Instant::now();
         let answer =
             match tokio::time::timeout(limit, self.senders[node].send(request, params)).await {
                 Ok(answer) => answer,
@@ -54,13 +59,23 @@ impl Failover {
                     limit.as_millis()
                 )))),
             };
-        match &answer {
+        let outcome = match &answer {
             Err(e) if unanswered(e) => {
                 tracing::debug!(url = %redacted(self.nodes.url(node)), error = %e, "RPC call failed");
                 self.nodes.failed(node, None);
+                "error"
             }
-            _ => self.nodes.succeeded(node),
-        }
+            _ => {
+                self.nodes.succeeded(node);
+                "ok"
+            }
+        };
+        crate::metrics::rpc_call(
+            &self.chain,
+            &request.to_string(),
+            outcome,
+            started.elapsed(),
+        );
         answer
     }
 

@@ -55,6 +55,7 @@ impl Lanes {
     /// Queues a draft; true when its lane was idle, so the caller must start its drainer.
     fn push(&self, key: LaneKey, draft: Draft, reply: oneshot::Sender<Result<Sent>>) -> bool {
         let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        crate::metrics::lane_depth(1.0);
         match queued.entry(key) {
             Entry::Occupied(mut lane) => {
                 lane.get_mut().push((draft, reply));
@@ -76,6 +77,7 @@ impl Lanes {
         };
         if !lane.is_empty() {
             let take = lane.len().min(MAX_BATCH);
+            crate::metrics::lane_depth(-(take as f64));
             return Take::Batch(lane.drain(..take).collect());
         }
         if sending {
@@ -110,12 +112,15 @@ struct LaneGuard<'a> {
 
 impl Drop for LaneGuard<'_> {
     fn drop(&mut self) {
-        if self.armed {
-            self.lanes
+        if self.armed
+            && let Some(lost) = self
+                .lanes
                 .queued
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .remove(self.key);
+                .remove(self.key)
+        {
+            crate::metrics::lane_depth(-(lost.len() as f64));
         }
     }
 }
@@ -232,7 +237,15 @@ impl EvmPipeline {
                 break Ok(Vec::new());
             }
             match self.try_sign_batch(&drafts).await {
-                Ok(Attempt::Stored(txn, opens)) => break txn.commit().await.map(|()| opens),
+                Ok(Attempt::Stored(txn, opens)) => {
+                    let committed = txn.commit().await;
+                    if committed.is_ok() {
+                        for open in &opens {
+                            crate::metrics::write_submitted(&open.chain, open.kind.as_str());
+                        }
+                    }
+                    break committed.map(|()| opens);
+                }
                 Ok(Attempt::Refused(txn, losers)) => {
                     if let Err(e) = txn.rollback().await {
                         break Err(e);

@@ -135,7 +135,7 @@ impl EvmPipeline {
 
     /// The client of `chain`.
     pub fn client(&self, chain: &Chain) -> Result<EvmClient> {
-        self.clients.get(chain.rpc_urls())
+        self.clients.get(chain)
     }
 
     /// Submits `intent` from `wallet` on `chain`: simulate, sign and store, broadcast.

@@ -1,0 +1,139 @@
+//! What the service counts and times, for Prometheus (the `metrics` facade; the exporter
+//! renders them on the metrics listener, `server`). Every name is declared here with its
+//! help text; code elsewhere calls the functions below. Label values are bounded: RPC
+//! names, contract codes, chain slugs, record kinds and statuses, JSON-RPC methods; never an
+//! address, a key or a user's name.
+
+pub mod server;
+
+use std::time::Duration;
+
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+
+/// gRPC calls answered, by `rpc` (method path) and contract `code` (`OK` on success).
+pub const REQUESTS: &str = "walletops_requests_total";
+/// How long gRPC calls took to answer, by `rpc`.
+pub const REQUEST_SECONDS: &str = "walletops_request_duration_seconds";
+/// Writes stored and sent to their chain, by `chain` and `kind`.
+pub const WRITES_SUBMITTED: &str = "walletops_writes_submitted_total";
+/// Records that reached a final status, by `chain`, `kind` and `status`.
+pub const WRITES_SETTLED: &str = "walletops_writes_settled_total";
+/// Age of the oldest record not final yet, per `chain`, read at each scrape.
+pub const OLDEST_OPEN_SECONDS: &str = "walletops_oldest_open_record_seconds";
+/// Records not final yet, per `chain`, read at each scrape.
+pub const OPEN_RECORDS: &str = "walletops_open_records";
+/// Transactions re-sent with a higher fee or a new nonce, by `chain` and `reason`.
+pub const REPLACEMENTS: &str = "walletops_replacements_total";
+/// Nonce gaps filled, by `chain`.
+pub const NONCE_GAPS_FILLED: &str = "walletops_nonce_gaps_filled_total";
+/// Records whose fee reached `monitor.max_fee_per_gas_gwei`, by `chain`.
+pub const FEE_CAPS: &str = "walletops_fee_caps_hit_total";
+/// Calls to chain nodes, by `chain`, JSON-RPC `method` (`batch` for several) and `outcome`.
+pub const RPC_CALLS: &str = "walletops_chain_rpc_calls_total";
+/// How long calls to chain nodes took, by `chain` and `method`.
+pub const RPC_SECONDS: &str = "walletops_chain_rpc_duration_seconds";
+/// Writes answered from their idempotency key's stored response.
+pub const IDEMPOTENT_REPLAYS: &str = "walletops_idempotent_replays_total";
+/// Sends waiting in the signing lanes of this core.
+pub const LANE_DEPTH: &str = "walletops_signing_lane_depth";
+
+/// Declares every metric's help text (once, at start).
+pub fn describe() {
+    describe_counter!(REQUESTS, "gRPC calls answered, by rpc and contract code");
+    describe_histogram!(
+        REQUEST_SECONDS,
+        metrics::Unit::Seconds,
+        "time to answer a gRPC call, by rpc"
+    );
+    describe_counter!(
+        WRITES_SUBMITTED,
+        "writes stored and sent to their chain, by chain and kind"
+    );
+    describe_counter!(
+        WRITES_SETTLED,
+        "records that reached a final status, by chain, kind and status"
+    );
+    describe_gauge!(
+        OLDEST_OPEN_SECONDS,
+        metrics::Unit::Seconds,
+        "age of the oldest record not final yet, per chain (0: none open)"
+    );
+    describe_gauge!(OPEN_RECORDS, "records not final yet, per chain");
+    describe_counter!(
+        REPLACEMENTS,
+        "transactions re-sent with a higher fee or a new nonce, by chain and reason"
+    );
+    describe_counter!(NONCE_GAPS_FILLED, "nonce gaps filled, by chain");
+    describe_counter!(FEE_CAPS, "records whose fee reached the cap, by chain");
+    describe_counter!(
+        RPC_CALLS,
+        "calls to chain nodes, by chain, method and outcome"
+    );
+    describe_histogram!(
+        RPC_SECONDS,
+        metrics::Unit::Seconds,
+        "time a chain node took to answer, by chain and method"
+    );
+    describe_counter!(
+        IDEMPOTENT_REPLAYS,
+        "writes answered with their idempotency key's stored response"
+    );
+    describe_gauge!(LANE_DEPTH, "sends waiting in this core's signing lanes");
+}
+
+/// A gRPC call to `rpc` answered with contract `code` after `took`.
+pub(crate) fn request(rpc: String, code: &'static str, took: Duration) {
+    counter!(REQUESTS, "rpc" => rpc.clone(), "code" => code).increment(1);
+    histogram!(REQUEST_SECONDS, "rpc" => rpc).record(took.as_secs_f64());
+}
+
+/// A write of `kind` stored and sent on `chain`.
+pub(crate) fn write_submitted(chain: &str, kind: &'static str) {
+    counter!(WRITES_SUBMITTED, "chain" => chain.to_owned(), "kind" => kind).increment(1);
+}
+
+/// A record of `kind` on `chain` ended `status`.
+pub(crate) fn write_settled(chain: &str, kind: &'static str, status: &'static str) {
+    counter!(WRITES_SETTLED, "chain" => chain.to_owned(), "kind" => kind, "status" => status)
+        .increment(1);
+}
+
+/// `open` records of `chain` are not final, the oldest `oldest` old.
+pub(crate) fn open_records(chain: &str, open: usize, oldest: Duration) {
+    gauge!(OPEN_RECORDS, "chain" => chain.to_owned()).set(open as f64);
+    gauge!(OLDEST_OPEN_SECONDS, "chain" => chain.to_owned()).set(oldest.as_secs_f64());
+}
+
+/// A transaction of `chain` re-sent for `reason` (`fee`, `nonce`).
+pub(crate) fn replacement(chain: &str, reason: &'static str) {
+    counter!(REPLACEMENTS, "chain" => chain.to_owned(), "reason" => reason).increment(1);
+}
+
+/// A nonce gap of `chain` filled.
+pub(crate) fn nonce_gap_filled(chain: &str) {
+    counter!(NONCE_GAPS_FILLED, "chain" => chain.to_owned()).increment(1);
+}
+
+/// A record of `chain` reached the fee cap.
+pub(crate) fn fee_capped(chain: &str) {
+    counter!(FEE_CAPS, "chain" => chain.to_owned()).increment(1);
+}
+
+/// A call to a node of `chain` for `method` ended with `outcome` (`ok`, `error`,
+/// `timeout`) after `took`.
+pub(crate) fn rpc_call(chain: &str, method: &str, outcome: &'static str, took: Duration) {
+    let (chain, method) = (chain.to_owned(), method.to_owned());
+    counter!(RPC_CALLS, "chain" => chain.clone(), "method" => method.clone(), "outcome" => outcome)
+        .increment(1);
+    histogram!(RPC_SECONDS, "chain" => chain, "method" => method).record(took.as_secs_f64());
+}
+
+/// A write answered from its key's stored response.
+pub(crate) fn idempotent_replay() {
+    counter!(IDEMPOTENT_REPLAYS).increment(1);
+}
+
+/// The sends waiting in this core's signing lanes changed by `change`.
+pub(crate) fn lane_depth(change: f64) {
+    gauge!(LANE_DEPTH).increment(change);
+}
