@@ -111,6 +111,45 @@ async fn metrics_count_what_was_done(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn not_ready_while_a_migration_is_missing(b: Backend) -> anyhow::Result<()> {
+    use sea_orm::ConnectionTrait as _;
+    let svc = Service::start_with(
+        b,
+        walletops_tests::Options::default().with_env("WALLETOPS_METRICS_ADDR", "127.0.0.1:0"),
+    )
+    .await?;
+    let readyz = format!("{}/readyz", svc.metrics_url.as_deref().expect("metrics"));
+    assert_eq!(reqwest::get(&readyz).await?.status(), 200);
+    // The database as a newer build would find it before migrating: its last migration
+    // not applied.
+    let db = svc.database().await?;
+    let last = "(SELECT MAX(version) FROM seaql_migrations)";
+    let kept = db
+        .query_one_raw(sea_orm::Statement::from_string(
+            db.get_database_backend(),
+            format!("SELECT version FROM seaql_migrations WHERE version = {last}"),
+        ))
+        .await?
+        .expect("a migration applied");
+    let version: String = kept.try_get("", "version")?;
+    db.execute_unprepared(&format!(
+        "DELETE FROM seaql_migrations WHERE version = '{version}'"
+    ))
+    .await?;
+    let reply = reqwest::get(&readyz).await?;
+    assert_eq!(reply.status(), 503);
+    assert!(reply.text().await?.contains("not applied"));
+    // The live probe does not depend on it.
+    let livez = readyz.replace("/readyz", "/livez");
+    assert_eq!(reqwest::get(&livez).await?.status(), 200);
+    db.execute_unprepared(&format!(
+        "INSERT INTO seaql_migrations (version, applied_at) VALUES ('{version}', 0)"
+    ))
+    .await?;
+    assert_eq!(reqwest::get(&readyz).await?.status(), 200);
+    Ok(())
+}
+
 async fn no_metrics_listener_unless_configured(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start(b).await?;
     assert!(svc.metrics_url.is_none());
@@ -119,5 +158,6 @@ async fn no_metrics_listener_unless_configured(b: Backend) -> anyhow::Result<()>
 
 on_both_backends!(
     metrics_count_what_was_done,
+    not_ready_while_a_migration_is_missing,
     no_metrics_listener_unless_configured,
 );
