@@ -12,6 +12,7 @@ pub mod config;
 pub mod devnet;
 pub mod domain;
 pub mod error;
+pub mod events;
 pub mod files;
 pub mod grpc;
 pub mod holdings;

@@ -18,6 +18,7 @@ mod m20261124_000011_index_transactions_nonce;
 mod m20261124_000012_create_keystore_check;
 mod m20261126_000013_link_provider;
 mod m20261127_000014_dashboard;
+mod m20261128_000015_transaction_events;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -40,6 +41,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000012_create_keystore_check::Migration),
             Box::new(m20261126_000013_link_provider::Migration),
             Box::new(m20261127_000014_dashboard::Migration),
+            Box::new(m20261128_000015_transaction_events::Migration),
         ]
     }
 }

@@ -10,9 +10,14 @@ use crate::{
     domain::Scope,
     requests::{
         ApproveRequest, BalancesRequest, CallRequest, ListWalletsRequest, QuoteRequest,
-        SendRequest, SwapRequest, TransactionRequest,
+        SendRequest, SwapRequest, TransactionRequest, WatchRequest,
     },
 };
+
+/// The stream of `WatchTransactions`.
+type Watching = std::pin::Pin<
+    Box<dyn futures::Stream<Item = Result<pb::WatchTransactionsResponse, Status>> + Send>,
+>;
 
 /// The gRPC face of `WalletOpsService`.
 #[derive(Debug, Clone)]
@@ -78,6 +83,42 @@ impl WalletOpsService for WalletOpsApi {
         Ok(Response::new(pb::GetTransactionResponse {
             transaction: Some(convert::transaction(tx, name, explorer)),
         }))
+    }
+
+    type WatchTransactionsStream = Watching;
+
+    async fn watch_transactions(
+        &self,
+        request: Request<pb::WatchTransactionsRequest>,
+    ) -> Result<Response<Watching>, Status> {
+        use crate::events::WatchEnd;
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let req = WatchRequest::parse(&self.core.chains, request.get_ref())?;
+        let events = crate::events::watch(self.core.store.clone(), caller.user_id, req);
+        let chains = self.core.chains.clone();
+        let stream = futures::stream::unfold(events, move |mut events| {
+            let chains = chains.clone();
+            async move {
+                let sent = match events.recv().await? {
+                    Ok((event, tx)) => {
+                        let (name, explorer) = chains.label(&tx.chain, tx.hash.as_deref());
+                        Ok(pb::WatchTransactionsResponse {
+                            event_id: event.seq,
+                            r#type: format!("transaction.{}", event.status.as_str()),
+                            transaction: Some(convert::transaction(tx, name, explorer)),
+                        })
+                    }
+                    Err(WatchEnd::TooSlow { last_sent }) => {
+                        Err(Status::resource_exhausted(format!(
+                            "the watcher left its events unread too long and was cut off; reconnect with after_event_id {last_sent}"
+                        )))
+                    }
+                    Err(WatchEnd::Failed(e)) => Err(Status::from(e)),
+                };
+                Some((sent, events))
+            }
+        });
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn send(

@@ -8,7 +8,9 @@ mod reads;
 mod trade;
 mod writes;
 
-pub use reads::{BalancesRequest, ListTransactionsRequest, ListWalletsRequest, TransactionRequest};
+pub use reads::{
+    BalancesRequest, ListTransactionsRequest, ListWalletsRequest, TransactionRequest, WatchRequest,
+};
 pub use trade::{QuoteRequest, SwapRequest, TradePair};
 pub use writes::{ApproveRequest, CallRequest, SendRequest, Transfer, WriteRequest};
 

@@ -117,6 +117,38 @@ impl TransactionRequest {
     }
 }
 
+/// `WatchTransactions`: which changes to stream, from where.
+#[derive(Debug, Clone)]
+pub struct WatchRequest {
+    /// Only this record's.
+    pub transaction_id: Option<Uuid>,
+    /// Only this chain's.
+    pub chain: Option<String>,
+    /// After this event; `None`: from now on.
+    pub after: Option<u64>,
+}
+
+impl WatchRequest {
+    /// Parses `req`, every bad field in one `INVALID_INPUT`.
+    pub fn parse(chains: &Registry, req: &pb::WatchTransactionsRequest) -> Result<Self> {
+        let mut v = Violations::default();
+        let transaction_id = super::non_empty(req.transaction_id.as_ref()).and_then(|id| {
+            let id = Uuid::from_str(id).map_err(|_| "must be a transaction id (a UUID)".to_owned());
+            v.check("transaction_id", id)
+        });
+        let chain = super::non_empty(req.chain.as_ref()).and_then(|slug| {
+            let chain = chains.resolve(slug).map_err(|e| e.to_string());
+            v.check("chain", chain.map(|c| c.slug().to_owned()))
+        });
+        v.finish()?;
+        Ok(Self {
+            transaction_id,
+            chain,
+            after: req.after_event_id,
+        })
+    }
+}
+
 /// `ListTransactions`: a page of the caller's records.
 #[derive(Debug, Clone)]
 pub struct ListTransactionsRequest {

@@ -3,6 +3,7 @@
 
 mod api_keys;
 pub(crate) mod entities;
+mod events;
 mod evm_nonces;
 mod idempotency;
 mod leases;
@@ -21,6 +22,7 @@ use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
 use walletops_migrations::{Migrator, MigratorTrait};
 
 pub use api_keys::NewApiKey;
+pub use events::TransactionEvent;
 pub(crate) use idempotency::{ClaimRow, NewClaim};
 #[cfg(test)]
 pub(crate) use leases::Leased;

@@ -131,6 +131,8 @@ impl Store {
         )
         .exec_without_returning(conn)
         .await?;
+        let about = models.iter().map(|m| (m.id, m.user_id, m.chain.clone()));
+        self.insert_events(conn, about, TxStatus::Submitted).await?;
         models.into_iter().map(TryInto::try_into).collect()
     }
 
@@ -182,6 +184,9 @@ impl Store {
                 "transaction {} changed while it was being re-signed",
                 open.id
             )));
+        }
+        if status != open.status {
+            self.insert_event_of(conn, open, status).await?;
         }
         Ok(())
     }
@@ -369,6 +374,7 @@ impl Store {
         }
         let updated = update.filter(seen).exec(conn).await?.rows_affected == 1;
         if updated && status != open.status {
+            self.insert_event_of(conn, open, status).await?;
             if status == TxStatus::FeeCapped {
                 crate::metrics::fee_capped(&open.chain);
             } else if status.is_final() {

@@ -8,6 +8,7 @@ mod cli;
 mod crash;
 mod dashboard;
 mod errors;
+mod events;
 mod evm;
 mod faults;
 mod fuzz;

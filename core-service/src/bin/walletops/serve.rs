@@ -174,6 +174,10 @@ async fn start_core(
         playground.prepare(&core).await?;
     }
     spawn_pruner(&core, stop_rx.clone());
+    tokio::spawn(walletops_core::events::run_sequencer(
+        core.store.clone(),
+        on_stop(stop_rx.clone()),
+    ));
     spawn_syncer(&core, stop_rx.clone());
     let monitor = Monitor::new(&core).run(on_stop(stop_rx.clone()));
     tasks.spawn(async move {

@@ -8,6 +8,7 @@ pub(crate) mod idempotency_keys;
 pub(crate) mod keystore_check;
 pub(crate) mod sign_in_links;
 pub(crate) mod signer_keys;
+pub(crate) mod transaction_events;
 pub(crate) mod transactions;
 pub(crate) mod users;
 pub(crate) mod wallets;

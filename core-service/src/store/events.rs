@@ -1,0 +1,181 @@
+//! The outbox of transaction status changes (`transaction_events`): a row is written in the
+//! database transaction of the change it tells of; the sequencer then numbers the rows in
+//! the order they became visible, which readers resume by.
+
+use chrono::Utc;
+use sea_orm::{
+    ActiveValue::{NotSet, Set},
+    ColumnTrait, ConnectionTrait, DatabaseBackend, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Statement,
+    sea_query::Expr,
+};
+use uuid::Uuid;
+
+use super::{Store, entities::transaction_events as events};
+use crate::{
+    domain::{OpenTransaction, TxStatus},
+    error::Result,
+};
+
+/// The PostgreSQL advisory lock the sequencers of every core take in turn.
+const SEQUENCER_LOCK: i64 = 0x7761_6c6c_6574_6576; // "walletev"
+
+/// Rows numbered in one sequencing transaction at most.
+const SEQUENCED_AT_ONCE: u64 = 500;
+
+/// A status change as read back, numbered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionEvent {
+    /// Its place in commit order: resume after it.
+    pub seq: u64,
+    /// The record that changed.
+    pub transaction_id: Uuid,
+    /// The record's chain slug.
+    pub chain: String,
+    /// The status it entered.
+    pub status: TxStatus,
+}
+
+/// The highest event number given, read in `conn` (0: none).
+async fn max_seq<C: ConnectionTrait>(conn: &C) -> Result<i64> {
+    Ok(events::Entity::find()
+        .select_only()
+        .column_as(events::Column::Seq.max(), "last")
+        .into_tuple::<Option<i64>>()
+        .one(conn)
+        .await?
+        .flatten()
+        .unwrap_or(0))
+}
+
+impl Store {
+    /// Notes, in `conn`'s transaction and one INSERT, that each record `(id, user, chain)`
+    /// of `records` entered `status`.
+    pub(crate) async fn insert_events<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        records: impl IntoIterator<Item = (Uuid, Uuid, String)>,
+        status: TxStatus,
+    ) -> Result<()> {
+        let now = Utc::now();
+        let rows: Vec<_> = records
+            .into_iter()
+            .map(|(transaction_id, user_id, chain)| events::ActiveModel {
+                id: NotSet,
+                seq: Set(None),
+                transaction_id: Set(transaction_id),
+                user_id: Set(user_id),
+                chain: Set(chain),
+                status: Set(status.as_str().to_owned()),
+                created_at: Set(now),
+            })
+            .collect();
+        if rows.is_empty() {
+            return Ok(());
+        }
+        events::Entity::insert_many(rows)
+            .exec_without_returning(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// `insert_event` for an open record.
+    pub(crate) async fn insert_event_of<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        open: &OpenTransaction,
+        status: TxStatus,
+    ) -> Result<()> {
+        let about = (open.id, open.user_id, open.chain.clone());
+        self.insert_events(conn, [about], status).await
+    }
+
+    /// Numbers the events that became visible since the last call, in id order after the
+    /// highest number given: an event whose transaction committed late gets a number after
+    /// those already read. One sequencer at a time, across cores. How many it numbered.
+    pub async fn sequence_events(&self) -> Result<usize> {
+        let waiting = events::Entity::find()
+            .select_only()
+            .column(events::Column::Id)
+            .filter(events::Column::Seq.is_null())
+            .limit(1)
+            .into_tuple::<i64>()
+            .one(self.db())
+            .await?;
+        if waiting.is_none() {
+            return Ok(0);
+        }
+        let txn = self.begin().await?;
+        if txn.get_database_backend() == DatabaseBackend::Postgres {
+            txn.execute_raw(Statement::from_sql_and_values(
+                DatabaseBackend::Postgres,
+                "SELECT pg_advisory_xact_lock($1)",
+                [SEQUENCER_LOCK.into()],
+            ))
+            .await?;
+        }
+        let last = max_seq(&txn).await?;
+        let ids: Vec<i64> = events::Entity::find()
+            .select_only()
+            .column(events::Column::Id)
+            .filter(events::Column::Seq.is_null())
+            .order_by_asc(events::Column::Id)
+            .limit(SEQUENCED_AT_ONCE)
+            .into_tuple()
+            .all(&txn)
+            .await?;
+        let mut next = last;
+        for id in &ids {
+            next += 1;
+            events::Entity::update_many()
+                .col_expr(events::Column::Seq, Expr::value(next))
+                .filter(events::Column::Id.eq(*id))
+                .exec(&txn)
+                .await?;
+        }
+        txn.commit().await?;
+        Ok(ids.len())
+    }
+
+    /// The highest event number given so far (0: none): a watcher from now on starts
+    /// after it.
+    pub async fn last_event_seq(&self) -> Result<u64> {
+        Ok(u64::try_from(max_seq(self.db()).await?).unwrap_or(0))
+    }
+
+    /// The numbered events of `user_id` after `after`, oldest first, at most `limit`,
+    /// optionally of one record or one chain.
+    pub async fn events_after(
+        &self,
+        user_id: Uuid,
+        after: u64,
+        (transaction_id, chain): (Option<Uuid>, Option<&str>),
+        limit: u64,
+    ) -> Result<Vec<TransactionEvent>> {
+        let mut query = events::Entity::find()
+            .filter(events::Column::UserId.eq(user_id))
+            .filter(events::Column::Seq.gt(i64::try_from(after).unwrap_or(i64::MAX)));
+        if let Some(id) = transaction_id {
+            query = query.filter(events::Column::TransactionId.eq(id));
+        }
+        if let Some(chain) = chain {
+            query = query.filter(events::Column::Chain.eq(chain));
+        }
+        let rows = query
+            .order_by_asc(events::Column::Seq)
+            .limit(limit)
+            .all(self.db())
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                Some(TransactionEvent {
+                    seq: u64::try_from(row.seq?).ok()?,
+                    transaction_id: row.transaction_id,
+                    chain: row.chain,
+                    status: serde_json::from_value(serde_json::Value::String(row.status)).ok()?,
+                })
+            })
+            .collect())
+    }
+}

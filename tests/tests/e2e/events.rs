@@ -1,0 +1,140 @@
+//! Transaction events: `WatchTransactions` streams every status change of the caller's
+//! records in commit order, and a watcher that reconnects after the last event id it got
+//! misses nothing.
+
+use alloy::primitives::utils::parse_ether;
+use serde_json::json;
+use tonic::Streaming;
+use walletops_proto::v1::{
+    WatchTransactionsRequest, WatchTransactionsResponse,
+    wallet_ops_service_client::WalletOpsServiceClient,
+};
+use walletops_tests::{
+    Backend, Rest, Service, anvil::Anvil, on_both_backends, reason, with_key, within,
+};
+
+async fn watch(
+    svc: &Service,
+    req: WatchTransactionsRequest,
+) -> anyhow::Result<Streaming<WatchTransactionsResponse>> {
+    let mut ops = WalletOpsServiceClient::new(svc.channel().await?);
+    Ok(ops
+        .watch_transactions(with_key(req, &svc.api_key)?)
+        .await?
+        .into_inner())
+}
+
+/// Reads events from `stream` until each of `ids` has been seen `confirmed`; every event
+/// read, in order.
+async fn until_confirmed(
+    stream: &mut Streaming<WatchTransactionsResponse>,
+    ids: &[String],
+) -> anyhow::Result<Vec<(u64, String, String)>> {
+    let mut seen = Vec::new();
+    within("the events of every send", async {
+        while !ids.iter().all(|id| {
+            seen.iter()
+                .any(|(_, t, i): &(u64, String, String)| t == "transaction.confirmed" && i == id)
+        }) {
+            let event = stream.message().await?.expect("the stream goes on");
+            let id = event.transaction.map(|t| t.id).unwrap_or_default();
+            seen.push((event.event_id, event.r#type, id));
+        }
+        anyhow::Ok(())
+    })
+    .await??;
+    Ok(seen)
+}
+
+async fn send(api: &Rest) -> anyhow::Result<String> {
+    let reply = api
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111",
+                    "asset": "native", "amount": "1000"}),
+        )
+        .await?;
+    anyhow::ensure!(reply.status == 200, "{}", reply.text);
+    Ok(reply.body["id"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Each of `ids` has its `submitted` event before its `confirmed` one, and ids increase.
+fn in_order(events: &[(u64, String, String)], ids: &[String]) {
+    assert!(events.windows(2).all(|w| w[0].0 < w[1].0), "{events:?}");
+    for id in ids {
+        let of: Vec<&str> = events
+            .iter()
+            .filter(|(_, _, i)| i == id)
+            .map(|(_, t, _)| t.as_str())
+            .collect();
+        assert_eq!(
+            of,
+            ["transaction.submitted", "transaction.confirmed"],
+            "{id}"
+        );
+    }
+}
+
+async fn a_watcher_that_reconnects_misses_nothing(b: Backend) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
+    let api = svc.rest(&svc.api_key);
+    anvil.fund_default_wallet(&api, parse_ether("1")?).await?;
+    let mut stream = watch(&svc, WatchTransactionsRequest::default()).await?;
+    let first = vec![send(&api).await?];
+    let events = until_confirmed(&mut stream, &first).await?;
+    in_order(&events, &first);
+    let last = events.last().map(|e| e.0).unwrap_or_default();
+    // Disconnected while two more sends settle.
+    drop(stream);
+    let later = vec![send(&api).await?, send(&api).await?];
+    for id in &later {
+        api.wait_for_status(id, "CONFIRMED").await?;
+    }
+    let resumed = WatchTransactionsRequest {
+        after_event_id: Some(last),
+        ..WatchTransactionsRequest::default()
+    };
+    let events = until_confirmed(&mut watch(&svc, resumed).await?, &later).await?;
+    assert!(
+        events.iter().all(|e| e.0 > last && e.2 != first[0]),
+        "{events:?}"
+    );
+    in_order(&events, &later);
+    // One transaction's changes from the start, and nothing else.
+    let one = WatchTransactionsRequest {
+        transaction_id: Some(later[0].clone()),
+        after_event_id: Some(0),
+        ..WatchTransactionsRequest::default()
+    };
+    let events = until_confirmed(&mut watch(&svc, one).await?, &later[..1]).await?;
+    assert_eq!(events.len(), 2, "{events:?}");
+    Ok(())
+}
+
+async fn a_bad_filter_is_refused_naming_it(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let req = WatchTransactionsRequest {
+        transaction_id: Some("not-a-uuid".to_owned()),
+        chain: Some("nowhere".to_owned()),
+        ..WatchTransactionsRequest::default()
+    };
+    let mut ops = WalletOpsServiceClient::new(svc.channel().await?);
+    let err = ops
+        .watch_transactions(with_key(req, &svc.api_key)?)
+        .await
+        .expect_err("refused");
+    assert_eq!(reason(&err).as_deref(), Some("INVALID_INPUT"));
+    assert!(
+        err.message().contains("transaction_id"),
+        "{}",
+        err.message()
+    );
+    assert!(err.message().contains("chain"), "{}", err.message());
+    Ok(())
+}
+
+on_both_backends!(
+    a_watcher_that_reconnects_misses_nothing,
+    a_bad_filter_is_refused_naming_it,
+);
