@@ -45,6 +45,7 @@ fn v1_routes() -> OpenApiRouter<Edge> {
         .routes(at("GET /wallets/balances",           routes!(get_balances)))    // GetBalances
         .routes(at("GET /wallets/{address}/balances", routes!(get_balances_of))) // GetBalances
         .routes(at("GET /tx/{id}",                    routes!(get_transaction))) // GetTransaction
+        .routes(at("GET /tx/events",                  routes!(watch_transactions))) // WatchTransactions
         .routes(at("POST /send",                      routes!(send)))            // Send
         .routes(at("POST /token/approve",             routes!(approve_token)))   // ApproveToken
         .routes(at("POST /contracts/send",            routes!(call_contract)))   // CallContract
@@ -254,6 +255,89 @@ async fn get_transaction(
         .await?;
     let tx = resp.into_inner().transaction.unwrap_or_default();
     Ok(Json(tx.into()))
+}
+
+#[utoipa::path(get, path = "/tx/events", tag = "transactions",
+    params(
+        ("id" = Option<uuid::Uuid>, Query, description = "Only this transaction's changes"),
+        ("chain" = Option<String>, Query, description = "Only this chain's changes (slug)"),
+        ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id (0: from the oldest kept); absent: from now on"),
+    ),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, content_type = "text/event-stream", body = String,
+         description = "Server-Sent Events, one per status change in commit order: `id` the event id, `event` its type (`transaction.submitted`, `transaction.confirmed`, ...), `data` the transaction as GET /tx/{id} gives it. A stream cut off ends with an `error` event holding the error body."),
+        (status = 400, description = "A bad filter or Last-Event-ID", body = ErrorBody),
+    ))]
+async fn watch_transactions(
+    State(mut edge): State<Edge>,
+    headers: HeaderMap,
+    q: Result<QueryParams, EdgeError>,
+) -> Result<
+    axum::response::Sse<
+        impl futures::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+    >,
+    EdgeError,
+> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    use futures::StreamExt as _;
+    let req = q.and_then(|q| {
+        Ok(pb::WatchTransactionsRequest {
+            transaction_id: q.string("id")?,
+            chain: q.string("chain")?,
+            after_event_id: last_event_id(&headers)?,
+        })
+    });
+    let events = edge
+        .core
+        .watch_transactions(call(&headers, req)?)
+        .await?
+        .into_inner();
+    let request_id = headers
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let events = events.map(move |event| {
+        Ok(match event {
+            Ok(event) => {
+                let tx = TransactionJson::from(event.transaction.unwrap_or_default());
+                Event::default()
+                    .id(event.event_id.to_string())
+                    .event(event.r#type)
+                    .json_data(tx)
+                    .unwrap_or_default()
+            }
+            Err(status) => {
+                let (code, error, _) = crate::error::read_status(&status);
+                let body = ErrorBody {
+                    error,
+                    code: code.as_str().to_owned(),
+                    request_id: request_id.clone(),
+                };
+                Event::default()
+                    .event("error")
+                    .json_data(body)
+                    .unwrap_or_default()
+            }
+        })
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+/// The `Last-Event-ID` header: an event id.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, EdgeError> {
+    headers
+        .get("last-event-id")
+        .map(|v| {
+            v.to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    EdgeError::invalid("Last-Event-ID", "must be an event id (a number)")
+                })
+        })
+        .transpose()
 }
 
 #[utoipa::path(post, path = "/send", tag = "transactions", request_body = SendBody,

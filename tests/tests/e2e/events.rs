@@ -1,6 +1,6 @@
-//! Transaction events: `WatchTransactions` streams every status change of the caller's
-//! records in commit order, and a watcher that reconnects after the last event id it got
-//! misses nothing.
+//! Transaction events: `WatchTransactions` (and its Server-Sent Events at `GET /tx/events`)
+//! streams every status change of the caller's records in commit order, and a watcher that
+//! reconnects after the last event id it got misses nothing.
 
 use alloy::primitives::utils::parse_ether;
 use serde_json::json;
@@ -134,7 +134,87 @@ async fn a_bad_filter_is_refused_naming_it(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reads the Server-Sent Events of `reply` until one of type `until` has come; the events
+/// read, as (id, type, data).
+async fn read_events(
+    mut reply: reqwest::Response,
+    until: &str,
+) -> anyhow::Result<Vec<(String, String, serde_json::Value)>> {
+    let mut text = String::new();
+    within("the server-sent events", async {
+        while !text.contains(&format!("event: {until}\n")) {
+            let chunk = reply.chunk().await?.expect("the stream goes on");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        anyhow::Ok(())
+    })
+    .await??;
+    Ok(text
+        .split("\n\n")
+        .filter_map(|block| {
+            let field = |name: &str| {
+                block
+                    .lines()
+                    .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                    .map(|v| v.trim().to_owned())
+            };
+            let data = serde_json::from_str(&field("data")?).ok()?;
+            Some((field("id")?, field("event")?, data))
+        })
+        .collect())
+}
+
+async fn server_sent_events_resume_from_the_last_event_id(b: Backend) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
+    let api = svc.rest(&svc.api_key);
+    anvil.fund_default_wallet(&api, parse_ether("1")?).await?;
+    let id = send(&api).await?;
+    api.wait_for_status(&id, "CONFIRMED").await?;
+    let url = format!("{}/api/v1/tx/events?id={id}", svc.http);
+    let events = |last: &str| {
+        reqwest::Client::new()
+            .get(&url)
+            .header("x-api-key", &svc.api_key)
+            .header("last-event-id", last)
+            .send()
+    };
+    // From the oldest: both of its changes, the record as GET /tx/{id} gives it.
+    let reply = events("0").await?;
+    assert_eq!(reply.status(), 200);
+    assert!(
+        reply.headers()["content-type"]
+            .to_str()?
+            .starts_with("text/event-stream")
+    );
+    let all = read_events(reply, "transaction.confirmed").await?;
+    let kinds: Vec<&str> = all.iter().map(|(_, kind, _)| kind.as_str()).collect();
+    assert_eq!(kinds, ["transaction.submitted", "transaction.confirmed"]);
+    assert_eq!(all[1].2["id"], id.as_str());
+    assert_eq!(all[1].2["status"], "CONFIRMED");
+    // After the first: only the second.
+    let rest = read_events(events(&all[0].0).await?, "transaction.confirmed").await?;
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    assert_eq!(rest[0].0, all[1].0);
+    // A Last-Event-ID that is no id is refused naming it.
+    let bad = reqwest::Client::new()
+        .get(&url)
+        .header("x-api-key", &svc.api_key)
+        .header("last-event-id", "yesterday")
+        .send()
+        .await?;
+    assert_eq!(bad.status(), 400);
+    let body: serde_json::Value = bad.json().await?;
+    assert_eq!(body["code"], "INVALID_INPUT");
+    assert!(
+        body["error"].to_string().contains("Last-Event-ID"),
+        "{body}"
+    );
+    Ok(())
+}
+
 on_both_backends!(
     a_watcher_that_reconnects_misses_nothing,
     a_bad_filter_is_refused_naming_it,
+    server_sent_events_resume_from_the_last_event_id,
 );
