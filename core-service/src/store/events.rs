@@ -7,7 +7,6 @@ use sea_orm::{
     ActiveValue::{NotSet, Set},
     ColumnTrait, ConnectionTrait, DatabaseBackend, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect, Statement,
-    sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -21,7 +20,7 @@ use crate::{
 const SEQUENCER_LOCK: i64 = 0x7761_6c6c_6574_6576; // "walletev"
 
 /// Rows numbered in one sequencing transaction at most.
-const SEQUENCED_AT_ONCE: u64 = 500;
+const SEQUENCED_AT_ONCE: i64 = 500;
 
 /// A status change as read back, numbered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,35 +105,38 @@ impl Store {
             return Ok(0);
         }
         let txn = self.begin().await?;
-        if txn.get_database_backend() == DatabaseBackend::Postgres {
+        let backend = txn.get_database_backend();
+        if backend == DatabaseBackend::Postgres {
             txn.execute_raw(Statement::from_sql_and_values(
-                DatabaseBackend::Postgres,
+                backend,
                 "SELECT pg_advisory_xact_lock($1)",
                 [SEQUENCER_LOCK.into()],
             ))
             .await?;
         }
         let last = max_seq(&txn).await?;
-        let ids: Vec<i64> = events::Entity::find()
-            .select_only()
-            .column(events::Column::Id)
-            .filter(events::Column::Seq.is_null())
-            .order_by_asc(events::Column::Id)
-            .limit(SEQUENCED_AT_ONCE)
-            .into_tuple()
-            .all(&txn)
-            .await?;
-        let mut next = last;
-        for id in &ids {
-            next += 1;
-            events::Entity::update_many()
-                .col_expr(events::Column::Seq, Expr::value(next))
-                .filter(events::Column::Id.eq(*id))
-                .exec(&txn)
-                .await?;
-        }
+        // One statement numbers the batch: the visible rows without a number, by id, after
+        // the last number.
+        let (last_at, limit_at) = match backend {
+            DatabaseBackend::Postgres => ("$1", "$2"),
+            _ => ("?", "?"),
+        };
+        let numbered = txn
+            .execute_raw(Statement::from_sql_and_values(
+                backend,
+                format!(
+                    "UPDATE transaction_events SET seq = {last_at} + numbered.n \
+                     FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS n \
+                           FROM transaction_events WHERE seq IS NULL ORDER BY id LIMIT {limit_at}) \
+                          AS numbered \
+                     WHERE transaction_events.id = numbered.id"
+                ),
+                [last.into(), SEQUENCED_AT_ONCE.into()],
+            ))
+            .await?
+            .rows_affected();
         txn.commit().await?;
-        Ok(ids.len())
+        Ok(usize::try_from(numbered).unwrap_or(usize::MAX))
     }
 
     /// The highest event number given so far (0: none): a watcher from now on starts
@@ -177,5 +179,51 @@ impl Store {
                 })
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::{Backend, on_store};
+
+    fn ids(events: &[TransactionEvent]) -> Vec<Uuid> {
+        events.iter().map(|e| e.transaction_id).collect()
+    }
+
+    /// PostgreSQL alone: SQLite has one writer at a time, so its commit order is its
+    /// insertion order.
+    #[tokio::test]
+    async fn numbers_follow_commit_order_not_insertion_order() {
+        on_store(Backend::Postgres, |store| async move {
+            let (user, late, early) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+            let chain = || "anvil".to_owned();
+            // `late` is written first, its transaction left open while `early` commits.
+            let open = store.begin().await.expect("begin");
+            store
+                .insert_events(&open, [(late, user, chain())], TxStatus::Submitted)
+                .await
+                .expect("insert");
+            store
+                .insert_events(store.db(), [(early, user, chain())], TxStatus::Confirmed)
+                .await
+                .expect("insert");
+            store.sequence_events().await.expect("numbering");
+            let seen = store
+                .events_after(user, 0, (None, None), 10)
+                .await
+                .expect("reading");
+            assert_eq!(ids(&seen), [early]);
+            open.commit().await.expect("commit");
+            store.sequence_events().await.expect("numbering");
+            // A reader resuming after what it saw still gets the late commit.
+            let after = store
+                .events_after(user, seen[0].seq, (None, None), 10)
+                .await
+                .expect("reading");
+            assert_eq!(ids(&after), [late]);
+            assert_eq!(after[0].status, TxStatus::Submitted);
+        })
+        .await;
     }
 }
