@@ -33,6 +33,7 @@ pub mod transactions;
 pub mod transfers;
 pub mod upstream;
 pub mod wallets;
+pub mod webhooks;
 
 #[cfg(test)]
 mod record_lifecycle_tests;
