@@ -374,7 +374,6 @@ impl Monitor {
                 ),
             )
             .await?;
-        crate::metrics::replacement(&open.chain, "fee");
         self.send_current(client, open.id).await
     }
 

@@ -233,6 +233,7 @@ impl EvmRecovery {
             .resign_transaction(&txn, open, open.nonce, None, payload, &hash, status, note)
             .await?;
         txn.commit().await?;
+        crate::metrics::replacement(&open.chain, "fee");
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use walletops_tests::{
     faults::{Fault, FaultProxy},
 };
 
-use super::{REQUEST_TIMEOUT, Route, send_through, under_faults};
+use super::{REQUEST_TIMEOUT, Route, send_through, under_http_faults};
 
 const SENDS: u64 = 200;
 
@@ -52,17 +52,7 @@ async fn sends_survive(fault: Fault, route: Route, b: Backend) -> anyhow::Result
     Ok(())
 }
 
-under_faults! {
-    server_errors_fail_over: ServerError, First;
-    server_errors_on_the_only_url: ServerError, Only;
-    rate_limits_fail_over: RateLimited, First;
-    rate_limits_on_the_only_url: RateLimited, Only;
-    reset_connections_fail_over: Reset, First;
-    reset_connections_on_the_only_url: Reset, Only;
-    stalled_answers_fail_over: Stall, First;
-    stalled_answers_on_the_only_url: Stall, Only;
-    truncated_answers_fail_over: Truncated, First;
-    truncated_answers_on_the_only_url: Truncated, Only;
+under_http_faults! {
     a_node_behind_first: Stale, First;
     a_node_behind_alone: Stale, Only;
 }

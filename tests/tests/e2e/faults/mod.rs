@@ -123,3 +123,23 @@ macro_rules! under_faults {
     };
 }
 use under_faults;
+
+/// `under_faults!` for every fault of the HTTP layer, by both routes, and the `extra` tests.
+macro_rules! under_http_faults {
+    ($($name:ident: $fault:ident, $route:ident;)*) => {
+        super::under_faults! {
+            server_errors_fail_over: ServerError, First;
+            server_errors_on_the_only_url: ServerError, Only;
+            rate_limits_fail_over: RateLimited, First;
+            rate_limits_on_the_only_url: RateLimited, Only;
+            reset_connections_fail_over: Reset, First;
+            reset_connections_on_the_only_url: Reset, Only;
+            stalled_answers_fail_over: Stall, First;
+            stalled_answers_on_the_only_url: Stall, Only;
+            truncated_answers_fail_over: Truncated, First;
+            truncated_answers_on_the_only_url: Truncated, Only;
+            $($name: $fault, $route;)*
+        }
+    };
+}
+use under_http_faults;
