@@ -8,6 +8,7 @@ use walletops_proto::{
 
 use crate::{
     auth::KeyState,
+    chains::Registry,
     domain::{
         ApiKey, Scope, Scopes, Submission, TransactionRecord, TxKind, TxStatus, User, Wallet,
     },
@@ -150,11 +151,9 @@ fn tx_kind(k: TxKind) -> pb::TransactionKind {
     }
 }
 
-pub(crate) fn transaction(
-    t: TransactionRecord,
-    chain_name: String,
-    explorer_url: Option<String>,
-) -> pb::Transaction {
+/// Record `t` with its chain's display name and explorer link from `chains`.
+pub(crate) fn transaction(t: TransactionRecord, chains: &Registry) -> pb::Transaction {
+    let (chain_name, explorer_url) = chains.label(&t.chain, t.hash.as_deref());
     let swap = t.swap;
     pb::Transaction {
         id: t.id.to_string(),

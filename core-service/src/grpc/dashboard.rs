@@ -159,10 +159,7 @@ impl DashboardService for DashboardApi {
             .await?;
         let transactions = records
             .into_iter()
-            .map(|tx| {
-                let (name, explorer) = self.core.chains.label(&tx.chain, tx.hash.as_deref());
-                convert::transaction(tx, name, explorer)
-            })
+            .map(|tx| convert::transaction(tx, &self.core.chains))
             .collect();
         Ok(Response::new(pb::ListTransactionsResponse {
             transactions,

@@ -79,9 +79,8 @@ impl WalletOpsService for WalletOpsApi {
         let caller = self.core.admit(request.metadata(), Scope::Read).await?;
         let req = TransactionRequest::parse(request.get_ref())?;
         let tx = self.core.transactions.get(caller.user_id, req.id).await?;
-        let (name, explorer) = self.core.chains.label(&tx.chain, tx.hash.as_deref());
         Ok(Response::new(pb::GetTransactionResponse {
-            transaction: Some(convert::transaction(tx, name, explorer)),
+            transaction: Some(convert::transaction(tx, &self.core.chains)),
         }))
     }
 
@@ -100,14 +99,11 @@ impl WalletOpsService for WalletOpsApi {
             let chains = chains.clone();
             async move {
                 let sent = match events.recv().await? {
-                    Ok((event, tx)) => {
-                        let (name, explorer) = chains.label(&tx.chain, tx.hash.as_deref());
-                        Ok(pb::WatchTransactionsResponse {
-                            event_id: event.seq,
-                            r#type: format!("transaction.{}", event.status.as_str()),
-                            transaction: Some(convert::transaction(tx, name, explorer)),
-                        })
-                    }
+                    Ok((event, tx)) => Ok(pb::WatchTransactionsResponse {
+                        event_id: event.seq,
+                        r#type: format!("transaction.{}", event.status.as_str()),
+                        transaction: Some(convert::transaction(tx, &chains)),
+                    }),
                     Err(WatchEnd::TooSlow { last_sent }) => {
                         Err(Status::resource_exhausted(format!(
                             "the watcher left its events unread too long and was cut off; reconnect with after_event_id {last_sent}"

@@ -160,15 +160,8 @@ async fn start_core(
 ) -> anyhow::Result<StartedCore> {
     let grpc = bind(config.grpc_addr, "gRPC").await?;
     let grpc_addr = grpc.local_addr()?;
-    // One TLS setting for both gRPC listeners: clients with certificates when asked.
-    let tls = match config.tls.listener(true) {
-        Some(files) => {
-            let tls = Arc::new(ServerTls::load(files, Protocol::Http2)?);
-            serving.reloadable.push(tls.clone());
-            Some(tls)
-        }
-        None => None,
-    };
+    // One TLS setting for both gRPC listeners.
+    let tls = listener_tls(config, Protocol::Http2, serving.reloadable)?;
     let (core, first_key) = open_core(config.clone(), serving.print_key).await?;
     if let Some(playground) = serving.playground {
         playground.prepare(&core).await?;
@@ -222,6 +215,22 @@ async fn start_core(
     Ok(StartedCore { first_key, core })
 }
 
+/// The TLS of a listener speaking `protocol`, when configured, added to `reloadable`. The
+/// gRPC (HTTP/2) listeners ask clients for certificates when `tls.client_ca_file` is set;
+/// the REST listener never does.
+fn listener_tls(
+    config: &Config,
+    protocol: Protocol,
+    reloadable: &mut Vec<Arc<ServerTls>>,
+) -> anyhow::Result<Option<Arc<ServerTls>>> {
+    let Some(files) = config.tls.listener(protocol == Protocol::Http2) else {
+        return Ok(None);
+    };
+    let tls = Arc::new(ServerTls::load(files, protocol)?);
+    reloadable.push(tls.clone());
+    Ok(Some(tls))
+}
+
 /// How the edge reaches a core at an `https` `core_url`: the files of `tls` read.
 fn core_tls(config: &Config) -> anyhow::Result<walletops_edge::CoreTls> {
     let read = |file: &std::path::Path| {
@@ -249,14 +258,7 @@ fn start_edge(
 ) -> anyhow::Result<SocketAddr> {
     let http_addr = http.local_addr()?;
     let (channel, core) = to_core;
-    let tls = match config.tls.listener(false) {
-        Some(files) => {
-            let tls = Arc::new(ServerTls::load(files, Protocol::Http1)?);
-            reloadable.push(tls.clone());
-            Some(tls)
-        }
-        None => None,
-    };
+    let tls = listener_tls(config, Protocol::Http1, reloadable)?;
     let edge_config = walletops_edge::EdgeConfig {
         max_body_bytes: config.max_body_bytes,
         body_timeout: config.request_timeout(),

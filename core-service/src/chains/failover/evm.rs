@@ -110,23 +110,22 @@ impl Failover {
             RequestPacket::Single(call) => call.method(),
             RequestPacket::Batch(_) => "batch",
         };
-        let outcome = match tokio::time::timeout(limit, self.post(node, req)).await {
-            Ok(outcome) => {
-                let ended = if outcome.is_ok() { "ok" } else { "error" };
-                crate::metrics::rpc_call(&self.chain, method, ended, started.elapsed());
-                outcome
-            }
-            Err(_) => {
-                crate::metrics::rpc_call(&self.chain, method, "timeout", started.elapsed());
-                Err(Failure {
-                    error: TransportErrorKind::custom_str(&format!(
-                        "no answer within {} ms",
-                        limit.as_millis()
-                    )),
-                    retry_after: None,
-                })
-            }
+        let posted = tokio::time::timeout(limit, self.post(node, req)).await;
+        let ended = match &posted {
+            Ok(Ok(_)) => "ok",
+            Ok(Err(_)) => "error",
+            Err(_) => "timeout",
         };
+        crate::metrics::rpc_call(&self.chain, method, ended, started.elapsed());
+        let outcome = posted.unwrap_or_else(|_| {
+            Err(Failure {
+                error: TransportErrorKind::custom_str(&format!(
+                    "no answer within {} ms",
+                    limit.as_millis()
+                )),
+                retry_after: None,
+            })
+        });
         match outcome {
             Ok(answer) => {
                 self.nodes.succeeded(node);

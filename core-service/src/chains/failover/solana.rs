@@ -51,19 +51,19 @@ impl Failover {
         limit: Duration,
     ) -> Result<serde_json::Value> {
         let started = std::time::Instant::now();
-        let answer =
-            match tokio::time::timeout(limit, self.senders[node].send(request, params)).await {
-                Ok(answer) => answer,
-                Err(_) => Err(ClientError::from(ErrorKind::Custom(format!(
-                    "no answer within {} ms",
-                    limit.as_millis()
-                )))),
-            };
+        let sent = tokio::time::timeout(limit, self.senders[node].send(request, params)).await;
+        let timed_out = sent.is_err();
+        let answer = sent.unwrap_or_else(|_| {
+            Err(ClientError::from(ErrorKind::Custom(format!(
+                "no answer within {} ms",
+                limit.as_millis()
+            ))))
+        });
         let outcome = match &answer {
             Err(e) if unanswered(e) => {
                 tracing::debug!(url = %redacted(self.nodes.url(node)), error = %e, "RPC call failed");
                 self.nodes.failed(node, None);
-                "error"
+                if timed_out { "timeout" } else { "error" }
             }
             _ => {
                 self.nodes.succeeded(node);
