@@ -17,7 +17,15 @@ impl Service {
                 self.data_dir.path().join("walletops.db").display()
             ),
         };
-        Ok(Database::connect(&url).await?)
+        // No idle reaping or lifetime limit: sqlx's pool maintenance task, which only these
+        // enforce, was once seen spinning on a core after its service was killed, holding a
+        // test for good. A test's connections live as long as the test.
+        let mut options = sea_orm::ConnectOptions::new(url);
+        options
+            .sqlx_logging(false)
+            .map_sqlx_sqlite_pool_opts(|o| o.idle_timeout(None).max_lifetime(None))
+            .map_sqlx_postgres_pool_opts(|o| o.idle_timeout(None).max_lifetime(None));
+        Ok(Database::connect(options).await?)
     }
 
     /// How many transaction records the service has stored, whatever their state.
