@@ -11,6 +11,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "walletops/v1/api_keys.proto",
         "walletops/v1/admin.proto",
         "walletops/v1/dashboard.proto",
+        "walletops/v1/webhooks.proto",
     ];
     let mut compiler = protox::Compiler::new(["."])?;
     compiler.include_imports(true).include_source_info(true);

@@ -31,6 +31,7 @@ use crate::{
     transactions::Transactions,
     transfers::{BroadcastLog, Transfers, evm::EvmPipeline, solana::SolanaPipeline},
     wallets::Wallets,
+    webhooks::Webhooks,
 };
 
 /// The service's shared state. Cheap to clone.
@@ -78,6 +79,8 @@ pub struct Parts {
     pub signer: Arc<dyn Signer>,
     /// The broadcast times the write pipelines note, written behind.
     pub broadcasts: BroadcastLog,
+    /// Webhook endpoints.
+    pub webhooks: Webhooks,
 }
 
 impl Deref for Core {
@@ -155,6 +158,7 @@ impl Core {
             keys: ApiKeys::new(store.clone()),
             sessions: Sessions::new(store.clone()),
             limiter,
+            webhooks: Webhooks::new(store.clone(), keystore.clone(), config.webhooks.clone()),
             wallets: Wallets::new(store.clone(), keystore, provider),
             transactions: Transactions::new(store.clone()),
             transfers,

@@ -12,7 +12,10 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 pub use crate::secret::Secret;
-use crate::{chains::ChainConfig, domain::Scopes, provider::ProviderConfig, trade::TradeConfig};
+use crate::{
+    chains::ChainConfig, domain::Scopes, provider::ProviderConfig, trade::TradeConfig,
+    webhooks::WebhooksConfig,
+};
 
 /// `WALLETOPS_*` variables that are not options: the config file's path, the dev tools'
 /// locations, and the test harness's own (`WALLETOPS_TEST_*`, `WALLETOPS_BIN`).
@@ -69,6 +72,8 @@ pub struct Config {
     pub trade: TradeConfig,
     /// The wallet provider that holds provider wallets' keys and signs for them.
     pub provider: ProviderConfig,
+    /// How webhooks are delivered.
+    pub webhooks: WebhooksConfig,
     /// The address operators reach the REST edge at (`https://ops.example.com`), when it
     /// is not `http://<http_addr>`: sign-in links point there, and with `https` the
     /// dashboard's session cookie is marked `Secure`.
@@ -149,6 +154,7 @@ impl Default for Config {
             monitor: MonitorConfig::default(),
             trade: TradeConfig::default(),
             provider: ProviderConfig::default(),
+            webhooks: WebhooksConfig::default(),
             public_url: None,
             first_key_scopes: Scopes::ALL,
             trusted_proxies: Vec::new(),
@@ -369,6 +375,7 @@ impl Config {
             );
         }
         self.trade.validate()?;
+        self.webhooks.validate()?;
         self.provider.validate()
     }
 

@@ -18,16 +18,17 @@ use crate::{
 /// its own polling.
 const SEQUENCE_EVERY: Duration = Duration::from_millis(100);
 
-/// Numbers new events every `SEQUENCE_EVERY` until `stop` completes. Every core runs one;
-/// they take turns (see `Store::sequence_events`).
-pub async fn run_sequencer(store: Store, stop: impl Future<Output = ()>) {
+/// Numbers new events every `SEQUENCE_EVERY` until `stop` completes, making their webhook
+/// deliveries, retried for `retry_for`. Every core runs one; they take turns (see
+/// `Store::sequence_events`).
+pub async fn run_sequencer(store: Store, retry_for: Duration, stop: impl Future<Output = ()>) {
     let mut tick = tokio::time::interval(SEQUENCE_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(stop);
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                if let Err(e) = store.sequence_events().await {
+                if let Err(e) = store.sequence_events(retry_for).await {
                     tracing::warn!(error = %e, "numbering transaction events failed; trying again");
                 }
             }

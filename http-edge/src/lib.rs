@@ -37,6 +37,7 @@ use walletops_proto::{
 
 pub use dashboard::PeerAddr;
 pub use error::{ErrorBody, http_status};
+pub use model::transaction_json;
 
 use crate::error::{EdgeError, REQUEST_ID};
 

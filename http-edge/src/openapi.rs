@@ -26,6 +26,7 @@ use crate::{error::ErrorBody, model::SubmissionJson};
         (name = "wallets", description = "Wallets and balances"),
         (name = "transactions", description = "Transfers, approvals, contract calls, lookups"),
         (name = "trade", description = "Swap quotes and swaps"),
+        (name = "webhooks", description = "Signed deliveries of transaction events (Standard Webhooks)"),
     )
 )]
 struct ApiDoc;

@@ -19,6 +19,7 @@ mod m20261124_000012_create_keystore_check;
 mod m20261126_000013_link_provider;
 mod m20261127_000014_dashboard;
 mod m20261128_000015_transaction_events;
+mod m20261129_000016_webhooks;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -42,6 +43,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000013_link_provider::Migration),
             Box::new(m20261127_000014_dashboard::Migration),
             Box::new(m20261128_000015_transaction_events::Migration),
+            Box::new(m20261129_000016_webhooks::Migration),
         ]
     }
 }

@@ -54,6 +54,8 @@ impl Service {
     ) -> anyhow::Result<CliOutput> {
         let mut cmd = Command::new(walletops_bin()?);
         cmd.args(args)
+            // As for the service: the tests' webhook receivers listen on loopback.
+            .env("WALLETOPS_WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true")
             // The service's options (not its failpoints or log filter).
             .envs(
                 self.options()

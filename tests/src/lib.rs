@@ -9,6 +9,7 @@
 //! - `wait`: waiting on a condition, under one timeout.
 //! - `anvil` and `gateway`: a real EVM node, and a JSON-RPC gateway in front of it;
 //!   `solana_node`: a Solana node behind the real JSON-RPC shapes.
+//! - `webhooks`: a receiver that verifies Standard Webhooks signatures.
 
 pub mod anvil;
 mod cli;
@@ -23,6 +24,7 @@ mod service;
 pub mod solana_node;
 mod store;
 mod wait;
+pub mod webhooks;
 
 pub use cli::CliOutput;
 pub use database::{TestDatabase, redis_url};

@@ -74,6 +74,8 @@ fn serve_command(
         .env("WALLETOPS_GRPC_ADDR", "127.0.0.1:0")
         .env("WALLETOPS_ADMIN_TOKEN", ADMIN_TOKEN)
         .env("WALLETOPS_ADMIN_ADDR", "127.0.0.1:0")
+        // The tests' webhook receivers listen on loopback.
+        .env("WALLETOPS_WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true")
         .env("RUST_LOG", log_filter())
         .env_remove("DATABASE_URL")
         .env_remove("WALLETOPS_DATABASE_URL")

@@ -7,6 +7,7 @@ mod account;
 mod chain;
 mod transaction;
 mod wallet;
+mod webhook;
 
 pub use account::{ApiKey, DashboardSession, Scope, Scopes, User, check_name};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
@@ -18,3 +19,4 @@ pub use wallet::{
     DelegatedWallet, EMBEDDED_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewWallet, NotSignable,
     ProviderWallet, SealedKey, Wallet, WalletFilter,
 };
+pub use webhook::{DeliveryState, WebhookDelivery, WebhookEndpoint};

@@ -58,6 +58,28 @@ impl TxStatus {
         }
     }
 
+    /// Every status, in the order a record may pass through them.
+    pub const ALL: [Self; 6] = [
+        Self::Submitted,
+        Self::Confirmed,
+        Self::Reverted,
+        Self::Failed,
+        Self::Dropped,
+        Self::FeeCapped,
+    ];
+
+    /// The type of the event of entering this status (`transaction.confirmed`), as watchers
+    /// and webhooks name it.
+    pub fn event_type(self) -> String {
+        format!("transaction.{}", self.as_str())
+    }
+
+    /// The status whose event type is `name`.
+    pub fn from_event_type(name: &str) -> Option<Self> {
+        let status = name.strip_prefix("transaction.")?;
+        Self::ALL.into_iter().find(|s| s.as_str() == status)
+    }
+
     /// Whether a record in this status is final (until a reorganisation reopens it). A
     /// fee-capped record is still followed: it may yet be mined.
     pub fn is_final(self) -> bool {

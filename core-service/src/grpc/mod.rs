@@ -11,6 +11,7 @@ mod incoming;
 mod metered;
 pub mod status;
 mod wallet_ops;
+mod webhooks;
 
 use std::{future::Future, sync::Arc};
 
@@ -35,6 +36,7 @@ use walletops_proto::{
         admin_service_server::AdminServiceServer, api_key_service_server::ApiKeyServiceServer,
         dashboard_service_server::DashboardServiceServer,
         wallet_ops_service_server::WalletOpsServiceServer,
+        webhook_service_server::WebhookServiceServer,
     },
 };
 use walletops_tls::ServerTls;
@@ -44,6 +46,7 @@ pub use api_keys::ApiKeyApi;
 pub use dashboard::DashboardApi;
 pub use incoming::{InProcess, in_process_channel};
 pub use wallet_ops::WalletOpsApi;
+pub use webhooks::WebhookApi;
 
 use crate::Core;
 
@@ -124,6 +127,14 @@ pub struct Listener {
     pub in_process: Option<InProcess>,
 }
 
+/// A record as `GET /tx/{id}` gives it, in JSON: the body of its webhook deliveries.
+pub fn transaction_json(
+    record: crate::domain::TransactionRecord,
+    chains: &crate::chains::Registry,
+) -> Vec<u8> {
+    walletops_edge::transaction_json(convert::transaction(record, chains))
+}
+
 /// Serves the core's public services on `listener` until `shutdown` completes.
 pub async fn serve(
     core: Core,
@@ -156,6 +167,7 @@ async fn serve_on(
             WalletOpsServiceServer::<WalletOpsApi>::NAME,
             ApiKeyServiceServer::<ApiKeyApi>::NAME,
             DashboardServiceServer::<DashboardApi>::NAME,
+            WebhookServiceServer::<WebhookApi>::NAME,
         ]
     } else {
         vec![AdminServiceServer::<AdminApi>::NAME]
@@ -205,6 +217,9 @@ async fn serve_on(
         )
         .add_optional_service(
             public.then(|| DashboardServiceServer::new(DashboardApi::new(core.clone()))),
+        )
+        .add_optional_service(
+            public.then(|| WebhookServiceServer::new(WebhookApi::new(core.clone()))),
         )
         .add_optional_service((!public).then(|| AdminServiceServer::new(AdminApi::new(core))))
         .serve_with_incoming_shutdown(

@@ -101,7 +101,7 @@ impl WalletOpsService for WalletOpsApi {
                 let sent = match events.recv().await? {
                     Ok((event, tx)) => Ok(pb::WatchTransactionsResponse {
                         event_id: event.seq,
-                        r#type: format!("transaction.{}", event.status.as_str()),
+                        r#type: event.status.event_type(),
                         transaction: Some(convert::transaction(tx, &chains)),
                     }),
                     Err(WatchEnd::TooSlow { last_sent }) => {

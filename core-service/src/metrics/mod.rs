@@ -36,6 +36,11 @@ pub const RPC_SECONDS: &str = "walletops_chain_rpc_duration_seconds";
 pub const IDEMPOTENT_REPLAYS: &str = "walletops_idempotent_replays_total";
 /// Sends waiting in the signing lanes of this core.
 pub const LANE_DEPTH: &str = "walletops_signing_lane_depth";
+/// Webhook delivery attempts, by `event_type` and `outcome` (`delivered`; `retried`: failed,
+/// to be tried again; `dead_lettered`: failed, its retry window closed).
+pub const WEBHOOK_ATTEMPTS: &str = "walletops_webhook_attempts_total";
+/// How long webhook endpoints took to answer.
+pub const WEBHOOK_SECONDS: &str = "walletops_webhook_duration_seconds";
 
 /// Declares every metric's help text (once, at start).
 pub fn describe() {
@@ -79,6 +84,15 @@ pub fn describe() {
         "writes answered with their idempotency key's stored response"
     );
     describe_gauge!(LANE_DEPTH, "sends waiting in this core's signing lanes");
+    describe_counter!(
+        WEBHOOK_ATTEMPTS,
+        "webhook delivery attempts, by event type and outcome (delivered, retried, dead_lettered)"
+    );
+    describe_histogram!(
+        WEBHOOK_SECONDS,
+        metrics::Unit::Seconds,
+        "time a webhook endpoint took to answer"
+    );
 }
 
 /// A gRPC call to `rpc` answered with contract `code` after `took`.
@@ -136,4 +150,10 @@ pub(crate) fn idempotent_replay() {
 /// The sends waiting in this core's signing lanes changed by `change`.
 pub(crate) fn lane_depth(change: f64) {
     gauge!(LANE_DEPTH).increment(change);
+}
+
+/// A webhook delivery attempt of `event_type` ended with `outcome` after `took`.
+pub(crate) fn webhook_attempt(event_type: String, outcome: &'static str, took: Duration) {
+    counter!(WEBHOOK_ATTEMPTS, "event_type" => event_type, "outcome" => outcome).increment(1);
+    histogram!(WEBHOOK_SECONDS).record(took.as_secs_f64());
 }

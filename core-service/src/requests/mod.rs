@@ -6,12 +6,14 @@
 pub mod calldata;
 mod reads;
 mod trade;
+mod webhooks;
 mod writes;
 
 pub use reads::{
     BalancesRequest, ListTransactionsRequest, ListWalletsRequest, TransactionRequest, WatchRequest,
 };
 pub use trade::{QuoteRequest, SwapRequest, TradePair};
+pub use webhooks::{DeliveriesRequest, NewWebhook, ReplayRequest, webhook_id};
 pub use writes::{ApproveRequest, CallRequest, SendRequest, Transfer, WriteRequest};
 
 use crate::{

@@ -114,8 +114,8 @@ impl Keystore {
             .is_ok_and(|text| text.as_slice() == KEYSTORE_CHECK_TEXT)
     }
 
-    /// Re-seals every wallet key of `store` and its keystore check under `new`'s master key,
-    /// in one transaction; how many wallet keys it re-sealed. Cores still running on this
+    /// Re-seals every wallet key of `store`, every webhook endpoint's secret and the keystore
+    /// check under `new`'s master key, in one transaction; how many wallet keys it re-sealed. Cores still running on this
     /// key then seal no new wallet, and sign only for wallets whose keys they read before.
     pub async fn rotate(&self, store: &Store, new: &Keystore) -> anyhow::Result<usize> {
         let new_check = new.seal_for(KEYSTORE_CHECK_AAD, KEYSTORE_CHECK_TEXT)?;
@@ -125,6 +125,10 @@ impl Keystore {
                 |address, sealed| {
                     let secret = self.open_key(address, sealed)?;
                     new.seal(address, &secret)
+                },
+                |endpoint, sealed| {
+                    let secret = self.open_webhook_secret(endpoint, sealed)?;
+                    new.seal_webhook_secret(endpoint, &secret)
                 },
                 new_check,
             )
@@ -177,6 +181,29 @@ impl Keystore {
             nonce: nonce.to_vec(),
             ciphertext,
         })
+    }
+
+    /// Seals the signing secret of webhook endpoint `endpoint`, bound to it.
+    pub fn seal_webhook_secret(
+        &self,
+        endpoint: uuid::Uuid,
+        secret: &crate::secret::Secret,
+    ) -> anyhow::Result<SealedKey> {
+        self.seal_for(&webhook_aad(endpoint), secret.expose().as_bytes())
+    }
+
+    /// Opens what `seal_webhook_secret(endpoint, …)` sealed.
+    pub fn open_webhook_secret(
+        &self,
+        endpoint: uuid::Uuid,
+        sealed: &SealedKey,
+    ) -> anyhow::Result<crate::secret::Secret> {
+        let text = self.open_for(&webhook_aad(endpoint), sealed).map_err(|_| {
+            anyhow::anyhow!("the secret of webhook {endpoint} does not open under this master key")
+        })?;
+        let text = std::str::from_utf8(&text)
+            .map_err(|_| anyhow::anyhow!("the secret of webhook {endpoint} is not text"))?;
+        Ok(crate::secret::Secret::from(text.to_owned()))
     }
 
     /// Opens a sealed key for signing. The bytes are wiped when the buffer drops.
@@ -232,6 +259,12 @@ impl Keystore {
             .await
             .map(|_| ())
     }
+}
+
+/// What a webhook endpoint's sealed secret is bound to: its id, so that a ciphertext moved
+/// to another endpoint's row does not open.
+fn webhook_aad(endpoint: uuid::Uuid) -> String {
+    format!("walletops:webhook:{endpoint}")
 }
 
 /// What the keystore check seals, and binds it to.

@@ -91,8 +91,9 @@ impl Store {
 
     /// Numbers the events that became visible since the last call, in id order after the
     /// highest number given: an event whose transaction committed late gets a number after
-    /// those already read. One sequencer at a time, across cores. How many it numbered.
-    pub async fn sequence_events(&self) -> Result<usize> {
+    /// those already read. One sequencer at a time, across cores. In the same transaction,
+    /// makes the events' webhook deliveries, retried for `retry_for`. How many it numbered.
+    pub async fn sequence_events(&self, retry_for: std::time::Duration) -> Result<usize> {
         let waiting = events::Entity::find()
             .select_only()
             .column(events::Column::Id)
@@ -135,6 +136,11 @@ impl Store {
             ))
             .await?
             .rows_affected();
+        let numbered_to = last.saturating_add(i64::try_from(numbered).unwrap_or(i64::MAX));
+        let retry_until =
+            Utc::now() + chrono::TimeDelta::from_std(retry_for).unwrap_or(chrono::TimeDelta::MAX);
+        self.create_deliveries(&txn, (last, numbered_to), retry_until)
+            .await?;
         txn.commit().await?;
         Ok(usize::try_from(numbered).unwrap_or(usize::MAX))
     }
@@ -208,14 +214,20 @@ mod tests {
                 .insert_events(store.db(), [(early, user, chain())], TxStatus::Confirmed)
                 .await
                 .expect("insert");
-            store.sequence_events().await.expect("numbering");
+            store
+                .sequence_events(std::time::Duration::from_secs(60))
+                .await
+                .expect("numbering");
             let seen = store
                 .events_after(user, 0, (None, None), 10)
                 .await
                 .expect("reading");
             assert_eq!(ids(&seen), [early]);
             open.commit().await.expect("commit");
-            store.sequence_events().await.expect("numbering");
+            store
+                .sequence_events(std::time::Duration::from_secs(60))
+                .await
+                .expect("numbering");
             // A reader resuming after what it saw still gets the late commit.
             let after = store
                 .events_after(user, seen[0].seq, (None, None), 10)

@@ -14,6 +14,7 @@ mod sessions;
 pub(crate) mod transactions;
 mod users;
 mod wallets;
+mod webhooks;
 
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ pub use provider_links::SyncReport;
 pub(crate) use rotation::ROTATED_AWAY;
 pub(crate) use sessions::NewSession;
 pub(crate) use transactions::NewTransaction;
+pub use webhooks::{FailedAttempt, MAX_ENDPOINTS, NewEndpoint};
 
 /// The database, migrated and ready.
 #[derive(Debug, Clone)]

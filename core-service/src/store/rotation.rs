@@ -1,4 +1,4 @@
-//! Master-key rotation: every sealed wallet key and the keystore check re-sealed under a new
+//! Master-key rotation: every sealed wallet key, webhook secret and the keystore check re-sealed under a new
 //! master key in one transaction, and the guard that keeps a core still running on the old
 //! key from sealing new wallets under it.
 
@@ -6,7 +6,7 @@ use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel, 
 
 use super::{
     Store,
-    entities::{keystore_check, signer_keys},
+    entities::{keystore_check, signer_keys, webhook_endpoints},
     wallets::sealed_row,
 };
 use crate::{
@@ -37,13 +37,15 @@ pub(super) async fn locked_check<C: sea_orm::ConnectionTrait>(
 }
 
 impl Store {
-    /// Re-seals every wallet key with `reseal` and replaces the keystore check with
+    /// Re-seals every wallet key with `reseal`, every webhook secret with `reseal_webhook`,
+    /// and replaces the keystore check with
     /// `new_check`, in one transaction, once `opens_check` says the current check opens
     /// under the old key. Returns how many wallet keys were re-sealed.
     pub(crate) async fn rotate_keystore(
         &self,
         opens_check: impl Fn(&SealedKey) -> bool,
         reseal: impl Fn(&WalletAddress, &SealedKey) -> anyhow::Result<SealedKey>,
+        reseal_webhook: impl Fn(uuid::Uuid, &SealedKey) -> anyhow::Result<SealedKey>,
         new_check: SealedKey,
     ) -> Result<usize> {
         let txn = self.begin().await?;
@@ -75,6 +77,17 @@ impl Store {
             let resealed = reseal(&address, &sealed).map_err(WalletOpsError::Internal)?;
             active.nonce = Set(resealed.nonce);
             active.ciphertext = Set(resealed.ciphertext);
+            active.update(&txn).await?;
+        }
+        for m in webhook_endpoints::Entity::find().all(&txn).await? {
+            let sealed = SealedKey {
+                nonce: m.secret_nonce.clone(),
+                ciphertext: m.secret_ciphertext.clone(),
+            };
+            let resealed = reseal_webhook(m.id, &sealed).map_err(WalletOpsError::Internal)?;
+            let mut active = m.into_active_model();
+            active.secret_nonce = Set(resealed.nonce);
+            active.secret_ciphertext = Set(resealed.ciphertext);
             active.update(&txn).await?;
         }
         txn.commit().await?;

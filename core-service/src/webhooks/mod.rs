@@ -1,6 +1,138 @@
 //! Webhooks: signed deliveries of transaction events to the endpoints users register,
-//! following the Standard Webhooks convention. This room holds the rules a delivery is
-//! made under: how it is signed (`signing`) and which URLs may receive one (`targets`).
+//! following the Standard Webhooks convention. Endpoints are managed here (their secrets
+//! sealed under the master key), deliveries are made by the event sequencer
+//! (`Store::sequence_events`) and sent by every core's worker (`delivery`); how a delivery
+//! is signed is `signing`, which URLs may receive one is `targets`.
 
+pub mod config;
+pub mod delivery;
 pub mod signing;
 pub mod targets;
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use uuid::Uuid;
+
+pub use config::WebhooksConfig;
+
+use crate::{
+    domain::{WebhookDelivery, WebhookEndpoint},
+    error::{Result, WalletOpsError},
+    requests::{DeliveriesRequest, NewWebhook, ReplayRequest},
+    secret::Secret,
+    signer::Keystore,
+    store::{NewEndpoint, Store},
+};
+
+/// Users' webhook endpoints.
+#[derive(Debug, Clone)]
+pub struct Webhooks {
+    store: Store,
+    keystore: Arc<Keystore>,
+    config: WebhooksConfig,
+}
+
+impl Webhooks {
+    /// Endpoints in `store`, their secrets sealed by `keystore`.
+    pub fn new(store: Store, keystore: Arc<Keystore>, config: WebhooksConfig) -> Self {
+        Self {
+            store,
+            keystore,
+            config,
+        }
+    }
+
+    /// Registers `new` for `user_id`: its URL must reach a public address (unless private
+    /// targets are allowed). The endpoint and its secret, shown this once.
+    pub async fn create(
+        &self,
+        user_id: Uuid,
+        new: NewWebhook,
+    ) -> Result<(WebhookEndpoint, Secret)> {
+        let url = targets::check(new.url.as_str(), self.config.allow_private_targets)
+            .await
+            .map_err(|e| WalletOpsError::invalid("url", e.to_string()))?;
+        let endpoint = WebhookEndpoint {
+            id: Uuid::new_v4(),
+            user_id,
+            url,
+            event_types: new.event_types,
+            created_at: Utc::now(),
+        };
+        let (secret, sealed) = self.new_secret(endpoint.id).await?;
+        let endpoint = self
+            .store
+            .insert_endpoint(NewEndpoint { endpoint, sealed })
+            .await?;
+        Ok((endpoint, secret))
+    }
+
+    /// `user_id`'s endpoints, oldest first.
+    pub async fn list(&self, user_id: Uuid) -> Result<Vec<WebhookEndpoint>> {
+        self.store.endpoints(user_id).await
+    }
+
+    /// Deletes `user_id`'s endpoint `id` and its deliveries.
+    pub async fn delete(&self, user_id: Uuid, id: Uuid) -> Result<WebhookEndpoint> {
+        self.store.delete_endpoint(user_id, id).await
+    }
+
+    /// Gives `user_id`'s endpoint `id` a new secret, shown this once.
+    pub async fn rotate_secret(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+    ) -> Result<(WebhookEndpoint, Secret)> {
+        self.store.endpoint(user_id, id).await?;
+        let (secret, sealed) = self.new_secret(id).await?;
+        let endpoint = self.store.reseal_endpoint(user_id, id, sealed).await?;
+        Ok((endpoint, secret))
+    }
+
+    /// The deliveries `req` asks for, of one of `user_id`'s endpoints.
+    pub async fn deliveries(
+        &self,
+        user_id: Uuid,
+        req: &DeliveriesRequest,
+    ) -> Result<Vec<WebhookDelivery>> {
+        self.store
+            .deliveries(user_id, req.webhook_id, req.state, req.limit)
+            .await
+    }
+
+    /// Puts the dead deliveries `req` names back in line with a new retry window; how many.
+    pub async fn replay(&self, user_id: Uuid, req: &ReplayRequest) -> Result<u64> {
+        let retry_until = Utc::now()
+            + chrono::TimeDelta::from_std(self.config.retry_for())
+                .unwrap_or(chrono::TimeDelta::MAX);
+        self.store
+            .replay_deliveries(user_id, req.webhook_id, &req.delivery_ids, retry_until)
+            .await
+    }
+
+    /// The delivery worker of this core, rendering bodies with `render`.
+    pub fn deliverer(&self, render: delivery::Render) -> anyhow::Result<delivery::Deliverer> {
+        delivery::Deliverer::new(
+            self.store.clone(),
+            self.keystore.clone(),
+            self.config.clone(),
+            render,
+        )
+    }
+
+    /// A new secret for endpoint `id`, and it sealed. The database is first bound to this
+    /// core's master key, as for a new wallet key.
+    async fn new_secret(&self, id: Uuid) -> Result<(Secret, crate::domain::SealedKey)> {
+        self.keystore
+            .bind_to(&self.store)
+            .await
+            .map_err(WalletOpsError::Internal)?;
+        let secret = signing::new_secret();
+        let sealed = self
+            .keystore
+            .seal_webhook_secret(id, &secret)
+            .map_err(WalletOpsError::Internal)?;
+        Ok((secret, sealed))
+    }
+}

@@ -55,6 +55,43 @@ pub async fn check(raw: &str, allow_private: bool) -> Result<Url, Refused> {
     }
 }
 
+/// Whether a delivery may go to `url` as written: an address in the URL itself (which no
+/// resolver sees) must be public. Names are checked by `PublicOnly` as they are resolved.
+pub fn literal_allowed(url: &Url) -> Result<(), Refused> {
+    match url.host() {
+        Some(url::Host::Ipv4(v4)) if !is_public(IpAddr::V4(v4)) => {
+            Err(Refused::Private(IpAddr::V4(v4)))
+        }
+        Some(url::Host::Ipv6(v6)) if !is_public(IpAddr::V6(v6)) => {
+            Err(Refused::Private(IpAddr::V6(v6)))
+        }
+        Some(_) => Ok(()),
+        None => Err(Refused::NotHttp),
+    }
+}
+
+/// The resolver of the delivery client: it resolves as the system does and refuses a name
+/// with any address off the public internet, at connection time, so a name that resolved to
+/// a public address at registration cannot be pointed inside the network later (DNS
+/// rebinding).
+#[derive(Debug, Clone, Copy)]
+pub struct PublicOnly;
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addresses: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if let Some(private) = addresses.iter().find(|a| !is_public(a.ip())) {
+                return Err(Box::new(Refused::Private(private.ip()))
+                    as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(addresses.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
 /// Whether `ip` is an address on the public internet.
 fn is_public(ip: IpAddr) -> bool {
     match ip {
@@ -111,6 +148,31 @@ mod tests {
             );
             assert!(check(url, true).await.is_ok(), "{url} refused when allowed");
         }
+    }
+
+    #[test]
+    fn literal_private_addresses_are_refused_at_delivery() {
+        for url in [
+            "http://127.0.0.1:9/h",
+            "http://[::1]/h",
+            "http://10.0.0.1/h",
+        ] {
+            let url = Url::parse(url).expect("url");
+            assert!(
+                matches!(literal_allowed(&url), Err(Refused::Private(_))),
+                "{url}"
+            );
+        }
+        for url in ["https://8.8.8.8/h", "https://example.com/h"] {
+            assert_eq!(literal_allowed(&Url::parse(url).expect("url")), Ok(()));
+        }
+    }
+
+    #[tokio::test]
+    async fn names_resolving_to_private_addresses_are_refused_when_connecting() {
+        use reqwest::dns::Resolve as _;
+        let name: reqwest::dns::Name = "localhost".parse().expect("name");
+        assert!(PublicOnly.resolve(name).await.is_err());
     }
 
     #[tokio::test]

@@ -9,12 +9,14 @@
 //! - `writes`: `POST /send`, `POST /token/approve`, `POST /contracts/send`, and the
 //!   submission they answer.
 //! - `trade`: `POST /trade/quote` and `POST /trade/swap`.
+//! - `webhooks`: `/webhooks`, their secrets and deliveries.
 //! - `values`: JSON values to and from protobuf `Value`s.
 
 mod balances;
 mod trade;
 mod transactions;
 mod wallets;
+mod webhooks;
 mod writes;
 
 use chrono::{DateTime, SecondsFormat};
@@ -22,7 +24,12 @@ use chrono::{DateTime, SecondsFormat};
 pub(crate) use balances::{BalancesJson, BalancesQuery};
 pub(crate) use trade::{QuoteBody, QuoteResponseJson, SwapBody};
 pub(crate) use transactions::TransactionJson;
+pub use transactions::transaction_json;
 pub(crate) use wallets::{ListWalletsQuery, WalletsJson};
+pub(crate) use webhooks::{
+    CreateWebhookBody, DeliveriesJson, DeliveriesQuery, ReplayBody, ReplayJson, WebhookJson,
+    WebhookSecretJson, WebhooksJson, delivery_state,
+};
 pub(crate) use writes::{ApproveBody, Asset, ContractCallBody, SendBody, SubmissionJson};
 
 /// ISO 8601 with milliseconds, UTC (`2026-11-23T02:15:19.123Z`), as the spec asks.

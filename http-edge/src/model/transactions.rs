@@ -122,3 +122,8 @@ impl From<pb::Transaction> for TransactionJson {
         }
     }
 }
+
+/// A transaction as `GET /tx/{id}` gives it, in JSON: what webhooks deliver too.
+pub fn transaction_json(t: pb::Transaction) -> Vec<u8> {
+    serde_json::to_vec(&TransactionJson::from(t)).unwrap_or_default()
+}

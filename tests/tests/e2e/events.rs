@@ -2,16 +2,14 @@
 //! streams every status change of the caller's records in commit order, and a watcher that
 //! reconnects after the last event id it got misses nothing.
 
+use crate::webhooks::send;
 use alloy::primitives::utils::parse_ether;
-use serde_json::json;
 use tonic::Streaming;
 use walletops_proto::v1::{
     WatchTransactionsRequest, WatchTransactionsResponse,
     wallet_ops_service_client::WalletOpsServiceClient,
 };
-use walletops_tests::{
-    Backend, Rest, Service, anvil::Anvil, on_both_backends, reason, with_key, within,
-};
+use walletops_tests::{Backend, Service, anvil::Anvil, on_both_backends, reason, with_key, within};
 
 async fn watch(
     svc: &Service,
@@ -44,18 +42,6 @@ async fn until_confirmed(
     })
     .await??;
     Ok(seen)
-}
-
-async fn send(api: &Rest) -> anyhow::Result<String> {
-    let reply = api
-        .post(
-            "/send",
-            &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111",
-                    "asset": "native", "amount": "1000"}),
-        )
-        .await?;
-    anyhow::ensure!(reply.status == 200, "{}", reply.text);
-    Ok(reply.body["id"].as_str().unwrap_or_default().to_owned())
 }
 
 /// Each of `ids` has its `submitted` event before its `confirmed` one, and ids increase.

@@ -22,3 +22,4 @@ mod solana;
 mod surfaces;
 mod tls;
 mod wallets;
+mod webhooks;

@@ -102,6 +102,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         data: DataDir,
     },
+    /// Manage a user's webhook endpoints and their deliveries.
+    Webhooks {
+        #[command(subcommand)]
+        command: WebhooksCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
     /// Manage the keystore's master key.
     Keystore {
         #[command(subcommand)]
@@ -207,6 +214,69 @@ pub(crate) enum KeysCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum WebhooksCommand {
+    /// Register an endpoint and print its signing secret (shown once).
+    Create {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Where deliveries are POSTed (http or https).
+        #[arg(long)]
+        url: String,
+        /// Event types, comma-separated (`transaction.confirmed,transaction.failed`); all
+        /// six when absent.
+        #[arg(long, value_delimiter = ',')]
+        events: Vec<String>,
+    },
+    /// List a user's endpoints (never their secrets).
+    List {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+    },
+    /// Delete an endpoint and every delivery to it.
+    Delete {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Endpoint id.
+        id: String,
+    },
+    /// Give an endpoint a new signing secret and print it (shown once).
+    RotateSecret {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Endpoint id.
+        id: String,
+    },
+    /// List an endpoint's deliveries, newest event first.
+    Deliveries {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Endpoint id.
+        id: String,
+        /// Only this state's: pending, delivered or dead.
+        #[arg(long, value_parser = ["pending", "delivered", "dead"])]
+        state: Option<String>,
+        /// At most this many (1 to 500).
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Send dead-lettered deliveries again (the ones named, or every dead one).
+    Replay {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Endpoint id.
+        id: String,
+        /// Delivery ids; every dead delivery of the endpoint when none.
+        deliveries: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum WalletsCommand {
     /// Generate a delegated wallet in the keystore.
     Create {
@@ -289,6 +359,7 @@ impl Command {
             }
             Self::Users { data, .. }
             | Self::Keys { data, .. }
+            | Self::Webhooks { data, .. }
             | Self::Wallets { data, .. }
             | Self::Keystore { data, .. }
             | Self::Backup { data, .. }

@@ -5,10 +5,12 @@
 //! - `cli`: the commands and flags.
 //! - `serve`: `serve`, `core` and `edge`: binding, running the servers, stopping.
 //! - `admin`: `users`, `keys`, `wallets` and `migrate`.
+//! - `webhooks`: `webhooks`.
 
 mod admin;
 mod cli;
 mod serve;
+mod webhooks;
 
 use clap::Parser;
 use tracing_subscriber::{EnvFilter, fmt, prelude::*};
@@ -62,6 +64,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Users { command, .. } => admin::users(config, command).await,
         Command::Keys { command, .. } => admin::keys(config, command).await,
         Command::Wallets { command, .. } => admin::wallets(config, command).await,
+        Command::Webhooks { command, .. } => webhooks::webhooks(config, command).await,
         Command::Keystore { command, .. } => admin::keystore(config, command).await,
         Command::Backup { file, .. } => admin::backup(&config, &file).await,
     }

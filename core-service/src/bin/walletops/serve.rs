@@ -169,8 +169,10 @@ async fn start_core(
     spawn_pruner(&core, stop_rx.clone());
     tokio::spawn(walletops_core::events::run_sequencer(
         core.store.clone(),
+        config.webhooks.retry_for(),
         on_stop(stop_rx.clone()),
     ));
+    spawn_webhook_deliveries(&core, tasks, stop_rx.clone())?;
     spawn_syncer(&core, stop_rx.clone());
     let monitor = Monitor::new(&core).run(on_stop(stop_rx.clone()));
     tasks.spawn(async move {
@@ -449,6 +451,23 @@ fn spawn_tls_reloader(listeners: Vec<Arc<ServerTls>>, mut stop: watch::Receiver<
 /// Reads linked users' wallets from the wallet provider every `provider.sync_interval_secs`,
 /// when a provider is configured: a delegation withdrawn in the app stops writes within the
 /// interval (one granted is seen at the next write anyway).
+/// The webhook delivery worker; its stop gives up its leases, so it is waited for.
+fn spawn_webhook_deliveries(
+    core: &Core,
+    tasks: &mut Tasks,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let chains = core.chains.clone();
+    let render =
+        std::sync::Arc::new(move |record| walletops_core::grpc::transaction_json(record, &chains));
+    let deliverer = core.webhooks.deliverer(render)?;
+    tasks.spawn(async move {
+        deliverer.run(on_stop(stop)).await;
+        Ok(())
+    });
+    Ok(())
+}
+
 fn spawn_syncer(core: &Core, stop: watch::Receiver<bool>) {
     if !core.config.provider.is_configured() {
         return;

@@ -12,3 +12,5 @@ pub(crate) mod transaction_events;
 pub(crate) mod transactions;
 pub(crate) mod users;
 pub(crate) mod wallets;
+pub(crate) mod webhook_deliveries;
+pub(crate) mod webhook_endpoints;

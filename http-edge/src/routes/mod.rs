@@ -21,8 +21,13 @@ use utoipa_axum::{
 use walletops_proto::{
     API_KEY_HEADER, CLIENT_ADDRESS_HEADER, IDEMPOTENCY_KEY_HEADER, UNREADABLE_HEADER,
     request_id::REQUEST_ID_HEADER,
-    v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient},
+    v1::{
+        self as pb, wallet_ops_service_client::WalletOpsServiceClient,
+        webhook_service_client::WebhookServiceClient,
+    },
 };
+
+mod webhooks;
 
 use crate::{
     error::{EdgeError, ErrorBody},
@@ -51,6 +56,12 @@ fn v1_routes() -> OpenApiRouter<Edge> {
         .routes(at("POST /contracts/send",            routes!(call_contract)))   // CallContract
         .routes(at("POST /trade/quote",               routes!(get_quote)))       // GetQuote
         .routes(at("POST /trade/swap",                routes!(swap)))            // Swap
+        .routes(at("POST /webhooks",                  routes!(webhooks::create_webhook))) // CreateWebhook
+        .routes(at("GET /webhooks",                   routes!(webhooks::list_webhooks)))  // ListWebhooks
+        .routes(at("DELETE /webhooks/{id}",           routes!(webhooks::delete_webhook))) // DeleteWebhook
+        .routes(at("POST /webhooks/{id}/rotate-secret", routes!(webhooks::rotate_webhook_secret))) // RotateWebhookSecret
+        .routes(at("GET /webhooks/{id}/deliveries",   routes!(webhooks::list_webhook_deliveries))) // ListWebhookDeliveries
+        .routes(at("POST /webhooks/{id}/deliveries/replay", routes!(webhooks::replay_webhook_deliveries))) // ReplayWebhookDeliveries
         .route("/openapi.json", get(openapi_json))                               // none: OpenAPI
 }
 
@@ -91,6 +102,7 @@ fn at(line: &str, route: UtoipaMethodRouter<Edge>) -> UtoipaMethodRouter<Edge> {
 pub(crate) fn v1(core: Channel) -> axum::Router {
     let (router, paths) = v1_routes().split_for_parts();
     router.with_state(Edge {
+        webhooks: WebhookServiceClient::new(core.clone()),
         core: WalletOpsServiceClient::new(core),
         doc: Arc::new(crate::openapi::document(paths)),
     })
@@ -106,6 +118,7 @@ pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
 #[derive(Clone)]
 pub(crate) struct Edge {
     core: WalletOpsServiceClient<Channel>,
+    webhooks: WebhookServiceClient<Channel>,
     doc: Arc<utoipa::openapi::OpenApi>,
 }
 

@@ -1,0 +1,85 @@
+//! Webhook endpoints and their deliveries, as their owner sees them.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::TxStatus;
+
+/// A URL a user has transaction events delivered to. Its secret is never part of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEndpoint {
+    /// Its id.
+    pub id: Uuid,
+    /// Its owner.
+    pub user_id: Uuid,
+    /// Where deliveries are POSTed.
+    pub url: url::Url,
+    /// The statuses whose events it receives (`transaction.<status>`).
+    pub event_types: Vec<TxStatus>,
+    /// When it was registered.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryState {
+    /// Not delivered yet: due at `next_attempt_at`.
+    Pending,
+    /// The endpoint answered 2xx.
+    Delivered,
+    /// Retried until its retry window closed without a 2xx: kept until replayed.
+    Dead,
+}
+
+impl DeliveryState {
+    /// The state as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Delivered => "delivered",
+            Self::Dead => "dead",
+        }
+    }
+
+    /// The state stored as `s`.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Pending, Self::Delivered, Self::Dead]
+            .into_iter()
+            .find(|state| state.as_str() == s)
+    }
+}
+
+/// One event for one endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookDelivery {
+    /// Its id: the `webhook-id` header, the same on every attempt.
+    pub id: Uuid,
+    /// The endpoint it goes to.
+    pub endpoint_id: Uuid,
+    /// The endpoint's owner.
+    pub user_id: Uuid,
+    /// The event's number (as `WatchTransactions` gives it).
+    pub event_seq: u64,
+    /// The record the event is about.
+    pub transaction_id: Uuid,
+    /// The status the record entered.
+    pub status: TxStatus,
+    /// Where it stands.
+    pub state: DeliveryState,
+    /// Attempts made.
+    pub attempts: u32,
+    /// When it is due (pending only).
+    pub next_attempt_at: DateTime<Utc>,
+    /// A failed attempt past this dead-letters it.
+    pub retry_until: DateTime<Utc>,
+    /// The last attempt's HTTP status; absent: none, or no answer.
+    pub last_status: Option<u16>,
+    /// What went wrong on the last attempt.
+    pub last_error: Option<String>,
+    /// When the last attempt was made.
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    /// When the endpoint took it.
+    pub delivered_at: Option<DateTime<Utc>>,
+    /// When the event was numbered and the delivery made.
+    pub created_at: DateTime<Utc>,
+}

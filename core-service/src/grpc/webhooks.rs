@@ -1,0 +1,137 @@
+//! `walletops.v1.WebhookService`: a caller manages its own webhook endpoints and reads and
+//! replays their deliveries.
+
+use tonic::{Request, Response, Status};
+use walletops_proto::v1::{self as pb, webhook_service_server::WebhookService};
+
+use super::convert::timestamp;
+use crate::{
+    Core,
+    domain::{DeliveryState, Scope, WebhookDelivery, WebhookEndpoint},
+    requests::{DeliveriesRequest, NewWebhook, ReplayRequest, webhook_id},
+};
+
+/// The gRPC face of `WebhookService`.
+#[derive(Debug, Clone)]
+pub struct WebhookApi {
+    core: Core,
+}
+
+impl WebhookApi {
+    /// The service over `core`.
+    pub fn new(core: Core) -> Self {
+        Self { core }
+    }
+}
+
+fn webhook(e: WebhookEndpoint) -> pb::Webhook {
+    pb::Webhook {
+        id: e.id.to_string(),
+        url: e.url.to_string(),
+        event_types: e.event_types.iter().map(|s| s.event_type()).collect(),
+        created_at: Some(timestamp(e.created_at)),
+    }
+}
+
+fn delivery(d: WebhookDelivery) -> pb::WebhookDelivery {
+    let state = match d.state {
+        DeliveryState::Pending => pb::WebhookDeliveryState::Pending,
+        DeliveryState::Delivered => pb::WebhookDeliveryState::Delivered,
+        DeliveryState::Dead => pb::WebhookDeliveryState::Dead,
+    };
+    pb::WebhookDelivery {
+        id: d.id.to_string(),
+        webhook_id: d.endpoint_id.to_string(),
+        event_id: d.event_seq,
+        event_type: d.status.event_type(),
+        transaction_id: d.transaction_id.to_string(),
+        state: state.into(),
+        attempts: d.attempts,
+        next_attempt_at: (d.state == DeliveryState::Pending).then(|| timestamp(d.next_attempt_at)),
+        last_status: d.last_status.map(u32::from),
+        last_error: d.last_error,
+        last_attempt_at: d.last_attempt_at.map(timestamp),
+        delivered_at: d.delivered_at.map(timestamp),
+        created_at: Some(timestamp(d.created_at)),
+    }
+}
+
+#[tonic::async_trait]
+impl WebhookService for WebhookApi {
+    async fn create_webhook(
+        &self,
+        request: Request<pb::CreateWebhookRequest>,
+    ) -> Result<Response<pb::CreateWebhookResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        let new = NewWebhook::parse(request.get_ref())?;
+        let (endpoint, secret) = self.core.webhooks.create(caller.user_id, new).await?;
+        tracing::info!(webhook = %endpoint.id, "webhook registered");
+        Ok(Response::new(pb::CreateWebhookResponse {
+            webhook: Some(webhook(endpoint)),
+            secret: secret.expose().to_owned(),
+        }))
+    }
+
+    async fn list_webhooks(
+        &self,
+        request: Request<pb::ListWebhooksRequest>,
+    ) -> Result<Response<pb::ListWebhooksResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let endpoints = self.core.webhooks.list(caller.user_id).await?;
+        Ok(Response::new(pb::ListWebhooksResponse {
+            webhooks: endpoints.into_iter().map(webhook).collect(),
+        }))
+    }
+
+    async fn delete_webhook(
+        &self,
+        request: Request<pb::DeleteWebhookRequest>,
+    ) -> Result<Response<pb::DeleteWebhookResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        let id = webhook_id(&request.get_ref().id, "id")?;
+        let endpoint = self.core.webhooks.delete(caller.user_id, id).await?;
+        tracing::info!(webhook = %endpoint.id, "webhook deleted");
+        Ok(Response::new(pb::DeleteWebhookResponse {
+            webhook: Some(webhook(endpoint)),
+        }))
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        request: Request<pb::RotateWebhookSecretRequest>,
+    ) -> Result<Response<pb::RotateWebhookSecretResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        let id = webhook_id(&request.get_ref().id, "id")?;
+        let (endpoint, secret) = self.core.webhooks.rotate_secret(caller.user_id, id).await?;
+        tracing::info!(webhook = %endpoint.id, "webhook secret rotated");
+        Ok(Response::new(pb::RotateWebhookSecretResponse {
+            webhook: Some(webhook(endpoint)),
+            secret: secret.expose().to_owned(),
+        }))
+    }
+
+    async fn list_webhook_deliveries(
+        &self,
+        request: Request<pb::ListWebhookDeliveriesRequest>,
+    ) -> Result<Response<pb::ListWebhookDeliveriesResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let req = DeliveriesRequest::parse(request.get_ref())?;
+        let deliveries = self.core.webhooks.deliveries(caller.user_id, &req).await?;
+        Ok(Response::new(pb::ListWebhookDeliveriesResponse {
+            deliveries: deliveries.into_iter().map(delivery).collect(),
+        }))
+    }
+
+    async fn replay_webhook_deliveries(
+        &self,
+        request: Request<pb::ReplayWebhookDeliveriesRequest>,
+    ) -> Result<Response<pb::ReplayWebhookDeliveriesResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        let req = ReplayRequest::parse(request.get_ref())?;
+        let replayed = self.core.webhooks.replay(caller.user_id, &req).await?;
+        tracing::info!(webhook = %req.webhook_id, replayed, "webhook deliveries replayed");
+        Ok(Response::new(pb::ReplayWebhookDeliveriesResponse {
+            replayed: u32::try_from(replayed).unwrap_or(u32::MAX),
+        }))
+    }
+}

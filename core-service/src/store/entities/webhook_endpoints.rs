@@ -1,0 +1,19 @@
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "webhook_endpoints")]
+pub(crate) struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub(crate) id: Uuid,
+    pub(crate) user_id: Uuid,
+    pub(crate) url: String,
+    pub(crate) event_types: String,
+    pub(crate) secret_nonce: Vec<u8>,
+    pub(crate) secret_ciphertext: Vec<u8>,
+    pub(crate) created_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub(crate) enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

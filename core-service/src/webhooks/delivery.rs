@@ -1,0 +1,289 @@
+//! The delivery worker every core runs: it leases due deliveries (one core per delivery),
+//! POSTs each, signed, to its endpoint, and notes the answer: a 2xx delivers it; anything
+//! else (another status, no answer within `webhooks.timeout_secs`, a refused address) is
+//! retried after a growing wait until its retry window closes, then dead-lettered.
+//!
+//! A core that dies mid-attempt leaves its lease to run out; another core then sends the
+//! delivery again, with the same `webhook-id`: receivers deduplicate by it (at least once).
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use backon::BackoffBuilder as _;
+use chrono::Utc;
+use futures::StreamExt as _;
+use uuid::Uuid;
+
+use super::{WebhooksConfig, signing, targets};
+use crate::{
+    domain::{TransactionRecord, WebhookDelivery},
+    error::WalletOpsError,
+    signer::Keystore,
+    store::{FailedAttempt, Store},
+};
+
+/// How a record becomes a delivery's body: the JSON `GET /tx/{id}` gives.
+pub type Render = Arc<dyn Fn(TransactionRecord) -> Vec<u8> + Send + Sync>;
+
+/// How often due deliveries are looked for.
+const POLL_EVERY: Duration = Duration::from_millis(200);
+
+/// Deliveries leased, and attempted at once, per core: every attempt of a batch starts with
+/// it, so one lease covers one attempt's time.
+const BATCH: u64 = 16;
+
+/// A lease outlives an attempt by this much.
+const LEASE_MARGIN: Duration = Duration::from_secs(10);
+
+/// Sends the deliveries of every core's events.
+pub struct Deliverer {
+    store: Store,
+    keystore: Arc<Keystore>,
+    config: WebhooksConfig,
+    render: Render,
+    client: reqwest::Client,
+    owner: Uuid,
+}
+
+impl std::fmt::Debug for Deliverer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deliverer")
+            .field("owner", &self.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an attempt did not deliver.
+enum Failure {
+    /// The endpoint's fault (or its address's): counts against the retry window.
+    Endpoint { status: Option<u16>, error: String },
+    /// Ours (the database, the keystore): the lease runs out and the delivery is tried
+    /// again then, its attempts untouched.
+    Internal(WalletOpsError),
+}
+
+impl Deliverer {
+    /// A worker over `store`, opening secrets with `keystore`, rendering bodies with `render`.
+    pub fn new(
+        store: Store,
+        keystore: Arc<Keystore>,
+        config: WebhooksConfig,
+        render: Render,
+    ) -> anyhow::Result<Self> {
+        let mut client = reqwest::Client::builder()
+            .timeout(config.timeout())
+            .connect_timeout(config.timeout())
+            // A redirect could lead anywhere, inside the network too: never followed.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("WalletOps-Webhooks/", env!("CARGO_PKG_VERSION")));
+        if !config.allow_private_targets {
+            client = client.dns_resolver(Arc::new(targets::PublicOnly));
+        }
+        Ok(Self {
+            store,
+            keystore,
+            config,
+            render,
+            client: client.build()?,
+            owner: Uuid::new_v4(),
+        })
+    }
+
+    /// Sends due deliveries until `stop` completes, then gives up this core's leases.
+    pub async fn run(self, stop: impl Future<Output = ()>) {
+        let mut tick = tokio::time::interval(POLL_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = &mut stop => break,
+            }
+            // A full batch: more are likely due.
+            while matches!(self.round().await, Ok(leased) if leased as u64 >= BATCH) {}
+        }
+        if let Err(e) = self.store.release_delivery_leases(self.owner).await {
+            tracing::warn!(error = %e, "giving up webhook delivery leases failed");
+        }
+    }
+
+    /// Leases a batch of due deliveries and attempts each; how many it leased.
+    async fn round(&self) -> Result<usize, WalletOpsError> {
+        let now = Utc::now();
+        let lease = chrono::TimeDelta::from_std(self.config.timeout() + LEASE_MARGIN)
+            .unwrap_or(chrono::TimeDelta::MAX);
+        let leased = self
+            .store
+            .lease_deliveries(self.owner, now, now + lease, BATCH)
+            .await
+            .inspect_err(|e| tracing::warn!(error = %e, "leasing webhook deliveries failed"))?;
+        let count = leased.len();
+        futures::stream::iter(leased)
+            .for_each_concurrent(None, |delivery| self.attempt(delivery))
+            .await;
+        Ok(count)
+    }
+
+    /// One attempt at `delivery`, and its outcome noted.
+    async fn attempt(&self, delivery: WebhookDelivery) {
+        let started = std::time::Instant::now();
+        let event_type = delivery.status.event_type();
+        let outcome = match self.send(&delivery).await {
+            Ok(status) => self
+                .store
+                .delivered(self.owner, delivery.id, status)
+                .await
+                .map(|()| "delivered"),
+            Err(Failure::Endpoint { status, error }) => {
+                let wait = retry_wait(&self.config, delivery.attempts);
+                let next_attempt_at = Utc::now()
+                    + chrono::TimeDelta::from_std(wait).unwrap_or(chrono::TimeDelta::MAX);
+                tracing::info!(
+                    delivery = %delivery.id, endpoint = %delivery.endpoint_id, %error,
+                    "webhook delivery failed",
+                );
+                self.store
+                    .attempt_failed(
+                        self.owner,
+                        &delivery,
+                        FailedAttempt {
+                            status,
+                            error,
+                            next_attempt_at,
+                        },
+                    )
+                    .await
+                    .map(|dead| if dead { "dead_lettered" } else { "retried" })
+            }
+            Err(Failure::Internal(e)) => Err(e),
+        };
+        match outcome {
+            Ok(outcome) => crate::metrics::webhook_attempt(event_type, outcome, started.elapsed()),
+            Err(e) => tracing::warn!(
+                delivery = %delivery.id, error = %e,
+                "a webhook delivery could not be attempted; it is tried again when its lease runs out",
+            ),
+        }
+    }
+
+    /// POSTs `delivery` to its endpoint, signed; the endpoint's 2xx status.
+    async fn send(&self, delivery: &WebhookDelivery) -> Result<u16, Failure> {
+        let Some((endpoint, sealed)) = self
+            .store
+            .endpoint_for_delivery(delivery.endpoint_id)
+            .await
+            .map_err(Failure::Internal)?
+        else {
+            // Deleted since it was leased: its deliveries went with it.
+            return Err(Failure::Internal(WalletOpsError::NotFound(format!(
+                "webhook {}",
+                delivery.endpoint_id
+            ))));
+        };
+        let endpoint_error = |error: String| Failure::Endpoint {
+            status: None,
+            error,
+        };
+        if !self.config.allow_private_targets {
+            targets::literal_allowed(&endpoint.url).map_err(|e| endpoint_error(e.to_string()))?;
+        }
+        let secret = self
+            .keystore
+            .open_webhook_secret(endpoint.id, &sealed)
+            .map_err(|e| Failure::Internal(WalletOpsError::Internal(e)))?;
+        let mut record = self
+            .store
+            .find_transaction(delivery.user_id, delivery.transaction_id)
+            .await
+            .map_err(Failure::Internal)?
+            .ok_or_else(|| {
+                Failure::Internal(WalletOpsError::NotFound(format!(
+                    "transaction {}",
+                    delivery.transaction_id
+                )))
+            })?;
+        // The record as it is now, but in the status this event is about: a receiver reads
+        // `transaction.submitted` as SUBMITTED even when it arrives after the confirmation.
+        record.status = delivery.status;
+        let body = (self.render)(record);
+        let id = delivery.id.to_string();
+        let timestamp = Utc::now().timestamp();
+        let signature = signing::signature(&secret, &id, timestamp, &body).ok_or_else(|| {
+            Failure::Internal(WalletOpsError::Internal(anyhow::anyhow!(
+                "the secret of webhook {} is malformed",
+                endpoint.id
+            )))
+        })?;
+        let answer = self
+            .client
+            .post(endpoint.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("webhook-id", id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| endpoint_error(describe(&e)))?;
+        let status = answer.status();
+        if status.is_success() {
+            Ok(status.as_u16())
+        } else {
+            Err(Failure::Endpoint {
+                status: Some(status.as_u16()),
+                error: format!("the endpoint answered {status}"),
+            })
+        }
+    }
+}
+
+/// What went wrong with a request, with its causes (reqwest's own message is terse).
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        return "no answer in time".to_owned();
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The wait after a delivery's `attempts`-th failure (0: its first): exponential from
+/// `first_retry_ms`, with jitter, at most `max_retry_interval_secs`.
+fn retry_wait(config: &WebhooksConfig, attempts: u32) -> Duration {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(config.first_retry_ms))
+        .with_max_delay(Duration::from_secs(config.max_retry_interval_secs))
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+        .build()
+        .nth(usize::try_from(attempts).unwrap_or(usize::MAX))
+        .unwrap_or(Duration::from_secs(config.max_retry_interval_secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_wait_longer_each_time_up_to_the_cap() {
+        let config = WebhooksConfig {
+            first_retry_ms: 1000,
+            max_retry_interval_secs: 60,
+            ..WebhooksConfig::default()
+        };
+        let waits: Vec<Duration> = (0..12).map(|n| retry_wait(&config, n)).collect();
+        // Jitter adds up to one more wait: the floor doubles until the cap.
+        assert!(waits[0] >= Duration::from_secs(1) && waits[0] < Duration::from_secs(3));
+        assert!(waits[3] >= Duration::from_secs(8), "{waits:?}");
+        assert!(
+            waits.iter().all(|w| *w <= Duration::from_secs(120)),
+            "{waits:?}"
+        );
+        assert!(waits[11] >= Duration::from_secs(60), "{waits:?}");
+    }
+}

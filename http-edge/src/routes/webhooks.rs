@@ -1,0 +1,145 @@
+//! The `/webhooks` routes: each maps onto one `WebhookService` RPC.
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    http::{HeaderMap, StatusCode},
+};
+use walletops_proto::v1 as pb;
+
+use super::{Edge, call};
+use crate::{
+    error::{EdgeError, ErrorBody},
+    extract::{EdgeJson, QueryParams},
+    model::{
+        CreateWebhookBody, DeliveriesJson, DeliveriesQuery, ReplayBody, ReplayJson, WebhookJson,
+        WebhookSecretJson, WebhooksJson, delivery_state,
+    },
+};
+
+#[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = CreateWebhookBody,
+    security(("api_key" = [])),
+    responses(
+        (status = 201, description = "Registered; the secret is shown only here", body = WebhookSecretJson),
+        (status = 400, description = "A bad URL (not http or https, or resolving to a private address) or event type, or the user holds 20 endpoints already", body = ErrorBody),
+        (status = 403, description = "The key lacks the write scope", body = ErrorBody),
+    ))]
+pub(super) async fn create_webhook(
+    State(mut edge): State<Edge>,
+    headers: HeaderMap,
+    body: Result<EdgeJson<CreateWebhookBody>, EdgeError>,
+) -> Result<(StatusCode, Json<WebhookSecretJson>), EdgeError> {
+    let req = body.map(|EdgeJson(body)| body.into());
+    let resp = edge.webhooks.create_webhook(call(&headers, req)?).await?;
+    Ok((StatusCode::CREATED, Json(resp.into_inner().into())))
+}
+
+#[utoipa::path(get, path = "/webhooks", tag = "webhooks", security(("api_key" = [])),
+    responses((status = 200, description = "The caller's endpoints", body = WebhooksJson)))]
+pub(super) async fn list_webhooks(
+    State(mut edge): State<Edge>,
+    headers: HeaderMap,
+) -> Result<Json<WebhooksJson>, EdgeError> {
+    let req = Ok(pb::ListWebhooksRequest {});
+    let resp = edge.webhooks.list_webhooks(call(&headers, req)?).await?;
+    Ok(Json(resp.into_inner().into()))
+}
+
+#[utoipa::path(delete, path = "/webhooks/{id}", tag = "webhooks",
+    params(("id" = uuid::Uuid, Path, description = "Endpoint id")),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Deleted, with every delivery to it", body = WebhookJson),
+        (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
+    ))]
+pub(super) async fn delete_webhook(
+    State(mut edge): State<Edge>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<WebhookJson>, EdgeError> {
+    let req = Ok(pb::DeleteWebhookRequest { id });
+    let resp = edge.webhooks.delete_webhook(call(&headers, req)?).await?;
+    Ok(Json(resp.into_inner().webhook.into()))
+}
+
+#[utoipa::path(post, path = "/webhooks/{id}/rotate-secret", tag = "webhooks",
+    params(("id" = uuid::Uuid, Path, description = "Endpoint id")),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The new secret, shown only here; deliveries from now on are signed with it", body = WebhookSecretJson),
+        (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
+    ))]
+pub(super) async fn rotate_webhook_secret(
+    State(mut edge): State<Edge>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<WebhookSecretJson>, EdgeError> {
+    let req = Ok(pb::RotateWebhookSecretRequest { id });
+    let resp = edge
+        .webhooks
+        .rotate_webhook_secret(call(&headers, req)?)
+        .await?;
+    Ok(Json(resp.into_inner().into()))
+}
+
+#[utoipa::path(get, path = "/webhooks/{id}/deliveries", tag = "webhooks",
+    params(("id" = uuid::Uuid, Path, description = "Endpoint id"), DeliveriesQuery),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Its deliveries, newest event first", body = DeliveriesJson),
+        (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
+    ))]
+pub(super) async fn list_webhook_deliveries(
+    State(mut edge): State<Edge>,
+    Path(webhook_id): Path<String>,
+    headers: HeaderMap,
+    q: Result<QueryParams, EdgeError>,
+) -> Result<Json<DeliveriesJson>, EdgeError> {
+    let req = q.and_then(|q| {
+        let state = delivery_state(q.string("state")?.as_deref())
+            .map_err(|e| EdgeError::invalid("state", e))?;
+        let limit = match q.string("limit")?.as_deref().map(str::trim) {
+            None | Some("") => 0,
+            Some(n) => n
+                .parse::<u32>()
+                .map_err(|_| EdgeError::invalid("limit", "must be a number from 1 to 500"))?,
+        };
+        Ok(pb::ListWebhookDeliveriesRequest {
+            webhook_id,
+            state: state.into(),
+            limit,
+        })
+    });
+    let resp = edge
+        .webhooks
+        .list_webhook_deliveries(call(&headers, req)?)
+        .await?;
+    Ok(Json(resp.into_inner().into()))
+}
+
+#[utoipa::path(post, path = "/webhooks/{id}/deliveries/replay", tag = "webhooks",
+    params(("id" = uuid::Uuid, Path, description = "Endpoint id")),
+    request_body = ReplayBody,
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "How many dead deliveries are pending again (same webhook-id, a new retry window)", body = ReplayJson),
+        (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
+    ))]
+pub(super) async fn replay_webhook_deliveries(
+    State(mut edge): State<Edge>,
+    Path(webhook_id): Path<String>,
+    headers: HeaderMap,
+    body: Result<EdgeJson<ReplayBody>, EdgeError>,
+) -> Result<Json<ReplayJson>, EdgeError> {
+    let req = body.map(|EdgeJson(body)| pb::ReplayWebhookDeliveriesRequest {
+        webhook_id,
+        delivery_ids: body.delivery_ids,
+    });
+    let resp = edge
+        .webhooks
+        .replay_webhook_deliveries(call(&headers, req)?)
+        .await?;
+    Ok(Json(ReplayJson {
+        replayed: resp.into_inner().replayed,
+    }))
+}
