@@ -1,6 +1,6 @@
-//! Master-key rotation: every sealed wallet key, webhook secret and the keystore check re-sealed under a new
-//! master key in one transaction, and the guard that keeps a core still running on the old
-//! key from sealing new wallets under it.
+//! Master-key rotation: every sealed wallet key, webhook secret and the keystore check
+//! re-sealed under a new master key in one transaction, and the guard that keeps a core
+//! still running on the old key from sealing anything new under it.
 
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel, QuerySelect};
 
@@ -34,6 +34,21 @@ pub(super) async fn locked_check<C: sea_orm::ConnectionTrait>(
         nonce: m.nonce,
         ciphertext: m.ciphertext,
     }))
+}
+
+/// Refuses, in `conn`'s transaction, what a core whose master key was rotated away sealed
+/// (`ours` says whether the database's keystore check opens under its key): the rotation,
+/// which re-sealed the rest, would never see it.
+pub(super) async fn refuse_rotated_away<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    ours: impl Fn(&SealedKey) -> bool,
+) -> Result<()> {
+    match locked_check(conn, false).await? {
+        Some(check) if !ours(&check) => {
+            Err(WalletOpsError::ServiceUnavailable(ROTATED_AWAY.to_owned()))
+        }
+        _ => Ok(()),
+    }
 }
 
 impl Store {

@@ -122,13 +122,7 @@ impl Store {
         let family = new.address.family();
         let address = new.address.to_string();
         let txn = self.begin().await?;
-        if let Some(check) = super::rotation::locked_check(&txn, false).await?
-            && !ours(&check)
-        {
-            return Err(WalletOpsError::ServiceUnavailable(
-                super::ROTATED_AWAY.to_owned(),
-            ));
-        }
+        super::rotation::refuse_rotated_away(&txn, ours).await?;
         // Two concurrent creations would both find no default and both make one.
         super::users::lock_user(&txn, new.user_id).await?;
         let has_default = wallets::Entity::find()

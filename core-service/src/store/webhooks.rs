@@ -103,10 +103,17 @@ fn clipped(error: &str) -> String {
 }
 
 impl Store {
-    /// Registers `new`, refused once its owner has `MAX_ENDPOINTS`.
-    pub(crate) async fn insert_endpoint(&self, new: NewEndpoint) -> Result<WebhookEndpoint> {
+    /// Registers `new`, refused once its owner has `MAX_ENDPOINTS`, and (as for a wallet,
+    /// see `insert_wallet`) when `ours` says the database's keystore check does not open
+    /// under the key that sealed its secret.
+    pub(crate) async fn insert_endpoint(
+        &self,
+        new: NewEndpoint,
+        ours: impl Fn(&SealedKey) -> bool,
+    ) -> Result<WebhookEndpoint> {
         let e = &new.endpoint;
         let txn = self.begin().await?;
+        super::rotation::refuse_rotated_away(&txn, ours).await?;
         let held = webhook_endpoints::Entity::find()
             .filter(webhook_endpoints::Column::UserId.eq(e.user_id))
             .count(&txn)
@@ -189,14 +196,17 @@ impl Store {
     }
 
     /// Replaces the sealed secret of `user_id`'s endpoint `id`: deliveries from now on,
-    /// retries included, are signed with the new one.
+    /// retries included, are signed with the new one. Refused as `insert_endpoint` is.
     pub(crate) async fn reseal_endpoint(
         &self,
         user_id: Uuid,
         id: Uuid,
         sealed: SealedKey,
+        ours: impl Fn(&SealedKey) -> bool,
     ) -> Result<WebhookEndpoint> {
         let endpoint = self.endpoint(user_id, id).await?;
+        let txn = self.begin().await?;
+        super::rotation::refuse_rotated_away(&txn, ours).await?;
         webhook_endpoints::Entity::update_many()
             .col_expr(
                 webhook_endpoints::Column::SecretNonce,
@@ -207,8 +217,9 @@ impl Store {
                 Expr::value(sealed.ciphertext),
             )
             .filter(webhook_endpoints::Column::Id.eq(id))
-            .exec(self.db())
+            .exec(&txn)
             .await?;
+        txn.commit().await?;
         Ok(endpoint)
     }
 

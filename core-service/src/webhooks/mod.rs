@@ -63,7 +63,9 @@ impl Webhooks {
         let (secret, sealed) = self.new_secret(endpoint.id).await?;
         let endpoint = self
             .store
-            .insert_endpoint(NewEndpoint { endpoint, sealed })
+            .insert_endpoint(NewEndpoint { endpoint, sealed }, |check| {
+                self.keystore.opens_check(check)
+            })
             .await?;
         Ok((endpoint, secret))
     }
@@ -86,7 +88,12 @@ impl Webhooks {
     ) -> Result<(WebhookEndpoint, Secret)> {
         self.store.endpoint(user_id, id).await?;
         let (secret, sealed) = self.new_secret(id).await?;
-        let endpoint = self.store.reseal_endpoint(user_id, id, sealed).await?;
+        let endpoint = self
+            .store
+            .reseal_endpoint(user_id, id, sealed, |check| {
+                self.keystore.opens_check(check)
+            })
+            .await?;
         Ok((endpoint, secret))
     }
 

@@ -11,7 +11,9 @@ use alloy::{
 use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 use serde_json::{Value, json};
 use walletops_proto::v1::{self as pb, admin_service_client::AdminServiceClient};
-use walletops_tests::{Backend, Rest, Service, anvil::Anvil, as_admin, on_both_backends, reason};
+use walletops_tests::{
+    Backend, Rest, Service, anvil::Anvil, as_admin, on_both_backends, reason, webhooks::Receiver,
+};
 
 const RECIPIENT: &str = "0x1111111111111111111111111111111111111111";
 
@@ -19,18 +21,22 @@ fn send_from(from: &str) -> Value {
     json!({"chain": "anvil", "from": from, "to": RECIPIENT, "asset": "native", "amount": "1000"})
 }
 
-async fn confirmed(api: &Rest, from: &str) -> anyhow::Result<()> {
+/// Sends from `from` and waits until the send is confirmed; its id.
+async fn confirmed(api: &Rest, from: &str) -> anyhow::Result<String> {
     let reply = api.post("/send", &send_from(from)).await?;
     anyhow::ensure!(reply.status == 200, "{}", reply.text);
-    api.wait_for_status(reply.body["id"].as_str().unwrap_or_default(), "CONFIRMED")
-        .await?;
-    Ok(())
+    let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
+    api.wait_for_status(&id, "CONFIRMED").await?;
+    Ok(id)
 }
 
 async fn a_rotated_master_key_keeps_every_wallet_signing(b: Backend) -> anyhow::Result<()> {
     let anvil = Anvil::start().await?;
     let mut svc = Service::start_with(b, anvil.service_options("", &[])).await?;
     let api = svc.rest(&svc.api_key);
+    // A webhook secret is sealed under the master key too.
+    let hook = Receiver::start().await?;
+    hook.register(&api, &["transaction.confirmed"]).await?;
     let first = anvil
         .fund_default_wallet(&api, parse_ether("10")?)
         .await?
@@ -97,11 +103,17 @@ async fn a_rotated_master_key_keeps_every_wallet_signing(b: Backend) -> anyhow::
         .await
         .expect_err("a wallet sealed under the old key");
     assert_eq!(reason(&err).as_deref(), Some("SERVICE_UNAVAILABLE"));
+    // Nor a webhook secret.
+    api.post("/webhooks", &json!({"url": hook.url()}))
+        .await?
+        .assert_error(503, "SERVICE_UNAVAILABLE")?;
     // The refused send left its key free: after a restart on the new key, all sign.
     svc.restart().await?;
     let api = svc.rest(&svc.api_key);
     confirmed(&api, &first).await?;
-    confirmed(&api, &second).await?;
+    let last = confirmed(&api, &second).await?;
+    // The webhook secret was re-sealed with the wallet keys: deliveries still verify.
+    hook.wait_for_event(&last, "transaction.confirmed").await?;
     // The old key no longer opens the database.
     let elsewhere = tempfile::tempdir()?;
     std::fs::write(elsewhere.path().join("master.key"), &old_key)?;

@@ -16,6 +16,7 @@ use solana_signer::Signer;
 use walletops_tests::{
     Backend, Options, Rest, Service, on_both_backends, poll_until,
     solana_node::{self as client, SolanaNode},
+    webhooks::Receiver,
 };
 
 const SOL: u64 = 1_000_000_000;
@@ -167,11 +168,20 @@ async fn balances_equal_the_nodes(b: Backend) -> anyhow::Result<()> {
 
 async fn sol_and_spl_sends_move_exactly_the_amount(b: Backend) -> anyhow::Result<()> {
     let s = Sol::start(b, "").await?;
+    let hook = Receiver::start().await?;
+    hook.register(&s.api(), &[]).await?;
     let to = Keypair::new().pubkey();
     let id = s
         .send(json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "12345678"}))
         .await?;
     let tx = s.wait_for(&id, "CONFIRMED").await?;
+    hook.wait_for_event(&id, "transaction.submitted").await?;
+    assert_eq!(
+        hook.wait_for_event(&id, "transaction.confirmed")
+            .await?
+            .body,
+        tx
+    );
     assert_eq!(s.rpc.get_balance(&to).await?, 12_345_678);
     assert_eq!(tx["chainId"], -3);
     assert_eq!(tx["asset"], "native");
@@ -376,6 +386,8 @@ async fn a_transfer_is_failed_only_for_a_refusal_of_what_the_node_does_not_hold(
 /// expired unseen, it ends DROPPED, and nothing moved.
 async fn a_transfer_the_cluster_never_sees_ends_dropped(b: Backend) -> anyhow::Result<()> {
     let s = Sol::start(b, "").await?;
+    let hook = Receiver::start().await?;
+    hook.register(&s.api(), &["transaction.dropped"]).await?;
     client::drop_transactions(&s.rpc, 1_000).await?;
     let to = Keypair::new().pubkey();
     let id = s.send_native(&to, 1_000_000).await?;
@@ -398,6 +410,10 @@ async fn a_transfer_the_cluster_never_sees_ends_dropped(b: Backend) -> anyhow::R
         "{tx}"
     );
     assert_eq!(s.rpc.get_balance(&to).await?, 0, "nothing moved");
+    assert_eq!(
+        hook.wait_for_event(&id, "transaction.dropped").await?.body,
+        tx
+    );
     Ok(())
 }
 
@@ -408,6 +424,8 @@ async fn a_refused_resend_fails_a_transfer_only_once_its_blockhash_expired(
     b: Backend,
 ) -> anyhow::Result<()> {
     let s = Sol::start(b, "").await?;
+    let hook = Receiver::start().await?;
+    hook.register(&s.api(), &["transaction.failed"]).await?;
     client::fault_sends(&s.rpc, 1, "unhealthy").await?;
     client::fault_sends(&s.rpc, 1_000, "rejected").await?;
     let to = Keypair::new().pubkey();
@@ -418,6 +436,10 @@ async fn a_refused_resend_fails_a_transfer_only_once_its_blockhash_expired(
     assert_eq!(waiting["status"], "SUBMITTED", "{waiting}");
     client::expire_blockhash(&s.rpc).await?;
     let failed = s.wait_for(&id, "FAILED").await?;
+    assert_eq!(
+        hook.wait_for_event(&id, "transaction.failed").await?.body,
+        failed
+    );
     assert!(
         failed["error"]
             .as_str()

@@ -4,7 +4,7 @@
 
 use alloy::{consensus::Transaction as _, primitives::U256, providers::Provider as _};
 use anyhow::Context as _;
-use walletops_tests::{Backend, on_both_backends, poll_until};
+use walletops_tests::{Backend, on_both_backends, poll_until, webhooks::Receiver};
 
 use super::{ETH, Evm, RECIPIENT, monitor_toml};
 
@@ -126,8 +126,12 @@ async fn replacements_stop_at_the_fee_cap(b: Backend) -> anyhow::Result<()> {
         &["--no-mining"],
     )
     .await?;
+    let hook = Receiver::start().await?;
+    hook.register(&e.api(), &[]).await?;
     let (id, hash) = e.send_native(RECIPIENT, "5").await?;
     let tx = e.wait_for(&id, "FEE_CAPPED").await?;
+    let capped = hook.wait_for_event(&id, "transaction.fee_capped").await?;
+    assert_eq!(capped.body["hash"], hash);
     assert!(
         tx["statusHistory"].to_string().contains("above the cap"),
         "{tx}"
@@ -135,7 +139,23 @@ async fn replacements_stop_at_the_fee_cap(b: Backend) -> anyhow::Result<()> {
     assert_eq!(tx["hash"], hash);
     // Still followed: once mined it is confirmed.
     e.anvil.mine().await?;
-    e.wait_for(&id, "CONFIRMED").await?;
+    let confirmed = e.wait_for(&id, "CONFIRMED").await?;
+    // Its webhooks: submitted, fee-capped, confirmed, in that order.
+    assert_eq!(
+        hook.wait_for_event(&id, "transaction.confirmed")
+            .await?
+            .body,
+        confirmed
+    );
+    let order: Vec<String> = hook.taken().iter().map(|d| d.event_type()).collect();
+    assert_eq!(
+        order,
+        [
+            "transaction.submitted",
+            "transaction.fee_capped",
+            "transaction.confirmed"
+        ]
+    );
     Ok(())
 }
 

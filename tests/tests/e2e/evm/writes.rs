@@ -3,7 +3,7 @@
 
 use alloy::primitives::{Address, U256};
 use serde_json::json;
-use walletops_tests::{Backend, on_both_backends};
+use walletops_tests::{Backend, on_both_backends, webhooks::Receiver};
 
 use super::{ETH, Evm, submitted_id};
 
@@ -260,6 +260,8 @@ async fn a_call_that_reverts_when_mined_ends_reverted(b: Backend) -> anyhow::Res
     // it is mined, the dev account withdraws the allowance with a far higher tip, so its
     // transaction is mined first in the same block and the call reverts.
     let e = Evm::start(b, "[monitor]\npoll_interval_ms = 100\n", &[]).await?;
+    let hook = Receiver::start().await?;
+    hook.register(&e.api(), &["transaction.reverted"]).await?;
     let token = e.anvil.deploy_token("PULL", 18).await?;
     e.anvil.mint(token, DEV_ACCOUNT, U256::from(100u64)).await?;
     let approve = |amount: u64| -> alloy::primitives::Bytes {
@@ -296,6 +298,11 @@ async fn a_call_that_reverts_when_mined_ends_reverted(b: Backend) -> anyhow::Res
     e.anvil.mine().await?;
     let tx = e.wait_for(&id, "REVERTED").await?;
     assert_eq!(tx["hash"], reply.body["hash"], "{tx}");
+    // Its webhook, signed, is the record.
+    assert_eq!(
+        hook.wait_for_event(&id, "transaction.reverted").await?.body,
+        tx
+    );
     // Mined: the nonce is used (the gas paid), and no token moved.
     assert_eq!(e.anvil.nonce(e.wallet).await?, 1);
     assert_eq!(e.anvil.token_balance(token, e.wallet).await?, U256::ZERO);
