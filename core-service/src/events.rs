@@ -43,11 +43,23 @@ const WATCH_EVERY: Duration = Duration::from_millis(200);
 /// Events read at once for a watcher.
 const WATCH_BATCH: u64 = 100;
 
-/// Events a watcher may leave unread: its memory, bounded.
-pub const WATCH_BUFFER: usize = 64;
+/// How much a watcher may leave unread, and for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct WatchLimits {
+    /// Events a watcher may leave unread: its memory, bounded.
+    pub buffer: usize,
+    /// How long a watcher may leave its buffer full before it is cut off.
+    pub slow_after: Duration,
+}
 
-/// How long a watcher may leave its buffer full before it is cut off.
-const SLOW_WATCHER: Duration = Duration::from_secs(10);
+impl Default for WatchLimits {
+    fn default() -> Self {
+        Self {
+            buffer: 64,
+            slow_after: Duration::from_secs(10),
+        }
+    }
+}
 
 /// How a watch ended, when not by its watcher leaving.
 #[derive(Debug)]
@@ -64,29 +76,37 @@ pub enum WatchEnd {
 /// One event for a watcher: the change, and the record as it is now.
 pub type Watched = (TransactionEvent, TransactionRecord);
 
+/// A watch: its events, and once they end, why (nothing: the watcher left).
+#[derive(Debug)]
+pub struct Watch {
+    /// The events, in commit order.
+    pub events: tokio::sync::mpsc::Receiver<Watched>,
+    /// Why the events ended, read once `events` is drained.
+    pub end: tokio::sync::oneshot::Receiver<WatchEnd>,
+}
+
 /// Streams the events `req` asks for of `user_id`'s records, in commit order, each with its
-/// record as it is when sent, until the receiver is dropped; ends with a `WatchEnd` if it
-/// ends otherwise. At most `WATCH_BUFFER` events wait unread.
-pub fn watch(
-    store: Store,
-    user_id: Uuid,
-    req: WatchRequest,
-) -> tokio::sync::mpsc::Receiver<Result<Watched, WatchEnd>> {
-    let (tx, rx) = tokio::sync::mpsc::channel(WATCH_BUFFER);
+/// record as it is when sent, until the receiver is dropped or the watch ends (`Watch::end`
+/// says why). At most `limits.buffer` events wait unread: a watcher that leaves them so for
+/// `limits.slow_after` is cut off, its buffered events still readable.
+pub fn watch(store: Store, user_id: Uuid, req: WatchRequest, limits: WatchLimits) -> Watch {
+    let (tx, events) = tokio::sync::mpsc::channel(limits.buffer.max(1));
+    let (ended, end) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        if let Err(end) = feed(&store, user_id, &req, &tx).await {
-            // Past the events already buffered: the watcher reads them first.
-            let _ = tx.send(Err(end)).await;
+        if let Err(why) = feed(&store, user_id, &req, limits.slow_after, &tx).await {
+            // The events already buffered stay readable; the end is read after them.
+            let _ = ended.send(why);
         }
     });
-    rx
+    Watch { events, end }
 }
 
 async fn feed(
     store: &Store,
     user_id: Uuid,
     req: &WatchRequest,
-    tx: &tokio::sync::mpsc::Sender<Result<Watched, WatchEnd>>,
+    slow_after: Duration,
+    tx: &tokio::sync::mpsc::Sender<Watched>,
 ) -> Result<(), WatchEnd> {
     let mut after = match req.after {
         Some(after) => after,
@@ -111,7 +131,7 @@ async fn feed(
                 .map_err(WatchEnd::Failed)?;
             let Some(record) = record else { continue };
             let seq = event.seq;
-            match tx.send_timeout(Ok((event, record)), SLOW_WATCHER).await {
+            match tx.send_timeout((event, record), slow_after).await {
                 Ok(()) => after = seq,
                 Err(tokio::sync::mpsc::error::SendTimeoutError::Timeout(_)) => {
                     return Err(WatchEnd::TooSlow { last_sent: after });
@@ -119,5 +139,57 @@ async fn feed(
                 Err(tokio::sync::mpsc::error::SendTimeoutError::Closed(_)) => return Ok(()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::{Backend, on_store};
+
+    /// A watcher that reads nothing is cut off once its buffer has stayed full for
+    /// `slow_after`: its memory stays bounded, what was buffered is still read, and the end
+    /// names the last event buffered, to resume after.
+    #[tokio::test]
+    async fn a_watcher_that_reads_nothing_is_cut_off() {
+        on_store(Backend::Sqlite, |store| async move {
+            let ids = crate::record_lifecycle_tests::open_records(&store, 5, None).await;
+            let user = store
+                .open_transaction(ids[0])
+                .await
+                .expect("read")
+                .expect("row")
+                .user_id;
+            store
+                .sequence_events(Duration::from_secs(60))
+                .await
+                .expect("numbering");
+            let limits = WatchLimits {
+                buffer: 2,
+                slow_after: Duration::from_millis(200),
+            };
+            let req = WatchRequest {
+                transaction_id: None,
+                chain: None,
+                after: Some(0),
+            };
+            let mut watch = watch(store, user, req, limits);
+            // Unread, the watch ends on its own: the feeder lets go of the channel.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while !watch.events.is_closed() {
+                assert!(tokio::time::Instant::now() < deadline, "never cut off");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let mut read = Vec::new();
+            while let Some((event, _)) = watch.events.recv().await {
+                read.push(event.seq);
+            }
+            assert_eq!(read, [1, 2], "only the buffer was held");
+            match watch.end.await {
+                Ok(WatchEnd::TooSlow { last_sent }) => assert_eq!(last_sent, 2),
+                other => panic!("not cut off as too slow: {other:?}"),
+            }
+        })
+        .await;
     }
 }

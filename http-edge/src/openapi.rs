@@ -78,7 +78,10 @@ const COMMON_RESPONSES: [(&str, &str); 5] = [
 fn add_common_responses(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
     for item in doc.paths.paths.values_mut() {
-        for op in [&mut item.get, &mut item.post].into_iter().flatten() {
+        for op in [&mut item.get, &mut item.post, &mut item.delete]
+            .into_iter()
+            .flatten()
+        {
             for (status, description) in COMMON_RESPONSES {
                 op.responses
                     .responses

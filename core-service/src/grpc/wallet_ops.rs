@@ -93,25 +93,32 @@ impl WalletOpsService for WalletOpsApi {
         use crate::events::WatchEnd;
         let caller = self.core.admit(request.metadata(), Scope::Read).await?;
         let req = WatchRequest::parse(&self.core.chains, request.get_ref())?;
-        let events = crate::events::watch(self.core.store.clone(), caller.user_id, req);
+        let watch = crate::events::watch(
+            self.core.store.clone(),
+            caller.user_id,
+            req,
+            crate::events::WatchLimits::default(),
+        );
         let chains = self.core.chains.clone();
-        let stream = futures::stream::unfold(events, move |mut events| {
+        let stream = futures::stream::unfold(watch, move |mut watch| {
             let chains = chains.clone();
             async move {
-                let sent = match events.recv().await? {
-                    Ok((event, tx)) => Ok(pb::WatchTransactionsResponse {
+                let sent = match watch.events.recv().await {
+                    Some((event, tx)) => Ok(pb::WatchTransactionsResponse {
                         event_id: event.seq,
                         r#type: event.status.event_type(),
                         transaction: Some(convert::transaction(tx, &chains)),
                     }),
-                    Err(WatchEnd::TooSlow { last_sent }) => {
-                        Err(Status::resource_exhausted(format!(
-                            "the watcher left its events unread too long and was cut off; reconnect with after_event_id {last_sent}"
-                        )))
-                    }
-                    Err(WatchEnd::Failed(e)) => Err(Status::from(e)),
+                    None => match watch.end.try_recv().ok()? {
+                        WatchEnd::TooSlow { last_sent } => {
+                            Err(Status::resource_exhausted(format!(
+                                "the watcher left its events unread too long and was cut off; reconnect with after_event_id {last_sent}"
+                            )))
+                        }
+                        WatchEnd::Failed(e) => Err(Status::from(e)),
+                    },
                 };
-                Some((sent, events))
+                Some((sent, watch))
             }
         });
         Ok(Response::new(Box::pin(stream)))

@@ -36,7 +36,11 @@ async fn one_open_record(store: &Store) -> Uuid {
 
 /// `n` open transactions put in `store`, held by their requests until `held_until`,
 /// and their ids, oldest first.
-async fn open_records(store: &Store, n: u64, held_until: Option<DateTime<Utc>>) -> Vec<Uuid> {
+pub(crate) async fn open_records(
+    store: &Store,
+    n: u64,
+    held_until: Option<DateTime<Utc>>,
+) -> Vec<Uuid> {
     let user = store.insert_user("lease").await.expect("a user");
     let from: WalletAddress = alloy::primitives::Address::repeat_byte(0xaa).into();
     let wallet = store
