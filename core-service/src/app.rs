@@ -196,12 +196,26 @@ impl Core {
     /// the request from the caller's budget (`read` from reads, `trade` and `write` from
     /// writes). Every RPC calls this before it reads anything else.
     pub async fn admit(&self, metadata: &MetadataMap, scope: Scope) -> Result<Caller> {
-        let caller = self.authenticate(metadata, scope).await?;
+        self.admit_for(metadata, Some(scope)).await
+    }
+
+    /// `admit` for a call any key may make, whatever its scopes (asking what the key may
+    /// do): drawn from the read budget.
+    pub async fn admit_any(&self, metadata: &MetadataMap) -> Result<Caller> {
+        self.admit_for(metadata, None).await
+    }
+
+    async fn admit_for(&self, metadata: &MetadataMap, scope: Option<Scope>) -> Result<Caller> {
+        let caller = self
+            .authenticate(metadata, scope.unwrap_or(Scope::Read))
+            .await?;
         tracing::Span::current().record("key", caller.label().as_str());
-        caller.require(scope)?;
+        if let Some(scope) = scope {
+            caller.require(scope)?;
+        }
         let budget = match scope {
-            Scope::Read => Budget::Read,
-            Scope::Trade | Scope::Write => Budget::Write,
+            None | Some(Scope::Read) => Budget::Read,
+            Some(Scope::Trade | Scope::Write) => Budget::Write,
         };
         self.limiter.admit(caller.user_id, budget).await?;
         if let Some(why) = metadata.get_bin(UNREADABLE_HEADER) {

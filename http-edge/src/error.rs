@@ -148,8 +148,10 @@ pub(crate) fn read_status(status: &tonic::Status) -> (ErrorCode, String, Option<
     }
 }
 
-impl IntoResponse for EdgeError {
-    fn into_response(self) -> Response {
+impl EdgeError {
+    /// The error as the contract tells it: its code, message, retry delay in seconds (a
+    /// rate limit's) and HTTP status.
+    pub(crate) fn told(self) -> (ErrorCode, String, Option<u64>, StatusCode) {
         let (code, message, retry, status) = match self {
             Self::Core(s) => {
                 let (code, message, retry) = read_status(&s);
@@ -167,14 +169,25 @@ impl IntoResponse for EdgeError {
                 status,
             } => (code, message, None, status),
         };
+        (
+            code,
+            message,
+            retry,
+            status.unwrap_or_else(|| http_status(code)),
+        )
+    }
+}
+
+impl IntoResponse for EdgeError {
+    fn into_response(self) -> Response {
+        let (code, message, retry, status) = self.told();
         let request_id = REQUEST_ID.try_with(Clone::clone).unwrap_or_default();
         let body = ErrorBody {
             error: message,
             code: code.as_str().to_owned(),
             request_id,
         };
-        let mut response =
-            (status.unwrap_or_else(|| http_status(code)), Json(body)).into_response();
+        let mut response = (status, Json(body)).into_response();
         if code == ErrorCode::RateLimited {
             // Retry-After is required on every 429, even if the core sent no RetryInfo.
             let secs = retry.unwrap_or(60);

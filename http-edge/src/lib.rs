@@ -9,6 +9,7 @@
 mod dashboard;
 mod error;
 mod extract;
+mod mcp;
 mod model;
 mod openapi;
 mod routes;
@@ -37,6 +38,7 @@ use walletops_proto::{
 
 pub use dashboard::PeerAddr;
 pub use error::{ErrorBody, http_status};
+pub use mcp::stdio::serve as serve_mcp_stdio;
 pub use model::transaction_json;
 
 use crate::error::{EdgeError, REQUEST_ID};
@@ -147,7 +149,11 @@ pub fn router(core: Channel, config: &EdgeConfig) -> Router {
     Router::new()
         .nest("/api/v1", v1.clone())
         .nest("/v1", v1)
-        .nest("/dashboard", dashboard::router(core, config.secure_cookies))
+        .nest(
+            "/dashboard",
+            dashboard::router(core.clone(), config.secure_cookies),
+        )
+        .nest_service("/mcp", mcp::service(core))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))

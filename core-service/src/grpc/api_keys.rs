@@ -89,4 +89,26 @@ impl ApiKeyService for ApiKeyApi {
             api_key: Some(convert::api_key(key, Utc::now())),
         }))
     }
+
+    async fn get_current_api_key(
+        &self,
+        request: Request<pb::GetCurrentApiKeyRequest>,
+    ) -> Result<Response<pb::GetCurrentApiKeyResponse>, Status> {
+        let caller = self.core.admit_any(request.metadata()).await?;
+        let api_key = match &caller.credential {
+            crate::auth::Credential::Key { id, .. } => self
+                .core
+                .keys
+                .list(caller.user_id)
+                .await?
+                .into_iter()
+                .find(|k| k.id == *id)
+                .map(|k| convert::api_key(k, Utc::now())),
+            _ => None,
+        };
+        Ok(Response::new(pb::GetCurrentApiKeyResponse {
+            scopes: convert::scope_values(caller.scopes),
+            api_key,
+        }))
+    }
 }

@@ -51,8 +51,13 @@ pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
         revoked_at: k.revoked_at.map(timestamp),
         last_used_at: k.last_used_at.map(timestamp),
         created_by: k.created_by.map(|id| id.to_string()),
-        scopes: k.scopes.iter().map(|s| i32::from(scope(s))).collect(),
+        scopes: scope_values(k.scopes),
     }
+}
+
+/// `scopes` as proto enum values.
+pub(crate) fn scope_values(scopes: Scopes) -> Vec<i32> {
+    scopes.iter().map(|s| i32::from(scope(s))).collect()
 }
 
 fn scope(s: Scope) -> pb::ApiKeyScope {

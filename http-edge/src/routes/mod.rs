@@ -135,7 +135,7 @@ impl std::fmt::Debug for Edge {
 /// edge could not read still goes to the core, as an empty message that says why, so that
 /// the core admits the caller before it answers INVALID_INPUT: no answer but 401 without a
 /// valid key, and every request counts against the rate limit.
-fn call<T: Default>(
+pub(crate) fn call<T: Default>(
     headers: &HeaderMap,
     message: Result<T, EdgeError>,
 ) -> Result<tonic::Request<T>, EdgeError> {

@@ -13,6 +13,7 @@ mod evm;
 mod faults;
 mod fuzz;
 mod keystore;
+mod mcp;
 mod metrics;
 mod provider;
 mod rate_limits;

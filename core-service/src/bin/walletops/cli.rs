@@ -81,6 +81,16 @@ pub(crate) enum Command {
         #[arg(long)]
         http_addr: Option<SocketAddr>,
     },
+    /// Serve a WalletOps service's MCP tools on stdin/stdout, for desktop agents that start
+    /// their tool servers as processes.
+    Mcp {
+        /// The service's REST URL (its `/mcp` is used).
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// A file holding the API key the agent acts with (give it only the scopes it needs).
+        #[arg(long)]
+        key_file: PathBuf,
+    },
     /// Manage users.
     Users {
         #[command(subcommand)]
@@ -357,6 +367,7 @@ impl Command {
                     config.http_addr = *a;
                 }
             }
+            Self::Mcp { .. } => {}
             Self::Users { data, .. }
             | Self::Keys { data, .. }
             | Self::Webhooks { data, .. }

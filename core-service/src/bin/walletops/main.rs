@@ -12,6 +12,7 @@ mod cli;
 mod serve;
 mod webhooks;
 
+use anyhow::Context as _;
 use clap::Parser;
 use tracing_subscriber::{EnvFilter, fmt, prelude::*};
 use walletops_core::{Config, config::LogFormat};
@@ -60,6 +61,18 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Core(addrs) => serve::run(config, Role::Core, addrs.print_key).await,
         Command::Edge { .. } => serve::run(config, Role::Edge, false).await,
+        Command::Mcp { url, key_file } => {
+            let key = zeroize::Zeroizing::new(
+                std::fs::read_to_string(&key_file)
+                    .with_context(|| format!("reading {}", key_file.display()))?,
+            );
+            let url = if url.trim_end_matches('/').ends_with("/mcp") {
+                url
+            } else {
+                format!("{}/mcp", url.trim_end_matches('/'))
+            };
+            walletops_edge::serve_mcp_stdio(&url, key.trim()).await
+        }
         Command::Migrate(_) => admin::migrate(&config).await,
         Command::Users { command, .. } => admin::users(config, command).await,
         Command::Keys { command, .. } => admin::keys(config, command).await,

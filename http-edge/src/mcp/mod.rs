@@ -1,0 +1,429 @@
+//! The agent surface: WalletOps as a Model Context Protocol server, over the streamable HTTP
+//! transport at `/mcp` (and over stdio through `stdio`, a bridge to it). Like every REST
+//! route, a tool turns its input into a core request, calls the core with the caller's key
+//! and answers the REST JSON: scopes, rate limits, idempotency, ownership, delegation and
+//! the swap guard are the core's, unchanged. A key sees only the tools its scopes allow.
+//!
+//! - `inputs`: the tools' typed inputs, their schemas, and the core requests they become.
+//! - `stdio`: `walletops mcp`, a stdio server for desktop agents that calls a service's
+//!   `/mcp`.
+
+mod inputs;
+pub(crate) mod stdio;
+
+use axum::http::{HeaderMap, HeaderValue, request::Parts};
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    handler::server::{router::tool::ToolRouter, wrapper::Parameters},
+    model::{
+        CacheScope, CallToolResult, ContentBlock, Implementation, InitializeResult,
+        ListToolsResult, PaginatedRequestParams, RequestId, ServerCapabilities,
+    },
+    service::RequestContext,
+    tool, tool_handler, tool_router,
+    transport::{
+        StreamableHttpServerConfig, StreamableHttpService,
+        streamable_http_server::session::local::LocalSessionManager,
+    },
+};
+use serde::Serialize;
+use tonic::transport::Channel;
+use walletops_proto::{
+    API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER,
+    request_id::REQUEST_ID_HEADER,
+    v1::{
+        self as pb, api_key_service_client::ApiKeyServiceClient,
+        wallet_ops_service_client::WalletOpsServiceClient,
+    },
+};
+
+use self::inputs::{
+    ApproveInput, GetBalancesInput, GetTransactionInput, ListWalletsInput, QuoteInput, SendInput,
+    SwapInput,
+};
+use crate::{
+    error::{EdgeError, ErrorBody},
+    model::{BalancesJson, QuoteResponseJson, SubmissionJson, TransactionJson, WalletsJson},
+    routes::call,
+};
+
+/// The tools, over a core.
+#[derive(Clone)]
+pub(crate) struct Tools {
+    core: WalletOpsServiceClient<Channel>,
+    keys: ApiKeyServiceClient<Channel>,
+    tool_router: ToolRouter<Self>,
+}
+
+/// The scope a tool needs: the core checks it on every call; the list hides the rest.
+fn scope_of(tool: &str) -> pb::ApiKeyScope {
+    match tool {
+        "list_wallets" | "get_balances" | "get_transaction" => pb::ApiKeyScope::Read,
+        "quote_swap" => pb::ApiKeyScope::Trade,
+        _ => pb::ApiKeyScope::Write,
+    }
+}
+
+/// The headers of the HTTP request behind `ctx`, as the REST routes read them: a bearer
+/// token counts as `x-api-key`; no `Idempotency-Key` (writes take theirs from their input).
+/// Over stdio there is no request: no headers, no key.
+fn headers(ctx: &RequestContext<RoleServer>) -> HeaderMap {
+    let mut headers = ctx
+        .extensions
+        .get::<Parts>()
+        .map(|p| p.headers.clone())
+        .unwrap_or_default();
+    if !headers.contains_key(API_KEY_HEADER)
+        && let Some(token) = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(|t| HeaderValue::from_str(t.trim()).ok())
+    {
+        headers.insert(API_KEY_HEADER, token);
+    }
+    headers.remove(IDEMPOTENCY_KEY_HEADER);
+    headers
+}
+
+/// The idempotency key of a write: the input's, or one made from the tool call (the
+/// session, the JSON-RPC id, the tool and its arguments), so a client that retries a call
+/// as it was sent pays once.
+fn idempotency_key(
+    given: Option<&str>,
+    ctx: &RequestContext<RoleServer>,
+    tool: &str,
+    arguments: &impl Serialize,
+) -> Result<HeaderValue, EdgeError> {
+    let key = match given.map(str::trim).filter(|k| !k.is_empty()) {
+        Some(given) => given.to_owned(),
+        None => {
+            let session = ctx
+                .extensions
+                .get::<Parts>()
+                .and_then(|p| p.headers.get("mcp-session-id"))
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let id = match &ctx.id {
+                RequestId::Number(n) => n.to_string(),
+                RequestId::String(s) => s.to_string(),
+            };
+            let arguments = serde_json::to_string(arguments).unwrap_or_default();
+            let name = format!("walletops/mcp/{session}/{id}/{tool}/{arguments}");
+            uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, name.as_bytes()).to_string()
+        }
+    };
+    HeaderValue::from_str(&key).map_err(|_| EdgeError::invalid("idempotencyKey", "not a UUID"))
+}
+
+/// A tool's answer: the REST JSON of `result`, or the contract's error body as a tool error
+/// (the model reads its `code`).
+fn answer<T: Serialize>(result: Result<T, EdgeError>, headers: &HeaderMap) -> CallToolResult {
+    match result {
+        Ok(value) => CallToolResult::structured(serde_json::to_value(value).unwrap_or_default()),
+        Err(e) => {
+            let (code, error, _, _) = e.told();
+            let body = ErrorBody {
+                error,
+                code: code.as_str().to_owned(),
+                request_id: headers
+                    .get(REQUEST_ID_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned(),
+            };
+            let mut result = CallToolResult::error(vec![ContentBlock::text(
+                serde_json::to_string(&body).unwrap_or_default(),
+            )]);
+            result.structured_content = serde_json::to_value(&body).ok();
+            result
+        }
+    }
+}
+
+#[tool_router]
+impl Tools {
+    fn new(core: Channel) -> Self {
+        Self {
+            core: WalletOpsServiceClient::new(core.clone()),
+            keys: ApiKeyServiceClient::new(core),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        description = "List the wallets you may use, with their addresses, chain family \
+        (ethereum or solana), whether each is the default of its family, and whether it is \
+        delegated to the service (automationEnabled: only those can send). Needs the read \
+        scope. Errors come back as {error, code}: UNAUTHORIZED (bad or revoked key), \
+        RATE_LIMITED (wait and retry)."
+    )]
+    async fn list_wallets(
+        &self,
+        Parameters(input): Parameters<ListWalletsInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let headers = headers(&ctx);
+        let result = async {
+            let reply = self
+                .core
+                .clone()
+                .list_wallets(call(&headers, Ok(input.into()))?)
+                .await?;
+            Ok(WalletsJson::from(reply.into_inner()))
+        };
+        Ok(answer(result.await, &headers))
+    }
+
+    #[tool(
+        description = "Read a wallet's balances on one chain: the native coin and any \
+        tokens asked for. Amounts are integer strings in base units (wei, lamports, the \
+        token's smallest unit), with the token's decimals beside them. Needs the read scope. \
+        Errors: CHAIN_UNKNOWN, WALLET_NOT_FOUND, FORBIDDEN (not your wallet), INVALID_INPUT \
+        (names the field)."
+    )]
+    async fn get_balances(
+        &self,
+        Parameters(input): Parameters<GetBalancesInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let headers = headers(&ctx);
+        let result = async {
+            let reply = self
+                .core
+                .clone()
+                .get_balances(call(&headers, Ok(input.into()))?)
+                .await?;
+            Ok(BalancesJson::from(reply.into_inner()))
+        };
+        Ok(answer(result.await, &headers))
+    }
+
+    #[tool(
+        description = "Read one of your transactions by its service id: status \
+        (SUBMITTED while pending; CONFIRMED, REVERTED, FAILED, DROPPED when final; \
+        FEE_CAPPED when stuck below the fee cap), hash, explorer link and status history. \
+        Needs the read scope. Errors: NOT_FOUND, INVALID_INPUT."
+    )]
+    async fn get_transaction(
+        &self,
+        Parameters(input): Parameters<GetTransactionInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let headers = headers(&ctx);
+        let result = async {
+            let req = pb::GetTransactionRequest { id: input.id };
+            let reply = self
+                .core
+                .clone()
+                .get_transaction(call(&headers, Ok(req))?)
+                .await?;
+            Ok(TransactionJson::from(
+                reply.into_inner().transaction.unwrap_or_default(),
+            ))
+        };
+        Ok(answer(result.await, &headers))
+    }
+
+    #[tool(
+        description = "Price a swap without doing it: how much of toToken an amount of \
+        fromToken buys now (base units), and, given the wallet, whether an ERC20 approval \
+        of which spender is needed first. NATIVE names the chain's coin. Needs the trade \
+        scope. Errors: QUOTE_FAILED (no route, or the aggregator refused), \
+        SERVICE_UNAVAILABLE (no aggregator for the chain), INVALID_INPUT."
+    )]
+    async fn quote_swap(
+        &self,
+        Parameters(input): Parameters<QuoteInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let headers = headers(&ctx);
+        let result = async {
+            let reply = self
+                .core
+                .clone()
+                .get_quote(call(&headers, Ok(input.into()))?)
+                .await?;
+            Ok(QuoteResponseJson::from(reply.into_inner()))
+        };
+        Ok(answer(result.await, &headers))
+    }
+
+    #[tool(
+        description = "Swap tokens from one of your wallets at the current quote, within \
+        slippage percent; signed and sent once, answered with the transaction's id to \
+        follow with get_transaction. Amount in the sold token's base units; NATIVE names \
+        the chain's coin. An ERC20 sale may need approve_token first (quote_swap says). \
+        Needs the write scope. Errors: INSUFFICIENT_FUNDS, QUOTE_FAILED, SEND_FAILED (the \
+        swap guard or the node refused), FORBIDDEN, IDEMPOTENT_REPLAY (the key was used for \
+        another request)."
+    )]
+    async fn swap(
+        &self,
+        Parameters(input): Parameters<SwapInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let given = input.idempotency_key.clone();
+        let arguments = input_json(&input);
+        let mut core = self.core.clone();
+        Ok(write(
+            &ctx,
+            "swap",
+            given.as_deref(),
+            arguments,
+            |headers| async move {
+                let reply = core.swap(call(&headers, Ok(input.into()))?).await?;
+                Ok(reply.into_inner().submission)
+            },
+        )
+        .await)
+    }
+
+    #[tool(
+        description = "Send the native coin or a token from one of your wallets. amount \
+        is an integer string in base units: wei (1 ETH = 1000000000000000000), lamports \
+        (1 SOL = 1000000000) or the token's smallest unit; asset is native, erc20 or spl. \
+        Signed and sent exactly once per idempotency key, answered with the transaction's \
+        id (follow it with get_transaction). Needs the write scope. Errors: \
+        INSUFFICIENT_FUNDS, FORBIDDEN (not your wallet, or outside the key's limits), \
+        WALLET_NOT_DELEGATED, SEND_FAILED (the node refused), IDEMPOTENT_REPLAY, \
+        INVALID_INPUT (names the field)."
+    )]
+    async fn send(
+        &self,
+        Parameters(input): Parameters<SendInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let given = input.idempotency_key.clone();
+        let arguments = input_json(&input);
+        let mut core = self.core.clone();
+        Ok(write(
+            &ctx,
+            "send",
+            given.as_deref(),
+            arguments,
+            |headers| async move {
+                let reply = core.send(call(&headers, Ok(input.into()))?).await?;
+                Ok(reply.into_inner().submission)
+            },
+        )
+        .await)
+    }
+
+    #[tool(
+        description = "Allow a spender (a swap router) to move up to amount of an ERC20 \
+        token from one of your EVM wallets; amount in the token's base units. Signed and \
+        sent once per idempotency key. Needs the write scope. Errors as for send."
+    )]
+    async fn approve_token(
+        &self,
+        Parameters(input): Parameters<ApproveInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let given = input.idempotency_key.clone();
+        let arguments = input_json(&input);
+        let mut core = self.core.clone();
+        Ok(write(
+            &ctx,
+            "approve_token",
+            given.as_deref(),
+            arguments,
+            |headers| async move {
+                let reply = core
+                    .approve_token(call(&headers, Ok(input.into()))?)
+                    .await?;
+                Ok(reply.into_inner().submission)
+            },
+        )
+        .await)
+    }
+}
+
+/// Runs write `tool` (its arguments `arguments`): its idempotency key, `given` or made from
+/// the call, is set, then `send` calls the core with the headers; the submission, or the
+/// error.
+async fn write<F, Fut>(
+    ctx: &RequestContext<RoleServer>,
+    tool: &str,
+    given: Option<&str>,
+    arguments: String,
+    send: F,
+) -> CallToolResult
+where
+    F: FnOnce(HeaderMap) -> Fut,
+    Fut: Future<Output = Result<Option<pb::Submission>, EdgeError>>,
+{
+    let mut headers = headers(ctx);
+    let result = match idempotency_key(given, ctx, tool, &arguments) {
+        Ok(key) => {
+            headers.insert(IDEMPOTENCY_KEY_HEADER, key);
+            send(headers.clone()).await.map(SubmissionJson::from)
+        }
+        Err(e) => Err(e),
+    };
+    answer(result, &headers)
+}
+
+/// An input as the arguments it was read from (for the key a call makes).
+fn input_json<T: std::fmt::Debug>(input: &T) -> String {
+    format!("{input:?}")
+}
+
+/// What the server says of itself at initialization.
+fn server_info() -> InitializeResult {
+    InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(Implementation::new("walletops", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "WalletOps acts on your own custodial wallets (EVM chains and Solana) under your \
+             API key: read wallets, balances and transactions, quote and execute swaps, send \
+             coins and tokens, approve spenders. Amounts are integer strings in base units. \
+             A failed call answers {error, code, requestId}; the code says what to do.",
+        )
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Tools {
+    fn get_info(&self) -> InitializeResult {
+        server_info()
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let headers = headers(&ctx);
+        let req = call(&headers, Ok(pb::GetCurrentApiKeyRequest {}))
+            .map_err(|_| ErrorData::invalid_request("unreadable request", None))?;
+        let scopes = match self.keys.clone().get_current_api_key(req).await {
+            Ok(reply) => reply.into_inner().scopes,
+            Err(status) => {
+                let (code, message, _, _) = EdgeError::from(status).told();
+                return Err(ErrorData::invalid_request(
+                    format!("{}: {message}", code.as_str()),
+                    None,
+                ));
+            }
+        };
+        let tools = self
+            .tool_router
+            .list_all()
+            .into_iter()
+            .filter(|t| scopes.contains(&i32::from(scope_of(&t.name))))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools)
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private))
+    }
+}
+
+/// The MCP endpoint over `core`, for `/mcp`.
+pub(crate) fn service(core: Channel) -> StreamableHttpService<Tools, LocalSessionManager> {
+    StreamableHttpService::new(
+        move || Ok(Tools::new(core.clone())),
+        LocalSessionManager::default().into(),
+        // Every call carries an API key the core checks, so no Host allowlist: the listener
+        // is reached by whatever name the operator gives it.
+        StreamableHttpServerConfig::default().disable_allowed_hosts(),
+    )
+}
