@@ -9,7 +9,8 @@
 //! - `wait`: waiting on a condition, under one timeout.
 //! - `anvil` and `gateway`: a real EVM node, and a JSON-RPC gateway in front of it;
 //!   `solana_node`: a Solana node behind the real JSON-RPC shapes.
-//! - `webhooks`: a receiver that verifies Standard Webhooks signatures.
+//! - `webhooks`: a receiver that verifies Standard Webhooks signatures; `mcp`: an MCP
+//!   client.
 
 pub mod anvil;
 mod cli;
@@ -18,6 +19,7 @@ pub mod fakes;
 pub mod faults;
 pub mod gateway;
 mod grpc;
+pub mod mcp;
 mod paths;
 mod rest;
 mod service;

@@ -5,6 +5,7 @@
 
 mod desk;
 mod evm;
+mod mcp;
 mod quotes;
 mod solana;
 mod solana_swaps;
