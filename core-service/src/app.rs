@@ -294,7 +294,7 @@ impl Core {
         A: AsyncFnOnce(&R, &DelegatedWallet, &Ticket) -> Result<Submission>,
     {
         let caller = self.admit(metadata, Scope::Write).await?;
-        let ticket = match self
+        let mut ticket = match self
             .idempotency
             .open(
                 caller.user_id,
@@ -306,9 +306,20 @@ impl Core {
             .await?
         {
             Keyed::Answered(submission) => return Ok(submission),
-            Keyed::Fresh(ticket) => ticket,
+            Keyed::Fresh(ticket) => *ticket,
         };
         let request = parse(&self.chains, message)?;
+        // A key's writes are held against its spend limits; a dashboard session has none.
+        if let crate::auth::Credential::Key { id, .. } = &caller.credential
+            && let Some((asset, amount)) = request.moves()
+        {
+            ticket.set_spend(crate::domain::Spend {
+                key_id: *id,
+                chain: request.chain().slug().to_owned(),
+                asset,
+                amount,
+            });
+        }
         let wallet = self
             .wallets
             .resolve_delegated(

@@ -53,6 +53,11 @@ impl Service {
         input: Option<&str>,
     ) -> anyhow::Result<CliOutput> {
         let mut cmd = Command::new(walletops_bin()?);
+        // The service's configuration file (its chains, say), as the service reads it.
+        if self.options().config_toml.is_some() {
+            cmd.arg("--config")
+                .arg(self.data_dir.path().join("walletops.toml"));
+        }
         cmd.args(args)
             // As for the service: the tests' webhook receivers listen on loopback.
             .env("WALLETOPS_WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true")

@@ -7,6 +7,7 @@
 //! lookups: every request reads the key row, so a revocation holds on every core at once.
 
 mod last_use;
+mod limits;
 pub mod passwords;
 mod secret;
 pub mod sessions;
@@ -15,6 +16,7 @@ use chrono::{DateTime, Duration, Utc};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
+pub use limits::{LimitText, limit_asset};
 pub use secret::{ApiKeySecret, VENDOR};
 pub use sessions::Sessions;
 

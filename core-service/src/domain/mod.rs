@@ -5,12 +5,14 @@
 
 mod account;
 mod chain;
+mod spend;
 mod transaction;
 mod wallet;
 mod webhook;
 
 pub use account::{ApiKey, DashboardSession, Scope, Scopes, User, check_name};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
+pub use spend::{NATIVE_ASSET, Spend, SpendLimit, SpendStanding};
 pub use transaction::{
     ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,
     TxKind, TxStatus,

@@ -39,6 +39,12 @@ pub struct Ticket {
 }
 
 impl Ticket {
+    /// Notes what the ticket's write moves, to be held against its key's limits when the
+    /// claim is made.
+    pub fn set_spend(&mut self, spend: crate::domain::Spend) {
+        self.claim.spend = Some(spend);
+    }
+
     /// A ticket for `claim`, not yet claimed.
     #[cfg(test)]
     pub(crate) fn new(claim: NewClaim) -> Self {
@@ -81,6 +87,7 @@ impl Idempotency {
                 request_hash: hash,
                 created_at: now,
                 expires_at: now + self.keep(),
+                spend: None,
             },
             claimed: OnceLock::new(),
         }

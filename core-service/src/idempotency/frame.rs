@@ -24,7 +24,7 @@ pub enum Keyed {
     /// The key already has this answer: the write is not run again.
     Answered(Submission),
     /// The key is free: the write runs under this ticket.
-    Fresh(Ticket),
+    Fresh(Box<Ticket>),
 }
 
 impl Idempotency {
@@ -42,7 +42,7 @@ impl Idempotency {
         let ticket = self.ticket(user, key, path, request_hash(path, canonical));
         match self.prior(&ticket).await? {
             Some(prior) => Ok(Keyed::Answered(self.answer(user, prior, chains).await?)),
-            None => Ok(Keyed::Fresh(ticket)),
+            None => Ok(Keyed::Fresh(Box::new(ticket))),
         }
     }
 
@@ -150,12 +150,22 @@ impl Idempotency {
             })
             .collect();
         let won: HashSet<(Uuid, Uuid)> = self.store.insert_idempotency_keys(conn, rows).await?;
-        Ok(claims
-            .iter()
-            .enumerate()
-            .filter(|(_, (claim, _, _))| !won.contains(&(claim.user, claim.key)))
-            .map(|(i, (claim, _, _))| (i, claimed_elsewhere(claim)))
-            .collect())
+        let mut refused = Vec::new();
+        for (i, &(claim, id, _)) in claims.iter().enumerate() {
+            if !won.contains(&(claim.user, claim.key)) {
+                refused.push((i, claimed_elsewhere(claim)));
+                continue;
+            }
+            // In order: a batch's earlier writes of a key count against its later ones.
+            if let Some(spend) = &claim.spend {
+                match self.store.reserve_spend(conn, spend, id).await {
+                    Ok(()) => {}
+                    Err(e @ WalletOpsError::Forbidden(_)) => refused.push((i, e)),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(refused)
     }
 
     /// Commits the signing transaction `txn` of record `id` together with `ticket`'s claim:

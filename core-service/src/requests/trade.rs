@@ -1,7 +1,7 @@
 //! The trade requests: quotes and swaps, parsed for their chain's family. `NATIVE`, in any letter case,
 //! is resolved here to the address aggregators use for the chain's native coin.
 
-use alloy::primitives::Address;
+use alloy::primitives::{Address, U256};
 use walletops_proto::v1 as pb;
 
 use super::{WriteRequest, chain, non_empty, optional_address};
@@ -218,6 +218,20 @@ impl WriteRequest for SwapRequest {
     }
     fn from(&self) -> Option<&WalletAddress> {
         self.trade.from.as_ref()
+    }
+    /// What is sold. The aggregators name the native coin by a sentinel address (1inch)
+    /// or wrapped SOL's mint (Jupiter): both count as `native`.
+    fn moves(&self) -> Option<(String, U256)> {
+        Some(match &self.trade.pair {
+            TradePair::Evm(q) if q.src == crate::trade::evm::NATIVE_TOKEN => {
+                (super::writes::evm_asset(None), q.amount)
+            }
+            TradePair::Evm(q) => (super::writes::evm_asset(Some(&q.src)), q.amount),
+            TradePair::Solana(q) if q.input_mint == crate::trade::WRAPPED_SOL_MINT => {
+                (crate::domain::NATIVE_ASSET.to_owned(), U256::from(q.amount))
+            }
+            TradePair::Solana(q) => (q.input_mint.to_string(), U256::from(q.amount)),
+        })
     }
 }
 

@@ -20,6 +20,17 @@ pub trait WriteRequest {
     fn chain(&self) -> &Chain;
     /// The wallet named in `from`.
     fn from(&self) -> Option<&WalletAddress>;
+    /// What the write moves out of the wallet, for spend limits: the asset (`native`, a
+    /// lowercase token address or a mint) and the amount in base units.
+    fn moves(&self) -> Option<(String, U256)>;
+}
+
+/// The limits' name of EVM token `token`.
+pub(crate) fn evm_asset(token: Option<&Address>) -> String {
+    token.map_or_else(
+        || crate::domain::NATIVE_ASSET.to_owned(),
+        |t| format!("{t:#x}"),
+    )
 }
 
 /// What a send moves, typed for its chain's family.
@@ -240,17 +251,45 @@ impl CallRequest {
     }
 }
 
-macro_rules! write_request {
-    ($($t:ty),*) => {$(
-        impl WriteRequest for $t {
-            fn chain(&self) -> &Chain {
-                &self.chain
-            }
-            fn from(&self) -> Option<&WalletAddress> {
-                self.from.as_ref()
-            }
-        }
-    )*};
+impl WriteRequest for SendRequest {
+    fn chain(&self) -> &Chain {
+        &self.chain
+    }
+    fn from(&self) -> Option<&WalletAddress> {
+        self.from.as_ref()
+    }
+    fn moves(&self) -> Option<(String, U256)> {
+        Some(match &self.transfer {
+            Transfer::Evm { token, amount, .. } => (evm_asset(token.as_ref()), *amount),
+            Transfer::Solana { mint, amount, .. } => (
+                mint.map_or_else(|| crate::domain::NATIVE_ASSET.to_owned(), |m| m.to_string()),
+                U256::from(*amount),
+            ),
+        })
+    }
 }
 
-write_request!(SendRequest, ApproveRequest, CallRequest);
+impl WriteRequest for ApproveRequest {
+    fn chain(&self) -> &Chain {
+        &self.chain
+    }
+    fn from(&self) -> Option<&WalletAddress> {
+        self.from.as_ref()
+    }
+    /// An allowance lets the spender move the amount: it counts as moving it.
+    fn moves(&self) -> Option<(String, U256)> {
+        Some((evm_asset(Some(&self.token)), self.amount))
+    }
+}
+
+impl WriteRequest for CallRequest {
+    fn chain(&self) -> &Chain {
+        &self.chain
+    }
+    fn from(&self) -> Option<&WalletAddress> {
+        self.from.as_ref()
+    }
+    fn moves(&self) -> Option<(String, U256)> {
+        Some((evm_asset(None), self.value))
+    }
+}

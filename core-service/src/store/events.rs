@@ -57,6 +57,12 @@ impl Store {
         status: TxStatus,
     ) -> Result<()> {
         let now = Utc::now();
+        let records: Vec<_> = records.into_iter().collect();
+        if matches!(status, TxStatus::Failed | TxStatus::Dropped) {
+            // Nothing moved: what the write held against its key's budget is free again.
+            self.release_spend(conn, records.iter().map(|(id, _, _)| *id))
+                .await?;
+        }
         let rows: Vec<_> = records
             .into_iter()
             .map(|(transaction_id, user_id, chain)| events::ActiveModel {

@@ -47,6 +47,9 @@ pub(crate) struct NewClaim {
     pub(crate) request_hash: String,
     pub(crate) created_at: DateTime<Utc>,
     pub(crate) expires_at: DateTime<Utc>,
+    /// What the write moves, held against its key's limits as the claim is made; `None`:
+    /// the caller has no limits to hold it against (a session) or it moves nothing.
+    pub(crate) spend: Option<crate::domain::Spend>,
 }
 
 impl Store {

@@ -11,6 +11,7 @@ mod provider_links;
 mod records;
 mod rotation;
 mod sessions;
+mod spend;
 pub(crate) mod transactions;
 mod users;
 mod wallets;

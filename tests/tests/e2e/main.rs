@@ -20,6 +20,7 @@ mod rate_limits;
 mod request_ids;
 mod secrets;
 mod solana;
+mod spend_limits;
 mod surfaces;
 mod tls;
 mod wallets;

@@ -163,6 +163,38 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
                 print_key(&key);
             }
         }
+        KeysCommand::Limit {
+            user,
+            key,
+            chain,
+            asset,
+            max_per_tx,
+            daily,
+            remove,
+        } => {
+            let user = core.find_user(&user).await?;
+            let chain = core.chains.resolve(&chain)?;
+            if remove {
+                core.keys
+                    .remove_spend_limit(user.id, &key, chain, &asset)
+                    .await?;
+                println!("Removed the limit on {asset} of {}.", chain.slug());
+            } else {
+                let given = walletops_core::auth::LimitText {
+                    asset: &asset,
+                    max_per_transaction: max_per_tx.as_deref(),
+                    daily_budget: daily.as_deref(),
+                };
+                core.keys
+                    .set_spend_limit(user.id, &key, chain, given)
+                    .await?;
+            }
+            print_limits(&core, user.id, &key).await?;
+        }
+        KeysCommand::Limits { user, key } => {
+            let user = core.find_user(&user).await?;
+            print_limits(&core, user.id, &key).await?;
+        }
         KeysCommand::Revoke { user, key } => {
             let user = core.find_user(&user).await?;
             let key = core.keys.revoke(user.id, &key, None).await?;
@@ -223,6 +255,29 @@ pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::
                     .await?,
             );
         }
+    }
+    Ok(())
+}
+
+/// Prints the spend limits of `user`'s key `key`, with what is spent and left.
+async fn print_limits(core: &Core, user: uuid::Uuid, key: &str) -> anyhow::Result<()> {
+    let (key, limits) = core.keys.spend_limits(user, key).await?;
+    if limits.is_empty() {
+        println!("Key {} has no spend limits.", key.prefix);
+    }
+    let or_none =
+        |v: Option<alloy::primitives::U256>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
+    for s in limits {
+        println!(
+            "{} {} {}: at most {} per write; 24-hour budget {}, spent {}, left {}",
+            key.prefix,
+            s.limit.chain,
+            s.limit.asset,
+            or_none(s.limit.max_per_transaction),
+            or_none(s.limit.daily_budget),
+            s.spent_24h,
+            or_none(s.left()),
+        );
     }
     Ok(())
 }

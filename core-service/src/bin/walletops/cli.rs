@@ -213,6 +213,38 @@ pub(crate) enum KeysCommand {
         #[arg(long, default_value = FIRST_USER)]
         user: String,
     },
+    /// Limit what a key may move of one asset on one chain (both limits, or either), or
+    /// remove the limit (`--remove`). Held against every write of the key.
+    Limit {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Key id or 4-character prefix.
+        key: String,
+        /// Chain slug.
+        #[arg(long)]
+        chain: String,
+        /// `native`, or a token address (EVM) or mint (Solana).
+        #[arg(long, default_value = "native")]
+        asset: String,
+        /// The most one write may move, in base units.
+        #[arg(long)]
+        max_per_tx: Option<String>,
+        /// The most the writes of a rolling 24 hours may move, in base units.
+        #[arg(long)]
+        daily: Option<String>,
+        /// Remove the limit instead.
+        #[arg(long, conflicts_with_all = ["max_per_tx", "daily"])]
+        remove: bool,
+    },
+    /// Show a key's spend limits with what is spent and left of each.
+    Limits {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Key id or 4-character prefix.
+        key: String,
+    },
     /// Revoke a key at once and for good.
     Revoke {
         /// Owner: user name or id.

@@ -8,6 +8,8 @@ pub(crate) mod idempotency_keys;
 pub(crate) mod keystore_check;
 pub(crate) mod sign_in_links;
 pub(crate) mod signer_keys;
+pub(crate) mod spend_limits;
+pub(crate) mod spend_reservations;
 pub(crate) mod transaction_events;
 pub(crate) mod transactions;
 pub(crate) mod users;

@@ -1,0 +1,135 @@
+//! Spend limits of a user's keys, as the owner sets and reads them: what a key may move of
+//! one asset on one chain, per write and per rolling 24 hours. They are held against every
+//! write of the key, over REST, gRPC and MCP alike (`Idempotency::claim`).
+
+use uuid::Uuid;
+
+use super::ApiKeys;
+use crate::{
+    chains::Chain,
+    domain::{
+        AmountKind, ApiKey, ChainFamily, NATIVE_ASSET, SpendLimit, SpendStanding, WalletAddress,
+        parse_amount,
+    },
+    error::{Result, Violations, WalletOpsError},
+};
+
+/// The limits' name of `raw` on `chain`: `native`, or the token's address (lowercase) or
+/// mint, checked for the chain's family.
+pub fn limit_asset(chain: &Chain, raw: &str) -> Result<String, String> {
+    let raw = raw.trim();
+    if raw.eq_ignore_ascii_case(NATIVE_ASSET) {
+        return Ok(NATIVE_ASSET.to_owned());
+    }
+    match (raw.parse::<WalletAddress>(), chain.family()) {
+        (Ok(WalletAddress::Evm(a)), ChainFamily::Evm) => Ok(format!("{a:#x}")),
+        (Ok(WalletAddress::Solana(m)), ChainFamily::Solana) => Ok(m.to_string()),
+        _ => Err(format!(
+            "must be native or a token of {}: {}",
+            chain.slug(),
+            if chain.family() == ChainFamily::Evm {
+                "0x and 40 hex digits"
+            } else {
+                "a base58 mint"
+            }
+        )),
+    }
+}
+
+/// A limit as given: amounts as text, `None` for no such limit.
+#[derive(Debug, Clone, Copy)]
+pub struct LimitText<'a> {
+    /// The asset: `native`, a token address or a mint.
+    pub asset: &'a str,
+    /// The most one write may move, in base units.
+    pub max_per_transaction: Option<&'a str>,
+    /// The most a rolling 24 hours may move, in base units.
+    pub daily_budget: Option<&'a str>,
+}
+
+impl ApiKeys {
+    /// `user_id`'s key `id_or_prefix`.
+    async fn owned_key(&self, user_id: Uuid, id_or_prefix: &str) -> Result<ApiKey> {
+        let wanted = id_or_prefix.trim();
+        self.list(user_id)
+            .await?
+            .into_iter()
+            .find(|k| k.id.to_string() == wanted || k.prefix == wanted)
+            .ok_or_else(|| WalletOpsError::NotFound("no such API key".to_owned()))
+    }
+
+    /// Sets the limit of `user_id`'s key `id_or_prefix` on `given.asset` of `chain`,
+    /// replacing any; every bad field in one INVALID_INPUT.
+    pub async fn set_spend_limit(
+        &self,
+        user_id: Uuid,
+        id_or_prefix: &str,
+        chain: &Chain,
+        given: LimitText<'_>,
+    ) -> Result<SpendLimit> {
+        let key = self.owned_key(user_id, id_or_prefix).await?;
+        let kind = match chain.family() {
+            ChainFamily::Evm => AmountKind::Uint256,
+            ChainFamily::Solana => AmountKind::U64,
+        };
+        let mut v = Violations::default();
+        let asset = v.check("asset", limit_asset(chain, given.asset));
+        let max = given
+            .max_per_transaction
+            .and_then(|raw| v.check("max_per_transaction", parse_amount(raw, kind)));
+        let daily = given
+            .daily_budget
+            .and_then(|raw| v.check("daily_budget", parse_amount(raw, kind)));
+        if given.max_per_transaction.is_none() && given.daily_budget.is_none() {
+            v.check::<()>(
+                "max_per_transaction",
+                Err("give a maximum per write, a daily budget, or both".to_owned()),
+            );
+        }
+        v.finish()?;
+        let limit = SpendLimit {
+            key_id: key.id,
+            chain: chain.slug().to_owned(),
+            asset: asset.unwrap_or_default(),
+            max_per_transaction: max,
+            daily_budget: daily,
+        };
+        self.store.set_spend_limit(&limit).await?;
+        Ok(limit)
+    }
+
+    /// Removes the limit of `user_id`'s key `id_or_prefix` on `asset` of `chain`.
+    pub async fn remove_spend_limit(
+        &self,
+        user_id: Uuid,
+        id_or_prefix: &str,
+        chain: &Chain,
+        asset: &str,
+    ) -> Result<()> {
+        let key = self.owned_key(user_id, id_or_prefix).await?;
+        let asset = limit_asset(chain, asset).map_err(|e| WalletOpsError::invalid("asset", e))?;
+        if self
+            .store
+            .remove_spend_limit(key.id, chain.slug(), &asset)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(WalletOpsError::NotFound(format!(
+                "the key has no limit on {asset} of {}",
+                chain.slug()
+            )))
+        }
+    }
+
+    /// The limits of `user_id`'s key `id_or_prefix`, each with what is spent of it.
+    pub async fn spend_limits(
+        &self,
+        user_id: Uuid,
+        id_or_prefix: &str,
+    ) -> Result<(ApiKey, Vec<SpendStanding>)> {
+        let key = self.owned_key(user_id, id_or_prefix).await?;
+        let limits = self.store.spend_limits(key.id).await?;
+        Ok((key, limits))
+    }
+}

@@ -1,0 +1,54 @@
+//! Spend limits of API keys: what a key may move of one asset on one chain, per write and
+//! per rolling 24 hours, and what a write of a limited key moves.
+
+use alloy::primitives::U256;
+use uuid::Uuid;
+
+/// The asset name of a chain's native coin in limits.
+pub const NATIVE_ASSET: &str = "native";
+
+/// What one write of a key moves, to be held against the key's limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spend {
+    /// The key that makes the write.
+    pub key_id: Uuid,
+    /// The chain's slug.
+    pub chain: String,
+    /// `native`, or the token's address (EVM, lowercase) or mint (Solana).
+    pub asset: String,
+    /// Base units.
+    pub amount: U256,
+}
+
+/// A key's limit on one asset of one chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpendLimit {
+    /// The key.
+    pub key_id: Uuid,
+    /// The chain's slug.
+    pub chain: String,
+    /// `native`, or the token's address (EVM, lowercase) or mint (Solana).
+    pub asset: String,
+    /// The most one write may move; `None`: no such limit.
+    pub max_per_transaction: Option<U256>,
+    /// The most the writes of a rolling 24 hours may move; `None`: no such limit.
+    pub daily_budget: Option<U256>,
+}
+
+/// A limit with what is held against it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpendStanding {
+    /// The limit.
+    pub limit: SpendLimit,
+    /// Reserved by the writes of the last 24 hours that did not end FAILED or DROPPED.
+    pub spent_24h: U256,
+}
+
+impl SpendStanding {
+    /// What the daily budget has left; `None`: no budget.
+    pub fn left(&self) -> Option<U256> {
+        self.limit
+            .daily_budget
+            .map(|budget| budget.saturating_sub(self.spent_24h))
+    }
+}

@@ -1,0 +1,271 @@
+//! Spend limits and the reservations held against them. A write of a limited key reserves
+//! its amount in the transaction that signs it and claims its idempotency key
+//! (`Idempotency::claim`), after locking the limit's row, so concurrent writes are counted
+//! one after the other and cannot overspend together; a record that ends FAILED or DROPPED
+//! releases its reservation in the transaction of that change (`insert_events`).
+
+use alloy::primitives::U256;
+use chrono::{DateTime, Duration, Utc};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, sea_query::Expr, sea_query::OnConflict,
+};
+use uuid::Uuid;
+
+use super::{
+    Store,
+    entities::{spend_limits as limits, spend_reservations as reservations},
+};
+use crate::{
+    domain::{Spend, SpendLimit, SpendStanding},
+    error::{Result, WalletOpsError},
+};
+
+/// The window of a daily budget.
+const BUDGET_WINDOW: Duration = Duration::hours(24);
+
+fn amount_of(text: &str) -> Result<U256> {
+    U256::from_str_radix(text, 10).map_err(|_| {
+        WalletOpsError::Internal(anyhow::anyhow!("a stored amount is not one: {text}"))
+    })
+}
+
+fn limit_of(m: limits::Model) -> Result<SpendLimit> {
+    Ok(SpendLimit {
+        key_id: m.key_id,
+        chain: m.chain,
+        asset: m.asset,
+        max_per_transaction: m
+            .max_per_transaction
+            .as_deref()
+            .map(amount_of)
+            .transpose()?,
+        daily_budget: m.daily_budget.as_deref().map(amount_of).transpose()?,
+    })
+}
+
+/// What the unreleased reservations of `(key, chain, asset)` since `since` hold, read in
+/// `conn`.
+async fn reserved_since<C: ConnectionTrait>(
+    conn: &C,
+    (key, chain, asset): (Uuid, &str, &str),
+    since: DateTime<Utc>,
+) -> Result<U256> {
+    let amounts: Vec<String> = reservations::Entity::find()
+        .select_only()
+        .column(reservations::Column::Amount)
+        .filter(reservations::Column::KeyId.eq(key))
+        .filter(reservations::Column::Chain.eq(chain))
+        .filter(reservations::Column::Asset.eq(asset))
+        .filter(reservations::Column::CreatedAt.gt(since))
+        .filter(reservations::Column::ReleasedAt.is_null())
+        .into_tuple()
+        .all(conn)
+        .await?;
+    amounts
+        .iter()
+        .try_fold(U256::ZERO, |sum, a| Ok(sum.saturating_add(amount_of(a)?)))
+}
+
+impl Store {
+    /// Sets (or replaces) a key's limit on one asset of one chain.
+    pub(crate) async fn set_spend_limit(&self, limit: &SpendLimit) -> Result<()> {
+        let now = Utc::now();
+        limits::Entity::insert(limits::ActiveModel {
+            key_id: Set(limit.key_id),
+            chain: Set(limit.chain.clone()),
+            asset: Set(limit.asset.clone()),
+            max_per_transaction: Set(limit.max_per_transaction.map(|a| a.to_string())),
+            daily_budget: Set(limit.daily_budget.map(|a| a.to_string())),
+            created_at: Set(now),
+            updated_at: Set(now),
+        })
+        .on_conflict(
+            OnConflict::columns([
+                limits::Column::KeyId,
+                limits::Column::Chain,
+                limits::Column::Asset,
+            ])
+            .update_columns([
+                limits::Column::MaxPerTransaction,
+                limits::Column::DailyBudget,
+                limits::Column::UpdatedAt,
+            ])
+            .to_owned(),
+        )
+        .exec_without_returning(self.db())
+        .await?;
+        Ok(())
+    }
+
+    /// Removes a key's limit on one asset of one chain; whether there was one.
+    pub(crate) async fn remove_spend_limit(
+        &self,
+        key_id: Uuid,
+        chain: &str,
+        asset: &str,
+    ) -> Result<bool> {
+        Ok(limits::Entity::delete_many()
+            .filter(limits::Column::KeyId.eq(key_id))
+            .filter(limits::Column::Chain.eq(chain))
+            .filter(limits::Column::Asset.eq(asset))
+            .exec(self.db())
+            .await?
+            .rows_affected
+            > 0)
+    }
+
+    /// A key's limits, each with what the last 24 hours hold against it.
+    pub(crate) async fn spend_limits(&self, key_id: Uuid) -> Result<Vec<SpendStanding>> {
+        let since = Utc::now() - BUDGET_WINDOW;
+        let mut standings = Vec::new();
+        for m in limits::Entity::find()
+            .filter(limits::Column::KeyId.eq(key_id))
+            .order_by_asc(limits::Column::Chain)
+            .order_by_asc(limits::Column::Asset)
+            .all(self.db())
+            .await?
+        {
+            let limit = limit_of(m)?;
+            let spent_24h =
+                reserved_since(self.db(), (key_id, &limit.chain, &limit.asset), since).await?;
+            standings.push(SpendStanding { limit, spent_24h });
+        }
+        Ok(standings)
+    }
+
+    /// Holds `spend` against its key's limit, in `conn`'s transaction, for record
+    /// `transaction_id`: refused with FORBIDDEN naming the limit it would exceed. The limit's
+    /// row is locked first (PostgreSQL), so the sum read after it counts every reservation
+    /// committed before.
+    pub(crate) async fn reserve_spend<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        spend: &Spend,
+        transaction_id: Uuid,
+    ) -> Result<()> {
+        let Some(limit) = limits::Entity::find()
+            .filter(limits::Column::KeyId.eq(spend.key_id))
+            .filter(limits::Column::Chain.eq(spend.chain.as_str()))
+            .filter(limits::Column::Asset.eq(spend.asset.as_str()))
+            .lock_exclusive()
+            .one(conn)
+            .await?
+        else {
+            return Ok(());
+        };
+        let limit = limit_of(limit)?;
+        let what = format!("{} on {}", limit.asset, limit.chain);
+        if let Some(max) = limit.max_per_transaction
+            && spend.amount > max
+        {
+            return Err(WalletOpsError::Forbidden(format!(
+                "spend limit: this key may move at most {max} base units of {what} in one write; this one moves {}",
+                spend.amount
+            )));
+        }
+        if let Some(budget) = limit.daily_budget {
+            let now = Utc::now();
+            let spent = reserved_since(
+                conn,
+                (spend.key_id, &spend.chain, &spend.asset),
+                now - BUDGET_WINDOW,
+            )
+            .await?;
+            if spent.saturating_add(spend.amount) > budget {
+                return Err(WalletOpsError::Forbidden(format!(
+                    "spend limit: this key's 24-hour budget of {budget} base units of {what} has {} left; this write moves {}",
+                    budget.saturating_sub(spent),
+                    spend.amount
+                )));
+            }
+        }
+        reservations::Entity::insert(reservations::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            key_id: Set(spend.key_id),
+            chain: Set(spend.chain.clone()),
+            asset: Set(spend.asset.clone()),
+            amount: Set(spend.amount.to_string()),
+            transaction_id: Set(transaction_id),
+            created_at: Set(Utc::now()),
+            released_at: Set(None),
+        })
+        .exec_without_returning(conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Releases, in `conn`'s transaction, the reservations of records that moved nothing.
+    pub(super) async fn release_spend<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        transaction_ids: impl IntoIterator<Item = Uuid>,
+    ) -> Result<()> {
+        reservations::Entity::update_many()
+            .col_expr(reservations::Column::ReleasedAt, Expr::value(Utc::now()))
+            .filter(reservations::Column::TransactionId.is_in(transaction_ids))
+            .filter(reservations::Column::ReleasedAt.is_null())
+            .exec(conn)
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{domain::TxStatus, store::tests::on_both_backends};
+
+    fn spend(key_id: Uuid, amount: u64) -> Spend {
+        Spend {
+            key_id,
+            chain: "anvil".to_owned(),
+            asset: "native".to_owned(),
+            amount: U256::from(amount),
+        }
+    }
+
+    /// A budget counts what is reserved; a record that ends FAILED or DROPPED gives its
+    /// amount back, one that confirms does not.
+    async fn a_record_that_moved_nothing_releases_its_reservation(store: Store) {
+        let key = Uuid::new_v4();
+        store
+            .set_spend_limit(&SpendLimit {
+                key_id: key,
+                chain: "anvil".to_owned(),
+                asset: "native".to_owned(),
+                max_per_transaction: None,
+                daily_budget: Some(U256::from(10u64)),
+            })
+            .await
+            .expect("limit");
+        let (failed, dropped, confirmed) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        for id in [failed, dropped, confirmed] {
+            store
+                .reserve_spend(store.db(), &spend(key, 3), id)
+                .await
+                .expect("within the budget");
+        }
+        let refused = store
+            .reserve_spend(store.db(), &spend(key, 2), Uuid::new_v4())
+            .await
+            .expect_err("over the budget");
+        assert!(refused.to_string().contains("has 1 left"), "{refused}");
+        let user = Uuid::new_v4();
+        for (id, status) in [
+            (failed, TxStatus::Failed),
+            (dropped, TxStatus::Dropped),
+            (confirmed, TxStatus::Confirmed),
+        ] {
+            store
+                .insert_events(store.db(), [(id, user, "anvil".to_owned())], status)
+                .await
+                .expect("event");
+        }
+        let standing = store.spend_limits(key).await.expect("limits");
+        assert_eq!(standing[0].spent_24h, U256::from(3u64));
+        assert_eq!(standing[0].left(), Some(U256::from(7u64)));
+    }
+
+    on_both_backends!(a_record_that_moved_nothing_releases_its_reservation);
+}
