@@ -119,6 +119,12 @@ try {
   assert.match(await row(page, "ci bot").textContent(), /Active/);
   assert.match(await row(page, "ci bot").textContent(), /read, trade, write/);
   assert.match(await page.locator(`#keys tr[data-prefix="${EXPIRED}"]`).textContent(), /Expired/);
+  // Spend limits, with what is left of a budget.
+  assert.match(await row(page, "ci bot").locator("td.limits").textContent(), /none/);
+  assert.match(
+    await page.locator(`#keys tr[data-prefix="${EXPIRED}"] td.limits`).textContent(),
+    /anvil native: 24 h: 5000 of 5000 left/,
+  );
 
   // A key expiring within 7 days is labelled so.
   assert.equal(await generate(page, "weekly", { expiration: "7d" }), 200);

@@ -122,6 +122,11 @@ impl ApiKeys {
         }
     }
 
+    /// The limits of key `key_id`, each with what is spent of it.
+    pub async fn limits_of(&self, key_id: Uuid) -> Result<Vec<SpendStanding>> {
+        self.store.spend_limits(key_id).await
+    }
+
     /// The limits of `user_id`'s key `id_or_prefix`, each with what is spent of it.
     pub async fn spend_limits(
         &self,

@@ -5,7 +5,11 @@ use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, api_key_service_server::ApiKeyService};
 
 use super::convert;
-use crate::{Core, auth::Expiration, domain::Scope};
+use crate::{
+    Core,
+    auth::{Expiration, LimitText},
+    domain::Scope,
+};
 
 /// The gRPC face of `ApiKeyService`.
 #[derive(Debug, Clone)]
@@ -68,9 +72,12 @@ impl ApiKeyService for ApiKeyApi {
         let caller = self.core.admit(request.metadata(), Scope::Read).await?;
         let now = Utc::now();
         let keys = self.core.keys.list(caller.user_id).await?;
-        Ok(Response::new(pb::ListApiKeysResponse {
-            api_keys: keys.into_iter().map(|k| convert::api_key(k, now)).collect(),
-        }))
+        let mut api_keys = Vec::with_capacity(keys.len());
+        for key in keys {
+            let limits = self.core.keys.limits_of(key.id).await?;
+            api_keys.push(convert::with_limits(convert::api_key(key, now), limits));
+        }
+        Ok(Response::new(pb::ListApiKeysResponse { api_keys }))
     }
 
     async fn revoke_api_key(
@@ -110,5 +117,73 @@ impl ApiKeyService for ApiKeyApi {
             scopes: convert::scope_values(caller.scopes),
             api_key,
         }))
+    }
+
+    async fn set_spend_limit(
+        &self,
+        request: Request<pb::SetSpendLimitRequest>,
+    ) -> Result<Response<pb::SetSpendLimitResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        only_a_session(&caller)?;
+        let req = request.into_inner();
+        let chain = crate::requests::chain(&self.core.chains, &req.chain)?;
+        let given = LimitText {
+            asset: &req.asset,
+            max_per_transaction: req.max_per_transaction.as_deref(),
+            daily_budget: req.daily_budget.as_deref(),
+        };
+        let limit = self
+            .core
+            .keys
+            .set_spend_limit(caller.user_id, &req.key_id, chain, given)
+            .await?;
+        tracing::info!(chain = %limit.chain, asset = %limit.asset, "spend limit set");
+        Ok(Response::new(pb::SetSpendLimitResponse {
+            api_key: Some(self.key_with_limits(caller.user_id, &req.key_id).await?),
+        }))
+    }
+
+    async fn remove_spend_limit(
+        &self,
+        request: Request<pb::RemoveSpendLimitRequest>,
+    ) -> Result<Response<pb::RemoveSpendLimitResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        only_a_session(&caller)?;
+        let req = request.into_inner();
+        let chain = crate::requests::chain(&self.core.chains, &req.chain)?;
+        self.core
+            .keys
+            .remove_spend_limit(caller.user_id, &req.key_id, chain, &req.asset)
+            .await?;
+        Ok(Response::new(pb::RemoveSpendLimitResponse {
+            api_key: Some(self.key_with_limits(caller.user_id, &req.key_id).await?),
+        }))
+    }
+}
+
+impl ApiKeyApi {
+    /// `user_id`'s key `id_or_prefix`, with its limits.
+    async fn key_with_limits(
+        &self,
+        user_id: uuid::Uuid,
+        id_or_prefix: &str,
+    ) -> crate::error::Result<pb::ApiKey> {
+        let (key, limits) = self.core.keys.spend_limits(user_id, id_or_prefix).await?;
+        Ok(convert::with_limits(
+            convert::api_key(key, Utc::now()),
+            limits,
+        ))
+    }
+}
+
+/// Refuses a caller that is an API key: limits are changed by a person (the dashboard, the
+/// CLI), never by a key, which could raise its own.
+fn only_a_session(caller: &crate::auth::Caller) -> crate::error::Result<()> {
+    match caller.credential {
+        crate::auth::Credential::Key { .. } => Err(crate::WalletOpsError::Forbidden(
+            "spend limits are changed in the dashboard or with the CLI, never with an API key"
+                .to_owned(),
+        )),
+        _ => Ok(()),
     }
 }

@@ -52,7 +52,27 @@ pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
         last_used_at: k.last_used_at.map(timestamp),
         created_by: k.created_by.map(|id| id.to_string()),
         scopes: scope_values(k.scopes),
+        spend_limits: Vec::new(),
     }
+}
+
+/// `key` with its spend limits.
+pub(crate) fn with_limits(
+    mut key: pb::ApiKey,
+    limits: Vec<crate::domain::SpendStanding>,
+) -> pb::ApiKey {
+    key.spend_limits = limits
+        .into_iter()
+        .map(|s| pb::SpendLimit {
+            left: s.left().map(|l| l.to_string()),
+            spent_24h: s.spent_24h.to_string(),
+            max_per_transaction: s.limit.max_per_transaction.map(|m| m.to_string()),
+            daily_budget: s.limit.daily_budget.map(|d| d.to_string()),
+            chain: s.limit.chain,
+            asset: s.limit.asset,
+        })
+        .collect();
+    key
 }
 
 /// `scopes` as proto enum values.

@@ -22,6 +22,19 @@ pub(crate) fn scope(value: i32) -> &'static str {
     }
 }
 
+/// A spend limit as one line: `anvil native: at most 100 a write; 24 h: 3000 of 5000 left`.
+pub(crate) fn limit(l: &pb::SpendLimit) -> String {
+    let mut parts = Vec::new();
+    if let Some(max) = &l.max_per_transaction {
+        parts.push(format!("at most {max} a write"));
+    }
+    if let Some(budget) = &l.daily_budget {
+        let left = l.left.as_deref().unwrap_or("0");
+        parts.push(format!("24 h: {left} of {budget} left"));
+    }
+    format!("{} {}: {}", l.chain, l.asset, parts.join("; "))
+}
+
 /// A scope checkbox's value as the proto enum (an unknown value is sent as unspecified,
 /// which the core refuses, naming the field).
 pub(crate) fn scope_value(name: &str) -> i32 {

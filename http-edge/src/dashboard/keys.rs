@@ -25,6 +25,8 @@ pub(crate) struct KeyRow {
     pub(crate) label: &'static str,
     pub(crate) badge: &'static str,
     pub(crate) revocable: bool,
+    /// Its spend limits, one line each.
+    pub(crate) limits: Vec<String>,
 }
 
 impl From<pb::ApiKey> for KeyRow {
@@ -38,6 +40,7 @@ impl From<pb::ApiKey> for KeyRow {
             _ => ("Unknown", "muted", false),
         };
         let scopes: Vec<&str> = k.scopes.iter().map(|s| format::scope(*s)).collect();
+        let limits = k.spend_limits.iter().map(format::limit).collect();
         Self {
             id: k.id,
             name: k.name,
@@ -53,6 +56,7 @@ impl From<pb::ApiKey> for KeyRow {
             label,
             badge,
             revocable,
+            limits,
         }
     }
 }

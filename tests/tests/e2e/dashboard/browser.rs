@@ -33,6 +33,13 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
             "UPDATE api_keys SET expires_at = '2020-01-01T00:00:00Z' WHERE prefix = '{expired}'"
         ))
         .await?;
+    // A spend limit on it, for the keys table to show.
+    let limited = svc
+        .cli(&[
+            "keys", "limit", &expired, "--chain", "anvil", "--daily", "5000",
+        ])
+        .await?;
+    anyhow::ensure!(limited.success, "{}", limited.stderr);
     let store = match b {
         Backend::Sqlite => "sqlite",
         Backend::Postgres => "postgres",

@@ -3,6 +3,7 @@
 //! a real Chromium (`browser`).
 
 mod browser;
+mod limits;
 mod scopes;
 mod sessions;
 mod views;

@@ -1,0 +1,104 @@
+//! Spend limits are set by a person, never by a key: a dashboard session sets and removes
+//! them over `ApiKeyService`, the key itself is refused, and the list shows what is spent
+//! and left.
+
+use serde_json::json;
+use walletops_proto::v1::{
+    self as pb, api_key_service_client::ApiKeyServiceClient,
+    dashboard_service_client::DashboardServiceClient,
+};
+use walletops_tests::{Backend, on_both_backends, reason, with_key};
+
+use super::{funded, redeem, session_call};
+
+async fn a_session_sets_limits_and_the_key_cannot(b: Backend) -> anyhow::Result<()> {
+    let (_anvil, svc, _wallet) = funded(b).await?;
+    let agent = svc.create_key("agent").await?;
+    let prefix = agent.split('_').nth(1).unwrap_or_default().to_owned();
+    let (session, csrf) =
+        redeem(&svc, &mut DashboardServiceClient::new(svc.channel().await?)).await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    let set = pb::SetSpendLimitRequest {
+        key_id: prefix.clone(),
+        chain: "anvil".to_owned(),
+        asset: "native".to_owned(),
+        max_per_transaction: None,
+        daily_budget: Some("3000".to_owned()),
+    };
+    let key = keys
+        .set_spend_limit(session_call(set.clone(), &session, Some(&csrf))?)
+        .await?
+        .into_inner()
+        .api_key
+        .expect("the key");
+    let limit = &key.spend_limits[0];
+    assert_eq!(
+        (
+            limit.daily_budget.as_deref(),
+            limit.spent_24h.as_str(),
+            limit.left.as_deref()
+        ),
+        (Some("3000"), "0", Some("3000"))
+    );
+    // The key cannot raise its own limit, nor can any other key.
+    for caller in [&agent, &svc.api_key] {
+        let refused = keys
+            .set_spend_limit(with_key(set.clone(), caller)?)
+            .await
+            .expect_err("a key");
+        assert_eq!(
+            reason(&refused).as_deref(),
+            Some("FORBIDDEN"),
+            "{refused:?}"
+        );
+    }
+    // A bad amount is named.
+    let bad = pb::SetSpendLimitRequest {
+        daily_budget: Some("lots".to_owned()),
+        ..set.clone()
+    };
+    let refused = keys
+        .set_spend_limit(session_call(bad, &session, Some(&csrf))?)
+        .await
+        .expect_err("not an amount");
+    assert!(refused.message().contains("daily_budget"), "{refused:?}");
+    // What a write holds shows in the list.
+    let sent = svc
+        .rest(&agent)
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111",
+                    "asset": "native", "amount": "1000"}),
+        )
+        .await?;
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    let listed = keys
+        .list_api_keys(session_call(pb::ListApiKeysRequest {}, &session, None)?)
+        .await?
+        .into_inner()
+        .api_keys;
+    let shown = listed
+        .iter()
+        .find(|k| k.prefix == prefix)
+        .expect("the agent's key");
+    assert_eq!(shown.spend_limits[0].spent_24h, "1000");
+    assert_eq!(shown.spend_limits[0].left.as_deref(), Some("2000"));
+    let removed = keys
+        .remove_spend_limit(session_call(
+            pb::RemoveSpendLimitRequest {
+                key_id: prefix,
+                chain: "anvil".to_owned(),
+                asset: "native".to_owned(),
+            },
+            &session,
+            Some(&csrf),
+        )?)
+        .await?
+        .into_inner()
+        .api_key
+        .expect("the key");
+    assert!(removed.spend_limits.is_empty());
+    Ok(())
+}
+
+on_both_backends!(a_session_sets_limits_and_the_key_cannot);
