@@ -131,6 +131,26 @@ try {
   await page.goto(`${BASE}/dashboard/keys`);
   assert.match(await row(page, "weekly").textContent(), /Expiring soon/);
 
+  // Spend limits are set and removed on the key's limits page.
+  await row(page, "weekly").locator("a:has-text('Limits')").click();
+  await page.waitForURL(/\/dashboard\/keys\/[^/]+\/limits$/);
+  await assertLabelled(page);
+  await page.fill("#chain", "anvil");
+  await page.fill("#daily_budget", "lots");
+  await page.click("button:has-text('Set limit')");
+  assert.match(await page.textContent("#limit-error"), /daily_budget/);
+  await page.fill("#chain", "anvil");
+  await page.fill("#max_per_transaction", "100");
+  await page.fill("#daily_budget", "5000");
+  await page.click("button:has-text('Set limit')");
+  await page.waitForURL(/\/limits\?saved=/);
+  const limit = page.locator('#limits tr[data-limit="anvil native"]');
+  assert.match(await limit.textContent(), /100\s*5000\s*0\s*5000/);
+  await shot(page, "limits");
+  await limit.locator("button:has-text('Remove')").click();
+  await page.waitForURL(/\/limits\?removed=/);
+  assert.equal(await page.locator('#limits tr[data-limit="anvil native"]').count(), 0);
+
   // A read-only key reads and is refused a send, naming the scope.
   assert.equal(await generate(page, "reader", { scopes: ["read"] }), 200);
   const readKey = await createdValue(page);

@@ -137,7 +137,10 @@ async fn page(
 }
 
 /// Every key of the visit's user, newest first.
-async fn list_keys(dashboard: &mut Dashboard, visit: &Visit) -> Result<Vec<pb::ApiKey>, Page> {
+pub(super) async fn list_keys(
+    dashboard: &mut Dashboard,
+    visit: &Visit,
+) -> Result<Vec<pb::ApiKey>, Page> {
     dashboard
         .keys
         .list_api_keys(visit.call(pb::ListApiKeysRequest {}, None))

@@ -16,6 +16,7 @@
 mod auth;
 mod format;
 mod keys;
+mod limits;
 mod views;
 
 use std::net::SocketAddr;
@@ -86,6 +87,11 @@ pub(crate) fn router(core: Channel, secure_cookies: bool) -> Router {
         .route(
             "/keys/{id}/revoke",
             get(keys::confirm_revoke).post(keys::revoke),
+        )
+        .route("/keys/{id}/limits", get(limits::show).post(limits::set))
+        .route(
+            "/keys/{id}/limits/remove",
+            axum::routing::post(limits::remove),
         )
         .route("/wallets", get(views::wallets))
         .route("/transactions", get(views::transactions))

@@ -1,0 +1,212 @@
+//! A key's spend limits: the page that lists them with what is spent and left, sets one and
+//! removes one. Only a session may change them (the core refuses every API key).
+
+use askama::Template;
+use axum::{
+    extract::{Path, Query, State},
+    http::StatusCode,
+};
+use axum_extra::extract::Form;
+use serde::Deserialize;
+use walletops_proto::v1 as pb;
+
+use super::{Dashboard, Page, Signed, Visit, keys::KeyRow};
+use crate::error::read_status;
+
+/// One limit as the page shows it.
+struct LimitRow {
+    chain: String,
+    asset: String,
+    max: String,
+    budget: String,
+    spent: String,
+    left: String,
+}
+
+impl From<pb::SpendLimit> for LimitRow {
+    fn from(l: pb::SpendLimit) -> Self {
+        let none = || "none".to_owned();
+        Self {
+            chain: l.chain,
+            asset: l.asset,
+            max: l.max_per_transaction.unwrap_or_else(none),
+            budget: l.daily_budget.unwrap_or_else(none),
+            spent: l.spent_24h,
+            left: l.left.unwrap_or_else(|| "-".to_owned()),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/limits.html")]
+struct LimitsView {
+    title: &'static str,
+    signed: Option<Signed>,
+    current: &'static str,
+    key: KeyRow,
+    limits: Vec<LimitRow>,
+    notice: Option<String>,
+    error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct LimitsQuery {
+    saved: Option<String>,
+    removed: Option<String>,
+}
+
+/// `GET /dashboard/keys/{id}/limits`.
+pub(crate) async fn show(
+    State(mut dashboard): State<Dashboard>,
+    visit: Visit,
+    Path(id): Path<String>,
+    Query(q): Query<LimitsQuery>,
+) -> Page {
+    let notice = match (q.saved, q.removed) {
+        (Some(what), _) => Some(format!("The limit on {what} is set.")),
+        (None, Some(what)) => Some(format!("The limit on {what} is removed.")),
+        _ => None,
+    };
+    view(&mut dashboard, &visit, &id, StatusCode::OK, (notice, None)).await
+}
+
+async fn view(
+    dashboard: &mut Dashboard,
+    visit: &Visit,
+    id: &str,
+    status: StatusCode,
+    (notice, error): (Option<String>, Option<String>),
+) -> Page {
+    let signed = match dashboard.signed(visit).await {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let keys = match super::keys::list_keys(dashboard, visit).await {
+        Ok(keys) => keys,
+        Err(page) => return page,
+    };
+    let Some(mut key) = keys.into_iter().find(|k| k.id == id) else {
+        return super::error_page(
+            walletops_proto::ErrorCode::NotFound,
+            "no such API key".to_owned(),
+        );
+    };
+    let limits = std::mem::take(&mut key.spend_limits)
+        .into_iter()
+        .map(LimitRow::from)
+        .collect();
+    let view = LimitsView {
+        title: "Spend limits",
+        signed: Some(signed),
+        current: "keys",
+        key: key.into(),
+        limits,
+        notice,
+        error,
+    };
+    Page::render(status, &view)
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct LimitForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    chain: String,
+    #[serde(default)]
+    asset: String,
+    #[serde(default)]
+    max_per_transaction: String,
+    #[serde(default)]
+    daily_budget: String,
+}
+
+/// A form field left empty: no such limit.
+fn given(field: String) -> Option<String> {
+    let field = field.trim().to_owned();
+    (!field.is_empty()).then_some(field)
+}
+
+/// `POST /dashboard/keys/{id}/limits`: sets (or replaces) a limit.
+pub(crate) async fn set(
+    State(mut dashboard): State<Dashboard>,
+    visit: Visit,
+    Path(id): Path<String>,
+    Form(form): Form<LimitForm>,
+) -> Page {
+    let what = format!("{} of {}", form.asset.trim(), form.chain.trim());
+    let req = pb::SetSpendLimitRequest {
+        key_id: id.clone(),
+        chain: form.chain.trim().to_owned(),
+        asset: form.asset.trim().to_owned(),
+        max_per_transaction: given(form.max_per_transaction),
+        daily_budget: given(form.daily_budget),
+    };
+    let answer = dashboard
+        .keys
+        .set_spend_limit(visit.call(req, Some(&form.csrf)))
+        .await;
+    after(
+        &mut dashboard,
+        &visit,
+        &id,
+        answer.map(|_| ()),
+        ("saved", &what),
+    )
+    .await
+}
+
+/// `POST /dashboard/keys/{id}/limits/remove`: removes a limit.
+pub(crate) async fn remove(
+    State(mut dashboard): State<Dashboard>,
+    visit: Visit,
+    Path(id): Path<String>,
+    Form(form): Form<LimitForm>,
+) -> Page {
+    let what = format!("{} of {}", form.asset, form.chain);
+    let req = pb::RemoveSpendLimitRequest {
+        key_id: id.clone(),
+        chain: form.chain,
+        asset: form.asset,
+    };
+    let answer = dashboard
+        .keys
+        .remove_spend_limit(visit.call(req, Some(&form.csrf)))
+        .await;
+    after(
+        &mut dashboard,
+        &visit,
+        &id,
+        answer.map(|_| ()),
+        ("removed", &what),
+    )
+    .await
+}
+
+/// The page after a change: back to the limits, saying what was done, or the page again
+/// with the core's refusal.
+async fn after(
+    dashboard: &mut Dashboard,
+    visit: &Visit,
+    id: &str,
+    answer: Result<(), tonic::Status>,
+    (done, what): (&str, &str),
+) -> Page {
+    match answer {
+        Ok(()) => {
+            let what: String = url::form_urlencoded::byte_serialize(what.as_bytes()).collect();
+            Page::SeeOther(format!("/dashboard/keys/{id}/limits?{done}={what}"))
+        }
+        Err(status) => {
+            let (code, message, _) = read_status(&status);
+            if matches!(
+                code,
+                walletops_proto::ErrorCode::Unauthorized | walletops_proto::ErrorCode::Forbidden
+            ) {
+                return Page::from(status);
+            }
+            let http = crate::error::http_status(code);
+            view(dashboard, visit, id, http, (None, Some(message))).await
+        }
+    }
+}
