@@ -193,8 +193,8 @@ fn redis_key(subject: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::RateLimits;
     use super::*;
-    use crate::config::RateLimits;
 
     const SIGN_INS: FailureLimit = FailureLimit {
         what: "sign-ins",

@@ -14,6 +14,7 @@
 //! does not answer within half a second, requests are admitted (and a warning logged): an
 //! outage of the limiter must not become an outage of the service.
 
+mod config;
 mod failures;
 
 use std::{
@@ -24,12 +25,10 @@ use std::{
 
 use uuid::Uuid;
 
+pub use config::RateLimits;
 pub use failures::FailureLimit;
 
-use crate::{
-    config::RateLimits,
-    error::{Result, WalletOpsError},
-};
+use crate::error::{Result, WalletOpsError};
 
 /// The window every budget is counted over.
 const WINDOW: Duration = Duration::from_secs(60);
