@@ -9,7 +9,7 @@ use crate::{
     chains::Chain,
     domain::{
         AmountKind, ApiKey, ChainFamily, NATIVE_ASSET, SpendLimit, SpendStanding, WalletAddress,
-        parse_amount,
+        asset_name, parse_amount,
     },
     error::{Result, Violations, WalletOpsError},
 };
@@ -21,9 +21,8 @@ pub fn limit_asset(chain: &Chain, raw: &str) -> Result<String, String> {
     if raw.eq_ignore_ascii_case(NATIVE_ASSET) {
         return Ok(NATIVE_ASSET.to_owned());
     }
-    match (raw.parse::<WalletAddress>(), chain.family()) {
-        (Ok(WalletAddress::Evm(a)), ChainFamily::Evm) => Ok(format!("{a:#x}")),
-        (Ok(WalletAddress::Solana(m)), ChainFamily::Solana) => Ok(m.to_string()),
+    match raw.parse::<WalletAddress>() {
+        Ok(token) if token.family() == chain.family() => Ok(asset_name(Some(token))),
         _ => Err(format!(
             "must be native or a token of {}: {}",
             chain.slug(),

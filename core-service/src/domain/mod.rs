@@ -12,7 +12,7 @@ mod webhook;
 
 pub use account::{ApiKey, DashboardSession, Scope, Scopes, User, check_name};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
-pub use spend::{NATIVE_ASSET, Spend, SpendLimit, SpendStanding};
+pub use spend::{NATIVE_ASSET, Spend, SpendLimit, SpendStanding, asset_name};
 pub use transaction::{
     ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,
     TxKind, TxStatus,

@@ -4,8 +4,21 @@
 use alloy::primitives::U256;
 use uuid::Uuid;
 
+use super::WalletAddress;
+
 /// The asset name of a chain's native coin in limits.
 pub const NATIVE_ASSET: &str = "native";
+
+/// The name limits give an asset: `native` for the coin (`None`), a token's address as
+/// lowercase 0x-hex, a mint in base58. Limits are set and writes are held under this one
+/// name, so the two always match.
+pub fn asset_name(token: Option<WalletAddress>) -> String {
+    match token {
+        None => NATIVE_ASSET.to_owned(),
+        Some(WalletAddress::Evm(a)) => format!("{a:#x}"),
+        Some(WalletAddress::Solana(m)) => m.to_string(),
+    }
+}
 
 /// What one write of a key moves, to be held against the key's limits.
 #[derive(Debug, Clone, PartialEq, Eq)]

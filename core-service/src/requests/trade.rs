@@ -222,16 +222,18 @@ impl WriteRequest for SwapRequest {
     /// What is sold. The aggregators name the native coin by a sentinel address (1inch)
     /// or wrapped SOL's mint (Jupiter): both count as `native`.
     fn moves(&self) -> Option<(String, U256)> {
-        Some(match &self.trade.pair {
-            TradePair::Evm(q) if q.src == crate::trade::evm::NATIVE_TOKEN => {
-                (super::writes::evm_asset(None), q.amount)
-            }
-            TradePair::Evm(q) => (super::writes::evm_asset(Some(&q.src)), q.amount),
-            TradePair::Solana(q) if q.input_mint == crate::trade::WRAPPED_SOL_MINT => {
-                (crate::domain::NATIVE_ASSET.to_owned(), U256::from(q.amount))
-            }
-            TradePair::Solana(q) => (q.input_mint.to_string(), U256::from(q.amount)),
-        })
+        let (sold, amount) = match &self.trade.pair {
+            TradePair::Evm(q) => (
+                (q.src != crate::trade::evm::NATIVE_TOKEN).then_some(WalletAddress::Evm(q.src)),
+                q.amount,
+            ),
+            TradePair::Solana(q) => (
+                (q.input_mint != crate::trade::WRAPPED_SOL_MINT)
+                    .then_some(WalletAddress::Solana(q.input_mint)),
+                U256::from(q.amount),
+            ),
+        };
+        Some((crate::domain::asset_name(sold), amount))
     }
 }
 

@@ -7,7 +7,7 @@ use walletops_proto::v1 as pb;
 use super::{chain, evm_chain, non_empty, optional_address};
 use crate::{
     chains::{Chain, Registry},
-    domain::{AmountKind, ChainFamily, WalletAddress, parse_amount},
+    domain::{AmountKind, ChainFamily, WalletAddress, asset_name, parse_amount},
     error::{Result, Violations},
 };
 
@@ -23,14 +23,6 @@ pub trait WriteRequest {
     /// What the write moves out of the wallet, for spend limits: the asset (`native`, a
     /// lowercase token address or a mint) and the amount in base units.
     fn moves(&self) -> Option<(String, U256)>;
-}
-
-/// The limits' name of EVM token `token`.
-pub(crate) fn evm_asset(token: Option<&Address>) -> String {
-    token.map_or_else(
-        || crate::domain::NATIVE_ASSET.to_owned(),
-        |t| format!("{t:#x}"),
-    )
 }
 
 /// What a send moves, typed for its chain's family.
@@ -260,9 +252,11 @@ impl WriteRequest for SendRequest {
     }
     fn moves(&self) -> Option<(String, U256)> {
         Some(match &self.transfer {
-            Transfer::Evm { token, amount, .. } => (evm_asset(token.as_ref()), *amount),
+            Transfer::Evm { token, amount, .. } => {
+                (asset_name(token.map(WalletAddress::Evm)), *amount)
+            }
             Transfer::Solana { mint, amount, .. } => (
-                mint.map_or_else(|| crate::domain::NATIVE_ASSET.to_owned(), |m| m.to_string()),
+                asset_name(mint.map(WalletAddress::Solana)),
                 U256::from(*amount),
             ),
         })
@@ -278,7 +272,10 @@ impl WriteRequest for ApproveRequest {
     }
     /// An allowance lets the spender move the amount: it counts as moving it.
     fn moves(&self) -> Option<(String, U256)> {
-        Some((evm_asset(Some(&self.token)), self.amount))
+        Some((
+            asset_name(Some(WalletAddress::Evm(self.token))),
+            self.amount,
+        ))
     }
 }
 
@@ -290,6 +287,6 @@ impl WriteRequest for CallRequest {
         self.from.as_ref()
     }
     fn moves(&self) -> Option<(String, U256)> {
-        Some((evm_asset(None), self.value))
+        Some((asset_name(None), self.value))
     }
 }
