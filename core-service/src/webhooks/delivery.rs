@@ -59,6 +59,8 @@ enum Failure {
     /// Ours (the database, the keystore): the lease runs out and the delivery is tried
     /// again then, its attempts untouched.
     Internal(WalletOpsError),
+    /// The endpoint was deleted since the lease, and its deliveries with it: nothing to do.
+    Gone,
 }
 
 impl Deliverer {
@@ -155,6 +157,7 @@ impl Deliverer {
                     .map(|dead| if dead { "dead_lettered" } else { "retried" })
             }
             Err(Failure::Internal(e)) => Err(e),
+            Err(Failure::Gone) => return,
         };
         match outcome {
             Ok(outcome) => crate::metrics::webhook_attempt(event_type, outcome, started.elapsed()),
@@ -173,11 +176,7 @@ impl Deliverer {
             .await
             .map_err(Failure::Internal)?
         else {
-            // Deleted since it was leased: its deliveries went with it.
-            return Err(Failure::Internal(WalletOpsError::NotFound(format!(
-                "webhook {}",
-                delivery.endpoint_id
-            ))));
+            return Err(Failure::Gone);
         };
         let endpoint_error = |error: String| Failure::Endpoint {
             status: None,
