@@ -12,6 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "walletops/v1/admin.proto",
         "walletops/v1/dashboard.proto",
         "walletops/v1/webhooks.proto",
+        "walletops/v1/approvals.proto",
     ];
     let mut compiler = protox::Compiler::new(["."])?;
     compiler.include_imports(true).include_source_info(true);

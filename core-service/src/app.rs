@@ -1,5 +1,5 @@
 //! `Core`: the parts of the service wired together once at startup and shared by every RPC,
-//! and the steps every RPC begins with (`admit`, and for writes `write`).
+//! and the step every RPC begins with (`admit`; writes go on in `writes`).
 
 use std::{ops::Deref, sync::Arc};
 
@@ -7,23 +7,23 @@ use anyhow::Context;
 
 use tonic::metadata::MetadataMap;
 use walletops_proto::{
-    API_KEY_HEADER, CLIENT_ADDRESS_HEADER, CSRF_TOKEN_HEADER, IDEMPOTENCY_KEY_HEADER,
-    SESSION_TOKEN_HEADER, UNREADABLE_HEADER,
+    API_KEY_HEADER, CLIENT_ADDRESS_HEADER, CSRF_TOKEN_HEADER, SESSION_TOKEN_HEADER,
+    UNREADABLE_HEADER,
 };
 
 use crate::{
+    approvals::Approvals,
     auth::{ApiKeys, Caller, Credential, Sessions},
     balances::Balances,
     chains::{Registry, evm::EvmClients, solana::SolanaClients},
     config::Config,
-    domain::{DashboardSession, DelegatedWallet, Scope, Scopes, Submission},
+    domain::{DashboardSession, Scope, Scopes},
     error::{Result, WalletOpsError},
-    idempotency::{Canonical, Idempotency, IdempotencyKey, Keyed, Ticket},
+    idempotency::Idempotency,
     provider::Privy,
     quotes::Quotes,
     ratelimit::{Budget, RateLimiter},
     recovery::{evm::EvmRecovery, solana::SolanaRecovery},
-    requests::WriteRequest,
     signer::{Keystore, LocalSigner, RoutedSigner, Signer},
     store::Store,
     swaps::Swaps,
@@ -81,6 +81,8 @@ pub struct Parts {
     pub broadcasts: BroadcastLog,
     /// Webhook endpoints.
     pub webhooks: Webhooks,
+    /// Writes held for approval.
+    pub approvals: Approvals,
 }
 
 impl Deref for Core {
@@ -159,6 +161,7 @@ impl Core {
             sessions: Sessions::new(store.clone()),
             limiter,
             webhooks: Webhooks::new(store.clone(), keystore.clone(), config.webhooks.clone()),
+            approvals: Approvals::new(store.clone(), config.approvals.clone()),
             wallets: Wallets::new(store.clone(), keystore, provider),
             transactions: Transactions::new(store.clone()),
             transfers,
@@ -266,84 +269,6 @@ impl Core {
             .and_then(|v| v.to_str().ok());
         Sessions::check_csrf(&token, csrf)?;
         Ok(session)
-    }
-
-    /// Runs a write RPC: the preamble every write goes through, in this order, then `act`.
-    ///
-    /// 1. Authenticate the caller and draw the request from its write budget (`admit`).
-    /// 2. Open the request under its `Idempotency-Key`, before any field is read: a key
-    ///    that already has an answer gives it, whatever changed since.
-    /// 3. Parse every field (`parse`: all violations in one INVALID_INPUT) and resolve the
-    ///    wallet, with its ownership, link and delegation checks.
-    /// 4. Run `act` under the key's ticket (`Idempotency::run`): it claims the key inside
-    ///    its signing transaction.
-    ///
-    /// A request refused before step 4 claims nothing.
-    pub async fn write<M, R, P, A>(
-        &self,
-        metadata: &MetadataMap,
-        path: &str,
-        message: &M,
-        parse: P,
-        act: A,
-    ) -> Result<Submission>
-    where
-        M: Canonical,
-        R: WriteRequest,
-        P: FnOnce(&Registry, &M) -> Result<R>,
-        A: AsyncFnOnce(&R, &DelegatedWallet, &Ticket) -> Result<Submission>,
-    {
-        let caller = self.admit(metadata, Scope::Write).await?;
-        let mut ticket = match self
-            .idempotency
-            .open(
-                caller.user_id,
-                self.idempotency_key(metadata)?,
-                path,
-                &message.canonical_bytes(),
-                &self.chains,
-            )
-            .await?
-        {
-            Keyed::Answered(submission) => return Ok(submission),
-            Keyed::Fresh(ticket) => *ticket,
-        };
-        let request = parse(&self.chains, message)?;
-        // A key's writes are held against its spend limits; a dashboard session has none.
-        if let crate::auth::Credential::Key { id, .. } = &caller.credential
-            && let Some((asset, amount)) = request.moves()
-        {
-            ticket.set_spend(crate::domain::Spend {
-                key_id: *id,
-                chain: request.chain().slug().to_owned(),
-                asset,
-                amount,
-            });
-        }
-        let wallet = self
-            .wallets
-            .resolve_delegated(
-                caller.user_id,
-                request.chain().family(),
-                request.from(),
-                "from",
-            )
-            .await?;
-        self.idempotency
-            .run(ticket, &self.chains, async |ticket| {
-                act(&request, &wallet, ticket).await
-            })
-            .await
-    }
-
-    /// The request's `idempotency-key` (a UUID), which every write requires.
-    pub fn idempotency_key(&self, metadata: &MetadataMap) -> Result<IdempotencyKey> {
-        // A value that is not ASCII is there, and no UUID.
-        IdempotencyKey::parse(
-            metadata
-                .get(IDEMPOTENCY_KEY_HEADER)
-                .map(|v| v.to_str().unwrap_or("")),
-        )
     }
 }
 

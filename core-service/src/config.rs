@@ -15,8 +15,8 @@ pub use crate::ratelimit::RateLimits;
 pub use crate::secret::Secret;
 
 use crate::{
-    chains::ChainConfig, domain::Scopes, provider::ProviderConfig, trade::TradeConfig,
-    webhooks::WebhooksConfig,
+    approvals::ApprovalsConfig, chains::ChainConfig, domain::Scopes, provider::ProviderConfig,
+    trade::TradeConfig, webhooks::WebhooksConfig,
 };
 
 /// `WALLETOPS_*` variables that are not options: the config file's path, the dev tools'
@@ -76,6 +76,8 @@ pub struct Config {
     pub provider: ProviderConfig,
     /// How webhooks are delivered.
     pub webhooks: WebhooksConfig,
+    /// How writes held for a person's approval are kept.
+    pub approvals: ApprovalsConfig,
     /// The address operators reach the REST edge at (`https://ops.example.com`), when it
     /// is not `http://<http_addr>`: sign-in links point there, and with `https` the
     /// dashboard's session cookie is marked `Secure`.
@@ -157,6 +159,7 @@ impl Default for Config {
             trade: TradeConfig::default(),
             provider: ProviderConfig::default(),
             webhooks: WebhooksConfig::default(),
+            approvals: ApprovalsConfig::default(),
             public_url: None,
             first_key_scopes: Scopes::ALL,
             trusted_proxies: Vec::new(),
@@ -354,6 +357,7 @@ impl Config {
         }
         self.trade.validate()?;
         self.webhooks.validate()?;
+        self.approvals.validate()?;
         self.provider.validate()
     }
 

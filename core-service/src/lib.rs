@@ -4,6 +4,7 @@
 //! edge (`walletops-edge`) only translates to it, so gRPC and REST callers get the same rules.
 
 pub mod app;
+pub mod approvals;
 pub mod auth;
 pub mod balances;
 pub mod bootstrap;
@@ -34,6 +35,7 @@ pub mod transfers;
 pub mod upstream;
 pub mod wallets;
 pub mod webhooks;
+pub mod writes;
 
 #[cfg(test)]
 mod record_lifecycle_tests;

@@ -27,6 +27,7 @@ use crate::{error::ErrorBody, model::SubmissionJson};
         (name = "transactions", description = "Transfers, approvals, contract calls, lookups"),
         (name = "trade", description = "Swap quotes and swaps"),
         (name = "webhooks", description = "Signed deliveries of transaction events (Standard Webhooks)"),
+        (name = "approvals", description = "Writes held for a person's approval (a key's approval threshold)"),
     )
 )]
 struct ApiDoc;
@@ -120,13 +121,18 @@ pub(crate) enum WriteResponses {
     #[response(status = 200, description = "Accepted")]
     Accepted(SubmissionJson),
     #[response(
+        status = 202,
+        description = "Held for approval: the write moves more than the key's approval threshold; `status` is PENDING_APPROVAL, `id` and `approval` are the approval (GET /approvals/{id}). Nothing is signed until a person approves it"
+    )]
+    Held(SubmissionJson),
+    #[response(
         status = 400,
         description = "Bad input, unknown chain or insufficient funds"
     )]
     BadInput(ErrorBody),
     #[response(
         status = 403,
-        description = "Not the caller's wallet, or not delegated"
+        description = "Not the caller's wallet, or not delegated, or over the key's spend limits"
     )]
     Forbidden(ErrorBody),
     #[response(

@@ -21,6 +21,7 @@ mod m20261127_000014_dashboard;
 mod m20261128_000015_transaction_events;
 mod m20261129_000016_webhooks;
 mod m20261130_000017_spend_limits;
+mod m20261201_000018_approvals;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -46,6 +47,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000015_transaction_events::Migration),
             Box::new(m20261129_000016_webhooks::Migration),
             Box::new(m20261130_000017_spend_limits::Migration),
+            Box::new(m20261201_000018_approvals::Migration),
         ]
     }
 }

@@ -50,17 +50,36 @@ pub async fn tool_names(client: &Client) -> anyhow::Result<Vec<String>> {
 
 /// Calls `tool` with `arguments`; whether it failed, and its JSON.
 pub async fn call(client: &Client, tool: &str, arguments: Value) -> anyhow::Result<(bool, Value)> {
+    let (failed, value, _) = call_with_notes(client, tool, arguments).await?;
+    Ok((failed, value))
+}
+
+/// Calls `tool` with `arguments`; whether it failed, its JSON (the first text), and the
+/// texts after it.
+pub async fn call_with_notes(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+) -> anyhow::Result<(bool, Value, Vec<String>)> {
     let result: CallToolResult = client
         .call_tool(
             CallToolRequestParams::new(tool.to_owned())
                 .with_arguments(arguments.as_object().cloned().unwrap_or_default()),
         )
         .await?;
-    let text = match result.content.first() {
-        Some(ContentBlock::Text(t)) => t.text.clone(),
-        other => anyhow::bail!("{tool}: no text content: {other:?}"),
-    };
-    Ok((result.is_error == Some(true), serde_json::from_str(&text)?))
+    let mut texts = result.content.iter().map(|c| match c {
+        ContentBlock::Text(t) => Ok(t.text.clone()),
+        other => anyhow::bail!("{tool}: content that is not text: {other:?}"),
+    });
+    let json = texts
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{tool}: no content"))??;
+    let notes = texts.collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((
+        result.is_error == Some(true),
+        serde_json::from_str(&json)?,
+        notes,
+    ))
 }
 
 /// Calls `tool`, which must succeed; its JSON.

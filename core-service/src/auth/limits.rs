@@ -1,6 +1,7 @@
 //! Spend limits of a user's keys, as the owner sets and reads them: what a key may move of
-//! one asset on one chain, per write and per rolling 24 hours. They are held against every
-//! write of the key, over REST, gRPC and MCP alike (`Idempotency::claim`).
+//! one asset on one chain, per write and per rolling 24 hours, and above what amount a
+//! write waits for a person's approval. They are held against every write of the key, over
+//! REST, gRPC and MCP alike (`Idempotency::claim`, `Core::write`).
 
 use uuid::Uuid;
 
@@ -44,6 +45,8 @@ pub struct LimitText<'a> {
     pub max_per_transaction: Option<&'a str>,
     /// The most a rolling 24 hours may move, in base units.
     pub daily_budget: Option<&'a str>,
+    /// Above this, in base units, a write waits for a person's approval.
+    pub approval_above: Option<&'a str>,
 }
 
 impl ApiKeys {
@@ -79,10 +82,19 @@ impl ApiKeys {
         let daily = given
             .daily_budget
             .and_then(|raw| v.check("daily_budget", parse_amount(raw, kind)));
-        if given.max_per_transaction.is_none() && given.daily_budget.is_none() {
+        let approval_above = given
+            .approval_above
+            .and_then(|raw| v.check("approval_above", parse_amount(raw, kind)));
+        if given.max_per_transaction.is_none()
+            && given.daily_budget.is_none()
+            && given.approval_above.is_none()
+        {
             v.check::<()>(
                 "max_per_transaction",
-                Err("give a maximum per write, a daily budget, or both".to_owned()),
+                Err(
+                    "give a maximum per write, a daily budget, an approval threshold, or any of them"
+                        .to_owned(),
+                ),
             );
         }
         v.finish()?;
@@ -92,6 +104,7 @@ impl ApiKeys {
             asset: asset.unwrap_or_default(),
             max_per_transaction: max,
             daily_budget: daily,
+            approval_above,
         };
         self.store.set_spend_limit(&limit).await?;
         Ok(limit)

@@ -46,6 +46,21 @@ pub struct SpendLimit {
     pub max_per_transaction: Option<U256>,
     /// The most the writes of a rolling 24 hours may move; `None`: no such limit.
     pub daily_budget: Option<U256>,
+    /// A write that moves more than this waits for a person's approval; `None`: none does.
+    pub approval_above: Option<U256>,
+}
+
+impl SpendLimit {
+    /// Why a write moving `amount` exceeds the most one write may move, if it does.
+    pub fn refuse_per_write(&self, amount: U256) -> Option<String> {
+        let max = self.max_per_transaction?;
+        (amount > max).then(|| {
+            format!(
+                "spend limit: this key may move at most {max} base units of {} on {} in one write; this one moves {amount}",
+                self.asset, self.chain
+            )
+        })
+    }
 }
 
 /// A limit with what is held against it now.

@@ -131,6 +131,7 @@ impl ApiKeyService for ApiKeyApi {
             asset: &req.asset,
             max_per_transaction: req.max_per_transaction.as_deref(),
             daily_budget: req.daily_budget.as_deref(),
+            approval_above: req.approval_above.as_deref(),
         };
         let limit = self
             .core

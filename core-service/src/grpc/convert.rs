@@ -10,8 +10,10 @@ use crate::{
     auth::KeyState,
     chains::Registry,
     domain::{
-        ApiKey, Scope, Scopes, Submission, TransactionRecord, TxKind, TxStatus, User, Wallet,
+        ApiKey, Approval, ApprovalState, Scope, Scopes, Submission, TransactionRecord, TxKind,
+        TxStatus, User, Wallet,
     },
+    writes::Written,
 };
 
 /// `t` to the millisecond, as the REST contract's ISO 8601 times are: both surfaces then
@@ -68,6 +70,7 @@ pub(crate) fn with_limits(
             spent_24h: s.spent_24h.to_string(),
             max_per_transaction: s.limit.max_per_transaction.map(|m| m.to_string()),
             daily_budget: s.limit.daily_budget.map(|d| d.to_string()),
+            approval_above: s.limit.approval_above.map(|a| a.to_string()),
             chain: s.limit.chain,
             asset: s.limit.asset,
         })
@@ -133,6 +136,54 @@ pub(crate) fn submission(s: Submission) -> pb::Submission {
         hash: s.hash,
         explorer_url: s.explorer_url,
         chain_name: s.chain_name,
+        approval: None,
+    }
+}
+
+/// A write's answer: its submission, or the approval it is held for (whose id it carries).
+pub(crate) fn written(w: Written, chains: &Registry) -> pb::Submission {
+    match w {
+        Written::Submitted(s) => submission(s),
+        Written::Held(a) => pb::Submission {
+            id: a.id.to_string(),
+            status: pb::SubmissionStatus::PendingApproval.into(),
+            hash: None,
+            explorer_url: None,
+            chain_name: chains.label(&a.chain, None).0,
+            approval: Some(approval(*a)),
+        },
+    }
+}
+
+pub(crate) fn approval_state(s: ApprovalState) -> pb::ApprovalState {
+    match s {
+        ApprovalState::Pending => pb::ApprovalState::Pending,
+        ApprovalState::Approved => pb::ApprovalState::Approved,
+        ApprovalState::Rejected => pb::ApprovalState::Rejected,
+        ApprovalState::Expired => pb::ApprovalState::Expired,
+        ApprovalState::Submitted => pb::ApprovalState::Submitted,
+        ApprovalState::Failed => pb::ApprovalState::Failed,
+    }
+}
+
+pub(crate) fn approval(a: Approval) -> pb::Approval {
+    pb::Approval {
+        id: a.id.to_string(),
+        state: approval_state(a.state).into(),
+        operation: a.path,
+        chain: a.chain,
+        asset: a.asset,
+        amount: a.amount.to_string(),
+        approval_above: a.threshold.to_string(),
+        summary: a.summary,
+        key_id: a.key_id.to_string(),
+        created_at: Some(timestamp(a.created_at)),
+        expires_at: Some(timestamp(a.expires_at)),
+        decided_by: a.decided_by,
+        decided_at: a.decided_at.map(timestamp),
+        reason: a.reason,
+        transaction_id: a.transaction_id.map(|t| t.to_string()),
+        error: a.error,
     }
 }
 

@@ -1,9 +1,11 @@
-//! The gRPC server: `WalletOpsService`, `ApiKeyService` and `AdminService` beside
+//! The gRPC server: `WalletOpsService`, `ApiKeyService`, `DashboardService`,
+//! `WebhookService`, `ApprovalService` and (on the admin listener) `AdminService` beside
 //! `grpc.health.v1` and server reflection (v1 and v1alpha: grpcurl 1.8 speaks only v1alpha),
 //! wrapped in the request-id and tracing layers. One file per service, proto <-> domain only.
 
 mod admin;
 mod api_keys;
+mod approvals;
 mod client;
 mod convert;
 mod dashboard;
@@ -34,6 +36,7 @@ use walletops_proto::{
     request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
     v1::{
         admin_service_server::AdminServiceServer, api_key_service_server::ApiKeyServiceServer,
+        approval_service_server::ApprovalServiceServer,
         dashboard_service_server::DashboardServiceServer,
         wallet_ops_service_server::WalletOpsServiceServer,
         webhook_service_server::WebhookServiceServer,
@@ -43,6 +46,7 @@ use walletops_tls::ServerTls;
 
 pub use admin::AdminApi;
 pub use api_keys::ApiKeyApi;
+pub use approvals::ApprovalApi;
 pub use dashboard::DashboardApi;
 pub use incoming::{InProcess, in_process_channel};
 pub use wallet_ops::WalletOpsApi;
@@ -168,6 +172,7 @@ async fn serve_on(
             ApiKeyServiceServer::<ApiKeyApi>::NAME,
             DashboardServiceServer::<DashboardApi>::NAME,
             WebhookServiceServer::<WebhookApi>::NAME,
+            ApprovalServiceServer::<ApprovalApi>::NAME,
         ]
     } else {
         vec![AdminServiceServer::<AdminApi>::NAME]
@@ -220,6 +225,9 @@ async fn serve_on(
         )
         .add_optional_service(
             public.then(|| WebhookServiceServer::new(WebhookApi::new(core.clone()))),
+        )
+        .add_optional_service(
+            public.then(|| ApprovalServiceServer::new(ApprovalApi::new(core.clone()))),
         )
         .add_optional_service((!public).then(|| AdminServiceServer::new(AdminApi::new(core))))
         .serve_with_incoming_shutdown(

@@ -9,9 +9,9 @@ use crate::{
     Core,
     domain::Scope,
     requests::{
-        ApproveRequest, BalancesRequest, CallRequest, ListWalletsRequest, QuoteRequest,
-        SendRequest, SwapRequest, TransactionRequest, WatchRequest,
+        BalancesRequest, ListWalletsRequest, QuoteRequest, TransactionRequest, WatchRequest,
     },
+    writes::Write,
 };
 
 /// The stream of `WatchTransactions`.
@@ -128,19 +128,10 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::SendRequest>,
     ) -> Result<Response<pb::SendResponse>, Status> {
-        let transfers = &self.core.transfers;
-        let submission = self
-            .core
-            .write(
-                request.metadata(),
-                "/send",
-                request.get_ref(),
-                SendRequest::parse,
-                async |req, wallet, ticket| transfers.send(req, wallet, ticket).await,
-            )
-            .await?;
+        let (metadata, _, message) = request.into_parts();
+        let written = self.core.write(&metadata, Write::Send(message)).await?;
         Ok(Response::new(pb::SendResponse {
-            submission: Some(convert::submission(submission)),
+            submission: Some(convert::written(written, &self.core.chains)),
         }))
     }
 
@@ -148,19 +139,10 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::ApproveTokenRequest>,
     ) -> Result<Response<pb::ApproveTokenResponse>, Status> {
-        let transfers = &self.core.transfers;
-        let submission = self
-            .core
-            .write(
-                request.metadata(),
-                "/token/approve",
-                request.get_ref(),
-                ApproveRequest::parse,
-                async |req, wallet, ticket| transfers.approve(req, wallet, ticket).await,
-            )
-            .await?;
+        let (metadata, _, message) = request.into_parts();
+        let written = self.core.write(&metadata, Write::Approve(message)).await?;
         Ok(Response::new(pb::ApproveTokenResponse {
-            submission: Some(convert::submission(submission)),
+            submission: Some(convert::written(written, &self.core.chains)),
         }))
     }
 
@@ -168,19 +150,10 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::CallContractRequest>,
     ) -> Result<Response<pb::CallContractResponse>, Status> {
-        let transfers = &self.core.transfers;
-        let submission = self
-            .core
-            .write(
-                request.metadata(),
-                "/contracts/send",
-                request.get_ref(),
-                CallRequest::parse,
-                async |req, wallet, ticket| transfers.call(req, wallet, ticket).await,
-            )
-            .await?;
+        let (metadata, _, message) = request.into_parts();
+        let written = self.core.write(&metadata, Write::Call(message)).await?;
         Ok(Response::new(pb::CallContractResponse {
-            submission: Some(convert::submission(submission)),
+            submission: Some(convert::written(written, &self.core.chains)),
         }))
     }
 
@@ -206,19 +179,10 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::SwapRequest>,
     ) -> Result<Response<pb::SwapResponse>, Status> {
-        let swaps = &self.core.swaps;
-        let submission = self
-            .core
-            .write(
-                request.metadata(),
-                "/trade/swap",
-                request.get_ref(),
-                SwapRequest::parse,
-                async |req, wallet, ticket| swaps.swap(req, wallet, ticket).await,
-            )
-            .await?;
+        let (metadata, _, message) = request.into_parts();
+        let written = self.core.write(&metadata, Write::Swap(message)).await?;
         Ok(Response::new(pb::SwapResponse {
-            submission: Some(convert::submission(submission)),
+            submission: Some(convert::written(written, &self.core.chains)),
         }))
     }
 }

@@ -64,6 +64,12 @@ impl IdempotencyKey {
     }
 }
 
+impl From<Uuid> for IdempotencyKey {
+    fn from(key: Uuid) -> Self {
+        Self(key)
+    }
+}
+
 /// What a failed claim records of the `error` its request answered with.
 pub(crate) fn failure_detail(error: &WalletOpsError) -> String {
     format!("{}: {error}", error.code())

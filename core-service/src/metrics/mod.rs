@@ -41,6 +41,9 @@ pub const LANE_DEPTH: &str = "walletops_signing_lane_depth";
 pub const WEBHOOK_ATTEMPTS: &str = "walletops_webhook_attempts_total";
 /// How long webhook endpoints took to answer.
 pub const WEBHOOK_SECONDS: &str = "walletops_webhook_duration_seconds";
+/// Writes held for approval and what became of them, by `outcome` (`held`, `approved`,
+/// `rejected`, `expired`, `submitted`, `failed`).
+pub const APPROVALS: &str = "walletops_approvals_total";
 
 /// Declares every metric's help text (once, at start).
 pub fn describe() {
@@ -70,6 +73,10 @@ pub fn describe() {
     );
     describe_counter!(NONCE_GAPS_FILLED, "nonce gaps filled, by chain");
     describe_counter!(FEE_CAPS, "records whose fee reached the cap, by chain");
+    describe_counter!(
+        APPROVALS,
+        "writes held for approval and what became of them, by outcome"
+    );
     describe_counter!(
         RPC_CALLS,
         "calls to chain nodes, by chain, method and outcome"
@@ -150,6 +157,11 @@ pub(crate) fn idempotent_replay() {
 /// The sends waiting in this core's signing lanes changed by `change`.
 pub(crate) fn lane_depth(change: f64) {
     gauge!(LANE_DEPTH).increment(change);
+}
+
+/// A held write reached `outcome`.
+pub(crate) fn approval(outcome: &'static str) {
+    counter!(APPROVALS, "outcome" => outcome).increment(1);
 }
 
 /// A webhook delivery attempt of `event_type` ended with `outcome` after `took`.

@@ -3,12 +3,16 @@
 //! anything acts on it. Every bad field of a request is gathered into one `INVALID_INPUT`
 //! naming them all; code past this module never parses a request's text again.
 
+mod approvals;
 pub mod calldata;
 mod reads;
 mod trade;
 mod webhooks;
 mod writes;
 
+pub use approvals::{
+    DecideRequest, MAX_REASON_CHARS, approval_id, approval_state, approval_state_named,
+};
 pub use reads::{
     BalancesRequest, ListTransactionsRequest, ListWalletsRequest, TransactionRequest, WatchRequest,
 };

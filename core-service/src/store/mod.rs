@@ -2,6 +2,7 @@
 //! migrations for both, run at connect. Entities stay in here; callers get domain values.
 
 mod api_keys;
+mod approvals;
 pub(crate) mod entities;
 mod events;
 mod evm_nonces;
@@ -24,6 +25,7 @@ use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
 use walletops_migrations::{Migrator, MigratorTrait};
 
 pub use api_keys::NewApiKey;
+pub use approvals::{EXPIRY, LeasedApproval};
 pub use events::TransactionEvent;
 pub(crate) use idempotency::{ClaimRow, NewClaim};
 #[cfg(test)]

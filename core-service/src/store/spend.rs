@@ -24,7 +24,7 @@ use crate::{
 /// The window of a daily budget.
 const BUDGET_WINDOW: Duration = Duration::hours(24);
 
-fn amount_of(text: &str) -> Result<U256> {
+pub(super) fn amount_of(text: &str) -> Result<U256> {
     U256::from_str_radix(text, 10).map_err(|_| {
         WalletOpsError::Internal(anyhow::anyhow!("a stored amount is not one: {text}"))
     })
@@ -41,6 +41,7 @@ fn limit_of(m: limits::Model) -> Result<SpendLimit> {
             .map(amount_of)
             .transpose()?,
         daily_budget: m.daily_budget.as_deref().map(amount_of).transpose()?,
+        approval_above: m.approval_above.as_deref().map(amount_of).transpose()?,
     })
 }
 
@@ -77,6 +78,7 @@ impl Store {
             asset: Set(limit.asset.clone()),
             max_per_transaction: Set(limit.max_per_transaction.map(|a| a.to_string())),
             daily_budget: Set(limit.daily_budget.map(|a| a.to_string())),
+            approval_above: Set(limit.approval_above.map(|a| a.to_string())),
             created_at: Set(now),
             updated_at: Set(now),
         })
@@ -89,6 +91,7 @@ impl Store {
             .update_columns([
                 limits::Column::MaxPerTransaction,
                 limits::Column::DailyBudget,
+                limits::Column::ApprovalAbove,
                 limits::Column::UpdatedAt,
             ])
             .to_owned(),
@@ -134,6 +137,18 @@ impl Store {
         Ok(standings)
     }
 
+    /// The limit of `spend`'s key on its chain and asset, if any.
+    pub(crate) async fn spend_limit(&self, spend: &Spend) -> Result<Option<SpendLimit>> {
+        limits::Entity::find()
+            .filter(limits::Column::KeyId.eq(spend.key_id))
+            .filter(limits::Column::Chain.eq(spend.chain.as_str()))
+            .filter(limits::Column::Asset.eq(spend.asset.as_str()))
+            .one(self.db())
+            .await?
+            .map(limit_of)
+            .transpose()
+    }
+
     /// Holds `spend` against its key's limit, in `conn`'s transaction, for record
     /// `transaction_id`: refused with FORBIDDEN naming the limit it would exceed. The limit's
     /// row is locked first (PostgreSQL), so the sum read after it counts every reservation
@@ -155,15 +170,10 @@ impl Store {
             return Ok(());
         };
         let limit = limit_of(limit)?;
-        let what = format!("{} on {}", limit.asset, limit.chain);
-        if let Some(max) = limit.max_per_transaction
-            && spend.amount > max
-        {
-            return Err(WalletOpsError::Forbidden(format!(
-                "spend limit: this key may move at most {max} base units of {what} in one write; this one moves {}",
-                spend.amount
-            )));
+        if let Some(refusal) = limit.refuse_per_write(spend.amount) {
+            return Err(WalletOpsError::Forbidden(refusal));
         }
+        let what = format!("{} on {}", limit.asset, limit.chain);
         if let Some(budget) = limit.daily_budget {
             let now = Utc::now();
             let spent = reserved_since(
@@ -236,6 +246,7 @@ mod tests {
                 asset: "native".to_owned(),
                 max_per_transaction: None,
                 daily_budget: Some(U256::from(10u64)),
+                approval_above: None,
             })
             .await
             .expect("limit");

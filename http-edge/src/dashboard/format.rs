@@ -22,7 +22,8 @@ pub(crate) fn scope(value: i32) -> &'static str {
     }
 }
 
-/// A spend limit as one line: `anvil native: at most 100 a write; 24 h: 3000 of 5000 left`.
+/// A spend limit as one line: `anvil native: at most 100 a write; 24 h: 3000 of 5000 left;
+/// approval above 50`.
 pub(crate) fn limit(l: &pb::SpendLimit) -> String {
     let mut parts = Vec::new();
     if let Some(max) = &l.max_per_transaction {
@@ -31,6 +32,9 @@ pub(crate) fn limit(l: &pb::SpendLimit) -> String {
     if let Some(budget) = &l.daily_budget {
         let left = l.left.as_deref().unwrap_or("0");
         parts.push(format!("24 h: {left} of {budget} left"));
+    }
+    if let Some(above) = &l.approval_above {
+        parts.push(format!("approval above {above}"));
     }
     format!("{} {}: {}", l.chain, l.asset, parts.join("; "))
 }

@@ -1,5 +1,5 @@
-//! A key's spend limits: the page that lists them with what is spent and left, sets one and
-//! removes one. Only a session may change them (the core refuses every API key).
+//! A key's spend limits: the page that lists them with what is spent and left (and above
+//! what a write waits for approval), sets one and removes one. Only a session may change them (the core refuses every API key).
 
 use askama::Template;
 use axum::{
@@ -11,7 +11,6 @@ use serde::Deserialize;
 use walletops_proto::v1 as pb;
 
 use super::{Dashboard, Page, Signed, Visit, keys::KeyRow};
-use crate::error::read_status;
 
 /// One limit as the page shows it.
 struct LimitRow {
@@ -21,6 +20,7 @@ struct LimitRow {
     budget: String,
     spent: String,
     left: String,
+    approval_above: String,
 }
 
 impl From<pb::SpendLimit> for LimitRow {
@@ -33,6 +33,7 @@ impl From<pb::SpendLimit> for LimitRow {
             budget: l.daily_budget.unwrap_or_else(none),
             spent: l.spent_24h,
             left: l.left.unwrap_or_else(|| "-".to_owned()),
+            approval_above: l.approval_above.unwrap_or_else(none),
         }
     }
 }
@@ -119,6 +120,8 @@ pub(crate) struct LimitForm {
     max_per_transaction: String,
     #[serde(default)]
     daily_budget: String,
+    #[serde(default)]
+    approval_above: String,
 }
 
 /// A form field left empty: no such limit.
@@ -141,6 +144,7 @@ pub(crate) async fn set(
         asset: form.asset.trim().to_owned(),
         max_per_transaction: given(form.max_per_transaction),
         daily_budget: given(form.daily_budget),
+        approval_above: given(form.approval_above),
     };
     let answer = dashboard
         .keys
@@ -197,16 +201,9 @@ async fn after(
             let what: String = url::form_urlencoded::byte_serialize(what.as_bytes()).collect();
             Page::SeeOther(format!("/dashboard/keys/{id}/limits?{done}={what}"))
         }
-        Err(status) => {
-            let (code, message, _) = read_status(&status);
-            if matches!(
-                code,
-                walletops_proto::ErrorCode::Unauthorized | walletops_proto::ErrorCode::Forbidden
-            ) {
-                return Page::from(status);
-            }
-            let http = crate::error::http_status(code);
-            view(dashboard, visit, id, http, (None, Some(message))).await
-        }
+        Err(status) => match super::form_refusal(status) {
+            Ok((http, message)) => view(dashboard, visit, id, http, (None, Some(message))).await,
+            Err(page) => page,
+        },
     }
 }

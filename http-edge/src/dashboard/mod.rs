@@ -1,6 +1,6 @@
 //! The web dashboard under `/dashboard`: server-rendered pages (askama templates embedded
 //! in the binary, a few lines of optional JavaScript) over the core's `DashboardService`,
-//! `ApiKeyService` and nothing else.
+//! `ApiKeyService`, `ApprovalService` and nothing else.
 //!
 //! Like the API routes, a page only translates: form fields and cookies become a request
 //! message and metadata (`x-session-token`, `x-csrf-token`, `x-client-address`), the core
@@ -10,9 +10,12 @@
 //!
 //! - `auth`: sign-in, the one-time sign-in link, sign-out.
 //! - `keys`: the API Keys section.
+//! - `limits`: a key's spend limits and approval thresholds.
+//! - `approvals`: writes held for approval, approved or rejected here.
 //! - `views`: the wallets and transactions pages.
 //! - `format`: amounts, times and labels as the pages show them.
 
+mod approvals;
 mod auth;
 mod format;
 mod keys;
@@ -40,6 +43,7 @@ use walletops_proto::{
     request_id::REQUEST_ID_HEADER,
     v1::{
         self as pb, api_key_service_client::ApiKeyServiceClient,
+        approval_service_client::ApprovalServiceClient,
         dashboard_service_client::DashboardServiceClient,
     },
 };
@@ -65,6 +69,7 @@ pub struct PeerAddr(pub SocketAddr);
 pub(crate) struct Dashboard {
     sessions: DashboardServiceClient<Channel>,
     keys: ApiKeyServiceClient<Channel>,
+    approvals: ApprovalServiceClient<Channel>,
     secure_cookies: bool,
 }
 
@@ -72,7 +77,8 @@ pub(crate) struct Dashboard {
 pub(crate) fn router(core: Channel, secure_cookies: bool) -> Router {
     let state = Dashboard {
         sessions: DashboardServiceClient::new(core.clone()),
-        keys: ApiKeyServiceClient::new(core),
+        keys: ApiKeyServiceClient::new(core.clone()),
+        approvals: ApprovalServiceClient::new(core),
         secure_cookies,
     };
     Router::new()
@@ -95,6 +101,15 @@ pub(crate) fn router(core: Channel, secure_cookies: bool) -> Router {
         )
         .route("/wallets", get(views::wallets))
         .route("/transactions", get(views::transactions))
+        .route("/approvals", get(approvals::list))
+        .route(
+            "/approvals/{id}/approve",
+            axum::routing::post(approvals::approve),
+        )
+        .route(
+            "/approvals/{id}/reject",
+            axum::routing::post(approvals::reject),
+        )
         .route("/assets/dashboard.css", get(stylesheet))
         .route("/assets/dashboard.js", get(script))
         .with_state(state)
@@ -262,6 +277,16 @@ impl From<tonic::Status> for Page {
         }
         error_page(code, message)
     }
+}
+
+/// A refusal of a form's change: a refused session or CSRF token is the error page (or
+/// sign-in); anything else is the form's page again, with this status and message.
+fn form_refusal(status: tonic::Status) -> Result<(StatusCode, String), Page> {
+    let (code, message, _) = read_status(&status);
+    if matches!(code, ErrorCode::Unauthorized | ErrorCode::Forbidden) {
+        return Err(Page::from(status));
+    }
+    Ok((crate::error::http_status(code), message))
 }
 
 #[derive(Template)]

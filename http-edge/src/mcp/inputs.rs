@@ -68,6 +68,14 @@ pub(crate) struct GetTransactionInput {
     pub(crate) id: String,
 }
 
+/// `get_approval`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(default)]
+pub(crate) struct GetApprovalInput {
+    /// The approval id (a UUID) a write answered with status PENDING_APPROVAL.
+    pub(crate) id: String,
+}
+
 /// `send`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]

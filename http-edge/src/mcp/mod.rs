@@ -33,17 +33,20 @@ use walletops_proto::{
     request_id::REQUEST_ID_HEADER,
     v1::{
         self as pb, api_key_service_client::ApiKeyServiceClient,
+        approval_service_client::ApprovalServiceClient,
         wallet_ops_service_client::WalletOpsServiceClient,
     },
 };
 
 use self::inputs::{
-    ApproveInput, GetBalancesInput, GetTransactionInput, ListWalletsInput, QuoteInput, SendInput,
-    SwapInput,
+    ApproveInput, GetApprovalInput, GetBalancesInput, GetTransactionInput, ListWalletsInput,
+    QuoteInput, SendInput, SwapInput,
 };
 use crate::{
     error::{EdgeError, ErrorBody},
-    model::{BalancesJson, QuoteResponseJson, SubmissionJson, TransactionJson, WalletsJson},
+    model::{
+        ApprovalJson, BalancesJson, QuoteResponseJson, SubmissionJson, TransactionJson, WalletsJson,
+    },
     routes::call,
 };
 
@@ -52,13 +55,16 @@ use crate::{
 pub(crate) struct Tools {
     core: WalletOpsServiceClient<Channel>,
     keys: ApiKeyServiceClient<Channel>,
+    approvals: ApprovalServiceClient<Channel>,
     tool_router: ToolRouter<Self>,
 }
 
 /// The scope a tool needs: the core checks it on every call; the list hides the rest.
 fn scope_of(tool: &str) -> pb::ApiKeyScope {
     match tool {
-        "list_wallets" | "get_balances" | "get_transaction" => pb::ApiKeyScope::Read,
+        "list_wallets" | "get_balances" | "get_transaction" | "get_approval" => {
+            pb::ApiKeyScope::Read
+        }
         "quote_swap" => pb::ApiKeyScope::Trade,
         _ => pb::ApiKeyScope::Write,
     }
@@ -146,6 +152,7 @@ impl Tools {
     fn new(core: Channel) -> Self {
         Self {
             core: WalletOpsServiceClient::new(core.clone()),
+            approvals: ApprovalServiceClient::new(core.clone()),
             keys: ApiKeyServiceClient::new(core),
             tool_router: Self::tool_router(),
         }
@@ -226,6 +233,33 @@ impl Tools {
     }
 
     #[tool(
+        description = "Read a write of yours held for approval, by the approval id a \
+        write answered with PENDING_APPROVAL: state (pending; approved while it is being \
+        made; submitted, with transactionId to follow with get_transaction; rejected, with \
+        who and why; expired; failed, with the error). Needs the read scope. Errors: \
+        NOT_FOUND, INVALID_INPUT."
+    )]
+    async fn get_approval(
+        &self,
+        Parameters(input): Parameters<GetApprovalInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let headers = headers(&ctx);
+        let result = async {
+            let req = pb::GetApprovalRequest { id: input.id };
+            let reply = self
+                .approvals
+                .clone()
+                .get_approval(call(&headers, Ok(req))?)
+                .await?;
+            Ok(ApprovalJson::from(
+                reply.into_inner().approval.unwrap_or_default(),
+            ))
+        };
+        Ok(answer(result.await, &headers))
+    }
+
+    #[tool(
         description = "Price a swap without doing it: how much of toToken an amount of \
         fromToken buys now (base units), and, given the wallet, whether an ERC20 approval \
         of which spender is needed first. NATIVE names the chain's coin. Needs the trade \
@@ -256,7 +290,9 @@ impl Tools {
         the chain's coin. An ERC20 sale may need approve_token first (quote_swap says). \
         Needs the write scope. Errors: INSUFFICIENT_FUNDS, QUOTE_FAILED, SEND_FAILED (the \
         swap guard or the node refused), FORBIDDEN, IDEMPOTENT_REPLAY (the key was used for \
-        another request)."
+        another request). A write moving more than the key's approval threshold is not \
+        signed: it answers status PENDING_APPROVAL (pending_approval) and an approval id; \
+        a person approves or rejects it, and get_approval tells which."
     )]
     async fn swap(
         &self,
@@ -287,7 +323,9 @@ impl Tools {
         id (follow it with get_transaction). Needs the write scope. Errors: \
         INSUFFICIENT_FUNDS, FORBIDDEN (not your wallet, or outside the key's limits), \
         WALLET_NOT_DELEGATED, SEND_FAILED (the node refused), IDEMPOTENT_REPLAY, \
-        INVALID_INPUT (names the field)."
+        INVALID_INPUT (names the field). A write moving more than the key's approval threshold is not \
+        signed: it answers status PENDING_APPROVAL (pending_approval) and an approval id; \
+        a person approves or rejects it, and get_approval tells which."
     )]
     async fn send(
         &self,
@@ -313,7 +351,9 @@ impl Tools {
     #[tool(
         description = "Allow a spender (a swap router) to move up to amount of an ERC20 \
         token from one of your EVM wallets; amount in the token's base units. Signed and \
-        sent once per idempotency key. Needs the write scope. Errors as for send."
+        sent once per idempotency key. Needs the write scope. Errors as for send. A write moving more than the key's approval threshold is not \
+        signed: it answers status PENDING_APPROVAL (pending_approval) and an approval id; \
+        a person approves or rejects it, and get_approval tells which."
     )]
     async fn approve_token(
         &self,
@@ -361,7 +401,16 @@ where
         }
         Err(e) => Err(e),
     };
-    answer(result, &headers)
+    let held = result.as_ref().is_ok_and(SubmissionJson::is_held);
+    let mut answered = answer(result, &headers);
+    if held {
+        answered.content.push(ContentBlock::text(
+            "pending_approval: this write moves more than your key's approval threshold, so \
+             it was not signed. A person approves or rejects it in WalletOps; follow it with \
+             get_approval and the id above. Do not send it again under a new key.",
+        ));
+    }
+    answered
 }
 
 /// An input as the arguments it was read from (for the key a call makes).
@@ -377,7 +426,9 @@ fn server_info() -> InitializeResult {
             "WalletOps acts on your own custodial wallets (EVM chains and Solana) under your \
              API key: read wallets, balances and transactions, quote and execute swaps, send \
              coins and tokens, approve spenders. Amounts are integer strings in base units. \
-             A failed call answers {error, code, requestId}; the code says what to do.",
+             A write over your key's approval threshold waits for a person (status \
+             PENDING_APPROVAL; follow it with get_approval). A failed call answers {error, \
+             code, requestId}; the code says what to do.",
         )
 }
 

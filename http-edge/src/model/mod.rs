@@ -10,8 +10,10 @@
 //!   submission they answer.
 //! - `trade`: `POST /trade/quote` and `POST /trade/swap`.
 //! - `webhooks`: `/webhooks`, their secrets and deliveries.
+//! - `approvals`: `/approvals`, writes held for a person's approval.
 //! - `values`: JSON values to and from protobuf `Value`s.
 
+mod approvals;
 mod balances;
 mod trade;
 mod transactions;
@@ -21,6 +23,7 @@ mod writes;
 
 use chrono::{DateTime, SecondsFormat};
 
+pub(crate) use approvals::{ApprovalJson, ApprovalsJson, ApprovalsQuery, approval_state};
 pub(crate) use balances::{BalancesJson, BalancesQuery};
 pub(crate) use trade::{QuoteBody, QuoteResponseJson, SwapBody};
 pub(crate) use transactions::TransactionJson;

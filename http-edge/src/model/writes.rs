@@ -7,7 +7,7 @@ use walletops_proto::v1 as pb;
 
 use walletops_proto::json::{Integers, to_value};
 
-use super::short_name;
+use super::{approvals::ApprovalJson, short_name};
 
 /// What a send moves: the chain's native coin, an ERC20 token or an SPL token.
 #[derive(ToSchema)]
@@ -23,9 +23,9 @@ pub(crate) enum Asset {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SubmissionJson {
-    /// Service transaction id, for `GET /tx/{id}`.
+    /// Service transaction id, for `GET /tx/{id}`; for a held write, the approval's id.
     pub(crate) id: String,
-    /// Always `SUBMITTED`.
+    /// `SUBMITTED`; `PENDING_APPROVAL` for a write held for approval (HTTP 202).
     #[schema(example = "SUBMITTED")]
     pub(crate) status: String,
     /// Hash or signature; may be null at submission time.
@@ -34,6 +34,16 @@ pub(crate) struct SubmissionJson {
     pub(crate) explorer_url: Option<String>,
     /// Display name of the chain.
     pub(crate) chain_name: String,
+    /// The held write, with `PENDING_APPROVAL` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) approval: Option<ApprovalJson>,
+}
+
+impl SubmissionJson {
+    /// Whether the write was held for approval rather than submitted.
+    pub(crate) fn is_held(&self) -> bool {
+        self.approval.is_some()
+    }
 }
 
 impl From<Option<pb::Submission>> for SubmissionJson {
@@ -48,6 +58,7 @@ impl From<Option<pb::Submission>> for SubmissionJson {
             hash: s.hash,
             explorer_url: s.explorer_url,
             chain_name: s.chain_name,
+            approval: s.approval.map(ApprovalJson::from),
         }
     }
 }

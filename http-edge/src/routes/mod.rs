@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::{
     Json,
     extract::{Path, State},
-    http::HeaderMap,
+    http::{HeaderMap, StatusCode},
     routing::get,
 };
 use tonic::{
@@ -22,11 +22,13 @@ use walletops_proto::{
     API_KEY_HEADER, CLIENT_ADDRESS_HEADER, IDEMPOTENCY_KEY_HEADER, UNREADABLE_HEADER,
     request_id::REQUEST_ID_HEADER,
     v1::{
-        self as pb, wallet_ops_service_client::WalletOpsServiceClient,
+        self as pb, approval_service_client::ApprovalServiceClient,
+        wallet_ops_service_client::WalletOpsServiceClient,
         webhook_service_client::WebhookServiceClient,
     },
 };
 
+mod approvals;
 mod webhooks;
 
 use crate::{
@@ -62,6 +64,8 @@ fn v1_routes() -> OpenApiRouter<Edge> {
         .routes(at("POST /webhooks/{id}/rotate-secret", routes!(webhooks::rotate_webhook_secret))) // RotateWebhookSecret
         .routes(at("GET /webhooks/{id}/deliveries",   routes!(webhooks::list_webhook_deliveries))) // ListWebhookDeliveries
         .routes(at("POST /webhooks/{id}/deliveries/replay", routes!(webhooks::replay_webhook_deliveries))) // ReplayWebhookDeliveries
+        .routes(at("GET /approvals",                  routes!(approvals::list_approvals))) // ListApprovals
+        .routes(at("GET /approvals/{id}",             routes!(approvals::get_approval)))   // GetApproval
         .route("/openapi.json", get(openapi_json))                               // none: OpenAPI
 }
 
@@ -103,6 +107,7 @@ pub(crate) fn v1(core: Channel) -> axum::Router {
     let (router, paths) = v1_routes().split_for_parts();
     router.with_state(Edge {
         webhooks: WebhookServiceClient::new(core.clone()),
+        approvals: ApprovalServiceClient::new(core.clone()),
         core: WalletOpsServiceClient::new(core),
         doc: Arc::new(crate::openapi::document(paths)),
     })
@@ -119,6 +124,7 @@ pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
 pub(crate) struct Edge {
     core: WalletOpsServiceClient<Channel>,
     webhooks: WebhookServiceClient<Channel>,
+    approvals: ApprovalServiceClient<Channel>,
     doc: Arc<utoipa::openapi::OpenApi>,
 }
 
@@ -360,10 +366,10 @@ async fn send(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
     body: Result<EdgeJson<SendBody>, EdgeError>,
-) -> Result<Json<SubmissionJson>, EdgeError> {
+) -> Result<(StatusCode, Json<SubmissionJson>), EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
     let resp = edge.core.send(call(&headers, req)?).await?;
-    Ok(Json(resp.into_inner().submission.into()))
+    Ok(submitted(resp.into_inner().submission))
 }
 
 #[utoipa::path(post, path = "/token/approve", tag = "transactions", request_body = ApproveBody,
@@ -373,10 +379,10 @@ async fn approve_token(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
     body: Result<EdgeJson<ApproveBody>, EdgeError>,
-) -> Result<Json<SubmissionJson>, EdgeError> {
+) -> Result<(StatusCode, Json<SubmissionJson>), EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
     let resp = edge.core.approve_token(call(&headers, req)?).await?;
-    Ok(Json(resp.into_inner().submission.into()))
+    Ok(submitted(resp.into_inner().submission))
 }
 
 #[utoipa::path(post, path = "/contracts/send", tag = "transactions", request_body(
@@ -396,10 +402,10 @@ async fn call_contract(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
     body: Result<EdgeJson<ContractCallBody>, EdgeError>,
-) -> Result<Json<SubmissionJson>, EdgeError> {
+) -> Result<(StatusCode, Json<SubmissionJson>), EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
     let resp = edge.core.call_contract(call(&headers, req)?).await?;
-    Ok(Json(resp.into_inner().submission.into()))
+    Ok(submitted(resp.into_inner().submission))
 }
 
 #[utoipa::path(post, path = "/trade/quote", tag = "trade", request_body = QuoteBody,
@@ -433,10 +439,21 @@ async fn swap(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
     body: Result<EdgeJson<SwapBody>, EdgeError>,
-) -> Result<Json<SubmissionJson>, EdgeError> {
+) -> Result<(StatusCode, Json<SubmissionJson>), EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
     let resp = edge.core.swap(call(&headers, req)?).await?;
-    Ok(Json(resp.into_inner().submission.into()))
+    Ok(submitted(resp.into_inner().submission))
+}
+
+/// A write's answer: 200 with the submission, or 202 with the approval it is held for.
+fn submitted(submission: Option<pb::Submission>) -> (StatusCode, Json<SubmissionJson>) {
+    let json = SubmissionJson::from(submission);
+    let status = if json.is_held() {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    (status, Json(json))
 }
 
 async fn openapi_json(State(edge): State<Edge>) -> Json<utoipa::openapi::OpenApi> {

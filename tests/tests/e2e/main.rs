@@ -3,6 +3,7 @@
 
 mod admin;
 mod api_keys;
+mod approvals;
 mod authentication;
 mod cli;
 mod crash;

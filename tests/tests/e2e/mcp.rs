@@ -25,13 +25,19 @@ async fn key_with(svc: &Service, scopes: &str) -> anyhow::Result<String> {
 
 async fn tools_follow_the_keys_scopes(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start(b).await?;
-    let reads = ["get_balances", "get_transaction", "list_wallets"];
+    let reads = [
+        "get_approval",
+        "get_balances",
+        "get_transaction",
+        "list_wallets",
+    ];
     let reader = connect(&svc, &key_with(&svc, "read").await?, false).await?;
     assert_eq!(tool_names(&reader).await?, reads);
     let trader = connect(&svc, &key_with(&svc, "read,trade").await?, true).await?;
     assert_eq!(
         tool_names(&trader).await?,
         [
+            "get_approval",
             "get_balances",
             "get_transaction",
             "list_wallets",
@@ -45,6 +51,7 @@ async fn tools_follow_the_keys_scopes(b: Backend) -> anyhow::Result<()> {
         every,
         [
             "approve_token",
+            "get_approval",
             "get_balances",
             "get_transaction",
             "list_wallets",

@@ -170,6 +170,7 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             asset,
             max_per_tx,
             daily,
+            approve_above,
             remove,
         } => {
             let user = core.find_user(&user).await?;
@@ -184,6 +185,7 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
                     asset: &asset,
                     max_per_transaction: max_per_tx.as_deref(),
                     daily_budget: daily.as_deref(),
+                    approval_above: approve_above.as_deref(),
                 };
                 core.keys
                     .set_spend_limit(user.id, &key, chain, given)
@@ -269,7 +271,7 @@ async fn print_limits(core: &Core, user: uuid::Uuid, key: &str) -> anyhow::Resul
         |v: Option<alloy::primitives::U256>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
     for s in limits {
         println!(
-            "{} {} {}: at most {} per write; 24-hour budget {}, spent {}, left {}",
+            "{} {} {}: at most {} per write; 24-hour budget {}, spent {}, left {}; approval above {}",
             key.prefix,
             s.limit.chain,
             s.limit.asset,
@@ -277,6 +279,7 @@ async fn print_limits(core: &Core, user: uuid::Uuid, key: &str) -> anyhow::Resul
             or_none(s.limit.daily_budget),
             s.spent_24h,
             or_none(s.left()),
+            or_none(s.limit.approval_above),
         );
     }
     Ok(())

@@ -119,6 +119,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         data: DataDir,
     },
+    /// List, approve and reject writes held for approval (a key's approval threshold).
+    Approvals {
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
     /// Manage the keystore's master key.
     Keystore {
         #[command(subcommand)]
@@ -213,7 +220,7 @@ pub(crate) enum KeysCommand {
         #[arg(long, default_value = FIRST_USER)]
         user: String,
     },
-    /// Limit what a key may move of one asset on one chain (both limits, or either), or
+    /// Limit what a key may move of one asset on one chain (any of the three limits), or
     /// remove the limit (`--remove`). Held against every write of the key.
     Limit {
         /// Owner: user name or id.
@@ -233,8 +240,12 @@ pub(crate) enum KeysCommand {
         /// The most the writes of a rolling 24 hours may move, in base units.
         #[arg(long)]
         daily: Option<String>,
+        /// A write that moves more than this, in base units, waits for a person's approval
+        /// (`walletops approvals`).
+        #[arg(long)]
+        approve_above: Option<String>,
         /// Remove the limit instead.
-        #[arg(long, conflicts_with_all = ["max_per_tx", "daily"])]
+        #[arg(long, conflicts_with_all = ["max_per_tx", "daily", "approve_above"])]
         remove: bool,
     },
     /// Show a key's spend limits with what is spent and left of each.
@@ -252,6 +263,44 @@ pub(crate) enum KeysCommand {
         user: String,
         /// Key id or 4-character prefix.
         key: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ApprovalsCommand {
+    /// List a user's writes held for approval, newest first.
+    List {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Only those in this state: pending, approved, rejected, expired, submitted, failed.
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Approve a pending write: a running core signs and sends it, within the key's limits.
+    Approve {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Approval id.
+        id: String,
+        /// Who decides, as recorded (`cli:NAME`); default: the login name.
+        #[arg(long)]
+        by: Option<String>,
+    },
+    /// Reject a pending write: it is never signed.
+    Reject {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Approval id.
+        id: String,
+        /// Why, recorded with the rejection.
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who decides, as recorded (`cli:NAME`); default: the login name.
+        #[arg(long)]
+        by: Option<String>,
     },
 }
 
@@ -403,6 +452,7 @@ impl Command {
             Self::Users { data, .. }
             | Self::Keys { data, .. }
             | Self::Webhooks { data, .. }
+            | Self::Approvals { data, .. }
             | Self::Wallets { data, .. }
             | Self::Keystore { data, .. }
             | Self::Backup { data, .. }

@@ -6,8 +6,10 @@
 //! - `serve`: `serve`, `core` and `edge`: binding, running the servers, stopping.
 //! - `admin`: `users`, `keys`, `wallets` and `migrate`.
 //! - `webhooks`: `webhooks`.
+//! - `approvals`: `approvals`.
 
 mod admin;
+mod approvals;
 mod cli;
 mod serve;
 mod webhooks;
@@ -78,6 +80,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Keys { command, .. } => admin::keys(config, command).await,
         Command::Wallets { command, .. } => admin::wallets(config, command).await,
         Command::Webhooks { command, .. } => webhooks::webhooks(config, command).await,
+        Command::Approvals { command, .. } => approvals::approvals(config, command).await,
         Command::Keystore { command, .. } => admin::keystore(config, command).await,
         Command::Backup { file, .. } => admin::backup(&config, &file).await,
     }

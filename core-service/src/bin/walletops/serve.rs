@@ -151,7 +151,7 @@ struct StartedCore {
 
 /// Binds the gRPC listener, opens the core (on a first start, making and printing the first
 /// user's key), readies the playground's nodes for it, and starts the core's tasks: the rate
-/// limiter's pruner, the monitor and the gRPC server.
+/// limiter's pruner, the monitor, the webhook and approvals workers and the gRPC server.
 async fn start_core(
     config: &Config,
     serving: Serving<'_>,
@@ -174,6 +174,13 @@ async fn start_core(
     ));
     spawn_webhook_deliveries(&core, tasks, stop_rx.clone())?;
     spawn_syncer(&core, stop_rx.clone());
+    // Writing under a lease, the approvals runner is waited for like the monitor.
+    let approvals = core.clone();
+    let stop = on_stop(stop_rx.clone());
+    tasks.spawn(async move {
+        approvals.run_approvals(stop).await;
+        Ok(())
+    });
     let monitor = Monitor::new(&core).run(on_stop(stop_rx.clone()));
     tasks.spawn(async move {
         monitor.await;
@@ -448,9 +455,6 @@ fn spawn_tls_reloader(listeners: Vec<Arc<ServerTls>>, mut stop: watch::Receiver<
     });
 }
 
-/// Reads linked users' wallets from the wallet provider every `provider.sync_interval_secs`,
-/// when a provider is configured: a delegation withdrawn in the app stops writes within the
-/// interval (one granted is seen at the next write anyway).
 /// The webhook delivery worker; its stop gives up its leases, so it is waited for.
 fn spawn_webhook_deliveries(
     core: &Core,
@@ -468,6 +472,9 @@ fn spawn_webhook_deliveries(
     Ok(())
 }
 
+/// Reads linked users' wallets from the wallet provider every `provider.sync_interval_secs`,
+/// when a provider is configured: a delegation withdrawn in the app stops writes within the
+/// interval (one granted is seen at the next write anyway).
 fn spawn_syncer(core: &Core, stop: watch::Receiver<bool>) {
     if !core.config.provider.is_configured() {
         return;

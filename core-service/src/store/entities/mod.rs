@@ -2,6 +2,7 @@
 //! repositories in `store` turn them into domain values.
 
 pub(crate) mod api_keys;
+pub(crate) mod approvals;
 pub(crate) mod dashboard_sessions;
 pub(crate) mod evm_nonces;
 pub(crate) mod idempotency_keys;

@@ -11,6 +11,7 @@ pub(crate) struct Model {
     pub(crate) asset: String,
     pub(crate) max_per_transaction: Option<String>,
     pub(crate) daily_budget: Option<String>,
+    pub(crate) approval_above: Option<String>,
     pub(crate) created_at: DateTimeUtc,
     pub(crate) updated_at: DateTimeUtc,
 }

@@ -24,6 +24,7 @@ async fn a_session_sets_limits_and_the_key_cannot(b: Backend) -> anyhow::Result<
         asset: "native".to_owned(),
         max_per_transaction: None,
         daily_budget: Some("3000".to_owned()),
+        approval_above: None,
     };
     let key = keys
         .set_spend_limit(session_call(set.clone(), &session, Some(&csrf))?)

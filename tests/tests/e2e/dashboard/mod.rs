@@ -13,7 +13,7 @@ use tonic::{metadata::MetadataValue, transport::Channel};
 use walletops_proto::v1::{self as pb, dashboard_service_client::DashboardServiceClient};
 use walletops_tests::{Backend, Service, anvil::Anvil};
 
-type Dashboard = DashboardServiceClient<Channel>;
+pub(crate) type Dashboard = DashboardServiceClient<Channel>;
 
 const ETH: u128 = 1_000_000_000_000_000_000;
 
@@ -31,7 +31,7 @@ async fn funded(b: Backend) -> anyhow::Result<(Anvil, Service, Address)> {
 const PASSWORD: &str = "correct horse battery staple";
 
 /// `message` under dashboard session `token`, with `csrf` when given, from `client`.
-fn session_call<T>(
+pub(crate) fn session_call<T>(
     message: T,
     token: &str,
     csrf: Option<&str>,
@@ -63,7 +63,10 @@ fn link_token(svc: &Service) -> anyhow::Result<String> {
 }
 
 /// Sets the owner's password with the first start's link; its session token and CSRF token.
-async fn redeem(svc: &Service, dashboard: &mut Dashboard) -> anyhow::Result<(String, String)> {
+pub(crate) async fn redeem(
+    svc: &Service,
+    dashboard: &mut Dashboard,
+) -> anyhow::Result<(String, String)> {
     let answer = dashboard
         .redeem_sign_in_link(pb::RedeemSignInLinkRequest {
             token: link_token(svc)?,

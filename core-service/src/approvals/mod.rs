@@ -1,0 +1,245 @@
+//! Writes held for a person's approval. A key's spend limit on an asset may carry an
+//! approval threshold (`approval_above`): a write of the key that moves more than it is
+//! stored as a pending approval instead of being signed, and answered as such (202 over
+//! REST, `PENDING_APPROVAL` over gRPC, `pending_approval` to an agent). A person approves
+//! or rejects it in the dashboard or with the CLI, never with an API key; unless decided
+//! within `approvals.expire_after_secs` it expires. An approved write is made by a core's
+//! runner (`writes::approved`) under the write's own idempotency key, with the key's spend
+//! limits held as for any write; a rejected or expired one is never signed.
+//!
+//! A retry under the same idempotency key answers from the approval: pending or approved,
+//! the approval again; made, the submission; rejected or expired, IDEMPOTENT_REPLAY.
+
+mod config;
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+pub use config::ApprovalsConfig;
+
+use crate::{
+    auth::{Caller, Credential},
+    domain::{Approval, ApprovalState, Decision, HeldWrite, Spend},
+    error::{Result, WalletOpsError},
+    store::{NewClaim, Store},
+};
+
+/// The most approvals one list gives.
+pub const LIST_LIMIT: u64 = 200;
+
+/// Holds, lists and decides writes waiting for approval.
+#[derive(Debug, Clone)]
+pub struct Approvals {
+    store: Store,
+    config: ApprovalsConfig,
+    /// Wakes this core's runner when a write is approved here.
+    decided: Arc<Notify>,
+}
+
+/// What a held write is, for `Approvals::hold_if_over`.
+#[derive(Debug)]
+pub(crate) struct ToHold<'a> {
+    /// The write's claim on its idempotency key.
+    pub(crate) claim: &'a NewClaim,
+    /// What it moves, and for which key.
+    pub spend: &'a Spend,
+    /// Its request's canonical encoding.
+    pub request: Vec<u8>,
+    /// What it does, in a sentence.
+    pub summary: String,
+}
+
+impl Approvals {
+    /// Approvals over `store`.
+    pub fn new(store: Store, config: ApprovalsConfig) -> Self {
+        Self {
+            store,
+            config,
+            decided: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Resolves when a write is approved through this core.
+    pub async fn approved_here(&self) {
+        self.decided.notified().await;
+    }
+
+    /// The approval a write's idempotency key already stands for, if it was held: pending
+    /// or approved, the approval to answer with; rejected, expired or failed, the refusal.
+    /// A different request under the key is IDEMPOTENT_BODY_MISMATCH.
+    pub(crate) async fn held(&self, claim: &NewClaim) -> Result<Option<Approval>> {
+        let Some((approval, hash)) = self.store.held_write(claim.user, claim.key).await? else {
+            return Ok(None);
+        };
+        if hash != claim.request_hash {
+            return Err(WalletOpsError::IdempotentBodyMismatch(format!(
+                "Idempotency-Key {} was used with a different request; use a new key",
+                claim.key
+            )));
+        }
+        match approval.state {
+            ApprovalState::Pending | ApprovalState::Approved => Ok(Some(approval)),
+            _ => Err(ended(&approval)),
+        }
+    }
+
+    /// Holds the write `what` for approval when it moves more than its key's threshold for
+    /// the asset: the approval, or `None` when the write may go ahead. A write over the
+    /// key's maximum per write is refused now, as it would be once approved.
+    pub(crate) async fn hold_if_over(&self, what: ToHold<'_>) -> Result<Option<Approval>> {
+        let Some(limit) = self.store.spend_limit(what.spend).await? else {
+            return Ok(None);
+        };
+        let Some(threshold) = limit.approval_above else {
+            return Ok(None);
+        };
+        if what.spend.amount <= threshold {
+            return Ok(None);
+        }
+        if let Some(refusal) = limit.refuse_per_write(what.spend.amount) {
+            return Err(WalletOpsError::Forbidden(refusal));
+        }
+        let held = HeldWrite {
+            user_id: what.claim.user,
+            key_id: what.spend.key_id,
+            idempotency_key: what.claim.key,
+            path: what.claim.path.clone(),
+            request: what.request,
+            request_hash: what.claim.request_hash.clone(),
+            chain: what.spend.chain.clone(),
+            asset: what.spend.asset.clone(),
+            amount: what.spend.amount,
+            threshold,
+            summary: what.summary,
+            expires_at: Utc::now() + self.config.expire_after(),
+        };
+        let (approval, hash) = self.store.hold_write(&held).await?;
+        if hash != held.request_hash {
+            return Err(WalletOpsError::IdempotentBodyMismatch(format!(
+                "Idempotency-Key {} was used with a different request; use a new key",
+                held.idempotency_key
+            )));
+        }
+        crate::metrics::approval("held");
+        tracing::info!(approval = %approval.id, chain = %approval.chain, asset = %approval.asset, "write held for approval");
+        Ok(Some(approval))
+    }
+
+    /// The caller's approvals, newest first, only those in `state` when given: a key sees
+    /// the writes it asked for, a session every write of its user.
+    pub async fn list(
+        &self,
+        caller: &Caller,
+        state: Option<ApprovalState>,
+    ) -> Result<Vec<Approval>> {
+        self.list_of(caller.user_id, key_of(caller), state).await
+    }
+
+    /// `user`'s approvals, newest first: only key `key`'s when given, only those in
+    /// `state` when given.
+    pub async fn list_of(
+        &self,
+        user: Uuid,
+        key: Option<Uuid>,
+        state: Option<ApprovalState>,
+    ) -> Result<Vec<Approval>> {
+        self.expire_due().await?;
+        self.store.approvals(user, key, state, LIST_LIMIT).await
+    }
+
+    /// The caller's approval `id` (a key's own only).
+    pub async fn get(&self, caller: &Caller, id: Uuid) -> Result<Approval> {
+        self.expire_due().await?;
+        self.store
+            .approval(caller.user_id, id)
+            .await?
+            .filter(|a| key_of(caller).is_none_or(|key| a.key_id == key))
+            .ok_or_else(|| WalletOpsError::NotFound("no such approval".to_owned()))
+    }
+
+    /// Records `decision` on `user`'s pending approval `id`, made by `by` (`dashboard:NAME`,
+    /// `cli:NAME`): the approval as it now stands. One that is no longer pending (decided,
+    /// or past its deadline) is refused with what became of it.
+    pub async fn decide(
+        &self,
+        user: Uuid,
+        id: Uuid,
+        decision: Decision,
+        by: &str,
+    ) -> Result<Approval> {
+        self.expire_due().await?;
+        let decided = self
+            .store
+            .decide_approval(user, id, &decision, by, Utc::now())
+            .await?;
+        let approval = self
+            .store
+            .approval(user, id)
+            .await?
+            .ok_or_else(|| WalletOpsError::NotFound("no such approval".to_owned()))?;
+        if !decided {
+            return Err(WalletOpsError::invalid(
+                "id",
+                format!("the write is no longer pending: {}", ended_how(&approval)),
+            ));
+        }
+        crate::metrics::approval(approval.state.as_str());
+        tracing::info!(approval = %id, state = approval.state.as_str(), by, "write decided");
+        if decision == Decision::Approve {
+            self.decided.notify_waiters();
+        }
+        Ok(approval)
+    }
+
+    /// Expires the pending approvals past their deadline.
+    pub(crate) async fn expire_due(&self) -> Result<()> {
+        let expired = self.store.expire_approvals(Utc::now()).await?;
+        for _ in 0..expired {
+            crate::metrics::approval("expired");
+        }
+        Ok(())
+    }
+}
+
+/// The key whose approvals a caller sees; `None`: a session, which sees all its user's.
+fn key_of(caller: &Caller) -> Option<Uuid> {
+    match &caller.credential {
+        Credential::Key { id, .. } => Some(*id),
+        Credential::Session { .. } => None,
+    }
+}
+
+/// What became of an approval that is no longer pending, in words.
+fn ended_how(a: &Approval) -> String {
+    let by = a.decided_by.as_deref().unwrap_or("nobody");
+    let at = a
+        .decided_at
+        .map(|t| t.to_rfc3339())
+        .unwrap_or_else(|| "-".to_owned());
+    match a.state {
+        ApprovalState::Pending => "it is pending".to_owned(),
+        ApprovalState::Approved => format!("approved by {by} at {at}, being made"),
+        ApprovalState::Rejected => match &a.reason {
+            Some(reason) => format!("rejected by {by} at {at} ({reason})"),
+            None => format!("rejected by {by} at {at}"),
+        },
+        ApprovalState::Expired => format!("expired unapproved at {at}"),
+        ApprovalState::Submitted => format!("approved by {by} at {at} and submitted"),
+        ApprovalState::Failed => format!(
+            "approved by {by} at {at}, then refused: {}",
+            a.error.as_deref().unwrap_or("no detail")
+        ),
+    }
+}
+
+/// The answer to a retry of a held write that ended without being made.
+fn ended(a: &Approval) -> WalletOpsError {
+    WalletOpsError::IdempotentReplay(format!(
+        "the write with Idempotency-Key {} was held for approval and not made: {}; send it again with a new key",
+        a.idempotency_key,
+        ended_how(a)
+    ))
+}

@@ -1,0 +1,84 @@
+//! `walletops.v1.ApprovalService`: the caller's writes held for approval, and a person's
+//! decision on them.
+
+use tonic::{Request, Response, Status};
+use walletops_proto::v1::{self as pb, approval_service_server::ApprovalService};
+
+use super::convert;
+use crate::{
+    Core,
+    auth::Credential,
+    domain::Scope,
+    error::WalletOpsError,
+    requests::{DecideRequest, approval_id, approval_state},
+};
+
+/// The gRPC face of `ApprovalService`.
+#[derive(Debug, Clone)]
+pub struct ApprovalApi {
+    core: Core,
+}
+
+impl ApprovalApi {
+    /// The service over `core`.
+    pub fn new(core: Core) -> Self {
+        Self { core }
+    }
+}
+
+#[tonic::async_trait]
+impl ApprovalService for ApprovalApi {
+    async fn list_approvals(
+        &self,
+        request: Request<pb::ListApprovalsRequest>,
+    ) -> Result<Response<pb::ListApprovalsResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let state = approval_state(request.get_ref().state)?;
+        let approvals = self.core.approvals.list(&caller, state).await?;
+        Ok(Response::new(pb::ListApprovalsResponse {
+            approvals: approvals.into_iter().map(convert::approval).collect(),
+        }))
+    }
+
+    async fn get_approval(
+        &self,
+        request: Request<pb::GetApprovalRequest>,
+    ) -> Result<Response<pb::GetApprovalResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let id = approval_id(&request.get_ref().id, "id")?;
+        let approval = self.core.approvals.get(&caller, id).await?;
+        Ok(Response::new(pb::GetApprovalResponse {
+            approval: Some(convert::approval(approval)),
+        }))
+    }
+
+    async fn decide_approval(
+        &self,
+        request: Request<pb::DecideApprovalRequest>,
+    ) -> Result<Response<pb::DecideApprovalResponse>, Status> {
+        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        // The key an agent holds must never approve its own writes: a person decides.
+        if let Credential::Key { .. } = caller.credential {
+            return Err(WalletOpsError::Forbidden(
+                "approvals are decided in the dashboard or with the CLI, never with an API key"
+                    .to_owned(),
+            )
+            .into());
+        }
+        let req = DecideRequest::parse(request.get_ref())?;
+        let user = self.core.find_user(&caller.user_id.to_string()).await?;
+        let approval = self
+            .core
+            .approvals
+            .decide(
+                caller.user_id,
+                req.id,
+                req.decision,
+                &format!("dashboard:{}", user.name),
+            )
+            .await?;
+        Ok(Response::new(pb::DecideApprovalResponse {
+            approval: Some(convert::approval(approval)),
+        }))
+    }
+}

@@ -1,0 +1,292 @@
+//! Writes held for approval. Every change of state is one conditional UPDATE on the state it
+//! leaves (a decision on `pending` before its deadline, the run of an `approved` write under
+//! a lease), so two people, two cores or a person and the deadline never both win.
+
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveValue::Set,
+    ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    sea_query::{Expr, OnConflict},
+};
+use uuid::Uuid;
+
+use super::{Store, entities::approvals, spend::amount_of};
+use crate::{
+    domain::{Approval, ApprovalState, Decision, HeldWrite},
+    error::{Result, WalletOpsError},
+};
+
+/// Who is recorded as deciding an approval that ran out of time.
+pub const EXPIRY: &str = "expiry";
+
+fn approval_of(m: approvals::Model) -> Result<Approval> {
+    Ok(Approval {
+        state: ApprovalState::parse(&m.state).ok_or_else(|| {
+            WalletOpsError::Internal(anyhow::anyhow!(
+                "approval {} has an unknown state {}",
+                m.id,
+                m.state
+            ))
+        })?,
+        amount: amount_of(&m.amount)?,
+        threshold: amount_of(&m.threshold)?,
+        id: m.id,
+        user_id: m.user_id,
+        key_id: m.key_id,
+        idempotency_key: m.idempotency_key,
+        path: m.path,
+        chain: m.chain,
+        asset: m.asset,
+        summary: m.summary,
+        created_at: m.created_at,
+        expires_at: m.expires_at,
+        decided_by: m.decided_by,
+        decided_at: m.decided_at,
+        reason: m.reason,
+        transaction_id: m.transaction_id,
+        error: m.error,
+    })
+}
+
+/// An approved write a core leased to make: the approval and its request as stored.
+#[derive(Debug)]
+pub struct LeasedApproval {
+    /// The approval.
+    pub approval: Approval,
+    /// The request's canonical protobuf encoding.
+    pub request: Vec<u8>,
+    /// The hash its idempotency key stands for.
+    pub request_hash: String,
+}
+
+impl Store {
+    /// Holds `write`, unless its user already holds a write under the same idempotency key:
+    /// either way, the approval that key stands for and its request hash.
+    pub(crate) async fn hold_write(&self, write: &HeldWrite) -> Result<(Approval, String)> {
+        approvals::Entity::insert(approvals::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            user_id: Set(write.user_id),
+            key_id: Set(write.key_id),
+            idempotency_key: Set(write.idempotency_key),
+            path: Set(write.path.clone()),
+            request: Set(write.request.clone()),
+            request_hash: Set(write.request_hash.clone()),
+            chain: Set(write.chain.clone()),
+            asset: Set(write.asset.clone()),
+            amount: Set(write.amount.to_string()),
+            threshold: Set(write.threshold.to_string()),
+            summary: Set(write.summary.clone()),
+            state: Set(ApprovalState::Pending.as_str().to_owned()),
+            created_at: Set(Utc::now()),
+            expires_at: Set(write.expires_at),
+            decided_by: Set(None),
+            decided_at: Set(None),
+            reason: Set(None),
+            transaction_id: Set(None),
+            error: Set(None),
+            lease_until: Set(None),
+        })
+        .on_conflict(
+            OnConflict::columns([approvals::Column::UserId, approvals::Column::IdempotencyKey])
+                .do_nothing()
+                .to_owned(),
+        )
+        .exec_without_returning(self.db())
+        .await?;
+        self.held_write(write.user_id, write.idempotency_key)
+            .await?
+            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("a held write vanished")))
+    }
+
+    /// The write `user` holds under `idempotency_key`, with its request hash.
+    pub(crate) async fn held_write(
+        &self,
+        user: Uuid,
+        idempotency_key: Uuid,
+    ) -> Result<Option<(Approval, String)>> {
+        approvals::Entity::find()
+            .filter(approvals::Column::UserId.eq(user))
+            .filter(approvals::Column::IdempotencyKey.eq(idempotency_key))
+            .one(self.db())
+            .await?
+            .map(|m| {
+                let hash = m.request_hash.clone();
+                approval_of(m).map(|a| (a, hash))
+            })
+            .transpose()
+    }
+
+    /// Approval `id` of `user`.
+    pub(crate) async fn approval(&self, user: Uuid, id: Uuid) -> Result<Option<Approval>> {
+        approvals::Entity::find_by_id(id)
+            .filter(approvals::Column::UserId.eq(user))
+            .one(self.db())
+            .await?
+            .map(approval_of)
+            .transpose()
+    }
+
+    /// `user`'s approvals, newest first: only key `key`'s when given, only those in `state`
+    /// when given; at most `limit`.
+    pub(crate) async fn approvals(
+        &self,
+        user: Uuid,
+        key: Option<Uuid>,
+        state: Option<ApprovalState>,
+        limit: u64,
+    ) -> Result<Vec<Approval>> {
+        let mut query = approvals::Entity::find().filter(approvals::Column::UserId.eq(user));
+        if let Some(key) = key {
+            query = query.filter(approvals::Column::KeyId.eq(key));
+        }
+        if let Some(state) = state {
+            query = query.filter(approvals::Column::State.eq(state.as_str()));
+        }
+        query
+            .order_by_desc(approvals::Column::CreatedAt)
+            .order_by_desc(approvals::Column::Id)
+            .limit(limit)
+            .all(self.db())
+            .await?
+            .into_iter()
+            .map(approval_of)
+            .collect()
+    }
+
+    /// Records `decision` on `user`'s approval `id` by `by`, if it is still pending and its
+    /// deadline (`now`) has not passed: whether it was.
+    pub(crate) async fn decide_approval(
+        &self,
+        user: Uuid,
+        id: Uuid,
+        decision: &Decision,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let (state, reason) = match decision {
+            Decision::Approve => (ApprovalState::Approved, None),
+            Decision::Reject(reason) => (ApprovalState::Rejected, reason.clone()),
+        };
+        Ok(approvals::Entity::update_many()
+            .col_expr(approvals::Column::State, Expr::value(state.as_str()))
+            .col_expr(approvals::Column::DecidedBy, Expr::value(by))
+            .col_expr(approvals::Column::DecidedAt, Expr::value(now))
+            .col_expr(approvals::Column::Reason, Expr::value(reason))
+            .filter(approvals::Column::Id.eq(id))
+            .filter(approvals::Column::UserId.eq(user))
+            .filter(approvals::Column::State.eq(ApprovalState::Pending.as_str()))
+            .filter(approvals::Column::ExpiresAt.gt(now))
+            .exec(self.db())
+            .await?
+            .rows_affected
+            == 1)
+    }
+
+    /// Expires the pending approvals whose deadline is past `now`: how many.
+    pub(crate) async fn expire_approvals(&self, now: DateTime<Utc>) -> Result<u64> {
+        Ok(approvals::Entity::update_many()
+            .col_expr(
+                approvals::Column::State,
+                Expr::value(ApprovalState::Expired.as_str()),
+            )
+            .col_expr(approvals::Column::DecidedBy, Expr::value(EXPIRY))
+            .col_expr(approvals::Column::DecidedAt, Expr::value(now))
+            .filter(approvals::Column::State.eq(ApprovalState::Pending.as_str()))
+            .filter(approvals::Column::ExpiresAt.lte(now))
+            .exec(self.db())
+            .await?
+            .rows_affected)
+    }
+
+    /// Leases up to `limit` approved writes no core is making (or whose core's lease ran out
+    /// by `now`) until `until`.
+    pub(crate) async fn lease_approved(
+        &self,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<LeasedApproval>> {
+        let free = || {
+            Condition::any()
+                .add(approvals::Column::LeaseUntil.is_null())
+                .add(approvals::Column::LeaseUntil.lt(now))
+        };
+        let candidates: Vec<Uuid> = approvals::Entity::find()
+            .select_only()
+            .column(approvals::Column::Id)
+            .filter(approvals::Column::State.eq(ApprovalState::Approved.as_str()))
+            .filter(free())
+            .order_by_asc(approvals::Column::DecidedAt)
+            .limit(limit)
+            .into_tuple()
+            .all(self.db())
+            .await?;
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        approvals::Entity::update_many()
+            .col_expr(approvals::Column::LeaseUntil, Expr::value(until))
+            .filter(approvals::Column::Id.is_in(candidates))
+            .filter(approvals::Column::State.eq(ApprovalState::Approved.as_str()))
+            .filter(free())
+            .exec_with_returning(self.db())
+            .await?
+            .into_iter()
+            .map(|m| {
+                let (request, request_hash) = (m.request.clone(), m.request_hash.clone());
+                approval_of(m).map(|approval| LeasedApproval {
+                    approval,
+                    request,
+                    request_hash,
+                })
+            })
+            .collect()
+    }
+
+    /// Notes how approved write `id` ended: made as record `transaction_id`, or refused
+    /// with `error`.
+    pub(crate) async fn approval_done(
+        &self,
+        id: Uuid,
+        outcome: std::result::Result<Uuid, String>,
+    ) -> Result<()> {
+        let (state, transaction_id, error) = match outcome {
+            Ok(tx) => (ApprovalState::Submitted, Some(tx), None),
+            Err(e) => (ApprovalState::Failed, None, Some(e)),
+        };
+        approvals::Entity::update_many()
+            .col_expr(approvals::Column::State, Expr::value(state.as_str()))
+            .col_expr(
+                approvals::Column::TransactionId,
+                Expr::value(transaction_id),
+            )
+            .col_expr(approvals::Column::Error, Expr::value(error))
+            .col_expr(
+                approvals::Column::LeaseUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(approvals::Column::Id.eq(id))
+            .filter(approvals::Column::State.eq(ApprovalState::Approved.as_str()))
+            .exec(self.db())
+            .await?;
+        Ok(())
+    }
+
+    /// Leaves approved write `id` for another try at `at` (its write was refused for a
+    /// reason that may pass: an aggregator or node that did not answer), noting `error`.
+    pub(crate) async fn approval_retry_at(
+        &self,
+        id: Uuid,
+        at: DateTime<Utc>,
+        error: &str,
+    ) -> Result<()> {
+        approvals::Entity::update_many()
+            .col_expr(approvals::Column::LeaseUntil, Expr::value(at))
+            .col_expr(approvals::Column::Error, Expr::value(error))
+            .filter(approvals::Column::Id.eq(id))
+            .filter(approvals::Column::State.eq(ApprovalState::Approved.as_str()))
+            .exec(self.db())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,192 @@
+//! The Approvals page: writes of the user's keys held for approval, the pending ones with
+//! Approve and Reject, the rest as a record of who decided what. The core records the
+//! signed-in user as the one who decided.
+
+use askama::Template;
+use axum::{
+    extract::{Path, Query, State},
+    http::StatusCode,
+};
+use axum_extra::extract::Form;
+use serde::Deserialize;
+use walletops_proto::v1 as pb;
+
+use super::{Dashboard, Page, Signed, Visit, format};
+
+/// One approval as the page shows it.
+struct ApprovalRow {
+    id: String,
+    state: String,
+    badge: &'static str,
+    summary: String,
+    key_id: String,
+    created: String,
+    expires: String,
+    decided: String,
+    transaction_id: Option<String>,
+    error: Option<String>,
+}
+
+impl From<pb::Approval> for ApprovalRow {
+    fn from(a: pb::Approval) -> Self {
+        let state = pb::ApprovalState::try_from(a.state).unwrap_or_default();
+        let badge = match state {
+            pb::ApprovalState::Pending => "warn",
+            pb::ApprovalState::Approved => "info",
+            pb::ApprovalState::Submitted => "ok",
+            pb::ApprovalState::Rejected | pb::ApprovalState::Failed => "bad",
+            _ => "muted",
+        };
+        let decided = match (&a.decided_by, a.decided_at) {
+            (Some(by), at) => {
+                let reason = a
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default();
+                format!("{by}, {}{reason}", format::time(at))
+            }
+            (None, _) => String::new(),
+        };
+        Self {
+            id: a.id,
+            state: state
+                .as_str_name()
+                .trim_start_matches("APPROVAL_STATE_")
+                .to_ascii_lowercase(),
+            badge,
+            summary: a.summary,
+            key_id: a.key_id,
+            created: format::time(a.created_at),
+            expires: format::time(a.expires_at),
+            decided,
+            transaction_id: a.transaction_id,
+            error: a.error,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/approvals.html")]
+struct ApprovalsView {
+    title: &'static str,
+    signed: Option<Signed>,
+    current: &'static str,
+    pending: Vec<ApprovalRow>,
+    decided: Vec<ApprovalRow>,
+    notice: Option<String>,
+    error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ApprovalsQuery {
+    approved: Option<String>,
+    rejected: Option<String>,
+}
+
+/// `GET /dashboard/approvals`.
+pub(crate) async fn list(
+    State(mut dashboard): State<Dashboard>,
+    visit: Visit,
+    Query(q): Query<ApprovalsQuery>,
+) -> Page {
+    let notice = match (q.approved, q.rejected) {
+        (Some(_), _) => Some("Approved: the write is being signed and sent.".to_owned()),
+        (None, Some(_)) => Some("Rejected: the write will never be signed.".to_owned()),
+        _ => None,
+    };
+    view(&mut dashboard, &visit, StatusCode::OK, (notice, None)).await
+}
+
+async fn view(
+    dashboard: &mut Dashboard,
+    visit: &Visit,
+    status: StatusCode,
+    (notice, error): (Option<String>, Option<String>),
+) -> Page {
+    let signed = match dashboard.signed(visit).await {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    let approvals = match dashboard
+        .approvals
+        .list_approvals(visit.call(pb::ListApprovalsRequest::default(), None))
+        .await
+    {
+        Ok(reply) => reply.into_inner().approvals,
+        Err(status) => return Page::from(status),
+    };
+    let (pending, decided): (Vec<_>, Vec<_>) = approvals
+        .into_iter()
+        .partition(|a| a.state == i32::from(pb::ApprovalState::Pending));
+    Page::render(
+        status,
+        &ApprovalsView {
+            title: "Approvals",
+            signed: Some(signed),
+            current: "approvals",
+            pending: pending.into_iter().map(ApprovalRow::from).collect(),
+            decided: decided.into_iter().map(ApprovalRow::from).collect(),
+            notice,
+            error,
+        },
+    )
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct DecideForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /dashboard/approvals/{id}/approve`.
+pub(crate) async fn approve(
+    State(mut dashboard): State<Dashboard>,
+    visit: Visit,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Page {
+    decide(&mut dashboard, &visit, id, true, form).await
+}
+
+/// `POST /dashboard/approvals/{id}/reject`.
+pub(crate) async fn reject(
+    State(mut dashboard): State<Dashboard>,
+    visit: Visit,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Page {
+    decide(&mut dashboard, &visit, id, false, form).await
+}
+
+/// The decision, then the list again saying what was done, or with the core's refusal.
+async fn decide(
+    dashboard: &mut Dashboard,
+    visit: &Visit,
+    id: String,
+    approve: bool,
+    form: DecideForm,
+) -> Page {
+    let reason = form.reason.trim();
+    let req = pb::DecideApprovalRequest {
+        id,
+        approve,
+        reason: (!approve && !reason.is_empty()).then(|| reason.to_owned()),
+    };
+    match dashboard
+        .approvals
+        .decide_approval(visit.call(req, Some(&form.csrf)))
+        .await
+    {
+        Ok(_) => Page::SeeOther(format!(
+            "/dashboard/approvals?{}=1",
+            if approve { "approved" } else { "rejected" }
+        )),
+        Err(status) => match super::form_refusal(status) {
+            Ok((http, message)) => view(dashboard, visit, http, (None, Some(message))).await,
+            Err(page) => page,
+        },
+    }
+}
