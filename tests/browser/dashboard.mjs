@@ -1,7 +1,7 @@
 // The dashboard used in a real, headless Chromium (Debian's, driven by playwright-core) as a
 // new operator would: sign in with the first start's link, make keys and use them, revoke,
-// scopes, the key limit, CSRF, the wallets and transactions pages, phone width, sign-out and
-// the failed sign-in throttle. A screenshot of each page goes to OUT.
+// scopes, the key limit, CSRF, the wallets and transactions pages, approving a held write,
+// phone width, sign-out and the failed sign-in throttle. A screenshot of each page goes to OUT.
 //
 // Run by the Rust test `e2e::dashboard::browser`, which starts the service and passes:
 //   BASE     the REST edge, http://127.0.0.1:<port>
@@ -9,6 +9,7 @@
 //   EXPIRED  the prefix of a key whose expiry the test moved into the past
 //   WALLET   the owner's default EVM wallet
 //   TX       the id of a transaction the test sent
+//   HELD     the id of a write the test had held for approval
 //   OUT      where screenshots go
 // Exits non-zero, saying what failed, at the first broken expectation.
 
@@ -16,8 +17,8 @@ import { chromium } from "playwright-core";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 
-const { BASE, LINK, EXPIRED, WALLET, TX, OUT } = process.env;
-for (const [name, value] of Object.entries({ BASE, LINK, EXPIRED, WALLET, TX, OUT })) {
+const { BASE, LINK, EXPIRED, WALLET, TX, HELD, OUT } = process.env;
+for (const [name, value] of Object.entries({ BASE, LINK, EXPIRED, WALLET, TX, HELD, OUT })) {
   assert.ok(value, `${name} is not set`);
 }
 mkdirSync(OUT, { recursive: true });
@@ -215,10 +216,21 @@ try {
   await assertLabelled(page);
   await shot(page, "transactions");
 
+  // Approvals: the held write waits unsigned; approved here, it is recorded with who did it.
+  await page.goto(`${BASE}/dashboard/approvals`);
+  const held = page.locator(`#pending tr[data-id="${HELD}"]`);
+  assert.match(await held.textContent(), /send 5000 native/);
+  await assertLabelled(page);
+  await shot(page, "approvals");
+  await held.locator("button:has-text('Approve')").click();
+  await page.waitForURL(/\/dashboard\/approvals\?approved=1/);
+  assert.equal(await page.locator(`#pending tr[data-id="${HELD}"]`).count(), 0);
+  assert.match(await page.locator(`#decided tr[data-id="${HELD}"]`).textContent(), /dashboard:owner/);
+
   // Phone width: nothing wider than the screen but the tables' own scrolling.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await context.storageState() });
   const small = await phone.newPage();
-  for (const path of ["keys", "wallets", "transactions"]) {
+  for (const path of ["keys", "wallets", "transactions", "approvals"]) {
     await small.goto(`${BASE}/dashboard/${path}`);
     await shot(small, `${path}-phone`);
     const overflow = await small.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

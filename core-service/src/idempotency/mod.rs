@@ -9,7 +9,9 @@
 //!    protobuf encoding (`canonical`); the same key with another request is
 //!    IDEMPOTENT_BODY_MISMATCH, a key whose request failed is IDEMPOTENT_REPLAY.
 //! 3. The fields are parsed and the wallet resolved; a request refused there (400, 403, 404)
-//!    claims nothing, so the caller can fix it and retry under the same key.
+//!    claims nothing, so the caller can fix it and retry under the same key. A key's write
+//!    above its approval threshold is held there (`approvals`), not signed: its key answers
+//!    from the approval until a person's approval has it made, at step 4, under this key.
 //! 4. The write is simulated (a swap is first built by its aggregator and checked by the swap
 //!    guard). A refusal now records the key as failed (`Idempotency::fail`): nothing reached
 //!    the chain, but the key is spent. Only a refusal from outside the request (QUOTE_FAILED

@@ -19,7 +19,8 @@ struct ApprovalRow {
     state: String,
     badge: &'static str,
     summary: String,
-    key_id: String,
+    /// The key that asked: its name and prefix.
+    key: String,
     created: String,
     expires: String,
     decided: String,
@@ -56,7 +57,7 @@ impl From<pb::Approval> for ApprovalRow {
                 .to_ascii_lowercase(),
             badge,
             summary: a.summary,
-            key_id: a.key_id,
+            key: a.key_id,
             created: format::time(a.created_at),
             expires: format::time(a.expires_at),
             decided,
@@ -116,6 +117,21 @@ async fn view(
         Ok(reply) => reply.into_inner().approvals,
         Err(status) => return Page::from(status),
     };
+    // Keys by name and prefix, as the API Keys section shows them.
+    let keys: std::collections::HashMap<String, String> =
+        match super::keys::list_keys(dashboard, visit).await {
+            Ok(keys) => keys
+                .into_iter()
+                .map(|k| (k.id, format!("{} ({})", k.name, k.prefix)))
+                .collect(),
+            Err(page) => return page,
+        };
+    let row = |mut a: pb::Approval| {
+        if let Some(key) = keys.get(&a.key_id) {
+            a.key_id.clone_from(key);
+        }
+        ApprovalRow::from(a)
+    };
     let (pending, decided): (Vec<_>, Vec<_>) = approvals
         .into_iter()
         .partition(|a| a.state == i32::from(pb::ApprovalState::Pending));
@@ -125,8 +141,8 @@ async fn view(
             title: "Approvals",
             signed: Some(signed),
             current: "approvals",
-            pending: pending.into_iter().map(ApprovalRow::from).collect(),
-            decided: decided.into_iter().map(ApprovalRow::from).collect(),
+            pending: pending.into_iter().map(row).collect(),
+            decided: decided.into_iter().map(row).collect(),
             notice,
             error,
         },

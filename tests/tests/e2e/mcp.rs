@@ -253,7 +253,7 @@ async fn the_stdio_bridge_serves_the_tools_and_a_retried_call_pays_once() -> any
     let listed = io.answer(2).await?;
     assert_eq!(
         listed["result"]["tools"].as_array().map(Vec::len),
-        Some(7),
+        Some(8),
         "{listed}"
     );
     let payment = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {

@@ -1,8 +1,9 @@
 //! The dashboard in a real browser: `tests/browser/dashboard.mjs` drives Debian's Chromium
 //! (headless, through playwright-core, both installed by the test command) against the real
 //! binary, as a new operator would use it. This test arranges what a browser cannot (a
-//! funded wallet with a transaction, a key past its expiry), runs the script, and keeps its
-//! screenshots in `target/test-artifacts/dashboard/<store>/`.
+//! funded wallet with a transaction, a key past its expiry, a write held for approval), runs
+//! the script, checks that the write it approved lands, and keeps its screenshots in
+//! `target/test-artifacts/dashboard/<store>/`.
 
 use anyhow::Context;
 use sea_orm::ConnectionTrait;
@@ -40,6 +41,28 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
         ])
         .await?;
     anyhow::ensure!(limited.success, "{}", limited.stderr);
+    // A write of the first key held for approval, for the script to approve.
+    let first = svc.api_key.split('_').nth(1).unwrap_or_default().to_owned();
+    let guarded = svc
+        .cli(&[
+            "keys",
+            "limit",
+            &first,
+            "--chain",
+            "anvil",
+            "--approve-above",
+            "1000",
+        ])
+        .await?;
+    anyhow::ensure!(guarded.success, "{}", guarded.stderr);
+    let held = api
+        .post(
+            "/send",
+            &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "5000"}),
+        )
+        .await?;
+    anyhow::ensure!(held.status == 202, "{}", held.text);
+    let held = held.body["id"].as_str().context("no id")?.to_owned();
     let store = match b {
         Backend::Sqlite => "sqlite",
         Backend::Postgres => "postgres",
@@ -56,6 +79,7 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
         .env("EXPIRED", &expired)
         .env("WALLET", wallet.to_string())
         .env("TX", &tx)
+        .env("HELD", &held)
         .env("OUT", &out_dir)
         .kill_on_drop(true)
         .output();
@@ -75,10 +99,24 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
         "revoke",
         "wallets",
         "transactions",
+        "approvals",
     ] {
         let shot = out_dir.join(format!("{page}.png"));
         anyhow::ensure!(shot.exists(), "no screenshot {}", shot.display());
     }
+    // Approved in the browser, the held write is signed and lands.
+    let made = walletops_tests::poll_until(&format!("approval {held} to be submitted"), || async {
+        let reply = api.get(&format!("/approvals/{held}")).await?;
+        anyhow::ensure!(reply.status == 200, "{}", reply.text);
+        Ok((reply.body["state"] == "submitted").then_some(reply.body))
+    })
+    .await?;
+    assert_eq!(made["decidedBy"], "dashboard:owner");
+    api.wait_for_status(
+        made["transactionId"].as_str().unwrap_or_default(),
+        "CONFIRMED",
+    )
+    .await?;
     Ok(())
 }
 
