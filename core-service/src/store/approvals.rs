@@ -290,3 +290,137 @@ impl Store {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::U256;
+    use chrono::{Duration, Utc};
+
+    use super::*;
+    use crate::store::tests::on_both_backends;
+
+    fn held(user: Uuid, expires_in: Duration) -> HeldWrite {
+        HeldWrite {
+            user_id: user,
+            key_id: Uuid::new_v4(),
+            idempotency_key: Uuid::new_v4(),
+            path: "/send".to_owned(),
+            request: vec![1, 2, 3],
+            request_hash: "h".repeat(64),
+            chain: "anvil".to_owned(),
+            asset: "native".to_owned(),
+            amount: U256::from(5000u64),
+            threshold: U256::from(1000u64),
+            summary: "send 5000 native".to_owned(),
+            expires_at: Utc::now() + expires_in,
+        }
+    }
+
+    /// One write per idempotency key; the first decision wins and a second changes
+    /// nothing; a deadline past expires the write and no decision reaches it after; an
+    /// approved write is leased to one core until its lease runs out.
+    async fn decisions_expiry_and_leases_change_a_write_once(store: Store) {
+        let user = Uuid::new_v4();
+        let write = held(user, Duration::hours(1));
+        let (first, _) = store.hold_write(&write).await.expect("held");
+        let (again, hash) = store.hold_write(&write).await.expect("held again");
+        assert_eq!(first.id, again.id, "one write per idempotency key");
+        assert_eq!(hash, write.request_hash);
+        let now = Utc::now();
+        let rejected = Decision::Reject(Some("no".to_owned()));
+        assert!(
+            store
+                .decide_approval(user, first.id, &Decision::Approve, "cli:a", now)
+                .await
+                .expect("decide")
+        );
+        assert!(
+            !store
+                .decide_approval(user, first.id, &rejected, "cli:b", now)
+                .await
+                .expect("decide")
+        );
+        let decided = store
+            .approval(user, first.id)
+            .await
+            .expect("read")
+            .expect("there");
+        assert_eq!(decided.state, ApprovalState::Approved);
+        assert_eq!(decided.decided_by.as_deref(), Some("cli:a"));
+        assert!(
+            !store
+                .decide_approval(Uuid::new_v4(), first.id, &rejected, "cli:c", now)
+                .await
+                .expect("decide"),
+            "another user's"
+        );
+        // Leased once; again only after the lease ran out.
+        let leased = store
+            .lease_approved(now, now + Duration::seconds(60), 8)
+            .await
+            .expect("lease");
+        assert_eq!(leased.len(), 1);
+        assert_eq!(leased[0].request, vec![1, 2, 3]);
+        assert!(
+            store
+                .lease_approved(now, now + Duration::seconds(60), 8)
+                .await
+                .expect("lease")
+                .is_empty()
+        );
+        let later = now + Duration::seconds(61);
+        assert_eq!(
+            store
+                .lease_approved(later, later + Duration::seconds(60), 8)
+                .await
+                .expect("lease")
+                .len(),
+            1
+        );
+        let tx = Uuid::new_v4();
+        store.approval_done(first.id, Ok(tx)).await.expect("done");
+        let done = store
+            .approval(user, first.id)
+            .await
+            .expect("read")
+            .expect("there");
+        assert_eq!(
+            (done.state, done.transaction_id),
+            (ApprovalState::Submitted, Some(tx))
+        );
+        // A write past its deadline expires, and no decision reaches it.
+        let late = held(user, Duration::seconds(-1));
+        let (late, _) = store.hold_write(&late).await.expect("held");
+        assert!(
+            !store
+                .decide_approval(user, late.id, &Decision::Approve, "cli:a", Utc::now())
+                .await
+                .expect("decide")
+        );
+        assert_eq!(store.expire_approvals(Utc::now()).await.expect("expire"), 1);
+        let expired = store
+            .approval(user, late.id)
+            .await
+            .expect("read")
+            .expect("there");
+        assert_eq!(
+            (expired.state, expired.decided_by.as_deref()),
+            (ApprovalState::Expired, Some(EXPIRY))
+        );
+        let pending = store
+            .approvals(user, None, Some(ApprovalState::Pending), 10)
+            .await
+            .expect("list");
+        assert!(pending.is_empty());
+        assert_eq!(
+            store
+                .approvals(user, None, None, 10)
+                .await
+                .expect("list")
+                .len(),
+            2
+        );
+    }
+
+    on_both_backends!(decisions_expiry_and_leases_change_a_write_once);
+}
