@@ -1,19 +1,23 @@
-//! `walletops-bench`: send throughput of WalletOps (over REST, and straight to the gRPC core)
-//! against raw `eth_sendRawTransaction`, balance-read latency for 1 and 50 tokens beside the
-//! node's own time for the same reads, and quote latency beside the aggregator's own time for
-//! the same quote, measured side by side in one run on one anvil.
+//! `walletops-bench`: what the service costs and how fast it is, measured side by side in
+//! one run on one anvil: send throughput and the service's CPU per send over REST and
+//! straight to the gRPC core, on SQLite and on PostgreSQL (with the database server's CPU),
+//! beside raw `eth_sendRawTransaction`; a send's latency at concurrency 1 beside the node's
+//! own time for the same calls; resident memory idle, after many sends and with idle
+//! connections open; balance reads of 1 and 50 tokens; quotes beside the aggregator alone.
 //!
 //! Build both binaries with the same profile and run the bench from beside `walletops`:
 //!
 //! ```sh
-//! cargo build --release --workspace --bins && ./target/release/walletops-bench
+//! cargo build --release --workspace --bins && ./target/release/walletops-bench --json bench.json
 //! ```
 //!
 //! Exits non-zero when a send fails or the chain shows a nonce gap or a duplicate; a missed
-//! speed goal is only reported.
+//! goal is only reported.
 
 mod cpu;
 mod drive;
+mod latency;
+mod memory;
 mod quotes;
 mod reads;
 mod report;
@@ -25,16 +29,18 @@ use alloy::primitives::U256;
 use clap::Parser;
 use walletops_proto::v1::wallet_ops_service_client::WalletOpsServiceClient;
 use walletops_tests::{
-    Backend, Options, Service,
+    Backend, Options, Rest, Service,
     anvil::{Anvil, MIXED_MINING},
     walletops_bin,
 };
 
 use crate::{
-    cpu::Probe,
+    cpu::{Probe, rss_mb},
+    latency::low_load,
+    memory::idle_connections,
     quotes::{AGGREGATOR_KEY, open_venue, quote_latency},
     reads::{TOKENS, balance_reads},
-    report::Report,
+    report::{Memory, Report, StoreRuns},
     sends::{Sender, all_settled, raw_sends, walletops_sends},
 };
 
@@ -45,7 +51,7 @@ const ETH: u128 = 1_000_000_000_000_000_000;
 #[derive(Debug, Parser)]
 #[command(
     name = "walletops-bench",
-    about = "WalletOps send throughput against raw eth_sendRawTransaction, and balance-read and quote latency, on one anvil"
+    about = "WalletOps throughput, CPU, latency and memory on SQLite and PostgreSQL, beside the node alone, on one anvil"
 )]
 struct Args {
     /// Native transfers in each throughput run.
@@ -57,10 +63,18 @@ struct Args {
     /// Timed requests of each balance read, and quotes of each kind.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     reads: u64,
-    /// Run the service on PostgreSQL (`WALLETOPS_TEST_PG`, default the local server's `test`
-    /// database) instead of SQLite.
+    /// Sends one at a time for the latency at low load.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    latency_sends: u64,
+    /// Sends the SQLite service has made in all when its memory is read after them.
+    #[arg(long, default_value_t = 10_000)]
+    memory_sends: u64,
+    /// Idle keep-alive connections open on the REST listener when memory is read again.
+    #[arg(long, default_value_t = 1000)]
+    connections: usize,
+    /// Also write every figure to this file, as JSON.
     #[arg(long)]
-    postgres: bool,
+    json: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -78,6 +92,14 @@ fn main() -> ExitCode {
     match runtime.block_on(run(&args)) {
         Ok(report) => {
             report.print();
+            if let Some(path) = &args.json {
+                let text = serde_json::to_string_pretty(&report.json()).unwrap_or_default();
+                if let Err(e) = std::fs::write(path, text + "\n") {
+                    eprintln!("error: writing {}: {e}", path.display());
+                    return ExitCode::FAILURE;
+                }
+                println!("figures written to {}", path.display());
+            }
             if report.failed() {
                 ExitCode::FAILURE
             } else {
@@ -91,38 +113,17 @@ fn main() -> ExitCode {
     }
 }
 
-/// Sets up anvil and the service, runs the three measurements and returns their figures.
-async fn run(args: &Args) -> anyhow::Result<Report> {
-    let n = args.sends;
-    let concurrency = usize::try_from(args.concurrency)?;
-    println!(
-        "walletops-bench ({} build, {}): {n} sends, {concurrency} concurrent clients, {} reads per balance case",
-        if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        },
-        if args.postgres {
-            "PostgreSQL"
-        } else {
-            "SQLite"
-        },
-        args.reads,
-    );
-    println!("measuring {}", walletops_bin()?.display());
-    // The same node for the raw sends and WalletOps'.
-    let anvil = Anvil::start_with(MIXED_MINING).await?;
-    anvil.install_multicall().await?;
-    let venue = open_venue(&anvil).await?;
+/// A service on `backend` over `anvil`, quoting at `venue`, its default EVM wallet funded.
+async fn start_service(
+    backend: Backend,
+    anvil: &Anvil,
+    venue: &quotes::Venue,
+) -> anyhow::Result<(Service, Rest, alloy::primitives::Address)> {
     // The bench measures the pipeline, not the per-user budgets. anvil now and then keeps a
     // ready transaction queued (foundry-rs/foundry#10122) until the monitor replaces it: a
     // stuck time of 5 s, not 60, lets the run be mined within the wait.
     let svc = Service::start_with(
-        if args.postgres {
-            Backend::Postgres
-        } else {
-            Backend::Sqlite
-        },
+        backend,
         Options {
             log_file: None,
             config_toml: Some(format!(
@@ -136,50 +137,142 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         },
     )
     .await?;
-    let api = &svc.rest(&svc.api_key);
+    let api = svc.rest(&svc.api_key);
     let wallet = anvil
-        .fund_default_wallet(api, U256::from(1000 * ETH))
+        .fund_default_wallet(&api, U256::from(1_000_000 * ETH))
         .await?;
-    println!(
-        "anvil at {}, walletops at {}, wallet {wallet}",
-        anvil.url(),
-        svc.http
-    );
+    Ok((svc, api, wallet))
+}
 
-    let probe = Probe {
-        walletops: svc.pid(),
-        anvil: anvil.pid(),
-        client: Some(std::process::id()),
-    };
-    println!("throughput A: {n} sends through POST /api/v1/send (REST edge) ...");
-    let walletops = walletops_sends(
-        &anvil,
-        api,
-        Sender::Rest(api.clone()),
-        wallet,
-        (0, n),
-        concurrency,
-        probe,
-    )
-    .await?;
-    walletops.print(n);
+/// The REST and gRPC throughput runs of `n` sends on `svc`, whose wallet's nonce is
+/// `first`; each run's records settled before the next.
+async fn store_runs(
+    anvil: &Anvil,
+    (svc, api, wallet): (&Service, &Rest, alloy::primitives::Address),
+    (first, n): (u64, u64),
+    concurrency: usize,
+    probe: Probe,
+) -> anyhow::Result<StoreRuns> {
+    println!("  {n} sends through POST /api/v1/send (REST edge) ...");
+    let rest = Sender::Rest(api.clone());
+    let rest = walletops_sends(anvil, api, rest, wallet, (first, n), concurrency, probe).await?;
+    rest.print();
     // The monitor settles the run's records (a receipt read each) before the next run, so
     // that it does not share the node with it.
-    all_settled(&svc).await?;
-    println!("throughput A': {n} sends through WalletOpsService.Send (gRPC core) ...");
+    all_settled(svc).await?;
+    println!("  {n} sends through WalletOpsService.Send (gRPC core) ...");
     let grpc = Sender::Grpc {
         client: WalletOpsServiceClient::new(svc.channel().await?),
         key: svc.api_key.clone(),
     };
-    let mut grpc = walletops_sends(&anvil, api, grpc, wallet, (n, n), concurrency, probe).await?;
-    all_settled(&svc).await?;
+    let end = first + n;
+    let mut grpc = walletops_sends(anvil, api, grpc, wallet, (end, n), concurrency, probe).await?;
+    all_settled(svc).await?;
     // A transaction signed after its run was counted (a late re-signing) is one too many.
-    grpc.duplicates += usize::try_from(anvil.nonce(wallet).await?.saturating_sub(2 * n))?;
-    grpc.print(n);
+    grpc.duplicates += usize::try_from(anvil.nonce(wallet).await?.saturating_sub(end + n))?;
+    grpc.print();
+    Ok(StoreRuns { rest, grpc })
+}
 
-    println!("throughput B: {n} pre-signed eth_sendRawTransaction ...");
-    let (raw, raw_cpu) = raw_sends(&anvil, n, concurrency, probe).await?;
-    println!("  {:.1} sends/s", n as f64 / raw.as_secs_f64());
+/// Sets up anvil and both services, runs every measurement and returns their figures.
+async fn run(args: &Args) -> anyhow::Result<Report> {
+    let n = args.sends;
+    let concurrency = usize::try_from(args.concurrency)?;
+    println!(
+        "walletops-bench ({} build): {n} sends per run, {concurrency} concurrent clients, {} reads per balance case",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        args.reads,
+    );
+    println!("measuring {}", walletops_bin()?.display());
+    // The same node for the raw sends and WalletOps'.
+    let anvil = Anvil::start_with(MIXED_MINING).await?;
+    anvil.install_multicall().await?;
+    let venue = open_venue(&anvil).await?;
+    let (svc, api, wallet) = start_service(Backend::Sqlite, &anvil, &venue).await?;
+    let api = &api;
+    println!(
+        "anvil at {}, walletops (SQLite) at {}, wallet {wallet}",
+        anvil.url(),
+        svc.http
+    );
+    let idle_mb = rss_mb(svc.pid());
+    let probe = Probe {
+        walletops: svc.pid(),
+        anvil: anvil.pid(),
+        client: Some(std::process::id()),
+        postgres: false,
+    };
+
+    println!(
+        "low load: {} sends one at a time through REST, each beside the node's own calls ...",
+        args.latency_sends
+    );
+    let low_load = low_load(&anvil, &Sender::Rest(api.clone()), args.latency_sends).await?;
+    let mut sent = args.latency_sends + latency::WARMUP;
+    anvil
+        .wait_for_nonce("the low-load sends to be mined", wallet, sent)
+        .await?;
+    all_settled(&svc).await?;
+
+    println!("SQLite:");
+    let sqlite = store_runs(&anvil, (&svc, api, wallet), (sent, n), concurrency, probe).await?;
+    sent += 2 * n;
+    let filler = if args.memory_sends > sent {
+        let more = args.memory_sends - sent;
+        println!(
+            "memory: {more} more sends through REST, to {} in all ...",
+            args.memory_sends
+        );
+        let run = walletops_sends(
+            &anvil,
+            api,
+            Sender::Rest(api.clone()),
+            wallet,
+            (sent, more),
+            concurrency,
+            probe,
+        )
+        .await?;
+        run.print();
+        all_settled(&svc).await?;
+        sent += more;
+        Some(run)
+    } else {
+        None
+    };
+    let after_sends_mb = rss_mb(svc.pid());
+    println!(
+        "memory: {} idle keep-alive connections ...",
+        args.connections
+    );
+    let open = idle_connections(&svc.http, &svc.api_key, args.connections).await?;
+    let connections_mb = rss_mb(svc.pid());
+    drop(open);
+
+    println!("PostgreSQL:");
+    let (pg, pg_api, pg_wallet) = start_service(Backend::Postgres, &anvil, &venue).await?;
+    let pg_probe = Probe {
+        walletops: pg.pid(),
+        postgres: true,
+        ..probe
+    };
+    let postgres = store_runs(
+        &anvil,
+        (&pg, &pg_api, pg_wallet),
+        (0, n),
+        concurrency,
+        pg_probe,
+    )
+    .await?;
+    drop(pg);
+
+    println!("raw: {n} pre-signed eth_sendRawTransaction ...");
+    let raw = raw_sends(&anvil, n, concurrency, probe).await?;
+    println!("  {:.1} sends/s", raw.rate());
 
     println!("balance reads: deploying {TOKENS} tokens ...");
     let core = (
@@ -194,14 +287,22 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let (quote, quote_alone) = quote_latency(api, &venue, args.reads).await?;
 
     Ok(Report {
-        sends: n,
-        walletops,
-        grpc,
+        sqlite,
+        postgres,
+        filler,
         raw,
-        raw_cpu,
         one_token,
         all_tokens,
         quote,
         quote_alone,
+        low_load,
+        low_load_sends: args.latency_sends,
+        memory: Memory {
+            idle_mb,
+            after_sends_mb,
+            sends: sent,
+            connections_mb,
+            connections: args.connections,
+        },
     })
 }

@@ -1,22 +1,34 @@
-//! The figures of a run and the summary they print: rates, latencies, CPU per send, and
-//! whether the goals were met.
+//! The figures of a run, the summary they print with each goal's verdict, and the same
+//! figures as JSON (`--json FILE`) so that runs can be compared.
 
 use std::time::Duration;
 
-use crate::{cpu::CpuUse, reads::TOKENS};
+use serde_json::{Value, json};
 
-/// Throughput goal: WalletOps sends/s over raw sends/s.
-const SEND_RATIO_GOAL: f64 = 0.7;
+use crate::{cpu::CpuUse, latency::Spread, reads::TOKENS};
 
-/// Latency goal: 50-token median over 1-token median.
+/// The service's own CPU per REST send on SQLite, in ms.
+const CPU_PER_SEND_GOAL_MS: f64 = 0.20;
+
+/// PostgreSQL's REST send rate over SQLite's.
+const POSTGRES_RATIO_GOAL: f64 = 0.8;
+
+/// 50-token read median over 1-token read median.
 const READ_RATIO_GOAL: f64 = 1.5;
 
-/// Latency goal: what WalletOps adds to the aggregator's quote, at the median, in ms.
+/// What WalletOps adds to the aggregator's quote, at the median, in ms.
 const QUOTE_ADDED_GOAL_MS: f64 = 1.0;
 
-/// `total` per send, in milliseconds, or "n/a".
-fn per_send(total: Option<Duration>, sends: u64) -> String {
-    ms_per_send(total, sends).map_or_else(|| "n/a".to_owned(), |t| format!("{t:.3} ms"))
+/// What WalletOps adds to the node's own calls for a send at concurrency 1, at p50, in ms.
+const ADDED_LATENCY_GOAL_MS: f64 = 1.5;
+
+/// Resident memory goals, in MB: idle after start, after the sends, with the idle
+/// connections open.
+const MEMORY_GOALS_MB: (f64, f64, f64) = (30.0, 60.0, 120.0);
+
+/// `d` in milliseconds.
+pub(crate) fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 /// `total` per send, in milliseconds.
@@ -24,14 +36,19 @@ fn ms_per_send(total: Option<Duration>, sends: u64) -> Option<f64> {
     total.map(|t| ms(t) / sends as f64)
 }
 
-/// The WalletOps throughput run and what the chain shows of it.
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+/// A throughput run and what the chain shows of it.
 #[derive(Debug)]
 pub(crate) struct SendRun {
+    pub(crate) sends: u64,
     pub(crate) elapsed: Duration,
     pub(crate) cpu: CpuUse,
-    /// Nonces in `0..N` that no returned hash was mined with.
+    /// Nonces in the run's range that no returned hash was mined with.
     pub(crate) gaps: usize,
-    /// Hashes returned twice, nonces mined twice, and transactions beyond the N requested.
+    /// Hashes returned twice, nonces mined twice, and transactions beyond those requested.
     pub(crate) duplicates: usize,
     /// Returned hashes the chain does not hold as a mined transaction of the wallet, nor a
     /// replacement of it by WalletOps' monitor.
@@ -42,9 +59,9 @@ pub(crate) struct SendRun {
 }
 
 impl SendRun {
-    /// Sends per second of a run of `n`.
-    fn rate(&self, n: u64) -> f64 {
-        n as f64 / self.elapsed.as_secs_f64()
+    /// Sends per second.
+    pub(crate) fn rate(&self) -> f64 {
+        self.sends as f64 / self.elapsed.as_secs_f64()
     }
 
     /// Whether the chain shows a correctness failure.
@@ -52,20 +69,45 @@ impl SendRun {
         self.gaps > 0 || self.duplicates > 0 || self.missing > 0
     }
 
-    /// The progress line of a run of `n`.
-    pub(crate) fn print(&self, n: u64) {
+    /// The service's own CPU per send, in ms (with its store's, on PostgreSQL).
+    fn service_ms(&self) -> Option<f64> {
+        let own = ms_per_send(self.cpu.walletops, self.sends)?;
+        Some(own + ms_per_send(self.cpu.store, self.sends).unwrap_or(0.0))
+    }
+
+    /// The progress line.
+    pub(crate) fn print(&self) {
         println!(
             "  {:.1} sends/s, gaps {}, duplicates {}, missing {}, replaced {}",
-            self.rate(n),
+            self.rate(),
             self.gaps,
             self.duplicates,
             self.missing,
             self.replaced
         );
     }
+
+    fn json(&self) -> Value {
+        let per = |d: Option<Duration>| ms_per_send(d, self.sends);
+        json!({
+            "sends": self.sends,
+            "seconds": self.elapsed.as_secs_f64(),
+            "sends_per_second": self.rate(),
+            "cpu_ms_per_send": {
+                "walletops": per(self.cpu.walletops),
+                "postgres": per(self.cpu.store),
+                "anvil": per(self.cpu.anvil),
+                "bench_client": per(self.cpu.client),
+            },
+            "gaps": self.gaps,
+            "duplicates": self.duplicates,
+            "missing": self.missing,
+            "replaced": self.replaced,
+        })
+    }
 }
 
-/// Latencies of one kind of request.
+/// Median and p95 of one kind of request.
 #[derive(Debug)]
 pub(crate) struct Latency {
     pub(crate) median: Duration,
@@ -86,88 +128,152 @@ impl Latency {
             p95: rank(0.95),
         }
     }
+
+    fn json(&self) -> Value {
+        json!({"median_ms": ms(self.median), "p95_ms": ms(self.p95)})
+    }
+}
+
+/// The REST and gRPC throughput runs on one store.
+#[derive(Debug)]
+pub(crate) struct StoreRuns {
+    pub(crate) rest: SendRun,
+    pub(crate) grpc: SendRun,
+}
+
+/// The SQLite service's resident memory.
+#[derive(Debug)]
+pub(crate) struct Memory {
+    pub(crate) idle_mb: Option<f64>,
+    /// After `sends` sends, all settled.
+    pub(crate) after_sends_mb: Option<f64>,
+    pub(crate) sends: u64,
+    /// With `connections` idle keep-alive connections open on the REST listener.
+    pub(crate) connections_mb: Option<f64>,
+    pub(crate) connections: usize,
 }
 
 /// Everything the summary prints.
 #[derive(Debug)]
 pub(crate) struct Report {
-    pub(crate) sends: u64,
-    /// Through the REST edge.
-    pub(crate) walletops: SendRun,
-    /// Straight to the gRPC core.
-    pub(crate) grpc: SendRun,
-    pub(crate) raw: Duration,
-    pub(crate) raw_cpu: CpuUse,
+    pub(crate) sqlite: StoreRuns,
+    pub(crate) postgres: StoreRuns,
+    /// The extra sends that took the SQLite service to `memory.sends`.
+    pub(crate) filler: Option<SendRun>,
+    pub(crate) raw: SendRun,
     pub(crate) one_token: Latency,
     pub(crate) all_tokens: Latency,
-    /// Quotes through the REST edge.
+    /// Quotes through the REST edge, and the same quotes asked of the aggregator alone.
     pub(crate) quote: Latency,
-    /// The same quotes asked of the aggregator alone.
     pub(crate) quote_alone: Latency,
+    /// Sends at concurrency 1 through REST, and the node's own calls for each.
+    pub(crate) low_load: (Spread, Spread),
+    pub(crate) low_load_sends: u64,
+    pub(crate) memory: Memory,
 }
 
 impl Report {
-    /// Raw sends per second.
-    fn raw_rate(&self) -> f64 {
-        self.sends as f64 / self.raw.as_secs_f64()
-    }
-
     /// Whether the chain shows a correctness failure of a WalletOps run.
     pub(crate) fn failed(&self) -> bool {
-        self.walletops.failed() || self.grpc.failed()
+        [
+            &self.sqlite.rest,
+            &self.sqlite.grpc,
+            &self.postgres.rest,
+            &self.postgres.grpc,
+        ]
+        .into_iter()
+        .chain(self.filler.as_ref())
+        .any(SendRun::failed)
     }
 
-    /// Prints the summary table.
+    fn runs(&self) -> [(&'static str, &SendRun); 4] {
+        [
+            ("SQLite REST", &self.sqlite.rest),
+            ("SQLite gRPC", &self.sqlite.grpc),
+            ("PostgreSQL REST", &self.postgres.rest),
+            ("PostgreSQL gRPC", &self.postgres.grpc),
+        ]
+    }
+
+    /// Prints the summary: each figure, and each goal's line ending with its verdict.
     pub(crate) fn print(&self) {
-        let n = self.sends;
-        let read_ratio = self.all_tokens.median.as_secs_f64() / self.one_token.median.as_secs_f64();
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
         println!();
-        println!("== summary ({n} sends) ==");
+        println!("== summary ({cores} cores) ==");
         println!(
-            "raw sendRawTransaction {:>9.1}   ({:.3} s)",
-            self.raw_rate(),
-            self.raw.as_secs_f64()
+            "raw sendRawTransaction    {:>8.1} sends/s ({} sends, {:.3} s)",
+            self.raw.rate(),
+            self.raw.sends,
+            self.raw.elapsed.as_secs_f64()
         );
-        for (label, run) in [
-            ("WalletOps REST", &self.walletops),
-            ("WalletOps gRPC", &self.grpc),
-        ] {
-            let ratio = run.rate(n) / self.raw_rate();
+        for (label, run) in self.runs() {
             println!(
-                "{label} sends/s {:>9.1}   ({:.3} s)  ratio {ratio:.2} (goal >= {SEND_RATIO_GOAL}: {})  gaps {}  duplicates {}{}",
-                run.rate(n),
+                "WalletOps {label:<16}{:>8.1} sends/s ({} sends, {:.3} s)  gaps {}  duplicates {}{}",
+                run.rate(),
+                run.sends,
                 run.elapsed.as_secs_f64(),
-                verdict(ratio >= SEND_RATIO_GOAL),
                 run.gaps,
                 run.duplicates,
-                if run.missing > 0 {
-                    format!("  missing {}", run.missing)
-                } else {
-                    String::new()
-                } + &if run.replaced > 0 {
+                if run.replaced > 0 {
                     format!("  replaced {} (left queued by anvil)", run.replaced)
                 } else {
                     String::new()
                 }
             );
         }
+        for (label, run) in self.runs() {
+            let per = |d| ms_per_send(d, run.sends).map_or("n/a".to_owned(), |t| format!("{t:.3}"));
+            println!(
+                "CPU ms per send, {label:<16} walletops {}  postgres {}  anvil {}  bench client {}",
+                per(run.cpu.walletops),
+                per(run.cpu.store),
+                per(run.cpu.anvil),
+                per(run.cpu.client),
+            );
+        }
+        if let Some(cpu) = self.sqlite.rest.service_ms() {
+            println!(
+                "service CPU per REST send on SQLite {cpu:.3} ms (goal <= {CPU_PER_SEND_GOAL_MS} ms: {})",
+                verdict(cpu <= CPU_PER_SEND_GOAL_MS)
+            );
+        }
+        if let Some(cpu) = self.postgres.rest.service_ms() {
+            println!("service and PostgreSQL CPU per REST send on PostgreSQL {cpu:.3} ms");
+        }
+        let ratio = self.postgres.rest.rate() / self.sqlite.rest.rate();
+        let grpc_ratio = self.postgres.grpc.rate() / self.sqlite.grpc.rate();
         println!(
-            "balance read 1 token   median {:>7.2} ms  p95 {:>7.2} ms",
-            ms(self.one_token.median),
-            ms(self.one_token.p95)
+            "PostgreSQL over SQLite, REST sends/s {ratio:.2} (gRPC {grpc_ratio:.2}) (goal >= {POSTGRES_RATIO_GOAL}: {})",
+            verdict(ratio >= POSTGRES_RATIO_GOAL)
+        );
+        let (service, node) = self.low_load;
+        let added = ms(service.p50) - ms(node.p50);
+        println!(
+            "send at concurrency 1   p50 {:>6.2} ms  p99 {:>6.2} ms; node's own calls p50 {:.2} ms  p99 {:.2} ms ({} sends)",
+            ms(service.p50),
+            ms(service.p99),
+            ms(node.p50),
+            ms(node.p99),
+            self.low_load_sends
         );
         println!(
-            "balance read {TOKENS} tokens median {:>7.2} ms  p95 {:>7.2} ms",
+            "send latency added by WalletOps {added:.2} ms at p50 (goal <= {ADDED_LATENCY_GOAL_MS} ms: {})",
+            verdict(added <= ADDED_LATENCY_GOAL_MS)
+        );
+        self.print_memory();
+        let read_ratio = self.all_tokens.median.as_secs_f64() / self.one_token.median.as_secs_f64();
+        println!(
+            "balance read 1 token   median {:>7.2} ms  p95 {:>7.2} ms; {TOKENS} tokens median {:.2} ms  p95 {:.2} ms",
+            ms(self.one_token.median),
+            ms(self.one_token.p95),
             ms(self.all_tokens.median),
             ms(self.all_tokens.p95)
         );
         println!(
-            "ratio                  {read_ratio:>9.2}   (goal <= {READ_RATIO_GOAL}: {})",
+            "balance read {TOKENS} tokens over 1 token {read_ratio:.2} (goal <= {READ_RATIO_GOAL}: {})",
             verdict(read_ratio <= READ_RATIO_GOAL)
         );
-        let added = ms(self.quote.median) - ms(self.quote_alone.median);
+        let quote_added = ms(self.quote.median) - ms(self.quote_alone.median);
         println!(
             "quote via WalletOps    median {:>7.2} ms  p95 {:>7.2} ms; aggregator alone median {:.2} ms  p95 {:.2} ms",
             ms(self.quote.median),
@@ -176,54 +282,69 @@ impl Report {
             ms(self.quote_alone.p95)
         );
         println!(
-            "quote added by WalletOps {added:>7.2} ms at the median (goal <= {QUOTE_ADDED_GOAL_MS} ms: {})",
-            verdict(added <= QUOTE_ADDED_GOAL_MS)
+            "quote added by WalletOps {quote_added:.2} ms at the median (goal <= {QUOTE_ADDED_GOAL_MS} ms: {})",
+            verdict(quote_added <= QUOTE_ADDED_GOAL_MS)
         );
         println!(
-            "CPU per send: REST run walletops {}, anvil {}, bench client {}; gRPC run walletops {}, anvil {}, bench client {}; raw run anvil {}, bench client {} ({cores} cores)",
-            per_send(self.walletops.cpu.walletops, n),
-            per_send(self.walletops.cpu.anvil, n),
-            per_send(self.walletops.cpu.client, n),
-            per_send(self.grpc.cpu.walletops, n),
-            per_send(self.grpc.cpu.anvil, n),
-            per_send(self.grpc.cpu.client, n),
-            per_send(self.raw_cpu.anvil, n),
-            per_send(self.raw_cpu.client, n),
+            "nonce gaps and duplicates in every run: {} (goal 0: {})",
+            if self.failed() { "some" } else { "none" },
+            verdict(!self.failed())
         );
-        self.print_budget(cores);
-        if self.failed() {
-            println!("FAILED: the chain shows gaps, duplicates or missing transactions");
+    }
+
+    fn print_memory(&self) {
+        let m = &self.memory;
+        let (idle, sends, connections) = MEMORY_GOALS_MB;
+        for (what, value, goal) in [
+            ("idle after start".to_owned(), m.idle_mb, idle),
+            (format!("after {} sends", m.sends), m.after_sends_mb, sends),
+            (
+                format!("with {} idle connections", m.connections),
+                m.connections_mb,
+                connections,
+            ),
+        ] {
+            match value {
+                Some(mb) => println!(
+                    "resident memory {what} {mb:.1} MB (goal <= {goal} MB: {})",
+                    verdict(mb <= goal)
+                ),
+                None => println!("resident memory {what}: n/a (no /proc)"),
+            }
         }
     }
 
-    /// What the send goal leaves the service: the CPU time a send may take in all, with
-    /// every process on these cores busy, at `SEND_RATIO_GOAL` of the raw rate, less what
-    /// anvil and the bench's clients used per send in each WalletOps run. Where the node and
-    /// the clients alone use it up, no service could meet the goal on this machine.
-    fn print_budget(&self, cores: usize) {
-        let n = self.sends;
-        let budget = 1000.0 * cores as f64 / (SEND_RATIO_GOAL * self.raw_rate());
-        let mut line = format!(
-            "CPU budget per send at the goal ({cores} cores at {SEND_RATIO_GOAL} of the raw rate): {budget:.3} ms"
-        );
-        for (label, run) in [("REST", &self.walletops), ("gRPC", &self.grpc)] {
-            let (Some(node), Some(client), Some(service)) = (
-                ms_per_send(run.cpu.anvil, n),
-                ms_per_send(run.cpu.client, n),
-                ms_per_send(run.cpu.walletops, n),
-            ) else {
-                continue;
-            };
-            line += &format!(
-                "; {label} run: anvil {node:.3} + bench client {client:.3} leave {:.3} ms for a service that used {service:.3}",
-                budget - node - client
-            );
-        }
-        println!("{line}");
+    /// Every figure, for `--json`.
+    pub(crate) fn json(&self) -> Value {
+        let (service, node) = self.low_load;
+        json!({
+            "cores": std::thread::available_parallelism().map_or(1, usize::from),
+            "release": !cfg!(debug_assertions),
+            "raw": self.raw.json(),
+            "sqlite": {"rest": self.sqlite.rest.json(), "grpc": self.sqlite.grpc.json()},
+            "postgres": {"rest": self.postgres.rest.json(), "grpc": self.postgres.grpc.json()},
+            "filler": self.filler.as_ref().map(SendRun::json),
+            "postgres_over_sqlite": {
+                "rest": self.postgres.rest.rate() / self.sqlite.rest.rate(),
+                "grpc": self.postgres.grpc.rate() / self.sqlite.grpc.rate(),
+            },
+            "low_load": {
+                "sends": self.low_load_sends,
+                "service_p50_ms": ms(service.p50),
+                "service_p99_ms": ms(service.p99),
+                "node_p50_ms": ms(node.p50),
+                "node_p99_ms": ms(node.p99),
+            },
+            "memory_mb": {
+                "idle": self.memory.idle_mb,
+                "after_sends": self.memory.after_sends_mb,
+                "sends": self.memory.sends,
+                "idle_connections": self.memory.connections_mb,
+                "connections": self.memory.connections,
+            },
+            "balance_read": {"one_token": self.one_token.json(), "tokens_50": self.all_tokens.json()},
+            "quote": {"walletops": self.quote.json(), "aggregator_alone": self.quote_alone.json()},
+            "correct": !self.failed(),
+        })
     }
-}
-
-/// `d` in milliseconds.
-pub(crate) fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

@@ -23,16 +23,17 @@ use walletops_tests::{Rest, Service, anvil::Anvil, poll_until, write_request};
 
 use crate::{
     ETH,
-    cpu::{CpuUse, Probe},
+    cpu::Probe,
     drive::{all_ok, drive},
     report::SendRun,
 };
 
 /// Where every benchmark transfer goes.
-const RECIPIENT: Address = alloy::primitives::address!("1111111111111111111111111111111111111111");
+pub(crate) const RECIPIENT: Address =
+    alloy::primitives::address!("1111111111111111111111111111111111111111");
 
 /// Wei moved by each benchmark transfer.
-const AMOUNT_WEI: u64 = 1000;
+pub(crate) const AMOUNT_WEI: u64 = 1000;
 
 /// Gas of a plain transfer to an account without code.
 const TRANSFER_GAS: u64 = 21_000;
@@ -65,7 +66,7 @@ pub(crate) enum Sender {
 }
 
 impl Sender {
-    async fn send(&self) -> anyhow::Result<(String, B256)> {
+    pub(crate) async fn send(&self) -> anyhow::Result<(String, B256)> {
         let (id, hash) = match self {
             Self::Rest(api) => {
                 let body = json!({"chain": "anvil", "to": RECIPIENT, "asset": "native",
@@ -177,6 +178,7 @@ pub(crate) async fn walletops_sends(
             .count()
         + usize::try_from(on_chain.saturating_sub(end))?;
     Ok(SendRun {
+        sends: n,
         elapsed,
         cpu,
         gaps,
@@ -186,14 +188,13 @@ pub(crate) async fn walletops_sends(
     })
 }
 
-/// Throughput B: `n` transfers from a fresh local key, signed and encoded before the clock
-/// starts, sent with `eth_sendRawTransaction`.
-pub(crate) async fn raw_sends(
+/// `n` transfers from a fresh funded key, signed and encoded as whole
+/// `eth_sendRawTransaction` request bodies before any clock starts: the key's address, the
+/// bodies, and the hashes the node should answer with.
+pub(crate) async fn presigned(
     anvil: &Anvil,
     n: u64,
-    concurrency: usize,
-    probe: Probe,
-) -> anyhow::Result<(Duration, CpuUse)> {
+) -> anyhow::Result<(Address, Vec<String>, Vec<B256>)> {
     let signer = PrivateKeySigner::random();
     let from = signer.address();
     anvil.set_balance(from, U256::from(1000 * ETH)).await?;
@@ -217,13 +218,24 @@ pub(crate) async fn raw_sends(
         let signed = tx.into_signed(signature);
         expected.push(*signed.hash());
         let raw = TxEnvelope::from(signed).encoded_2718();
-        // The whole request body is built now too, so the clock sees only the round trips.
         bodies.push(
             json!({"jsonrpc": "2.0", "id": nonce, "method": "eth_sendRawTransaction",
                    "params": [alloy::primitives::hex::encode_prefixed(raw)]})
             .to_string(),
         );
     }
+    Ok((from, bodies, expected))
+}
+
+/// Throughput B: `n` transfers from a fresh local key, signed and encoded before the clock
+/// starts (`presigned`), sent with `eth_sendRawTransaction`.
+pub(crate) async fn raw_sends(
+    anvil: &Anvil,
+    n: u64,
+    concurrency: usize,
+    probe: Probe,
+) -> anyhow::Result<SendRun> {
+    let (from, bodies, expected) = presigned(anvil, n).await?;
     let bodies = Arc::new(bodies);
     let http = reqwest::Client::new();
     let url = anvil.url().to_owned();
@@ -293,5 +305,13 @@ pub(crate) async fn raw_sends(
             "  anvil lost {lost} raw transaction(s) (foundry-rs/foundry#10122); sent again after the run"
         );
     }
-    Ok((elapsed, cpu))
+    Ok(SendRun {
+        sends: n,
+        elapsed,
+        cpu,
+        gaps: 0,
+        duplicates: 0,
+        missing: 0,
+        replaced: 0,
+    })
 }
