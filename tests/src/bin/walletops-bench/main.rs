@@ -17,6 +17,7 @@
 mod cpu;
 mod drive;
 mod latency;
+mod load;
 mod memory;
 mod quotes;
 mod reads;
@@ -72,9 +73,15 @@ struct Args {
     /// Idle keep-alive connections open on the REST listener when memory is read again.
     #[arg(long, default_value_t = 1000)]
     connections: usize,
+    /// Seconds of each wrk run of the read load.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    load_secs: u64,
     /// Also write every figure to this file, as JSON.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Serve the bare "hello" handler instead (the bench starts itself so).
+    #[arg(long, hide = true)]
+    bare_server: bool,
 }
 
 fn main() -> ExitCode {
@@ -89,6 +96,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.bare_server {
+        if let Err(e) = runtime.block_on(load::serve_bare()) {
+            eprintln!("error: {e:?}");
+        }
+        return ExitCode::FAILURE;
+    }
     match runtime.block_on(run(&args)) {
         Ok(report) => {
             report.print();
@@ -285,6 +298,17 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         args.reads
     );
     let (quote, quote_alone) = quote_latency(api, &venue, args.reads).await?;
+    println!(
+        "read load: wrk on cached GET /api/v1/wallets/balances and on a bare axum handler, {concurrency} connections, {} s each ...",
+        args.load_secs
+    );
+    let read_load = load::reads_against_bare(
+        &svc.http,
+        &svc.api_key,
+        concurrency,
+        std::time::Duration::from_secs(args.load_secs),
+    )
+    .await?;
 
     Ok(Report {
         sqlite,
@@ -297,6 +321,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         quote_alone,
         low_load,
         low_load_sends: args.latency_sends,
+        read_load,
         memory: Memory {
             idle_mb,
             after_sends_mb,

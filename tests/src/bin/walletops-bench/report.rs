@@ -19,6 +19,9 @@ const READ_RATIO_GOAL: f64 = 1.5;
 /// What WalletOps adds to the aggregator's quote, at the median, in ms.
 const QUOTE_ADDED_GOAL_MS: f64 = 1.0;
 
+/// Cached balance reads per second under load over a bare HTTP handler's.
+const READ_LOAD_GOAL: f64 = 0.40;
+
 /// What WalletOps adds to the node's own calls for a send at concurrency 1, at p50, in ms.
 const ADDED_LATENCY_GOAL_MS: f64 = 1.5;
 
@@ -169,6 +172,8 @@ pub(crate) struct Report {
     /// Sends at concurrency 1 through REST, and the node's own calls for each.
     pub(crate) low_load: (Spread, Spread),
     pub(crate) low_load_sends: u64,
+    /// Cached balance reads per second under wrk, and a bare handler's.
+    pub(crate) read_load: (f64, f64),
     pub(crate) memory: Memory,
 }
 
@@ -273,6 +278,12 @@ impl Report {
             "balance read {TOKENS} tokens over 1 token {read_ratio:.2} (goal <= {READ_RATIO_GOAL}: {})",
             verdict(read_ratio <= READ_RATIO_GOAL)
         );
+        let (reads, bare) = self.read_load;
+        println!(
+            "cached balance reads under wrk {reads:.0}/s, bare axum handler {bare:.0}/s, ratio {:.2} (goal >= {READ_LOAD_GOAL}: {})",
+            reads / bare,
+            verdict(reads / bare >= READ_LOAD_GOAL)
+        );
         let quote_added = ms(self.quote.median) - ms(self.quote_alone.median);
         println!(
             "quote via WalletOps    median {:>7.2} ms  p95 {:>7.2} ms; aggregator alone median {:.2} ms  p95 {:.2} ms",
@@ -341,6 +352,11 @@ impl Report {
                 "sends": self.memory.sends,
                 "idle_connections": self.memory.connections_mb,
                 "connections": self.memory.connections,
+            },
+            "read_load": {
+                "walletops_per_second": self.read_load.0,
+                "bare_per_second": self.read_load.1,
+                "ratio": self.read_load.0 / self.read_load.1,
             },
             "balance_read": {"one_token": self.one_token.json(), "tokens_50": self.all_tokens.json()},
             "quote": {"walletops": self.quote.json(), "aggregator_alone": self.quote_alone.json()},
