@@ -41,7 +41,7 @@ use crate::{
     memory::idle_connections,
     quotes::{AGGREGATOR_KEY, open_venue, quote_latency},
     reads::{TOKENS, balance_reads},
-    report::{Memory, Report, StoreRuns},
+    report::{Memory, Report, SendRun, StoreRuns},
     sends::{Sender, all_settled, raw_sends, walletops_sends},
 };
 
@@ -234,12 +234,18 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     println!("SQLite:");
     let sqlite = store_runs(&anvil, (&svc, api, wallet), (sent, n), concurrency, probe).await?;
     sent += 2 * n;
-    let filler = if args.memory_sends > sent {
-        let more = args.memory_sends - sent;
+    // In runs of at most 1,000, each mined and settled before the next: anvil mines a
+    // backlog of thousands from one sender slowly.
+    let mut filler: Option<SendRun> = None;
+    if args.memory_sends > sent {
         println!(
-            "memory: {more} more sends through REST, to {} in all ...",
+            "memory: {} more sends through REST, to {} in all ...",
+            args.memory_sends - sent,
             args.memory_sends
         );
+    }
+    while args.memory_sends > sent {
+        let more = (args.memory_sends - sent).min(1000);
         let run = walletops_sends(
             &anvil,
             api,
@@ -250,13 +256,16 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
             probe,
         )
         .await?;
-        run.print();
         all_settled(&svc).await?;
         sent += more;
-        Some(run)
-    } else {
-        None
-    };
+        filler = Some(match filler {
+            None => run,
+            Some(total) => total.and(run),
+        });
+    }
+    if let Some(run) = &filler {
+        run.print();
+    }
     let after_sends_mb = rss_mb(svc.pid());
     println!(
         "memory: {} idle keep-alive connections ...",

@@ -67,6 +67,25 @@ impl SendRun {
         self.sends as f64 / self.elapsed.as_secs_f64()
     }
 
+    /// This run and `next` counted as one.
+    pub(crate) fn and(self, next: Self) -> Self {
+        let add = |a: Option<Duration>, b: Option<Duration>| Some(a? + b?);
+        Self {
+            sends: self.sends + next.sends,
+            elapsed: self.elapsed + next.elapsed,
+            cpu: CpuUse {
+                walletops: add(self.cpu.walletops, next.cpu.walletops),
+                store: add(self.cpu.store, next.cpu.store),
+                anvil: add(self.cpu.anvil, next.cpu.anvil),
+                client: add(self.cpu.client, next.cpu.client),
+            },
+            gaps: self.gaps + next.gaps,
+            duplicates: self.duplicates + next.duplicates,
+            missing: self.missing + next.missing,
+            replaced: self.replaced + next.replaced,
+        }
+    }
+
     /// Whether the chain shows a correctness failure.
     pub(crate) fn failed(&self) -> bool {
         self.gaps > 0 || self.duplicates > 0 || self.missing > 0
