@@ -48,6 +48,9 @@ use crate::{
 /// One ether in wei.
 const ETH: u128 = 1_000_000_000_000_000_000;
 
+/// Seconds the idle service's CPU is measured over.
+const IDLE_SECS: u64 = 10;
+
 /// Command line.
 #[derive(Debug, Parser)]
 #[command(
@@ -267,6 +270,17 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         run.print();
     }
     let after_sends_mb = rss_mb(svc.pid());
+    // Every record settled: what the service spends with nothing to do (its monitor's
+    // sweeps, the workers' polls).
+    println!("idle: the service's CPU over {IDLE_SECS} s with no open record ...");
+    let ((), idle) = probe
+        .measure(tokio::time::sleep(std::time::Duration::from_secs(
+            IDLE_SECS,
+        )))
+        .await;
+    let idle_cpu = idle
+        .walletops
+        .map(|cpu| 100.0 * cpu.as_secs_f64() / IDLE_SECS as f64);
     println!(
         "memory: {} idle keep-alive connections ...",
         args.connections
@@ -331,6 +345,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         low_load,
         low_load_sends: args.latency_sends,
         read_load,
+        idle_cpu,
         memory: Memory {
             idle_mb,
             after_sends_mb,

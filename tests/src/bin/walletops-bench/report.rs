@@ -25,6 +25,9 @@ const READ_LOAD_GOAL: f64 = 0.40;
 /// What WalletOps adds to the node's own calls for a send at concurrency 1, at p50, in ms.
 const ADDED_LATENCY_GOAL_MS: f64 = 1.5;
 
+/// The idle service's CPU, in percent of one core.
+const IDLE_CPU_GOAL_PERCENT: f64 = 1.0;
+
 /// Resident memory goals, in MB: idle after start, after the sends, with the idle
 /// connections open.
 const MEMORY_GOALS_MB: (f64, f64, f64) = (30.0, 60.0, 120.0);
@@ -193,6 +196,8 @@ pub(crate) struct Report {
     pub(crate) low_load_sends: u64,
     /// Cached balance reads per second under wrk, and a bare handler's.
     pub(crate) read_load: (f64, f64),
+    /// The SQLite service's CPU with no open record, in percent of one core.
+    pub(crate) idle_cpu: Option<f64>,
     pub(crate) memory: Memory,
 }
 
@@ -284,6 +289,12 @@ impl Report {
             "send latency added by WalletOps {added:.2} ms at p50 (goal <= {ADDED_LATENCY_GOAL_MS} ms: {})",
             verdict(added <= ADDED_LATENCY_GOAL_MS)
         );
+        if let Some(idle) = self.idle_cpu {
+            println!(
+                "idle service CPU {idle:.2} % of a core (goal <= {IDLE_CPU_GOAL_PERCENT} %: {})",
+                verdict(idle <= IDLE_CPU_GOAL_PERCENT)
+            );
+        }
         self.print_memory();
         let read_ratio = self.all_tokens.median.as_secs_f64() / self.one_token.median.as_secs_f64();
         println!(
@@ -365,6 +376,7 @@ impl Report {
                 "node_p50_ms": ms(node.p50),
                 "node_p99_ms": ms(node.p99),
             },
+            "idle_cpu_percent": self.idle_cpu,
             "memory_mb": {
                 "idle": self.memory.idle_mb,
                 "after_sends": self.memory.after_sends_mb,
