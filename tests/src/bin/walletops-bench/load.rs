@@ -40,36 +40,43 @@ async fn start_bare() -> anyhow::Result<(Child, String)> {
     Ok((child, format!("http://127.0.0.1:{}/", port.trim())))
 }
 
-/// wrk, installed with apt (as root, or through sudo) when it is not on the PATH.
-async fn wrk() -> anyhow::Result<PathBuf> {
+/// Program `binary` from the PATH, installed with apt's `package` (as root, or through
+/// sudo) when it is missing.
+pub(crate) async fn installed(binary: &str, package: &str) -> anyhow::Result<PathBuf> {
     let found = || {
         std::env::var_os("PATH").and_then(|paths| {
             std::env::split_paths(&paths)
-                .map(|dir| dir.join("wrk"))
+                .map(|dir| dir.join(binary))
                 .find(|p| p.is_file())
         })
     };
-    if let Some(wrk) = found() {
-        return Ok(wrk);
+    if let Some(path) = found() {
+        return Ok(path);
     }
-    println!("  installing wrk (apt-get install wrk) ...");
+    println!("  installing {binary} (apt-get install {package}) ...");
     for prefix in [&[][..], &["sudo", "-n"][..]] {
         let mut args: Vec<&str> = prefix.to_vec();
-        args.extend(["apt-get", "install", "-y", "--no-install-recommends", "wrk"]);
-        let installed = Command::new(args[0])
+        args.extend([
+            "apt-get",
+            "install",
+            "-y",
+            "--no-install-recommends",
+            package,
+        ]);
+        let done = Command::new(args[0])
             .args(&args[1..])
             .env("DEBIAN_FRONTEND", "noninteractive")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
             .await;
-        if installed.is_ok_and(|s| s.success())
-            && let Some(wrk) = found()
+        if done.is_ok_and(|s| s.success())
+            && let Some(path) = found()
         {
-            return Ok(wrk);
+            return Ok(path);
         }
     }
-    bail!("wrk is not installed and apt-get could not install it: install wrk")
+    bail!("{binary} is not installed and apt-get could not install it: install {package}")
 }
 
 /// Requests per second wrk makes of `url` (with `headers`) on `connections` connections
@@ -111,7 +118,7 @@ pub(crate) async fn reads_against_bare(
     connections: usize,
     duration: Duration,
 ) -> anyhow::Result<(f64, f64)> {
-    let wrk = wrk().await?;
+    let wrk = installed("wrk", "wrk").await?;
     let (_bare, bare_url) = start_bare().await?;
     let url = format!(
         "{}/api/v1/wallets/balances?chain=anvil",

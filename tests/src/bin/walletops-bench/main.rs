@@ -16,6 +16,7 @@
 
 mod cpu;
 mod drive;
+mod instructions;
 mod latency;
 mod load;
 mod memory;
@@ -76,6 +77,12 @@ struct Args {
     /// Idle keep-alive connections open on the REST listener when memory is read again.
     #[arg(long, default_value_t = 1000)]
     connections: usize,
+    /// REST sends made under callgrind for the instructions per send; 0: none.
+    #[arg(long, default_value_t = 200)]
+    callgrind_sends: u64,
+    /// Keep the callgrind profile of those sends in this file.
+    #[arg(long)]
+    callgrind_out: Option<std::path::PathBuf>,
     /// Seconds of each wrk run of the read load.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     load_secs: u64,
@@ -310,6 +317,24 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let raw = raw_sends(&anvil, n, concurrency, probe).await?;
     println!("  {:.1} sends/s", raw.rate());
 
+    let instructions = if args.callgrind_sends > 0 {
+        println!(
+            "instructions: {} REST sends to a service under callgrind ...",
+            args.callgrind_sends
+        );
+        Some(
+            instructions::per_send(
+                &anvil,
+                args.callgrind_sends,
+                concurrency,
+                args.callgrind_out.as_deref(),
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+
     println!("balance reads: deploying {TOKENS} tokens ...");
     let core = (
         WalletOpsServiceClient::new(svc.channel().await?),
@@ -346,6 +371,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         low_load_sends: args.latency_sends,
         read_load,
         idle_cpu,
+        instructions: instructions.map(|i| (i, args.callgrind_sends)),
         memory: Memory {
             idle_mb,
             after_sends_mb,

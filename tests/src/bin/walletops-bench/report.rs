@@ -198,6 +198,8 @@ pub(crate) struct Report {
     pub(crate) read_load: (f64, f64),
     /// The SQLite service's CPU with no open record, in percent of one core.
     pub(crate) idle_cpu: Option<f64>,
+    /// Instructions per REST send on SQLite under callgrind, and over how many sends.
+    pub(crate) instructions: Option<(f64, u64)>,
     pub(crate) memory: Memory,
 }
 
@@ -264,6 +266,12 @@ impl Report {
             println!(
                 "service CPU per REST send on SQLite {cpu:.3} ms (goal <= {CPU_PER_SEND_GOAL_MS} ms: {})",
                 verdict(cpu <= CPU_PER_SEND_GOAL_MS)
+            );
+        }
+        if let Some((per_send, sends)) = self.instructions {
+            println!(
+                "instructions per REST send on SQLite {:.2} million (callgrind, {sends} sends)",
+                per_send / 1e6
             );
         }
         if let Some(cpu) = self.postgres.rest.service_ms() {
@@ -377,6 +385,7 @@ impl Report {
                 "node_p99_ms": ms(node.p99),
             },
             "idle_cpu_percent": self.idle_cpu,
+            "instructions_per_rest_send": self.instructions.map(|(i, _)| i),
             "memory_mb": {
                 "idle": self.memory.idle_mb,
                 "after_sends": self.memory.after_sends_mb,

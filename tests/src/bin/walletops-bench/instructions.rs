@@ -1,0 +1,126 @@
+//! Instructions per send: a service run under valgrind's callgrind (performance counters are
+//! not exposed on every machine, and instructions, unlike seconds, repeat from run to run on
+//! a noisy one). Its counters are zeroed after a warm-up, `n` REST sends are made and mined,
+//! and the count of every instruction the service executed meanwhile (its threads, the
+//! monitor's share included) is divided by `n`.
+
+use std::{path::Path, process::Stdio};
+
+use anyhow::{Context, ensure};
+use tokio::process::Command;
+use walletops_tests::{Rest, anvil::Anvil, first_api_key, launch_logging_to, walletops_bin};
+
+use crate::{
+    ETH,
+    drive::{all_ok, drive},
+    load::installed,
+    sends::Sender,
+};
+
+/// Untimed sends before the counters are zeroed.
+const WARMUP: u64 = 10;
+
+/// The newest callgrind dump in `dir`, and its total.
+fn dumped_total(dir: &Path) -> anyhow::Result<(std::path::PathBuf, u64)> {
+    let newest = std::fs::read_dir(dir)?
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("callgrind.out.")
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .context("no callgrind dump")?;
+    let text = std::fs::read_to_string(newest.path())?;
+    let total = text
+        .lines()
+        .find_map(|l| l.strip_prefix("totals:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .context("no totals in the callgrind dump")?;
+    Ok((newest.path(), total))
+}
+
+/// Runs `callgrind_control` with `args` on process `pid`.
+async fn control(pid: u32, args: &[&str]) -> anyhow::Result<()> {
+    let done = Command::new("callgrind_control")
+        .args(args)
+        .arg(pid.to_string())
+        .stdout(Stdio::null())
+        .status()
+        .await?;
+    ensure!(done.success(), "callgrind_control {args:?} failed");
+    Ok(())
+}
+
+/// Instructions the service executes per REST send on SQLite, over `n` sends at
+/// `concurrency` on `anvil`; the profile is copied to `keep` when given (read it with
+/// `callgrind_annotate --inclusive=yes`).
+pub(crate) async fn per_send(
+    anvil: &Anvil,
+    n: u64,
+    concurrency: usize,
+    keep: Option<&Path>,
+) -> anyhow::Result<f64> {
+    let valgrind = installed("valgrind", "valgrind").await?;
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("walletops.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "{}\n[rate_limits]\nwrites_per_minute = 1000000\nreads_per_minute = 1000000\n[monitor]\nstuck_after_secs = 60\n",
+            anvil.chain_toml()
+        ),
+    )?;
+    let data = dir.path().join("data");
+    let mut cmd = Command::new(valgrind);
+    cmd.arg("--tool=callgrind")
+        .arg(format!(
+            "--callgrind-out-file={}/callgrind.out.%p",
+            dir.path().display()
+        ))
+        .arg(walletops_bin()?)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("WALLETOPS_DATA_DIR", &data)
+        .env("WALLETOPS_HTTP_ADDR", "127.0.0.1:0")
+        .env("WALLETOPS_GRPC_ADDR", "127.0.0.1:0")
+        .env("RUST_LOG", "warn")
+        .env_remove("DATABASE_URL")
+        .env_remove("WALLETOPS_DATABASE_URL");
+    let launched = launch_logging_to(
+        cmd,
+        &["REST listening on ", "gRPC listening on "],
+        Stdio::null(),
+    )
+    .await?;
+    let pid = launched.child.id().context("callgrind exited")?;
+    let api = Rest::new(&launched.http()?, &first_api_key(&data)?);
+    let wallet = anvil
+        .fund_default_wallet(&api, alloy::primitives::U256::from(1000 * ETH))
+        .await?;
+    let sender = Sender::Rest(api);
+    for _ in 0..WARMUP {
+        sender.send().await?;
+    }
+    anvil
+        .wait_for_nonce("the warm-up sends to be mined", wallet, WARMUP)
+        .await?;
+    control(pid, &["-z"]).await?;
+    let (_, results) = drive(n, concurrency, move |_| {
+        let sender = sender.clone();
+        async move { sender.send().await }
+    })
+    .await?;
+    all_ok(results, "sends under callgrind")?;
+    anvil
+        .wait_for_nonce("the sends under callgrind to be mined", wallet, WARMUP + n)
+        .await?;
+    control(pid, &["-d"]).await?;
+    let (dump, total) = dumped_total(dir.path())?;
+    drop(launched);
+    if let Some(keep) = keep {
+        std::fs::copy(&dump, keep)
+            .with_context(|| format!("copying the profile to {}", keep.display()))?;
+    }
+    Ok(total as f64 / n as f64)
+}
