@@ -24,6 +24,7 @@ use crate::{
     auth::{Caller, Credential},
     domain::{Approval, ApprovalState, Decision, HeldWrite, Spend},
     error::{Result, WalletOpsError},
+    idempotency::body_mismatch,
     store::{NewClaim, Store},
 };
 
@@ -75,10 +76,7 @@ impl Approvals {
             return Ok(None);
         };
         if hash != claim.request_hash {
-            return Err(WalletOpsError::IdempotentBodyMismatch(format!(
-                "Idempotency-Key {} was used with a different request; use a new key",
-                claim.key
-            )));
+            return Err(body_mismatch(claim.key));
         }
         match approval.state {
             ApprovalState::Pending | ApprovalState::Approved => Ok(Some(approval)),
@@ -118,10 +116,7 @@ impl Approvals {
         };
         let (approval, hash) = self.store.hold_write(&held).await?;
         if hash != held.request_hash {
-            return Err(WalletOpsError::IdempotentBodyMismatch(format!(
-                "Idempotency-Key {} was used with a different request; use a new key",
-                held.idempotency_key
-            )));
+            return Err(body_mismatch(held.idempotency_key));
         }
         crate::metrics::approval("held");
         tracing::info!(approval = %approval.id, chain = %approval.chain, asset = %approval.asset, "write held for approval");

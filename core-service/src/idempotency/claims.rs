@@ -105,10 +105,7 @@ impl Idempotency {
             return Ok(None);
         };
         if stored.request_hash != claim.request_hash {
-            return Err(WalletOpsError::IdempotentBodyMismatch(format!(
-                "Idempotency-Key {} was used with a different request; use a new key",
-                claim.key
-            )));
+            return Err(super::body_mismatch(claim.key));
         }
         match (stored.state, stored.response, stored.transaction_id) {
             (ClaimState::Succeeded, Some(response), _) => Ok(Some(Prior::Replay(response))),

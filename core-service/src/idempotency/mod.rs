@@ -72,6 +72,13 @@ impl From<Uuid> for IdempotencyKey {
     }
 }
 
+/// The refusal of a request under an Idempotency-Key `key` that stands for another request.
+pub(crate) fn body_mismatch(key: Uuid) -> WalletOpsError {
+    WalletOpsError::IdempotentBodyMismatch(format!(
+        "Idempotency-Key {key} was used with a different request; use a new key"
+    ))
+}
+
 /// What a failed claim records of the `error` its request answered with.
 pub(crate) fn failure_detail(error: &WalletOpsError) -> String {
     format!("{}: {error}", error.code())

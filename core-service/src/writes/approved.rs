@@ -11,7 +11,7 @@ use chrono::Utc;
 use super::{Gate, Write, Written};
 use crate::{
     Core,
-    auth::{Caller, Credential},
+    auth::{Caller, Credential, KeyState},
     domain::{Approval, Scopes},
     error::{Result, WalletOpsError},
     idempotency::IdempotencyKey,
@@ -107,7 +107,7 @@ impl Core {
             .into_iter()
             .find(|k| k.id == approval.key_id);
         Ok(match key {
-            Some(key) if key.revoked_at.is_none() && key.expires_at.is_none_or(|t| t > now) => {
+            Some(key) if matches!(key.state(now), KeyState::Active | KeyState::ExpiringSoon) => {
                 Ok(Caller {
                     user_id: approval.user_id,
                     scopes: Scopes::ALL,
