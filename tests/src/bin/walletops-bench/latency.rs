@@ -9,7 +9,10 @@ use anyhow::{bail, ensure};
 use serde_json::{Value, json};
 use walletops_tests::anvil::Anvil;
 
-use crate::sends::{AMOUNT_WEI, RECIPIENT, Sender, presigned};
+use crate::{
+    report::rank,
+    sends::{AMOUNT_WEI, RECIPIENT, Sender, presigned},
+};
 
 /// Untimed pairs before measuring.
 pub(crate) const WARMUP: u64 = 10;
@@ -25,14 +28,9 @@ impl Spread {
     /// Nearest-rank p50 and p99 of `samples`.
     pub(crate) fn of(mut samples: Vec<Duration>) -> Self {
         samples.sort_unstable();
-        let rank = |p: f64| {
-            let n = samples.len();
-            let idx = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
-            samples[idx]
-        };
         Self {
-            p50: rank(0.5),
-            p99: rank(0.99),
+            p50: rank(&samples, 0.5),
+            p99: rank(&samples, 0.99),
         }
     }
 }

@@ -37,6 +37,12 @@ pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// The nearest-rank `p` percentile (0 to 1) of `sorted`, which is not empty.
+pub(crate) fn rank(sorted: &[Duration], p: f64) -> Duration {
+    let n = sorted.len();
+    sorted[((p * n as f64).ceil() as usize).clamp(1, n) - 1]
+}
+
 /// `total` per send, in milliseconds.
 fn ms_per_send(total: Option<Duration>, sends: u64) -> Option<f64> {
     total.map(|t| ms(t) / sends as f64)
@@ -143,14 +149,9 @@ impl Latency {
     /// Nearest-rank median and p95 of `samples`.
     pub(crate) fn of(mut samples: Vec<Duration>) -> Self {
         samples.sort_unstable();
-        let rank = |p: f64| {
-            let n = samples.len();
-            let idx = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
-            samples[idx]
-        };
         Self {
-            median: rank(0.5),
-            p95: rank(0.95),
+            median: rank(&samples, 0.5),
+            p95: rank(&samples, 0.95),
         }
     }
 
