@@ -48,7 +48,7 @@ async fn max_seq<C: ConnectionTrait>(conn: &C) -> Result<i64> {
 }
 
 impl Store {
-    /// Notes, in `conn`'s transaction and one INSERT, that each record `(id, user, chain)`
+    /// Notes, in `conn`'s transaction and a few INSERTs, that each record `(id, user, chain)`
     /// of `records` entered `status`.
     pub(crate) async fn insert_events<C: ConnectionTrait>(
         &self,
@@ -75,12 +75,11 @@ impl Store {
                 created_at: Set(now),
             })
             .collect();
-        if rows.is_empty() {
-            return Ok(());
+        for run in super::in_cached_shapes(rows) {
+            events::Entity::insert_many(run)
+                .exec_without_returning(conn)
+                .await?;
         }
-        events::Entity::insert_many(rows)
-            .exec_without_returning(conn)
-            .await?;
         Ok(())
     }
 

@@ -132,8 +132,9 @@ impl Store {
             .is_empty())
     }
 
-    /// Inserts claims with one INSERT, as `insert_idempotency_key` does one; returns the
-    /// `(user, key)`s that were inserted. Of rows with the same key, at most one inserts.
+    /// Inserts claims in a few INSERTs (`in_cached_shapes`), as `insert_idempotency_key` does
+    /// one; returns the `(user, key)`s that were inserted. Of rows with the same key, at most
+    /// one inserts.
     pub(crate) async fn insert_idempotency_keys<C: ConnectionTrait>(
         &self,
         conn: &C,
@@ -157,14 +158,17 @@ impl Store {
                 expires_at: Set(row.claim.expires_at),
             });
         }
-        let inserted = keys::Entity::insert_many(models)
-            .on_conflict_do_nothing()
-            .exec_with_returning_keys(conn)
-            .await?;
-        Ok(match inserted {
-            TryInsertResult::Inserted(keys) => keys.into_iter().collect(),
-            TryInsertResult::Empty | TryInsertResult::Conflicted => HashSet::new(),
-        })
+        let mut won = HashSet::new();
+        for run in super::in_cached_shapes(models) {
+            let inserted = keys::Entity::insert_many(run)
+                .on_conflict_do_nothing()
+                .exec_with_returning_keys(conn)
+                .await?;
+            if let TryInsertResult::Inserted(keys) = inserted {
+                won.extend(keys);
+            }
+        }
+        Ok(won)
     }
 
     /// Replaces the stored response of the claim that `claim`'s request committed with

@@ -227,6 +227,31 @@ fn redact(url: &str) -> String {
     format!("{base}?{}", params.join("&"))
 }
 
+/// The most rows one multi-row INSERT takes (64 rows of the widest table stay far under
+/// SQLite's 32,766 parameters).
+const MOST_ROWS: usize = 64;
+
+/// `rows` cut into runs whose lengths are powers of two, longest first (13 rows: 8, 4, 1),
+/// none longer than `MOST_ROWS`. A multi-row INSERT's text depends on its row count: one per
+/// batch size, the connections' statement caches missed and SQLite prepared (PostgreSQL
+/// parsed and planned) almost one statement per send. In runs like these, a table has seven
+/// statement shapes, each prepared once per connection.
+pub(crate) fn in_cached_shapes<T>(rows: Vec<T>) -> Vec<Vec<T>> {
+    let mut runs = Vec::new();
+    let mut rows = rows.into_iter();
+    let mut left = rows.len();
+    while left > 0 {
+        let run = if left >= MOST_ROWS {
+            MOST_ROWS
+        } else {
+            1 << left.ilog2()
+        };
+        runs.push(rows.by_ref().take(run).collect());
+        left -= run;
+    }
+    runs
+}
+
 /// Whether `err` is a unique-constraint violation (a lost race for a unique row).
 pub(crate) fn is_unique_violation(err: &DbErr) -> bool {
     matches!(
@@ -237,6 +262,27 @@ pub(crate) fn is_unique_violation(err: &DbErr) -> bool {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    #[test]
+    fn rows_go_in_runs_of_powers_of_two() {
+        let lengths = |n: usize| -> Vec<usize> {
+            super::in_cached_shapes((0..n).collect())
+                .iter()
+                .map(Vec::len)
+                .collect()
+        };
+        assert!(lengths(0).is_empty());
+        assert_eq!(lengths(1), [1]);
+        assert_eq!(lengths(13), [8, 4, 1]);
+        assert_eq!(lengths(64), [64]);
+        assert_eq!(lengths(200), [64, 64, 64, 8]);
+        let rows: Vec<usize> = super::in_cached_shapes((0..200).collect()).concat();
+        assert_eq!(
+            rows,
+            (0..200).collect::<Vec<_>>(),
+            "every row once, in order"
+        );
+    }
+
     #[test]
     fn redacts_passwords() {
         assert_eq!(

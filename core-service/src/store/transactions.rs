@@ -75,8 +75,9 @@ impl Store {
             .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("stored nothing")))
     }
 
-    /// Stores signed transactions with status `SUBMITTED` in one INSERT, inside the signing
-    /// transaction, and returns them as stored, in order.
+    /// Stores signed transactions with status `SUBMITTED` in a few INSERTs
+    /// (`in_cached_shapes`), inside the signing transaction, and returns them as stored, in
+    /// order.
     pub(crate) async fn insert_transactions<C: ConnectionTrait>(
         &self,
         conn: &C,
@@ -123,14 +124,15 @@ impl Store {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        txs::Entity::insert_many(
-            models
-                .iter()
-                .cloned()
-                .map(IntoActiveModel::into_active_model),
-        )
-        .exec_without_returning(conn)
-        .await?;
+        for run in super::in_cached_shapes(models.iter().collect()) {
+            txs::Entity::insert_many(
+                run.into_iter()
+                    .cloned()
+                    .map(IntoActiveModel::into_active_model),
+            )
+            .exec_without_returning(conn)
+            .await?;
+        }
         let about = models.iter().map(|m| (m.id, m.user_id, m.chain.clone()));
         self.insert_events(conn, about, TxStatus::Submitted).await?;
         models.into_iter().map(TryInto::try_into).collect()
@@ -192,22 +194,24 @@ impl Store {
     }
 
     /// Notes that the current payloads of `ids` were sent to the node by `at`, and ends the
-    /// holds of their requests on them: one UPDATE.
+    /// holds of their requests on them: an UPDATE a run of `in_cached_shapes`.
     pub(crate) async fn record_broadcasts(&self, ids: &[Uuid], at: DateTime<Utc>) -> Result<()> {
-        txs::Entity::update_many()
-            .col_expr(txs::Column::LastBroadcastAt, Expr::value(at))
-            .col_expr(
-                txs::Column::LeaseUntil,
-                Expr::case(
-                    txs::Column::LeaseOwner.eq(REQUEST_HOLD),
-                    Expr::value(Option::<DateTime<Utc>>::None),
+        for run in super::in_cached_shapes(ids.to_vec()) {
+            txs::Entity::update_many()
+                .col_expr(txs::Column::LastBroadcastAt, Expr::value(at))
+                .col_expr(
+                    txs::Column::LeaseUntil,
+                    Expr::case(
+                        txs::Column::LeaseOwner.eq(REQUEST_HOLD),
+                        Expr::value(Option::<DateTime<Utc>>::None),
+                    )
+                    .finally(Expr::col(txs::Column::LeaseUntil))
+                    .into(),
                 )
-                .finally(Expr::col(txs::Column::LeaseUntil))
-                .into(),
-            )
-            .filter(txs::Column::Id.is_in(ids.iter().copied()))
-            .exec(self.db())
-            .await?;
+                .filter(txs::Column::Id.is_in(run))
+                .exec(self.db())
+                .await?;
+        }
         Ok(())
     }
 

@@ -292,9 +292,8 @@ impl Store {
                 });
             }
         }
-        // Bound the statement's parameters (SQLite allows 32766).
-        for chunk in rows.chunks(500) {
-            deliveries::Entity::insert_many(chunk.to_vec())
+        for run in super::in_cached_shapes(rows) {
+            deliveries::Entity::insert_many(run)
                 .exec_without_returning(conn)
                 .await?;
         }
