@@ -1,7 +1,10 @@
 //! A JSON-RPC gateway in front of a node, as hosted providers run them: it passes calls on,
 //! and can be told to fail, refuse or hold back what a provider's gateway may.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicU64, Ordering},
+};
 
 use serde_json::{Value, json};
 
@@ -47,6 +50,8 @@ pub struct Gateway {
     limits: Arc<Mutex<Limits>>,
     /// The raw transactions refused without being passed on, oldest first.
     refused: Arc<Mutex<Vec<String>>>,
+    /// HTTP requests received (a JSON-RPC batch is one).
+    requests: Arc<AtomicU64>,
 }
 
 impl Gateway {
@@ -105,9 +110,12 @@ impl Gateway {
             }
         };
         let max_batch = limits.clone();
+        let requests = Arc::new(AtomicU64::new(0));
+        let counted = requests.clone();
         let app = axum::Router::new().route(
             "/",
             axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+                counted.fetch_add(1, Ordering::Relaxed);
                 let one = one.clone();
                 let max_batch = max_batch.lock().expect("gateway limits").max_batch;
                 async move {
@@ -140,7 +148,13 @@ impl Gateway {
             sends,
             limits,
             refused,
+            requests,
         })
+    }
+
+    /// The HTTP requests received so far (a JSON-RPC batch counts once).
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 
     /// The gateway's JSON-RPC URL.

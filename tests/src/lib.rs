@@ -20,6 +20,7 @@ pub mod faults;
 pub mod gateway;
 mod grpc;
 pub mod mcp;
+pub mod metrics;
 mod paths;
 mod rest;
 mod service;

@@ -41,6 +41,11 @@ pub const LANE_DEPTH: &str = "walletops_signing_lane_depth";
 pub const WEBHOOK_ATTEMPTS: &str = "walletops_webhook_attempts_total";
 /// How long webhook endpoints took to answer.
 pub const WEBHOOK_SECONDS: &str = "walletops_webhook_duration_seconds";
+/// Monitor sweeps, and how long each took.
+pub const SWEEP_SECONDS: &str = "walletops_monitor_sweep_duration_seconds";
+/// Records the monitor leased, by whether each needed calls of its own (`followed`: `full`,
+/// `waiting`).
+pub const RECORDS_SWEPT: &str = "walletops_monitor_records_swept_total";
 /// Writes held for approval and what became of them, by `outcome` (`held`, `approved`,
 /// `rejected`, `expired`, `submitted`, `failed`).
 pub const APPROVALS: &str = "walletops_approvals_total";
@@ -89,6 +94,15 @@ pub fn describe() {
     describe_counter!(
         IDEMPOTENT_REPLAYS,
         "writes answered with their idempotency key's stored response"
+    );
+    describe_histogram!(
+        SWEEP_SECONDS,
+        metrics::Unit::Seconds,
+        "time a monitor sweep took"
+    );
+    describe_counter!(
+        RECORDS_SWEPT,
+        "records the monitor swept, by whether each was followed with calls of its own (full) or waited with its wallet's nonces (waiting)"
     );
     describe_gauge!(LANE_DEPTH, "sends waiting in this core's signing lanes");
     describe_counter!(
@@ -157,6 +171,17 @@ pub(crate) fn idempotent_replay() {
 /// The sends waiting in this core's signing lanes changed by `change`.
 pub(crate) fn lane_depth(change: f64) {
     gauge!(LANE_DEPTH).increment(change);
+}
+
+/// A monitor sweep took `took`.
+pub(crate) fn swept(took: Duration) {
+    histogram!(SWEEP_SECONDS).record(took.as_secs_f64());
+}
+
+/// A sweep followed `full` records with calls of their own and let `waiting` wait.
+pub(crate) fn records_swept(full: usize, waiting: usize) {
+    counter!(RECORDS_SWEPT, "followed" => "full").increment(full as u64);
+    counter!(RECORDS_SWEPT, "followed" => "waiting").increment(waiting as u64);
 }
 
 /// A held write reached `outcome`.

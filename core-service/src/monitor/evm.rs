@@ -45,7 +45,7 @@ pub(super) enum Refusal<'a> {
 
 /// An EVM record's hash. Not one when the record's chain slug was redefined as another
 /// family since it was stored.
-fn hash_of(h: &TxHash) -> Result<B256> {
+pub(super) fn hash_of(h: &TxHash) -> Result<B256> {
     match h {
         TxHash::Evm(hash) => Ok(*hash),
         TxHash::Solana(_) => Err(WalletOpsError::Internal(anyhow::anyhow!(

@@ -37,12 +37,14 @@ use crate::{
 
 mod evm;
 mod solana;
+mod waiting;
 
 /// The history note of a record whose sends the node keeps answering without a verdict.
 const NO_VERDICT_NOTE: &str = "no verdict from the node yet (unreachable, or answering with errors that say nothing of the transaction); sent again each sweep";
 
-/// Records followed per sweep.
-const BATCH: u64 = 100;
+/// Records leased per sweep: most of a large backlog waits without a call of its own (see
+/// `waiting`), so a sweep takes many.
+const BATCH: u64 = 1000;
 /// Signed versions a Solana transfer gets at most. Once that many blockhashes have expired
 /// with none of its signatures seen, the record ends DROPPED instead of being signed again
 /// for ever (a node that keeps losing it, or answering its sends without a verdict): none of
@@ -95,6 +97,9 @@ pub struct Monitor {
     /// Since when this core has failed to follow each record: once that lasts a lease, the
     /// core gives the record up after each failure, for a core that can follow it.
     failing: Arc<Marks>,
+    /// When the node last showed it holds each record's one hash: for `waiting::HELD_FOR`
+    /// from then, the record's wallet nonces say enough of it.
+    held: Arc<Marks>,
     /// When this core last gave each record up: it leaves the record to the other cores for
     /// a lease. Taken back at its next sweep, a record whose follow fails slowly (a node
     /// that times out) would be free for a moment only, and rarely reach another core.
@@ -131,6 +136,13 @@ impl Marks {
 
     fn marked(&self, id: Uuid) -> bool {
         self.map().contains_key(&id)
+    }
+
+    /// Whether `id` was marked less than `period` ago.
+    fn within(&self, id: Uuid, period: chrono::Duration) -> bool {
+        self.map()
+            .get(&id)
+            .is_some_and(|at| Utc::now() - *at < period)
     }
 
     /// Whether `period` has passed since the time marked for `id` (or none is marked); if
@@ -172,6 +184,7 @@ impl Monitor {
             refused_since: Arc::default(),
             failing: Arc::default(),
             gave_up: Arc::default(),
+            held: Arc::default(),
         }
     }
 
@@ -187,9 +200,11 @@ impl Monitor {
                 _ = tick.tick() => {}
                 () = &mut stop => break,
             }
+            let started = std::time::Instant::now();
             if let Err(e) = self.sweep().await {
                 tracing::warn!(error = %e, "monitor sweep failed");
             }
+            crate::metrics::swept(started.elapsed());
             sweeps += 1;
             if sweeps.is_multiple_of(PURGE_EVERY)
                 && let Err(e) = self.idempotency.purge().await
@@ -225,12 +240,18 @@ impl Monitor {
                 &self.taken,
                 &self.refused_since,
                 &self.failing,
+                &self.held,
             ] {
                 marks.clear(*id);
             }
         }
         let leased = leased.records;
         let ids: Vec<Uuid> = leased.iter().map(|open| open.id).collect();
+        let waiting = self.waiting(&leased).await;
+        crate::metrics::records_swept(leased.len() - waiting.len(), waiting.len());
+        let leased = leased
+            .into_iter()
+            .filter(|open| !waiting.contains(&open.id));
         // Each record waits mostly on its node: several are followed at once.
         let follow_all = futures::stream::iter(leased)
             .map(|open| async move {
@@ -278,6 +299,7 @@ impl Monitor {
         self.taken.forget_before(horizon);
         self.refused_since.forget_before(horizon);
         self.failing.forget_before(horizon);
+        self.held.forget_before(now - waiting::HELD_FOR);
         // The final states of the sweep are written in one database transaction; when it
         // fails, the records are still open and leased to this core, and the next sweep
         // finds the same receipts.

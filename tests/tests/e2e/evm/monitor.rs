@@ -6,8 +6,13 @@ use alloy::{
     providers::Provider as _,
 };
 use anyhow::Context as _;
+use futures::StreamExt as _;
 use serde_json::Value;
-use walletops_tests::{Backend, on_both_backends, poll_until};
+use walletops_tests::{
+    Backend,
+    metrics::{monitor_sweeps, scrape_text},
+    on_both_backends, poll_until,
+};
 
 use super::{Evm, RECIPIENT, monitor_toml};
 
@@ -104,7 +109,64 @@ async fn records_wait_for_their_confirmations_and_follow_a_reorg(b: Backend) -> 
     Ok(())
 }
 
+/// Records held unmined in the backlog test.
+const BACKLOG: usize = 200;
+
+/// A backlog of records the node holds unmined costs it a few requests a sweep (the wallet's
+/// two nonces), not calls of each record's own; mined, every record settles.
+async fn a_waiting_backlog_costs_its_node_a_few_requests_a_sweep(b: Backend) -> anyhow::Result<()> {
+    let e = Evm::behind_gateway(
+        b,
+        &monitor_toml(3600),
+        &["--no-mining"],
+        &[("WALLETOPS_METRICS_ADDR", "127.0.0.1:0")],
+    )
+    .await?;
+    let sent = futures::stream::iter(0..BACKLOG)
+        .map(|_| e.send_native(RECIPIENT, "1"))
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    let ids: Vec<String> = sent
+        .into_iter()
+        .map(|r| r.map(|(id, _)| id))
+        .collect::<anyhow::Result<_>>()?;
+    let metrics_url = e.svc.metrics_url.clone().context("a metrics listener")?;
+    let sweeps =
+        || async { Ok::<_, anyhow::Error>(monitor_sweeps(&scrape_text(&metrics_url).await?)) };
+    // Once sweeps have found the backlog waiting twice over (the node asked once whether it
+    // holds each record), ten more sweeps.
+    poll_until("sweeps that find the backlog waiting", || async {
+        let [_, _, swept, full] = sweeps().await?;
+        Ok((swept - full >= 2.0 * BACKLOG as f64).then_some(()))
+    })
+    .await?;
+    let before = (sweeps().await?, e.gateway()?.requests());
+    let after = poll_until("ten more sweeps", || async {
+        let now = sweeps().await?;
+        Ok((now[0] >= before.0[0] + 10.0).then_some((now, e.gateway()?.requests())))
+    })
+    .await?;
+    let made = after.0[0] - before.0[0];
+    let requests = (after.1 - before.1) as f64 / made;
+    let swept = (after.0[2] - before.0[2]) / made;
+    let full = after.0[3] - before.0[3];
+    assert!(swept >= BACKLOG as f64, "{swept} records a sweep");
+    assert_eq!(full, 0.0, "no record needed calls of its own");
+    assert!(
+        requests <= (BACKLOG / 50) as f64,
+        "{requests} node requests a sweep for {BACKLOG} records"
+    );
+    e.anvil.mine().await?;
+    for id in &ids {
+        e.wait_for(id, "CONFIRMED").await?;
+    }
+    assert_eq!(e.anvil.nonce(e.wallet).await?, BACKLOG as u64);
+    Ok(())
+}
+
 on_both_backends!(
     lost_transactions_are_rebroadcast,
     records_wait_for_their_confirmations_and_follow_a_reorg,
+    a_waiting_backlog_costs_its_node_a_few_requests_a_sweep,
 );
