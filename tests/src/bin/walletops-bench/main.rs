@@ -14,6 +14,7 @@
 //! Exits non-zero when a send fails or the chain shows a nonce gap or a duplicate; a missed
 //! goal is only reported.
 
+mod backlog;
 mod cpu;
 mod drive;
 mod instructions;
@@ -43,7 +44,7 @@ use crate::{
     quotes::{AGGREGATOR_KEY, open_venue, quote_latency},
     reads::{TOKENS, balance_reads},
     report::{Memory, Report, SendRun, StoreRuns},
-    sends::{Sender, all_settled, raw_sends, walletops_sends},
+    sends::{Sender, all_settled, raw_sends, signing_floor, walletops_sends},
 };
 
 /// One ether in wei.
@@ -83,6 +84,16 @@ struct Args {
     /// Keep the callgrind profile of those sends in this file.
     #[arg(long)]
     callgrind_out: Option<std::path::PathBuf>,
+    /// Open records held unmined when the monitor's sweeps are measured, ascending; none:
+    /// skip.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    backlog: Vec<u64>,
+    /// Wallets the backlog is sent from.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    backlog_wallets: u64,
+    /// Seconds the monitor's sweeps are watched at each backlog.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    backlog_secs: u64,
     /// Seconds of each wrk run of the read load.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     load_secs: u64,
@@ -211,6 +222,8 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         args.reads,
     );
     println!("measuring {}", walletops_bin()?.display());
+    // Before anything else runs: the machine's own speed, for the CPU figures.
+    let signature = signing_floor(2000)?;
     // The same node for the raw sends and WalletOps'.
     let anvil = Anvil::start_with(MIXED_MINING).await?;
     anvil.install_multicall().await?;
@@ -335,6 +348,21 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         None
     };
 
+    let mut backlog = Vec::new();
+    if !args.backlog.is_empty() {
+        println!(
+            "monitor: backlogs of {:?} open records from {} wallets on an anvil that does not mine ...",
+            args.backlog, args.backlog_wallets
+        );
+        backlog = backlog::monitor_at_scale(
+            &args.backlog,
+            usize::try_from(args.backlog_wallets)?,
+            concurrency,
+            std::time::Duration::from_secs(args.backlog_secs),
+        )
+        .await?;
+    }
+
     println!("balance reads: deploying {TOKENS} tokens ...");
     let core = (
         WalletOpsServiceClient::new(svc.channel().await?),
@@ -372,6 +400,8 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         read_load,
         idle_cpu,
         instructions: instructions.map(|i| (i, args.callgrind_sends)),
+        signature,
+        backlog,
         memory: Memory {
             idle_mb,
             after_sends_mb,

@@ -5,7 +5,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::{cpu::CpuUse, latency::Spread, reads::TOKENS};
+use crate::{
+    backlog::{Backlog, LINEAR_GOAL, REQUESTS_PER_50_GOAL},
+    cpu::CpuUse,
+    latency::Spread,
+    reads::TOKENS,
+};
 
 /// The service's own CPU per REST send on SQLite, in ms.
 const CPU_PER_SEND_GOAL_MS: f64 = 0.20;
@@ -201,6 +206,11 @@ pub(crate) struct Report {
     pub(crate) idle_cpu: Option<f64>,
     /// Instructions per REST send on SQLite under callgrind, and over how many sends.
     pub(crate) instructions: Option<(f64, u64)>,
+    /// One send's signature in the bench's process: the floor of the service's CPU per send
+    /// on this machine.
+    pub(crate) signature: Duration,
+    /// The monitor's sweeps at each backlog of open records, smallest first.
+    pub(crate) backlog: Vec<Backlog>,
     pub(crate) memory: Memory,
 }
 
@@ -263,9 +273,12 @@ impl Report {
                 per(run.cpu.client),
             );
         }
+        let signature = ms(self.signature);
+        println!("one send's signature on this machine {signature:.3} ms (k256, in the bench)");
         if let Some(cpu) = self.sqlite.rest.service_ms() {
             println!(
-                "service CPU per REST send on SQLite {cpu:.3} ms (goal <= {CPU_PER_SEND_GOAL_MS} ms: {})",
+                "service CPU per REST send on SQLite {cpu:.3} ms, {:.1} signatures' time (goal <= {CPU_PER_SEND_GOAL_MS} ms: {})",
+                cpu / signature,
                 verdict(cpu <= CPU_PER_SEND_GOAL_MS)
             );
         }
@@ -305,6 +318,7 @@ impl Report {
             );
         }
         self.print_memory();
+        self.print_backlog();
         let read_ratio = self.all_tokens.median.as_secs_f64() / self.one_token.median.as_secs_f64();
         println!(
             "balance read 1 token   median {:>7.2} ms  p95 {:>7.2} ms; {TOKENS} tokens median {:.2} ms  p95 {:.2} ms",
@@ -364,6 +378,32 @@ impl Report {
         }
     }
 
+    fn print_backlog(&self) {
+        for backlog in &self.backlog {
+            println!("{}", backlog.line());
+        }
+        let (Some(least), Some(most)) = (self.backlog.first(), self.backlog.last()) else {
+            return;
+        };
+        let per_50 = most.requests_per_50();
+        println!(
+            "node requests a sweep per 50 records swept at {} open records {per_50:.2} (goal <= {REQUESTS_PER_50_GOAL}: {})",
+            most.open,
+            verdict(per_50 <= REQUESTS_PER_50_GOAL)
+        );
+        if let (Some(a), Some(b)) = (least.cpu_us, most.cpu_us)
+            && most.open > least.open
+        {
+            let growth = b / a;
+            println!(
+                "monitor CPU a record swept at {} over {} open records {growth:.2} (linear cost; goal <= {LINEAR_GOAL}: {})",
+                most.open,
+                least.open,
+                verdict(growth <= LINEAR_GOAL)
+            );
+        }
+    }
+
     /// Every figure, for `--json`.
     pub(crate) fn json(&self) -> Value {
         let (service, node) = self.low_load;
@@ -387,6 +427,8 @@ impl Report {
             },
             "idle_cpu_percent": self.idle_cpu,
             "instructions_per_rest_send": self.instructions.map(|(i, _)| i),
+            "signature_ms": ms(self.signature),
+            "monitor_backlog": self.backlog.iter().map(Backlog::json).collect::<Vec<_>>(),
             "memory_mb": {
                 "idle": self.memory.idle_mb,
                 "after_sends": self.memory.after_sends_mb,

@@ -188,6 +188,38 @@ pub(crate) async fn walletops_sends(
     })
 }
 
+/// What one send's signature costs on this machine, the floor of the service's CPU per send:
+/// an EIP-1559 transfer signed (k256, RFC 6979 nonce) and encoded as the service does each,
+/// averaged over `n` after a warm-up, in this process.
+pub(crate) fn signing_floor(n: u32) -> anyhow::Result<std::time::Duration> {
+    let signer = PrivateKeySigner::random();
+    let sign = |nonce: u64| -> anyhow::Result<usize> {
+        let tx = TxEip1559 {
+            chain_id: 31337,
+            nonce,
+            gas_limit: TRANSFER_GAS,
+            max_fee_per_gas: 2_000_000_000,
+            max_priority_fee_per_gas: 1_000_000_000,
+            to: TxKind::Call(RECIPIENT),
+            value: U256::from(AMOUNT_WEI),
+            access_list: Default::default(),
+            input: Default::default(),
+        };
+        let signature = signer.sign_hash_sync(&tx.signature_hash())?;
+        Ok(TxEnvelope::from(tx.into_signed(signature))
+            .encoded_2718()
+            .len())
+    };
+    for nonce in 0..100 {
+        sign(nonce)?;
+    }
+    let started = std::time::Instant::now();
+    for nonce in 0..u64::from(n) {
+        std::hint::black_box(sign(nonce)?);
+    }
+    Ok(started.elapsed() / n)
+}
+
 /// `n` transfers from a fresh funded key, signed and encoded as whole
 /// `eth_sendRawTransaction` request bodies before any clock starts: the key's address, the
 /// bodies, and the hashes the node should answer with.
