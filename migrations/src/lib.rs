@@ -22,6 +22,7 @@ mod m20261128_000015_transaction_events;
 mod m20261129_000016_webhooks;
 mod m20261130_000017_spend_limits;
 mod m20261201_000018_approvals;
+mod m20261202_000019_limited_keys;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -48,6 +49,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000016_webhooks::Migration),
             Box::new(m20261130_000017_spend_limits::Migration),
             Box::new(m20261201_000018_approvals::Migration),
+            Box::new(m20261202_000019_limited_keys::Migration),
         ]
     }
 }

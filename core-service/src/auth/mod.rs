@@ -55,6 +55,8 @@ pub enum Credential {
         prefix: String,
         /// When the key expires; `None`: never.
         expires_at: Option<DateTime<Utc>>,
+        /// Whether the key had ever had a spend limit when it was read (`ApiKey::limited`).
+        limited: bool,
     },
     /// A dashboard session: its user itself, with every scope.
     Session {
@@ -78,6 +80,13 @@ impl Caller {
             Credential::Key { expires_at, .. } => *expires_at,
             Credential::Session { .. } => None,
         }
+    }
+
+    /// Whether the caller's writes are held to spend limits and may have been held for
+    /// approval: a key that has had a limit. A limit set while a write of its key is under
+    /// way holds the key's writes authenticated after it.
+    pub fn limited(&self) -> bool {
+        matches!(self.credential, Credential::Key { limited: true, .. })
     }
 
     /// What the logs may say of the credential: a key's prefix, a session's id.
@@ -250,6 +259,7 @@ impl ApiKeys {
                 id: key.id,
                 prefix: key.prefix,
                 expires_at: key.expires_at,
+                limited: key.limited,
             },
         })
     }
@@ -396,6 +406,7 @@ mod tests {
             last_used_at: None,
             created_by: None,
             scopes: Scopes::ALL,
+            limited: false,
         }
     }
 

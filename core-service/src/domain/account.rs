@@ -40,6 +40,9 @@ pub struct ApiKey {
     pub created_by: Option<Uuid>,
     /// What the key may do.
     pub scopes: Scopes,
+    /// Whether the key has ever had a spend limit: one that never had has no limit to hold
+    /// its writes to and no held write.
+    pub limited: bool,
 }
 
 /// A dashboard session as stored; its token is not part of it.

@@ -49,6 +49,7 @@ impl From<api_keys::Model> for ApiKey {
             last_used_at: m.last_used_at,
             created_by: m.created_by,
             scopes,
+            limited: m.limited,
         }
     }
 }
@@ -112,6 +113,7 @@ impl Store {
             last_used_at: Set(None),
             created_by: Set(key.created_by),
             scopes: Set(key.scopes.to_string()),
+            limited: Set(false),
         };
         match row.insert(&txn).await {
             Ok(m) => {

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::{
     Store,
-    entities::{spend_limits as limits, spend_reservations as reservations},
+    entities::{api_keys, spend_limits as limits, spend_reservations as reservations},
 };
 use crate::{
     domain::{Spend, SpendLimit, SpendStanding},
@@ -69,9 +69,16 @@ async fn reserved_since<C: ConnectionTrait>(
 }
 
 impl Store {
-    /// Sets (or replaces) a key's limit on one asset of one chain.
+    /// Sets (or replaces) a key's limit on one asset of one chain, and marks the key limited
+    /// (for good) in the same transaction.
     pub(crate) async fn set_spend_limit(&self, limit: &SpendLimit) -> Result<()> {
         let now = Utc::now();
+        let txn = self.begin().await?;
+        api_keys::Entity::update_many()
+            .col_expr(api_keys::Column::Limited, Expr::value(true))
+            .filter(api_keys::Column::Id.eq(limit.key_id))
+            .exec(&txn)
+            .await?;
         limits::Entity::insert(limits::ActiveModel {
             key_id: Set(limit.key_id),
             chain: Set(limit.chain.clone()),
@@ -96,8 +103,9 @@ impl Store {
             ])
             .to_owned(),
         )
-        .exec_without_returning(self.db())
+        .exec_without_returning(&txn)
         .await?;
+        txn.commit().await?;
         Ok(())
     }
 
@@ -278,5 +286,55 @@ mod tests {
         assert_eq!(standing[0].left(), Some(U256::from(7u64)));
     }
 
-    on_both_backends!(a_record_that_moved_nothing_releases_its_reservation);
+    /// A key is limited from its first limit on, for good: its held writes outlive the limit.
+    async fn a_key_is_limited_from_its_first_limit_on(store: Store) {
+        let user = store.insert_user("alice").await.expect("user");
+        let made = store
+            .insert_api_key(
+                crate::store::NewApiKey {
+                    user_id: user.id,
+                    name: "agent".to_owned(),
+                    prefix: "lim1".to_owned(),
+                    secret_hash: "00".to_owned(),
+                    expires_at: None,
+                    created_by: None,
+                    scopes: crate::domain::Scopes::ALL,
+                },
+                10,
+                Utc::now(),
+            )
+            .await
+            .expect("stored")
+            .expect("prefix free");
+        let read = async || {
+            store
+                .find_api_key_by_prefix("lim1")
+                .await
+                .expect("read")
+                .expect("found")
+                .0
+                .limited
+        };
+        assert!(!made.limited && !read().await, "a new key has no limit");
+        let limit = SpendLimit {
+            key_id: made.id,
+            chain: "anvil".to_owned(),
+            asset: "native".to_owned(),
+            max_per_transaction: Some(U256::from(5u64)),
+            daily_budget: None,
+            approval_above: None,
+        };
+        store.set_spend_limit(&limit).await.expect("limit");
+        assert!(read().await, "limited once a limit is set");
+        store
+            .remove_spend_limit(made.id, "anvil", "native")
+            .await
+            .expect("removed");
+        assert!(read().await, "still limited once it is removed");
+    }
+
+    on_both_backends!(
+        a_record_that_moved_nothing_releases_its_reservation,
+        a_key_is_limited_from_its_first_limit_on,
+    );
 }

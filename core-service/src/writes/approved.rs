@@ -115,6 +115,7 @@ impl Core {
                         id: key.id,
                         prefix: key.prefix,
                         expires_at: key.expires_at,
+                        limited: key.limited,
                     },
                 })
             }

@@ -155,6 +155,7 @@ impl Core {
             Keyed::Fresh(ticket) => *ticket,
         };
         if gate == Gate::Thresholds
+            && caller.limited()
             && let Some(held) = self.approvals.held(&ticket.claim).await?
         {
             return Ok(Written::Held(Box::new(held)));
@@ -210,15 +211,18 @@ impl Core {
         R: WriteRequest,
         A: AsyncFnOnce(&R, &DelegatedWallet, &Ticket) -> Result<Submission>,
     {
-        // A key's writes are held against its limits; a dashboard session has none.
+        // A key's writes are held against its limits; a dashboard session has none, nor a
+        // key that never had one.
         let spend = match &step.caller.credential {
-            Credential::Key { id, .. } => request.moves().map(|(asset, amount)| Spend {
+            Credential::Key {
+                id, limited: true, ..
+            } => request.moves().map(|(asset, amount)| Spend {
                 key_id: *id,
                 chain: request.chain().slug().to_owned(),
                 asset,
                 amount,
             }),
-            Credential::Session { .. } => None,
+            Credential::Key { limited: false, .. } | Credential::Session { .. } => None,
         };
         let wallet = self
             .wallets

@@ -15,6 +15,7 @@ pub(crate) struct Model {
     pub(crate) last_used_at: Option<DateTimeUtc>,
     pub(crate) created_by: Option<Uuid>,
     pub(crate) scopes: String,
+    pub(crate) limited: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
