@@ -4,6 +4,7 @@
 //! comes within the request timeout, no payment is made twice, no nonce is skipped, no record
 //! is lost, and every record is final once the fault clears.
 
+mod broadcast;
 mod evm;
 mod solana;
 
