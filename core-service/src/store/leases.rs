@@ -61,10 +61,11 @@ impl Store {
     }
 
     /// Takes up to `limit` open transactions whose lease is free or expired for `owner`
-    /// until `until`, and returns them. The lease is one conditional UPDATE over the
-    /// candidates, so of several cores exactly one wins each record, and a dead core's lease
-    /// (or a dead request's hold) simply runs out. Never-leased records come first, then the ones leased longest ago:
-    /// with more open records than `limit`, every one is still followed in turn, instead of
+    /// until `until`, and returns them. The lease is a conditional UPDATE over the
+    /// candidates (one a run of `in_cached_shapes`), so of several cores exactly one wins each
+    /// record, and a dead core's lease (or a dead request's hold) simply runs out.
+    /// Never-leased records come first, then the ones leased longest ago: with more open
+    /// records than `limit`, every one is still followed in turn, instead of
     /// the oldest `limit` (say, sends queued behind a fee-capped one) every time. Records in
     /// `skip` are left to other cores.
     pub(crate) async fn lease_open_transactions(
@@ -104,14 +105,19 @@ impl Store {
             .filter(|(_, was)| was.is_some_and(|w| w != owner && w != REQUEST_HOLD))
             .map(|(id, _)| *id)
             .collect();
-        let mut leased = txs::Entity::update_many()
-            .col_expr(txs::Column::LeaseOwner, Expr::value(owner))
-            .col_expr(txs::Column::LeaseUntil, Expr::value(until))
-            .filter(txs::Column::Id.is_in(candidates.into_iter().map(|(id, _)| id)))
-            .filter(txs::Column::Status.is_in(open))
-            .filter(free)
-            .exec_with_returning(self.db())
-            .await?;
+        let mut leased = Vec::with_capacity(candidates.len());
+        for run in super::in_cached_shapes(candidates) {
+            leased.extend(
+                txs::Entity::update_many()
+                    .col_expr(txs::Column::LeaseOwner, Expr::value(owner))
+                    .col_expr(txs::Column::LeaseUntil, Expr::value(until))
+                    .filter(txs::Column::Id.is_in(run.into_iter().map(|(id, _)| id)))
+                    .filter(txs::Column::Status.is_in(open.clone()))
+                    .filter(free.clone())
+                    .exec_with_returning(self.db())
+                    .await?,
+            );
+        }
         leased.sort_by_key(|m| m.created_at);
         // One unreadable row (written by a newer version, say) must not stop the others
         // from being followed. It is set aside for a while, leased to nobody: leased to this
@@ -161,16 +167,20 @@ impl Store {
         if ids.is_empty() {
             return Ok(0);
         }
-        Ok(txs::Entity::update_many()
-            .col_expr(txs::Column::LeaseUntil, Expr::value(until))
-            .filter(txs::Column::Id.is_in(ids.iter().copied()))
-            .filter(txs::Column::LeaseOwner.eq(owner))
-            // A lease given up during the sweep stays given up.
-            .filter(txs::Column::LeaseUntil.is_not_null())
-            .filter(txs::Column::Status.is_in(open_statuses()))
-            .exec(self.db())
-            .await?
-            .rows_affected)
+        let mut kept = 0;
+        for run in super::in_cached_shapes(ids.to_vec()) {
+            kept += txs::Entity::update_many()
+                .col_expr(txs::Column::LeaseUntil, Expr::value(until))
+                .filter(txs::Column::Id.is_in(run))
+                .filter(txs::Column::LeaseOwner.eq(owner))
+                // A lease given up during the sweep stays given up.
+                .filter(txs::Column::LeaseUntil.is_not_null())
+                .filter(txs::Column::Status.is_in(open_statuses()))
+                .exec(self.db())
+                .await?
+                .rows_affected;
+        }
+        Ok(kept)
     }
 }
 
