@@ -19,6 +19,9 @@ pub(crate) struct Probe {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct CpuUse {
     pub(crate) walletops: Option<Duration>,
+    /// Of the service's, the part spent in the kernel (system time: sockets, the database's
+    /// file writes and syncs, waking threads).
+    pub(crate) walletops_kernel: Option<Duration>,
     /// The PostgreSQL server's processes (backends, WAL writer, checkpointer).
     pub(crate) store: Option<Duration>,
     pub(crate) anvil: Option<Duration>,
@@ -32,11 +35,22 @@ fn ticks(stat: &procfs::process::Stat) -> Duration {
 
 /// CPU time process `pid` has used so far (Linux `/proc`; `None` elsewhere).
 fn cpu_time(pid: Option<u32>) -> Option<Duration> {
-    let stat = procfs::process::Process::new(i32::try_from(pid?).ok()?)
+    Some(ticks(&stat_of(pid)?))
+}
+
+/// The part of it spent in the kernel.
+fn kernel_time(pid: Option<u32>) -> Option<Duration> {
+    let stat = stat_of(pid)?;
+    Some(Duration::from_secs_f64(
+        stat.stime as f64 / procfs::ticks_per_second() as f64,
+    ))
+}
+
+fn stat_of(pid: Option<u32>) -> Option<procfs::process::Stat> {
+    procfs::process::Process::new(i32::try_from(pid?).ok()?)
         .ok()?
         .stat()
-        .ok()?;
-    Some(ticks(&stat))
+        .ok()
 }
 
 /// CPU time every process named `postgres` on this machine has used so far, by pid: a
@@ -51,13 +65,18 @@ fn postgres_times() -> std::collections::HashMap<i32, Duration> {
         .collect()
 }
 
-/// Resident memory of process `pid` in MB (Linux `/proc`).
-pub(crate) fn rss_mb(pid: Option<u32>) -> Option<f64> {
+/// Resident memory of process `pid`, in MB: all of it, and the private (anonymous) part;
+/// the rest are pages of files mapped (the binary's code, the SQLite database's map), shared
+/// and given back whenever the kernel needs them (Linux `/proc`).
+pub(crate) fn rss_mb(pid: Option<u32>) -> Option<(f64, f64)> {
     let status = procfs::process::Process::new(i32::try_from(pid?).ok()?)
         .ok()?
         .status()
         .ok()?;
-    Some(status.vmrss? as f64 / 1024.0)
+    Some((
+        status.vmrss? as f64 / 1024.0,
+        status.rssanon? as f64 / 1024.0,
+    ))
 }
 
 impl Probe {
@@ -68,6 +87,7 @@ impl Probe {
                 cpu_time(self.walletops),
                 cpu_time(self.anvil),
                 cpu_time(self.client),
+                kernel_time(self.walletops),
             )
         };
         let store_before = self.postgres.then(postgres_times);
@@ -87,6 +107,7 @@ impl Probe {
         };
         let cpu = CpuUse {
             walletops: used(before.0, after.0),
+            walletops_kernel: used(before.3, after.3),
             store,
             anvil: used(before.1, after.1),
             client: used(before.2, after.2),

@@ -17,8 +17,10 @@ use crate::{
     sends::Sender,
 };
 
-/// Untimed sends before the counters are zeroed.
-const WARMUP: u64 = 10;
+/// Untimed sends before the counters are zeroed, at the run's concurrency: a long-running
+/// service has every pooled connection open and its statements prepared, which ten sends
+/// one at a time left to the measured ones.
+const WARMUP: u64 = 100;
 
 /// The newest callgrind dump in `dir`, and its total.
 fn dumped_total(dir: &Path) -> anyhow::Result<(std::path::PathBuf, u64)> {
@@ -99,9 +101,13 @@ pub(crate) async fn per_send(
         .fund_default_wallet(&api, alloy::primitives::U256::from(1000 * ETH))
         .await?;
     let sender = Sender::Rest(api);
-    for _ in 0..WARMUP {
-        sender.send().await?;
-    }
+    let warm = sender.clone();
+    let (_, results) = drive(WARMUP, concurrency, move |_| {
+        let sender = warm.clone();
+        async move { sender.send().await }
+    })
+    .await?;
+    all_ok(results, "warm-up sends")?;
     anvil
         .wait_for_nonce("the warm-up sends to be mined", wallet, WARMUP)
         .await?;
