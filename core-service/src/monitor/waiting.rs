@@ -7,7 +7,7 @@
 //! whose nonce is not mined yet (at or above the mined count) while the node's pool holds
 //! something at it (below the pending count), sent and not stuck yet, has nothing to be done,
 //! as long as what the pool holds at its nonce is the record's own transaction. That is
-//! asked of the node (by hash) once every `HELD_FOR`: another transaction at the nonce (the
+//! asked of the node (by hash) once every `HELD_FOR` (30 s): another transaction at the nonce (the
 //! wallet's owner's, priced higher) is found within that. The calls of all wallets and
 //! records go out together (the RPC client batches calls that queue, see
 //! `chains::rpc_batch`), so a sweep of a thousand records of a hundred wallets costs a few
@@ -33,8 +33,10 @@ use crate::{
 /// A record that may be waiting: its id, nonce and one hash.
 type Candidate = (Uuid, u64, B256);
 
-/// How long the node's word that it holds a record's transaction is trusted.
-pub(super) const HELD_FOR: chrono::Duration = chrono::Duration::seconds(10);
+/// How long the node's word that it holds a record's transaction is trusted: half the default
+/// stuck time. Longer than a backlog of 10,000 takes to come round again (1,000 records a
+/// sweep), so most visits of a record cost nothing of its own.
+pub(super) const HELD_FOR: chrono::Duration = chrono::Duration::seconds(30);
 
 impl Monitor {
     /// The ids of the records of `leased` that are waiting as they should (see the module

@@ -361,11 +361,13 @@ impl EvmClient {
         .await
     }
 
-    /// Whether the node knows `hash` (in its pool or mined).
+    /// Whether the node knows `hash` (in its pool or mined). The transaction itself is not
+    /// decoded: the monitor asks this of a backlog's records by the thousand.
     pub async fn knows(&self, hash: B256) -> Result<bool, WalletOpsError> {
-        let tx = timed(
+        let tx: Option<serde::de::IgnoredAny> = timed(
             "read a transaction",
-            self.provider.get_transaction_by_hash(hash).into_future(),
+            self.provider
+                .raw_request("eth_getTransactionByHash".into(), (hash,)),
         )
         .await?;
         Ok(tx.is_some())
