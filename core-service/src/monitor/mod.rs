@@ -247,35 +247,40 @@ impl Monitor {
         }
         let leased = leased.records;
         let ids: Vec<Uuid> = leased.iter().map(|open| open.id).collect();
-        let waiting = self.waiting(&leased).await;
-        crate::metrics::records_swept(leased.len() - waiting.len(), waiting.len());
-        let leased = leased
-            .into_iter()
-            .filter(|open| !waiting.contains(&open.id));
-        // Each record waits mostly on its node: several are followed at once.
-        let follow_all = futures::stream::iter(leased)
-            .map(|open| async move {
-                let id = open.id;
-                match self.follow(open).await {
-                    Ok(settled) => {
-                        self.failing.clear(id);
-                        settled
-                    }
-                    Err(e) => {
-                        tracing::warn!(%id, error = %e, "following a transaction failed");
-                        if let WalletOpsError::WalletProviderError(why) = &e {
-                            self.note_provider_down(id, why).await;
+        // Each record waits mostly on its node: several are followed at once, those that are
+        // waiting as they should (see `waiting`) not at all.
+        let follow_all = async {
+            let waiting = self.waiting(&leased).await;
+            crate::metrics::records_swept(leased.len() - waiting.len(), waiting.len());
+            let followed = leased
+                .into_iter()
+                .filter(|open| !waiting.contains(&open.id));
+            futures::stream::iter(followed)
+                .map(|open| async move {
+                    let id = open.id;
+                    match self.follow(open).await {
+                        Ok(settled) => {
+                            self.failing.clear(id);
+                            settled
                         }
-                        self.give_up_if_failing(id, lease).await;
-                        None
+                        Err(e) => {
+                            tracing::warn!(%id, error = %e, "following a transaction failed");
+                            if let WalletOpsError::WalletProviderError(why) = &e {
+                                self.note_provider_down(id, why).await;
+                            }
+                            self.give_up_if_failing(id, lease).await;
+                            None
+                        }
                     }
-                }
-            })
-            .buffer_unordered(FOLLOWERS)
-            .filter_map(std::future::ready)
-            .collect::<Vec<Settlement>>();
-        // A sweep slowed by its nodes past the lease would let another core follow the same
-        // records at once: the lease is renewed every third of it while the sweep lasts.
+                })
+                .buffer_unordered(FOLLOWERS)
+                .filter_map(std::future::ready)
+                .collect::<Vec<Settlement>>()
+                .await
+        };
+        // A sweep slowed by its nodes past the lease (the wallets' nonces included) would let
+        // another core follow the same records at once: the lease is renewed every third of
+        // it while the sweep lasts.
         let settled = while_renewing(
             follow_all,
             lease.to_std().unwrap_or_default() / 3,
