@@ -25,7 +25,7 @@ use walletops_proto::v1 as pb;
 use crate::{
     Core,
     approvals::ToHold,
-    auth::{Caller, Credential},
+    auth::Caller,
     domain::{Approval, DelegatedWallet, Scope, Spend, Submission, WalletAddress},
     error::{Result, WalletOpsError},
     idempotency::{Canonical, IdempotencyKey, Keyed, Ticket},
@@ -213,17 +213,18 @@ impl Core {
     {
         // A key's writes are held against its limits; a dashboard session has none, nor a
         // key that never had one.
-        let spend = match &step.caller.credential {
-            Credential::Key {
-                id, limited: true, ..
-            } => request.moves().map(|(asset, amount)| Spend {
-                key_id: *id,
-                chain: request.chain().slug().to_owned(),
-                asset,
-                amount,
-            }),
-            Credential::Key { limited: false, .. } | Credential::Session { .. } => None,
-        };
+        let spend = step
+            .caller
+            .key_id()
+            .filter(|_| step.caller.limited())
+            .and_then(|key_id| {
+                request.moves().map(|(asset, amount)| Spend {
+                    key_id,
+                    chain: request.chain().slug().to_owned(),
+                    asset,
+                    amount,
+                })
+            });
         let wallet = self
             .wallets
             .resolve_delegated(

@@ -48,6 +48,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// mimalloc's `mi_option_arena_eager_commit` (its `mimalloc.h`; the crate names only the
 /// stable options).
+#[cfg(target_os = "linux")]
 const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 
 /// Arenas committed eagerly give freed memory back by a reset that leaves it resident until
@@ -55,11 +56,13 @@ const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 /// freed (27 MB private memory against 7.5 MB). Committed on demand, freed memory is
 /// decommitted. It must be set before the first allocation makes the first arena, which
 /// Rust's own start does before `main`: the loader runs this first.
+#[cfg(target_os = "linux")]
 extern "C" fn commit_arenas_on_demand() {
     // SAFETY: runs once, before any thread; mimalloc options are plain values.
     unsafe { libmimalloc_sys::mi_option_set(ARENA_EAGER_COMMIT, 0) };
 }
 
+#[cfg(target_os = "linux")]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static COMMIT_ARENAS_ON_DEMAND: extern "C" fn() = commit_arenas_on_demand;
