@@ -100,7 +100,8 @@ impl From<tonic::Status> for EdgeError {
 
 /// Whether `status` was made by the channel, the core never having answered it.
 fn from_transport(status: &tonic::Status) -> bool {
-    std::error::Error::source(status).is_some_and(|e| e.is::<tonic::transport::Error>())
+    std::iter::successors(std::error::Error::source(status), |e| e.source())
+        .any(|e| e.is::<tonic::transport::Error>())
         && status.code() == tonic::Code::Unknown
 }
 

@@ -24,7 +24,7 @@ use axum::{
     response::Response,
 };
 use tokio::net::TcpListener;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Endpoint;
 use tower::ServiceBuilder;
 use tower_http::{
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
@@ -67,10 +67,36 @@ pub struct CoreTls {
     pub identity: Option<(Vec<u8>, Vec<u8>)>,
 }
 
+/// How the edge reaches its core: a gRPC channel to a core elsewhere (`core_channel`), or
+/// the services of the core in this process, called without a connection between them.
+pub type CoreChannel = tower::util::BoxCloneSyncService<
+    http::Request<tonic::body::Body>,
+    http::Response<tonic::body::Body>,
+    CallFailed,
+>;
+
+/// Why a call to the core got no answer (the channel's error, a timeout). A type of its own
+/// rather than a boxed error: the gRPC clients' bound on their channel's error does not hold
+/// for a trait object inside an axum handler's future.
+#[derive(Debug)]
+pub struct CallFailed(pub tower::BoxError);
+
+impl std::fmt::Display for CallFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for CallFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
 /// A lazily connecting channel to the core at `url` (over TLS with `tls` when it is
 /// `https`), with a per-call `timeout`. Lazy, so the edge starts (and answers 503 in the
 /// contract's shape) while the core is still coming up.
-pub fn core_channel(url: &str, timeout: Duration, tls: &CoreTls) -> anyhow::Result<Channel> {
+pub fn core_channel(url: &str, timeout: Duration, tls: &CoreTls) -> anyhow::Result<CoreChannel> {
     use tonic::transport::{Certificate, ClientTlsConfig, Identity};
     let mut endpoint = Endpoint::from_shared(url.to_owned())?
         .timeout(timeout)
@@ -86,7 +112,10 @@ pub fn core_channel(url: &str, timeout: Duration, tls: &CoreTls) -> anyhow::Resu
         }
         endpoint = endpoint.tls_config(config)?;
     }
-    Ok(endpoint.connect_lazy())
+    Ok(CoreChannel::new(tower::ServiceExt::map_err(
+        endpoint.connect_lazy(),
+        |e| CallFailed(e.into()),
+    )))
 }
 
 /// Says which client a request came from (`x-client-address`, copied to the core's
@@ -143,7 +172,7 @@ async fn wrong_method(method: Method, uri: Uri) -> EdgeError {
 }
 
 /// The whole REST surface over `core`.
-pub fn router(core: Channel, config: &EdgeConfig) -> Router {
+pub fn router(core: CoreChannel, config: &EdgeConfig) -> Router {
     let v1 = routes::v1(core.clone());
     let x_request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     Router::new()

@@ -1,12 +1,10 @@
 //! The connections a gRPC listener serves: plain TCP, TLS over TCP (the handshake done in
 //! the connection's own task, under a timeout, so a stalled client holds no one up, with the
-//! certificate current when it arrives), and in-process pipes from the edge of the same
-//! process (no socket, nothing to encrypt). Every kind reports its peer the same way, so the
-//! client-address rule (`client`) sees them alike; an in-process peer is loopback.
+//! certificate current when it arrives). Both report their peer the same way, so the
+//! client-address rule (`client`) sees them alike.
 
 use std::{
     io,
-    net::{Ipv4Addr, SocketAddr},
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
@@ -15,18 +13,12 @@ use std::{
 
 use futures::Stream;
 use tokio::{
-    io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf},
+    io::{AsyncRead, AsyncWrite, ReadBuf},
     net::{TcpListener, TcpStream},
     sync::mpsc,
 };
-use tonic::transport::{
-    Channel, Endpoint,
-    server::{Connected, TcpConnectInfo},
-};
+use tonic::transport::server::{Connected, TcpConnectInfo};
 use walletops_tls::{ServerTls, TlsStream};
-
-/// How many bytes an in-process pipe buffers each way (a batch of requests or answers).
-const PIPE_BYTES: usize = 256 * 1024;
 
 /// Accepted connections waiting for the server.
 const BACKLOG: usize = 64;
@@ -35,52 +27,16 @@ const BACKLOG: usize = 64;
 pub(crate) enum Conn {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
-    InProcess(DuplexStream),
 }
 
-/// The server half of the in-process edge's connections to this core.
-#[derive(Debug)]
-pub struct InProcess(mpsc::Receiver<DuplexStream>);
-
-/// A channel to this process's core that needs no listener: each connection is a pipe the
-/// core's server (given the returned `InProcess`) serves like an accepted one.
-pub fn in_process_channel(timeout: Duration) -> (Channel, InProcess) {
-    let (tx, rx) = mpsc::channel(BACKLOG);
-    let connect = tower::service_fn(move |_: http::Uri| {
-        let tx = tx.clone();
-        async move {
-            let (client, server) = tokio::io::duplex(PIPE_BYTES);
-            tx.send(server)
-                .await
-                .map_err(|_| io::Error::new(io::ErrorKind::ConnectionRefused, "core stopped"))?;
-            Ok::<_, io::Error>(hyper_util::rt::TokioIo::new(client))
-        }
-    });
-    let channel = Endpoint::from_static("http://in-process.walletops")
-        .timeout(timeout)
-        .connect_with_connector_lazy(connect);
-    (channel, InProcess(rx))
-}
-
-/// Every connection of `listener` (through `tls` when set) and of `in_process`, until the
-/// server stops taking them.
+/// Every connection of `listener` (through `tls` when set), until the server stops taking
+/// them.
 pub(crate) fn incoming(
     listener: TcpListener,
     tls: Option<Arc<ServerTls>>,
     handshake_timeout: Duration,
-    in_process: Option<InProcess>,
 ) -> impl Stream<Item = io::Result<Conn>> {
     let (tx, rx) = mpsc::channel::<Conn>(BACKLOG);
-    if let Some(InProcess(mut pipes)) = in_process {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            while let Some(pipe) = pipes.recv().await {
-                if tx.send(Conn::InProcess(pipe)).await.is_err() {
-                    return;
-                }
-            }
-        });
-    }
     tokio::spawn(accept(listener, tls, handshake_timeout, tx));
     futures::stream::unfold(rx, |mut rx| async move {
         let conn = rx.recv().await?;
@@ -140,10 +96,6 @@ impl Connected for Conn {
         match self {
             Self::Plain(tcp) => tcp.connect_info(),
             Self::Tls(tls) => tls.get_ref().0.connect_info(),
-            Self::InProcess(_) => TcpConnectInfo {
-                local_addr: None,
-                remote_addr: Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
-            },
         }
     }
 }
@@ -158,10 +110,6 @@ macro_rules! each {
             }
             Conn::Tls(s) => {
                 let $io = Pin::new(s.as_mut());
-                $body
-            }
-            Conn::InProcess(s) => {
-                let $io = Pin::new(s);
                 $body
             }
         }
@@ -199,7 +147,6 @@ impl AsyncWrite for Conn {
         match self {
             Self::Plain(s) => s.is_write_vectored(),
             Self::Tls(s) => s.is_write_vectored(),
-            Self::InProcess(s) => s.is_write_vectored(),
         }
     }
 

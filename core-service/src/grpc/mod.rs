@@ -9,17 +9,21 @@ mod approvals;
 mod client;
 mod convert;
 mod dashboard;
+mod in_process;
 mod incoming;
 mod metered;
 pub mod status;
 mod wallet_ops;
 mod webhooks;
 
-use std::{future::Future, sync::Arc};
+use std::{convert::Infallible, future::Future, net::IpAddr, sync::Arc};
 
 use http::Request;
 use tokio::net::TcpListener;
-use tonic::transport::Server;
+use tonic::{
+    service::{Routes, RoutesBuilder},
+    transport::Server,
+};
 use tonic_health::{
     ServingStatus,
     pb::{
@@ -32,6 +36,7 @@ use tower_http::{
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
     trace::{DefaultOnFailure, TraceLayer},
 };
+use walletops_edge::{CallFailed, CoreChannel};
 use walletops_proto::{
     request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
     v1::{
@@ -48,7 +53,7 @@ pub use admin::AdminApi;
 pub use api_keys::ApiKeyApi;
 pub use approvals::ApprovalApi;
 pub use dashboard::DashboardApi;
-pub use incoming::{InProcess, in_process_channel};
+pub use in_process::in_process;
 pub use wallet_ops::WalletOpsApi;
 pub use webhooks::WebhookApi;
 
@@ -119,16 +124,46 @@ enum Surface {
     Admin,
 }
 
-/// A gRPC listener: its socket, TLS on it when configured, and, for the public services in
-/// a process that runs the edge too, the edge's in-process connections.
+/// A gRPC listener: its socket, and TLS on it when configured.
 #[derive(Debug)]
 pub struct Listener {
     /// The bound socket.
     pub tcp: TcpListener,
     /// TLS on the socket; none: plain HTTP/2.
     pub tls: Option<Arc<ServerTls>>,
-    /// Connections from the edge in this process.
-    pub in_process: Option<InProcess>,
+}
+
+/// The public services: what API keys and dashboard sessions call.
+fn add_public(core: &Core, routes: &mut RoutesBuilder) {
+    routes
+        .add_service(WalletOpsServiceServer::new(WalletOpsApi::new(core.clone())))
+        .add_service(ApiKeyServiceServer::new(ApiKeyApi::new(core.clone())))
+        .add_service(DashboardServiceServer::new(DashboardApi::new(core.clone())))
+        .add_service(WebhookServiceServer::new(WebhookApi::new(core.clone())))
+        .add_service(ApprovalServiceServer::new(ApprovalApi::new(core.clone())));
+}
+
+/// `routes` behind what every call passes through first, on a listener or from the edge in
+/// this process: the client's address, the request id, the call's span and its metrics.
+fn layered(routes: Routes, trusted: Vec<IpAddr>) -> CoreChannel {
+    CoreChannel::new(
+        ServiceBuilder::new()
+            .map_err(|never: Infallible| -> CallFailed { match never {} })
+            .map_response(|answer: http::Response<_>| answer.map(tonic::body::Body::new))
+            .map_request(move |req| client::resolve(req, &trusted))
+            .map_request(request_id::drop_malformed)
+            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuidV7))
+            .layer(PropagateRequestIdLayer::x_request_id())
+            .layer(
+                TraceLayer::new_for_grpc()
+                    .make_span_with(call_span)
+                    // A refused request is not a server failure; real internal errors are
+                    // logged where they are mapped to a status.
+                    .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+            )
+            .layer(metered::MeteredLayer)
+            .service(routes),
+    )
 }
 
 /// A record as `GET /tx/{id}` gives it, in JSON: the body of its webhook deliveries.
@@ -195,48 +230,24 @@ async fn serve_on(
     let timeout = core.config.request_timeout();
     let handshake_timeout = std::time::Duration::from_secs(core.config.header_read_timeout_secs);
     let trusted = core.config.trusted_proxies.clone();
-    let layers = ServiceBuilder::new()
-        .map_request(move |req| client::resolve(req, &trusted))
-        .map_request(request_id::drop_malformed)
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuidV7))
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(
-            TraceLayer::new_for_grpc()
-                .make_span_with(call_span)
-                // A refused request is not a server failure; real internal errors are logged
-                // where they are mapped to a status.
-                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
-        )
-        .layer(metered::MeteredLayer);
-    Server::builder()
-        .timeout(timeout)
-        .layer(layers)
+    let mut routes = Routes::builder();
+    routes
         .add_service(health_service)
         .add_service(reflection().build_v1()?)
-        .add_service(reflection().build_v1alpha()?)
-        .add_optional_service(
-            public.then(|| WalletOpsServiceServer::new(WalletOpsApi::new(core.clone()))),
-        )
-        .add_optional_service(
-            public.then(|| ApiKeyServiceServer::new(ApiKeyApi::new(core.clone()))),
-        )
-        .add_optional_service(
-            public.then(|| DashboardServiceServer::new(DashboardApi::new(core.clone()))),
-        )
-        .add_optional_service(
-            public.then(|| WebhookServiceServer::new(WebhookApi::new(core.clone()))),
-        )
-        .add_optional_service(
-            public.then(|| ApprovalServiceServer::new(ApprovalApi::new(core.clone()))),
-        )
-        .add_optional_service((!public).then(|| AdminServiceServer::new(AdminApi::new(core))))
+        .add_service(reflection().build_v1alpha()?);
+    if public {
+        add_public(&core, &mut routes);
+    } else {
+        routes.add_service(AdminServiceServer::new(AdminApi::new(core)));
+    }
+    Server::builder()
+        .timeout(timeout)
+        .layer(tower::layer::layer_fn(move |routes| {
+            layered(routes, trusted.clone())
+        }))
+        .add_routes(routes.routes())
         .serve_with_incoming_shutdown(
-            incoming::incoming(
-                listener.tcp,
-                listener.tls,
-                handshake_timeout,
-                listener.in_process,
-            ),
+            incoming::incoming(listener.tcp, listener.tls, handshake_timeout),
             async move {
                 shutdown.await;
                 // Load balancers and health watchers learn of the drain before the

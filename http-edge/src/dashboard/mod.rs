@@ -24,6 +24,7 @@ mod views;
 
 use std::net::SocketAddr;
 
+use crate::CoreChannel;
 use askama::Template;
 use axum::{
     Router,
@@ -34,10 +35,8 @@ use axum::{
     routing::get,
 };
 use axum_extra::extract::CookieJar;
-use tonic::{
-    metadata::{AsciiMetadataValue, MetadataKey},
-    transport::Channel,
-};
+use tonic::metadata::{AsciiMetadataValue, MetadataKey};
+
 use walletops_proto::{
     CLIENT_ADDRESS_HEADER, CSRF_TOKEN_HEADER, ErrorCode, SESSION_TOKEN_HEADER,
     request_id::REQUEST_ID_HEADER,
@@ -67,14 +66,14 @@ pub struct PeerAddr(pub SocketAddr);
 /// The dashboard's state: clients of the core, and how cookies are marked.
 #[derive(Clone, Debug)]
 pub(crate) struct Dashboard {
-    sessions: DashboardServiceClient<Channel>,
-    keys: ApiKeyServiceClient<Channel>,
-    approvals: ApprovalServiceClient<Channel>,
+    sessions: DashboardServiceClient<CoreChannel>,
+    keys: ApiKeyServiceClient<CoreChannel>,
+    approvals: ApprovalServiceClient<CoreChannel>,
     secure_cookies: bool,
 }
 
 /// The dashboard's routes over `core`; `secure_cookies` when it is reached over https.
-pub(crate) fn router(core: Channel, secure_cookies: bool) -> Router {
+pub(crate) fn router(core: CoreChannel, secure_cookies: bool) -> Router {
     let state = Dashboard {
         sessions: DashboardServiceClient::new(core.clone()),
         keys: ApiKeyServiceClient::new(core.clone()),

@@ -11,6 +11,7 @@
 mod inputs;
 pub(crate) mod stdio;
 
+use crate::CoreChannel;
 use axum::http::{HeaderMap, HeaderValue, request::Parts};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -27,7 +28,6 @@ use rmcp::{
     },
 };
 use serde::Serialize;
-use tonic::transport::Channel;
 use walletops_proto::{
     API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER,
     request_id::REQUEST_ID_HEADER,
@@ -53,9 +53,9 @@ use crate::{
 /// The tools, over a core.
 #[derive(Clone)]
 pub(crate) struct Tools {
-    core: WalletOpsServiceClient<Channel>,
-    keys: ApiKeyServiceClient<Channel>,
-    approvals: ApprovalServiceClient<Channel>,
+    core: WalletOpsServiceClient<CoreChannel>,
+    keys: ApiKeyServiceClient<CoreChannel>,
+    approvals: ApprovalServiceClient<CoreChannel>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -149,7 +149,7 @@ fn answer<T: Serialize>(result: Result<T, EdgeError>, headers: &HeaderMap) -> Ca
 
 #[tool_router]
 impl Tools {
-    fn new(core: Channel) -> Self {
+    fn new(core: CoreChannel) -> Self {
         Self {
             core: WalletOpsServiceClient::new(core.clone()),
             approvals: ApprovalServiceClient::new(core.clone()),
@@ -469,7 +469,7 @@ impl ServerHandler for Tools {
 }
 
 /// The MCP endpoint over `core`, for `/mcp`.
-pub(crate) fn service(core: Channel) -> StreamableHttpService<Tools, LocalSessionManager> {
+pub(crate) fn service(core: CoreChannel) -> StreamableHttpService<Tools, LocalSessionManager> {
     StreamableHttpService::new(
         move || Ok(Tools::new(core.clone())),
         LocalSessionManager::default().into(),

@@ -4,16 +4,15 @@
 
 use std::sync::Arc;
 
+use crate::CoreChannel;
 use axum::{
     Json,
     extract::{Path, State},
     http::{HeaderMap, StatusCode},
     routing::get,
 };
-use tonic::{
-    metadata::{AsciiMetadataValue, BinaryMetadataValue, MetadataKey},
-    transport::Channel,
-};
+use tonic::metadata::{AsciiMetadataValue, BinaryMetadataValue, MetadataKey};
+
 use utoipa_axum::{
     router::{OpenApiRouter, UtoipaMethodRouter},
     routes,
@@ -103,7 +102,7 @@ fn at(line: &str, route: UtoipaMethodRouter<Edge>) -> UtoipaMethodRouter<Edge> {
 
 /// The v1 routes over `core`; `openapi.json` serves their OpenAPI document, with `/api/v1`
 /// paths.
-pub(crate) fn v1(core: Channel) -> axum::Router {
+pub(crate) fn v1(core: CoreChannel) -> axum::Router {
     let (router, paths) = v1_routes().split_for_parts();
     router.with_state(Edge {
         webhooks: WebhookServiceClient::new(core.clone()),
@@ -122,9 +121,9 @@ pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
 /// The edge's state: a client of the core, and the OpenAPI document it serves.
 #[derive(Clone)]
 pub(crate) struct Edge {
-    core: WalletOpsServiceClient<Channel>,
-    webhooks: WebhookServiceClient<Channel>,
-    approvals: ApprovalServiceClient<Channel>,
+    core: WalletOpsServiceClient<CoreChannel>,
+    webhooks: WebhookServiceClient<CoreChannel>,
+    approvals: ApprovalServiceClient<CoreChannel>,
     doc: Arc<utoipa::openapi::OpenApi>,
 }
 

@@ -59,12 +59,6 @@ pub(crate) async fn run(mut config: Config, role: Role, print_key: bool) -> anyh
     };
     // Certificates are read again on SIGHUP.
     let mut reloadable = Vec::new();
-    // An edge beside its core reaches it through in-process pipes: no socket, no TLS.
-    let (mut channel, mut in_process) = (None, None);
-    if let Role::Both { .. } = role {
-        let (to_core, pipes) = walletops_core::grpc::in_process_channel(config.request_timeout());
-        (channel, in_process) = (Some(to_core), Some(pipes));
-    }
     let mut first_key = None;
     let mut stopping_core = None;
     if role.runs_core() {
@@ -74,7 +68,6 @@ pub(crate) async fn run(mut config: Config, role: Role, print_key: bool) -> anyh
                 dev: playground.is_some(),
                 playground: playground.as_mut(),
                 print_key,
-                in_process,
                 reloadable: &mut reloadable,
             },
             &stop_rx,
@@ -85,8 +78,12 @@ pub(crate) async fn run(mut config: Config, role: Role, print_key: bool) -> anyh
         stopping_core = Some(started.core);
     }
     if let Some(http) = http {
-        let (channel, core) = match channel {
-            Some(channel) => (channel, "the core in this process".to_owned()),
+        // An edge beside its core calls its services in this process: no socket, no TLS.
+        let (channel, core) = match &stopping_core {
+            Some(core) => (
+                walletops_core::grpc::in_process(core),
+                "the core in this process".to_owned(),
+            ),
             None => (
                 walletops_edge::core_channel(
                     &config.core_url,
@@ -136,8 +133,6 @@ struct Serving<'a> {
     print_key: bool,
     /// Run as the playground: a busy default metrics port falls back to a free one.
     dev: bool,
-    /// The in-process edge's connections.
-    in_process: Option<walletops_core::grpc::InProcess>,
     /// Where the listeners' TLS settings go, to be reloaded on SIGHUP.
     reloadable: &'a mut Vec<Arc<ServerTls>>,
 }
@@ -206,7 +201,6 @@ async fn start_core(
         let listener = Listener {
             tcp: admin,
             tls: tls.clone(),
-            in_process: None,
         };
         let core = core.clone();
         tasks.spawn(async move { walletops_core::grpc::serve_admin(core, listener, stop).await });
@@ -214,11 +208,7 @@ async fn start_core(
     let over = if tls.is_some() { " (TLS)" } else { "" };
     println!("gRPC listening on {grpc_addr}{over}");
     let stop = on_stop(stop_rx.clone());
-    let listener = Listener {
-        tcp: grpc,
-        tls,
-        in_process: serving.in_process,
-    };
+    let listener = Listener { tcp: grpc, tls };
     let serving = core.clone();
     tasks.spawn(async move { walletops_core::grpc::serve(serving, listener, stop).await });
     Ok(StartedCore { first_key, core })
@@ -260,7 +250,7 @@ fn core_tls(config: &Config) -> anyhow::Result<walletops_edge::CoreTls> {
 fn start_edge(
     http: TcpListener,
     config: &Config,
-    to_core: (tonic::transport::Channel, &str),
+    to_core: (walletops_edge::CoreChannel, &str),
     reloadable: &mut Vec<Arc<ServerTls>>,
     stop_rx: &watch::Receiver<bool>,
     tasks: &mut Tasks,
