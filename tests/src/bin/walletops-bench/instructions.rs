@@ -1,8 +1,9 @@
-//! Instructions per send: a service run under valgrind's callgrind (performance counters are
-//! not exposed on every machine, and instructions, unlike seconds, repeat from run to run on
-//! a noisy one). Its counters are zeroed after a warm-up, `n` REST sends are made and mined,
-//! and the count of every instruction the service executed meanwhile (its threads, the
-//! monitor's share included) is divided by `n`.
+//! Instructions per send and per cached read: a service run under valgrind's callgrind
+//! (performance counters are not exposed on every machine, and instructions, unlike seconds,
+//! repeat from run to run on a noisy one). Its counters are zeroed after a warm-up, `n` REST
+//! sends are made and mined, and the count of every instruction the service executed
+//! meanwhile (its threads, the monitor's share included) is divided by `n`; then the same for
+//! `n` cached `GET /api/v1/wallets/balances` reads.
 
 use std::{path::Path, process::Stdio};
 
@@ -54,15 +55,16 @@ async fn control(pid: u32, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Instructions the service executes per REST send on SQLite, over `n` sends at
-/// `concurrency` on `anvil`; the profile is copied to `keep` when given (read it with
+/// Instructions the service executes per REST send on SQLite, and per cached balance read
+/// over REST, over `n` of each at `concurrency` on `anvil`; the profiles are copied to `keep`
+/// (the sends') and `keep` with `.reads` added (read them with
 /// `callgrind_annotate --inclusive=yes`).
-pub(crate) async fn per_send(
+pub(crate) async fn per_send_and_read(
     anvil: &Anvil,
     n: u64,
     concurrency: usize,
     keep: Option<&Path>,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<(f64, f64)> {
     let valgrind = installed("valgrind", "valgrind").await?;
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("walletops.toml");
@@ -100,6 +102,7 @@ pub(crate) async fn per_send(
     let wallet = anvil
         .fund_default_wallet(&api, alloy::primitives::U256::from(1000 * ETH))
         .await?;
+    let reader = api.clone();
     let sender = Sender::Rest(api);
     let warm = sender.clone();
     let (_, results) = drive(WARMUP, concurrency, move |_| {
@@ -122,11 +125,37 @@ pub(crate) async fn per_send(
         .wait_for_nonce("the sends under callgrind to be mined", wallet, WARMUP + n)
         .await?;
     control(pid, &["-d"]).await?;
-    let (dump, total) = dumped_total(dir.path())?;
+    let (dump, sends) = dumped_total(dir.path())?;
+    keep_profile(&dump, keep, "")?;
+    // The first read fills the balance cache; the measured ones find it there.
+    read(&reader).await?;
+    control(pid, &["-z"]).await?;
+    let (_, results) = drive(n, concurrency, move |_| {
+        let reader = reader.clone();
+        async move { read(&reader).await }
+    })
+    .await?;
+    all_ok(results, "reads under callgrind")?;
+    control(pid, &["-d"]).await?;
+    let (dump, reads) = dumped_total(dir.path())?;
+    keep_profile(&dump, keep, ".reads")?;
     drop(launched);
+    Ok((sends as f64 / n as f64, reads as f64 / n as f64))
+}
+
+/// One cached balance read, which must succeed.
+async fn read(api: &Rest) -> anyhow::Result<()> {
+    let reply = api.get("/api/v1/wallets/balances?chain=anvil").await?;
+    ensure!(reply.status == 200, "a balance read failed: {}", reply.text);
+    Ok(())
+}
+
+/// Copies `dump` to `keep` with `suffix` added, when `keep` is given.
+fn keep_profile(dump: &Path, keep: Option<&Path>, suffix: &str) -> anyhow::Result<()> {
     if let Some(keep) = keep {
-        std::fs::copy(&dump, keep)
-            .with_context(|| format!("copying the profile to {}", keep.display()))?;
+        let mut to = keep.as_os_str().to_owned();
+        to.push(suffix);
+        std::fs::copy(dump, &to).with_context(|| format!("copying the profile to {to:?}"))?;
     }
-    Ok(total as f64 / n as f64)
+    Ok(())
 }

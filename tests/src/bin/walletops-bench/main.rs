@@ -78,7 +78,8 @@ struct Args {
     /// Idle keep-alive connections open on the REST listener when memory is read again.
     #[arg(long, default_value_t = 1000)]
     connections: usize,
-    /// REST sends made under callgrind for the instructions per send; 0: none.
+    /// REST sends (and cached reads) made under callgrind for the instructions per send (and
+    /// per read); 0: none.
     #[arg(long, default_value_t = 200)]
     callgrind_sends: u64,
     /// Keep the callgrind profile of those sends in this file.
@@ -335,11 +336,11 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
 
     let instructions = if args.callgrind_sends > 0 {
         println!(
-            "instructions: {} REST sends to a service under callgrind ...",
+            "instructions: {} REST sends and as many cached balance reads to a service under callgrind ...",
             args.callgrind_sends
         );
         Some(
-            instructions::per_send(
+            instructions::per_send_and_read(
                 &anvil,
                 args.callgrind_sends,
                 concurrency,
@@ -402,7 +403,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         low_load_sends: args.latency_sends,
         read_load,
         idle_cpu,
-        instructions: instructions.map(|i| (i, args.callgrind_sends)),
+        instructions: instructions.map(|(send, read)| (send, read, args.callgrind_sends)),
         signature,
         backlog,
         memory: Memory {
