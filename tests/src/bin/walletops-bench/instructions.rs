@@ -145,7 +145,7 @@ pub(crate) async fn per_send_and_read(
 
 /// One cached balance read, which must succeed.
 async fn read(api: &Rest) -> anyhow::Result<()> {
-    let reply = api.get("/api/v1/wallets/balances?chain=anvil").await?;
+    let reply = api.get("/wallets/balances?chain=anvil").await?;
     ensure!(reply.status == 200, "a balance read failed: {}", reply.text);
     Ok(())
 }
