@@ -3,7 +3,7 @@
 //! backlog size the service's monitor sweeps for a while, and its metrics say how many sweeps
 //! it made, how long they took and how many records they took up; with the gateway's count
 //! and the service's CPU that gives a sweep's wall time, node requests per sweep and CPU per
-//! record swept.
+//! record swept, in the steady state (after one pass of the monitor over the backlog).
 
 use std::{
     sync::atomic::{AtomicU64, Ordering},
@@ -199,6 +199,16 @@ pub(crate) async fn monitor_at_scale(
         .await?;
         let counters =
             || async { Ok::<_, anyhow::Error>(monitor_sweeps(&scrape_text(&metrics_url).await?)) };
+        // Watched in the steady state, once the monitor has swept every open record since the
+        // sends: a record's first visit leases it from nobody and asks the node whether it
+        // holds it, and the sends' own tail (events numbered, broadcast times written) falls
+        // in the same seconds. At 10,000 a 10 s window is about one pass, so every visit in
+        // it would be a first one; at 1,000, one in ten.
+        let swept_before = counters().await?[2];
+        poll_until("the monitor to sweep every open record once", || async {
+            Ok((counters().await?[2] - swept_before >= open as f64).then_some(()))
+        })
+        .await?;
         let before = (counters().await?, gateway.requests());
         let ((), cpu) = probe.measure(tokio::time::sleep(window)).await;
         let after = (counters().await?, gateway.requests());
