@@ -16,7 +16,7 @@ pub mod status;
 mod wallet_ops;
 mod webhooks;
 
-use std::{convert::Infallible, future::Future, net::IpAddr, sync::Arc};
+use std::{any::Any, convert::Infallible, future::Future, net::IpAddr, sync::Arc};
 
 use http::Request;
 use tokio::net::TcpListener;
@@ -33,6 +33,7 @@ use tonic_health::{
 };
 use tower::ServiceBuilder;
 use tower_http::{
+    catch_panic::CatchPanicLayer,
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
     trace::{DefaultOnFailure, TraceLayer},
 };
@@ -162,6 +163,12 @@ fn layered(routes: Routes, trusted: Vec<IpAddr>) -> CoreChannel {
                     .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
             )
             .layer(metered::MeteredLayer)
+            // A handler that panics answers INTERNAL (the panic itself is logged by the
+            // hook) rather than dropping the call: the edge in this process runs the handler
+            // in its connection's task, which the panic would otherwise end.
+            .layer(CatchPanicLayer::custom(|_: Box<dyn Any + Send>| {
+                tonic::Status::internal("internal error").into_http::<tonic::body::Body>()
+            }))
             .service(routes),
     )
 }

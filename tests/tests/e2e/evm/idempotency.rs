@@ -213,10 +213,32 @@ async fn a_write_that_timed_out_says_its_outcome_is_unknown_and_its_key_finds_it
     Ok(())
 }
 
+async fn a_write_whose_handler_panics_answers_internal_error_and_the_service_goes_on(
+    b: Backend,
+) -> anyhow::Result<()> {
+    // The edge in the same process runs the core's handler in its connection's task: a
+    // panic there must still give the caller an answer in the contract's shape.
+    let e = Evm::start_with_env(
+        b,
+        "",
+        &[],
+        &[("FAILPOINTS", "write-before-run=1*panic(a handler panics)")],
+    )
+    .await?;
+    let reply = e.keyed_send(&uuid::Uuid::new_v4().to_string(), "5").await?;
+    reply.assert_error(500, "INTERNAL_ERROR")?;
+    let next = e.keyed_send(&uuid::Uuid::new_v4().to_string(), "5").await?;
+    assert_eq!(next.status, 200, "{}", next.text);
+    e.wait_for(&submitted_id(&next)?, "CONFIRMED").await?;
+    e.assert_paid(1, 5).await?;
+    Ok(())
+}
+
 on_both_backends!(
     one_idempotency_key_gives_one_transaction,
     a_twin_refused_for_the_payment_its_key_made_answers_with_it,
     a_retry_gets_its_answer_even_after_the_wallet_is_withdrawn,
     keys_outlive_their_retention_only_while_their_transaction_is_open,
     a_write_that_timed_out_says_its_outcome_is_unknown_and_its_key_finds_it,
+    a_write_whose_handler_panics_answers_internal_error_and_the_service_goes_on,
 );
