@@ -106,6 +106,17 @@ async fn a_stuck_provider_transaction_is_replaced_once_the_provider_is_back(
         replaced["statusHistory"].to_string().contains("replaced"),
         "{replaced}"
     );
+    // The record names its replacement before sending it (stored before broadcast): mined
+    // sooner, the node would still hold only the first.
+    let second = replaced["hash"].clone();
+    poll_until("the replacement in the node's pool", || async {
+        let tx = linked
+            .anvil
+            .rpc("eth_getTransactionByHash", json!([second]))
+            .await?;
+        Ok((!tx.is_null()).then_some(()))
+    })
+    .await?;
     linked.anvil.rpc("evm_setAutomine", json!([true])).await?;
     linked.anvil.rpc("evm_mine", json!([])).await?;
     let done = linked.api().wait_for_status(&id, "CONFIRMED").await?;
