@@ -17,15 +17,14 @@ use crate::{
     balances::Balances,
     chains::{Registry, evm::EvmClients, solana::SolanaClients},
     config::Config,
-    domain::{DashboardSession, Scope, Scopes},
     error::{Result, WalletOpsError},
     idempotency::Idempotency,
+    limits::Limits,
     provider::Privy,
     quotes::Quotes,
     ratelimit::{Budget, RateLimiter},
     recovery::{evm::EvmRecovery, solana::SolanaRecovery},
     signer::{Keystore, LocalSigner, RoutedSigner, Signer},
-    store::Store,
     swaps::Swaps,
     trade::{Aggregators, HttpPolicy},
     transactions::Transactions,
@@ -33,6 +32,8 @@ use crate::{
     wallets::Wallets,
     webhooks::Webhooks,
 };
+use walletops_domain::{DashboardSession, Scope, Scopes};
+use walletops_store::Store;
 
 /// The service's shared state. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -47,6 +48,8 @@ pub struct Parts {
     pub store: Store,
     /// API keys.
     pub keys: ApiKeys,
+    /// Keys' spend limits, as their owner sets them.
+    pub limits: Limits,
     /// Dashboard sessions.
     pub sessions: Sessions,
     /// Per-user budgets.
@@ -158,6 +161,7 @@ impl Core {
         );
         Ok(Self(Arc::new(Parts {
             keys: ApiKeys::new(store.clone()),
+            limits: Limits::new(store.clone()),
             sessions: Sessions::new(store.clone()),
             limiter,
             webhooks: Webhooks::new(store.clone(), keystore.clone(), config.webhooks.clone()),

@@ -5,9 +5,9 @@
 use crate::{
     Core,
     auth::{ApiKeySecret, Expiration, sessions::Token},
-    domain::{ChainFamily, Scopes, User, Wallet},
     error::{Result, WalletOpsError},
 };
+use walletops_domain::{ChainFamily, Scopes, User, Wallet};
 
 /// Name of the user made on first start.
 pub const FIRST_USER: &str = "owner";
@@ -39,8 +39,8 @@ impl Core {
             None if self.store.count_users().await? > 0 => return Ok(None),
             None => match self.store.insert_user(FIRST_USER).await {
                 Ok(user) => user,
-                Err(WalletOpsError::InvalidInput(_)) => return Ok(None),
-                Err(e) => return Err(e),
+                Err(walletops_store::StoreError::UserNameTaken) => return Ok(None),
+                Err(e) => return Err(e.into()),
             },
         };
         let wallets = self.create_starter_wallets(user.id).await?;
@@ -68,10 +68,15 @@ impl Core {
         &self,
         name: &str,
         scopes: Scopes,
-    ) -> Result<(User, crate::domain::ApiKey, ApiKeySecret)> {
+    ) -> Result<(User, walletops_domain::ApiKey, ApiKeySecret)> {
         let name =
-            crate::domain::check_name(name).map_err(|e| WalletOpsError::invalid("name", e))?;
-        let user = self.store.insert_user(name).await?;
+            walletops_domain::check_name(name).map_err(|e| WalletOpsError::invalid("name", e))?;
+        let user = self.store.insert_user(name).await.map_err(|e| match e {
+            walletops_store::StoreError::UserNameTaken => {
+                WalletOpsError::invalid("name", format!("a user named {name:?} already exists"))
+            }
+            e => e.into(),
+        })?;
         let (key, secret) = self
             .keys
             .create(user.id, "first key", Expiration::Never, scopes, None)
@@ -84,7 +89,7 @@ impl Core {
     pub async fn create_starter_wallets(&self, user_id: uuid::Uuid) -> Result<Vec<Wallet>> {
         let mut wallets = Vec::new();
         for family in [ChainFamily::Evm, ChainFamily::Solana] {
-            let filter = |default_only| crate::domain::WalletFilter {
+            let filter = |default_only| walletops_domain::WalletFilter {
                 family: Some(family),
                 default_only,
                 automation_only: false,
@@ -107,6 +112,6 @@ impl Core {
 
     /// Every user, oldest first.
     pub async fn list_users(&self) -> Result<Vec<User>> {
-        self.store.list_users().await
+        Ok(self.store.list_users().await?)
     }
 }

@@ -12,12 +12,13 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 pub use crate::ratelimit::RateLimits;
-pub use crate::secret::Secret;
+pub use walletops_domain::secret::Secret;
 
 use crate::{
-    approvals::ApprovalsConfig, chains::ChainConfig, domain::Scopes, provider::ProviderConfig,
-    trade::TradeConfig, webhooks::WebhooksConfig,
+    approvals::ApprovalsConfig, chains::ChainConfig, provider::ProviderConfig, trade::TradeConfig,
+    webhooks::WebhooksConfig,
 };
+use walletops_domain::Scopes;
 
 /// `WALLETOPS_*` variables that are not options: the config file's path, the dev tools'
 /// locations, and the test harness's own (`WALLETOPS_TEST_*`, `WALLETOPS_BIN`).

@@ -214,20 +214,36 @@ impl WalletOpsError {
     }
 }
 
-impl From<sea_orm::DbErr> for WalletOpsError {
-    fn from(err: sea_orm::DbErr) -> Self {
-        Self::Internal(anyhow::Error::new(err).context("database"))
-    }
-}
+/// What a core still on a rotated-away master key is told.
+pub const ROTATED_AWAY: &str = "this core's master key is no longer the database's (it \
+    was rotated with `walletops keystore rotate`): restart the core with the new master key";
 
-impl<E> From<sea_orm::TransactionError<E>> for WalletOpsError
-where
-    E: Into<WalletOpsError> + std::error::Error,
-{
-    fn from(err: sea_orm::TransactionError<E>) -> Self {
+/// The store's outcomes in the callers' words. A refusal whose words depend on the request
+/// (a taken name, a full quota) is worded where the request is known, before this.
+impl From<walletops_store::StoreError> for WalletOpsError {
+    fn from(err: walletops_store::StoreError) -> Self {
+        use walletops_store::StoreError as E;
         match err {
-            sea_orm::TransactionError::Connection(db) => db.into(),
-            sea_orm::TransactionError::Transaction(inner) => inner.into(),
+            E::Database(db) => Self::Internal(anyhow::Error::new(db).context("database")),
+            E::Corrupt(e) => Self::Internal(e.context("database")),
+            E::NoSuchUser => Self::NotFound("no such user".to_owned()),
+            E::NoSuchWebhook(id) => Self::NotFound(format!("webhook {id}")),
+            E::UserNameTaken => Self::invalid("name", "a user of that name already exists"),
+            E::ProviderUserTaken => Self::invalid(
+                "providerUserId",
+                "that provider user is linked to another user already",
+            ),
+            E::Full(max) => Self::Forbidden(format!("at most {max} may be held: remove one first")),
+            E::MakerInactive => Self::Unauthorized("key revoked or expired"),
+            E::RotatedAway => Self::ServiceUnavailable(ROTATED_AWAY.to_owned()),
+            E::NoKeystoreCheck => Self::invalid(
+                "database",
+                "it has no keystore check yet: start a core on it first",
+            ),
+            E::CheckDoesNotOpen => Self::invalid(
+                "master_key",
+                "the current master key does not open this database: rotate with the key it was sealed under",
+            ),
         }
     }
 }

@@ -7,12 +7,9 @@ use std::{future::Future, time::Duration};
 
 use uuid::Uuid;
 
-use crate::{
-    domain::TransactionRecord,
-    error::WalletOpsError,
-    requests::WatchRequest,
-    store::{Store, TransactionEvent},
-};
+use crate::{error::WalletOpsError, requests::WatchRequest};
+use walletops_domain::TransactionRecord;
+use walletops_store::{Store, TransactionEvent};
 
 /// How often the sequencer looks for new events: the delay a watcher sees at most, beyond
 /// its own polling.
@@ -110,7 +107,10 @@ async fn feed(
 ) -> Result<(), WatchEnd> {
     let mut after = match req.after {
         Some(after) => after,
-        None => store.last_event_seq().await.map_err(WatchEnd::Failed)?,
+        None => store
+            .last_event_seq()
+            .await
+            .map_err(|e| WatchEnd::Failed(e.into()))?,
     };
     let filter = (req.transaction_id, req.chain.as_deref());
     let mut tick = tokio::time::interval(WATCH_EVERY);
@@ -123,12 +123,12 @@ async fn feed(
         let events = store
             .events_after(user_id, after, filter, WATCH_BATCH)
             .await
-            .map_err(WatchEnd::Failed)?;
+            .map_err(|e| WatchEnd::Failed(e.into()))?;
         for event in events {
             let record = store
                 .find_transaction(user_id, event.transaction_id)
                 .await
-                .map_err(WatchEnd::Failed)?;
+                .map_err(|e| WatchEnd::Failed(e.into()))?;
             let Some(record) = record else { continue };
             let seq = event.seq;
             match tx.send_timeout((event, record), slow_after).await {
@@ -145,7 +145,7 @@ async fn feed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::tests::{Backend, on_store};
+    use walletops_store::testing::{Backend, on_store};
 
     /// A watcher that reads nothing is cut off once its buffer has stayed full for
     /// `slow_after`: its memory stays bounded, what was buffered is still read, and the end

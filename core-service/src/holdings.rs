@@ -4,13 +4,8 @@
 use futures::future::join_all;
 use uuid::Uuid;
 
-use crate::{
-    Core,
-    balances::Balance,
-    chains::Chain,
-    domain::{Wallet, WalletFilter},
-    error::Result,
-};
+use crate::{Core, balances::Balance, chains::Chain, error::Result};
+use walletops_domain::{Wallet, WalletFilter};
 
 /// How long the page waits for one chain: a slow chain is shown as unavailable rather
 /// than holding the others.

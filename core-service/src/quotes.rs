@@ -9,11 +9,11 @@ use alloy::primitives::{Address, U256};
 
 use crate::{
     chains::evm::EvmClients,
-    domain::WalletAddress,
     error::{Result, WalletOpsError},
     requests::{QuoteRequest, TradePair},
     trade::{Aggregators, EvmChainId, NATIVE_TOKEN},
 };
+use walletops_domain::WalletAddress;
 
 /// A quote as the contract gives it.
 #[derive(Debug, Clone, PartialEq)]

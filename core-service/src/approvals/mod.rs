@@ -22,11 +22,11 @@ pub use config::ApprovalsConfig;
 
 use crate::{
     auth::{Caller, Credential},
-    domain::{Approval, ApprovalState, Decision, HeldWrite, Spend},
     error::{Result, WalletOpsError},
     idempotency::body_mismatch,
-    store::{NewClaim, Store},
 };
+use walletops_domain::{Approval, ApprovalState, Decision, HeldWrite, Spend};
+use walletops_store::{NewClaim, Store};
 
 /// The most approvals one list gives.
 pub const LIST_LIMIT: u64 = 200;
@@ -88,18 +88,10 @@ impl Approvals {
     /// the asset: the approval, or `None` when the write may go ahead. A write over the
     /// key's maximum per write is refused now, as it would be once approved.
     pub(crate) async fn hold_if_over(&self, what: ToHold<'_>) -> Result<Option<Approval>> {
-        let Some(limit) = self.store.spend_limit(what.spend).await? else {
+        let Some(threshold) = crate::limits::threshold_passed(&self.store, what.spend).await?
+        else {
             return Ok(None);
         };
-        let Some(threshold) = limit.approval_above else {
-            return Ok(None);
-        };
-        if what.spend.amount <= threshold {
-            return Ok(None);
-        }
-        if let Some(refusal) = limit.refuse_per_write(what.spend.amount) {
-            return Err(WalletOpsError::Forbidden(refusal));
-        }
         let held = HeldWrite {
             user_id: what.claim.user,
             key_id: what.spend.key_id,
@@ -142,7 +134,7 @@ impl Approvals {
         state: Option<ApprovalState>,
     ) -> Result<Vec<Approval>> {
         self.expire_due().await?;
-        self.store.approvals(user, key, state, LIST_LIMIT).await
+        Ok(self.store.approvals(user, key, state, LIST_LIMIT).await?)
     }
 
     /// The caller's approval `id` (a key's own only).

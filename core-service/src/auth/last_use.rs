@@ -14,7 +14,8 @@ use std::{
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
-use crate::{domain::ApiKey, store::Store};
+use walletops_domain::ApiKey;
+use walletops_store::Store;
 
 /// How precisely a key's last use is recorded.
 pub(super) const RESOLUTION: Duration = Duration::seconds(60);

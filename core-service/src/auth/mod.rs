@@ -7,7 +7,6 @@
 //! lookups: every request reads the key row, so a revocation holds on every core at once.
 
 mod last_use;
-mod limits;
 pub mod passwords;
 mod secret;
 pub mod sessions;
@@ -16,22 +15,20 @@ use chrono::{DateTime, Duration, Utc};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-pub use limits::{LimitText, limit_asset};
 pub use secret::{ApiKeySecret, VENDOR};
 pub use sessions::Sessions;
 
 use self::last_use::LastUses;
 use crate::{
-    domain::{ApiKey, Scope, Scopes, check_name},
     error::{Result, WalletOpsError},
     ratelimit::RateLimiter,
-    store::{NewApiKey, Store},
 };
+pub use walletops_domain::KeyState;
+use walletops_domain::{ApiKey, Scope, Scopes, check_name};
+use walletops_store::{NewApiKey, Store, StoreError};
 
 /// Most keys a user may hold that are neither revoked nor expired.
 pub const MAX_ACTIVE_KEYS: u64 = 10;
-/// A key this close to its expiry is reported as expiring soon.
-const EXPIRING_SOON: Duration = Duration::days(7);
 
 /// The authenticated caller of one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,31 +104,6 @@ impl Caller {
              made in the dashboard or with `walletops keys create --scopes`",
             self.scopes
         )))
-    }
-}
-
-/// A key's standing at a moment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyState {
-    /// Usable.
-    Active,
-    /// Usable, expiring within 7 days.
-    ExpiringSoon,
-    /// Past its expiry.
-    Expired,
-    /// Revoked.
-    Revoked,
-}
-
-impl ApiKey {
-    /// The key's standing at `now`.
-    pub fn state(&self, now: DateTime<Utc>) -> KeyState {
-        match (self.revoked_at, self.expires_at) {
-            (Some(_), _) => KeyState::Revoked,
-            (None, Some(exp)) if exp <= now => KeyState::Expired,
-            (None, Some(exp)) if exp - now <= EXPIRING_SOON => KeyState::ExpiringSoon,
-            _ => KeyState::Active,
-        }
     }
 }
 
@@ -343,7 +315,17 @@ impl ApiKeys {
                 created_by: new.created_by,
                 scopes: new.scopes,
             };
-            if let Some(key) = self.store.insert_api_key(new, max_active, now).await? {
+            let inserted = self
+                .store
+                .insert_api_key(new, max_active, now)
+                .await
+                .map_err(|e| match e {
+                    StoreError::Full(max) => WalletOpsError::Forbidden(format!(
+                        "a user may hold at most {max} active API keys; revoke one first"
+                    )),
+                    e => e.into(),
+                })?;
+            if let Some(key) = inserted {
                 return Ok((key, secret));
             }
         }
@@ -354,7 +336,7 @@ impl ApiKeys {
 
     /// Every key of `user_id`, newest first, revoked and expired ones included.
     pub async fn list(&self, user_id: Uuid) -> Result<Vec<ApiKey>> {
-        self.store.list_api_keys(user_id).await
+        Ok(self.store.list_api_keys(user_id).await?)
     }
 
     /// Revokes `user_id`'s key with id or prefix `id_or_prefix`, for good, with the keys made

@@ -17,11 +17,11 @@ use zeroize::Zeroizing;
 
 use super::passwords;
 use crate::{
-    domain::{DashboardSession, User},
     error::{Result, WalletOpsError},
     ratelimit::{FailureLimit, RateLimiter},
-    store::{NewSession, Store},
 };
+use walletops_domain::{DashboardSession, User};
+use walletops_store::{NewSession, Store};
 
 /// A session ends this long after its last request.
 pub const IDLE_TIMEOUT: Duration = Duration::minutes(30);
@@ -190,9 +190,14 @@ impl Sessions {
         Err(csrf_refused())
     }
 
+    /// The user session `session` is of.
+    pub async fn user_of(&self, session: &DashboardSession) -> Result<User> {
+        Ok(self.store.user_by_id(session.user_id).await?)
+    }
+
     /// Ends session `id` (sign-out).
     pub async fn end(&self, id: Uuid) -> Result<()> {
-        self.store.end_session(id, Utc::now()).await
+        Ok(self.store.end_session(id, Utc::now()).await?)
     }
 
     /// A new sign-in link's token for `user_id`, valid for `LINK_LIFETIME`.
@@ -233,7 +238,7 @@ impl Sessions {
     pub async fn set_password(&self, user_id: Uuid, password: &str) -> Result<()> {
         let password = passwords::check_new("password", password)?;
         let hash = passwords::hash(password).await?;
-        self.store.set_password(user_id, &hash, Utc::now()).await
+        Ok(self.store.set_password(user_id, &hash, Utc::now()).await?)
     }
 }
 

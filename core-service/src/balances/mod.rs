@@ -21,9 +21,9 @@ use crate::{
         evm::{EvmClients, TokenQuery},
         solana::{Holding, MintInfo, SolanaClients},
     },
-    domain::{ChainFamily, Wallet, WalletAddress},
     error::{Result, Violations, WalletOpsError},
 };
+use walletops_domain::{ChainFamily, Wallet, WalletAddress};
 
 /// How long a native balance is served from the cache.
 const NATIVE_TTL: Duration = Duration::from_secs(15);

@@ -5,10 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    domain::{ChainFamily, OpenTransaction, Submission},
-    error::WalletOpsError,
-};
+use crate::error::WalletOpsError;
+use walletops_domain::{ChainFamily, OpenTransaction, Submission};
 
 /// One chain the service can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]

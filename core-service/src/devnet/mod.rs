@@ -19,13 +19,8 @@ use tokio::{
     process::{Child, Command},
 };
 
-use crate::{
-    Config, Core,
-    bootstrap::FIRST_USER,
-    chains::ChainConfig,
-    domain::{ChainFamily, WalletFilter},
-    trade::LocalEvmAggregator,
-};
+use crate::{Config, Core, bootstrap::FIRST_USER, chains::ChainConfig, trade::LocalEvmAggregator};
+use walletops_domain::{ChainFamily, WalletFilter};
 
 mod samples;
 

@@ -11,7 +11,8 @@ use walletops_proto::{
 };
 
 use super::convert;
-use crate::{Core, domain::ChainFamily, error::WalletOpsError};
+use crate::{Core, error::WalletOpsError};
+use walletops_domain::ChainFamily;
 
 /// The gRPC face of `AdminService`.
 #[derive(Debug, Clone)]

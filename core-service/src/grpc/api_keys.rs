@@ -5,11 +5,8 @@ use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, api_key_service_server::ApiKeyService};
 
 use super::convert;
-use crate::{
-    Core,
-    auth::{Expiration, LimitText},
-    domain::Scope,
-};
+use crate::{Core, auth::Expiration, limits::LimitText};
+use walletops_domain::Scope;
 
 /// The gRPC face of `ApiKeyService`.
 #[derive(Debug, Clone)]
@@ -74,7 +71,7 @@ impl ApiKeyService for ApiKeyApi {
         let keys = self.core.keys.list(caller.user_id).await?;
         let mut api_keys = Vec::with_capacity(keys.len());
         for key in keys {
-            let limits = self.core.keys.limits_of(key.id).await?;
+            let limits = self.core.limits.of_key(key.id).await?;
             api_keys.push(convert::with_limits(convert::api_key(key, now), limits));
         }
         Ok(Response::new(pb::ListApiKeysResponse { api_keys }))
@@ -135,8 +132,8 @@ impl ApiKeyService for ApiKeyApi {
         };
         let limit = self
             .core
-            .keys
-            .set_spend_limit(caller.user_id, &req.key_id, chain, given)
+            .limits
+            .set(caller.user_id, &req.key_id, chain, given)
             .await?;
         tracing::info!(chain = %limit.chain, asset = %limit.asset, "spend limit set");
         Ok(Response::new(pb::SetSpendLimitResponse {
@@ -153,8 +150,8 @@ impl ApiKeyService for ApiKeyApi {
         let req = request.into_inner();
         let chain = crate::requests::chain(&self.core.chains, &req.chain)?;
         self.core
-            .keys
-            .remove_spend_limit(caller.user_id, &req.key_id, chain, &req.asset)
+            .limits
+            .remove(caller.user_id, &req.key_id, chain, &req.asset)
             .await?;
         Ok(Response::new(pb::RemoveSpendLimitResponse {
             api_key: Some(self.key_with_limits(caller.user_id, &req.key_id).await?),
@@ -169,7 +166,7 @@ impl ApiKeyApi {
         user_id: uuid::Uuid,
         id_or_prefix: &str,
     ) -> crate::error::Result<pb::ApiKey> {
-        let (key, limits) = self.core.keys.spend_limits(user_id, id_or_prefix).await?;
+        let (key, limits) = self.core.limits.of_owned_key(user_id, id_or_prefix).await?;
         Ok(convert::with_limits(
             convert::api_key(key, Utc::now()),
             limits,

@@ -8,10 +8,10 @@ use super::convert;
 use crate::{
     Core,
     auth::Credential,
-    domain::Scope,
     error::WalletOpsError,
     requests::{DecideRequest, approval_id, approval_state},
 };
+use walletops_domain::Scope;
 
 /// The gRPC face of `ApprovalService`.
 #[derive(Debug, Clone)]

@@ -6,14 +6,10 @@ use walletops_proto::{
     v1 as pb,
 };
 
-use crate::{
-    auth::KeyState,
-    chains::Registry,
-    domain::{
-        ApiKey, Approval, ApprovalState, Scope, Scopes, Submission, TransactionRecord, TxKind,
-        TxStatus, User, Wallet,
-    },
-    writes::Written,
+use crate::{auth::KeyState, chains::Registry, writes::Written};
+use walletops_domain::{
+    ApiKey, Approval, ApprovalState, Scope, Scopes, Submission, TransactionRecord, TxKind,
+    TxStatus, User, Wallet,
 };
 
 /// `t` to the millisecond, as the REST contract's ISO 8601 times are: both surfaces then
@@ -61,7 +57,7 @@ pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
 /// `key` with its spend limits.
 pub(crate) fn with_limits(
     mut key: pb::ApiKey,
-    limits: Vec<crate::domain::SpendStanding>,
+    limits: Vec<walletops_domain::SpendStanding>,
 ) -> pb::ApiKey {
     key.spend_limits = limits
         .into_iter()
@@ -196,7 +192,7 @@ pub(crate) fn user(u: User) -> pb::User {
     }
 }
 
-pub(crate) fn sync_report(r: crate::store::SyncReport) -> pb::SyncReport {
+pub(crate) fn sync_report(r: walletops_store::SyncReport) -> pb::SyncReport {
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     pb::SyncReport {
         added: count(r.added),

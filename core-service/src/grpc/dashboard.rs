@@ -7,9 +7,9 @@ use super::convert;
 use crate::{
     Core,
     auth::sessions::{Opened, csrf_token},
-    domain::{DashboardSession, Scope, User},
     requests::ListTransactionsRequest,
 };
+use walletops_domain::{DashboardSession, Scope, User};
 
 /// The gRPC face of `DashboardService`.
 #[derive(Debug, Clone)]
@@ -90,7 +90,7 @@ impl DashboardService for DashboardApi {
         request: Request<pb::GetSessionRequest>,
     ) -> Result<Response<pb::GetSessionResponse>, Status> {
         let (s, token) = self.core.session(request.metadata()).await?;
-        let user = self.core.store.user_by_id(s.user_id).await?;
+        let user = self.core.sessions.user_of(&s).await?;
         Ok(Response::new(pb::GetSessionResponse {
             session: Some(session(&user, &s, &token)),
         }))

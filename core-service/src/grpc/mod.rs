@@ -175,7 +175,7 @@ fn layered(routes: Routes, trusted: Vec<IpAddr>) -> CoreChannel {
 
 /// A record as `GET /tx/{id}` gives it, in JSON: the body of its webhook deliveries.
 pub fn transaction_json(
-    record: crate::domain::TransactionRecord,
+    record: walletops_domain::TransactionRecord,
     chains: &crate::chains::Registry,
 ) -> Vec<u8> {
     walletops_edge::transaction_json(convert::transaction(record, chains))

@@ -7,12 +7,12 @@ use walletops_proto::v1::{self as pb, wallet_ops_service_server::WalletOpsServic
 use super::convert;
 use crate::{
     Core,
-    domain::Scope,
     requests::{
         BalancesRequest, ListWalletsRequest, QuoteRequest, TransactionRequest, WatchRequest,
     },
     writes::Write,
 };
+use walletops_domain::Scope;
 
 /// The stream of `WatchTransactions`.
 type Watching = std::pin::Pin<

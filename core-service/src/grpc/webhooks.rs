@@ -7,9 +7,9 @@ use walletops_proto::v1::{self as pb, webhook_service_server::WebhookService};
 use super::convert::timestamp;
 use crate::{
     Core,
-    domain::{DeliveryState, Scope, WebhookDelivery, WebhookEndpoint},
     requests::{DeliveriesRequest, NewWebhook, ReplayRequest, webhook_id},
 };
+use walletops_domain::{DeliveryState, Scope, WebhookDelivery, WebhookEndpoint};
 
 /// The gRPC face of `WebhookService`.
 #[derive(Debug, Clone)]

@@ -7,11 +7,9 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::IdempotencyKey;
-use crate::{
-    domain::{ClaimState, Submission},
-    error::{Result, WalletOpsError},
-    store::{NewClaim, Store},
-};
+use crate::error::{Result, WalletOpsError};
+use walletops_domain::{ClaimState, Submission};
+use walletops_store::{NewClaim, Store};
 
 /// What a key already stands for.
 #[derive(Debug)]
@@ -41,7 +39,7 @@ pub struct Ticket {
 impl Ticket {
     /// Notes what the ticket's write moves, to be held against its key's limits when the
     /// claim is made.
-    pub fn set_spend(&mut self, spend: crate::domain::Spend) {
+    pub fn set_spend(&mut self, spend: walletops_domain::Spend) {
         self.claim.spend = Some(spend);
     }
 
@@ -132,10 +130,11 @@ impl Idempotency {
         if stored == response {
             return Ok(());
         }
-        self.store
+        Ok(self
+            .store
             .replace_claim_response(&ticket.claim, *id, response)
             .await
-            .map(drop)
+            .map(drop)?)
     }
 
     /// Records that the request failed with `error` before it claimed its key (before
@@ -151,7 +150,8 @@ impl Idempotency {
         }
         // Nothing can have reached the chain; the key is still recorded as used, unless a
         // concurrent twin holds it already.
-        self.store
+        Ok(self
+            .store
             .insert_idempotency_key(
                 self.store.db(),
                 &ticket.claim,
@@ -160,13 +160,14 @@ impl Idempotency {
                 None,
                 Some(super::failure_detail(error)),
             )
-            .await
+            .await?)
     }
 
     /// Deletes claims past their retention.
     pub async fn purge(&self) -> Result<u64> {
-        self.store
+        Ok(self
+            .store
             .purge_idempotency_keys(Utc::now(), self.keep())
-            .await
+            .await?)
     }
 }

@@ -3,7 +3,6 @@
 
 use std::collections::HashSet;
 
-use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::{
@@ -13,10 +12,10 @@ use super::{
 };
 use crate::{
     chains::Registry,
-    domain::{ClaimState, Submission},
     error::{Result, WalletOpsError},
-    store::{ClaimRow, NewClaim},
 };
+use walletops_domain::{ClaimState, Submission};
+use walletops_store::{ClaimRow, Conn, NewClaim, Txn};
 
 /// What a write's key stands for when the write arrives.
 #[derive(Debug)]
@@ -134,7 +133,7 @@ impl Idempotency {
     /// already (ascending indexes, each with the refusal to answer): the caller must not
     /// commit their records; `run` turns the refusal into the twin's answer. The EVM
     /// signing lanes claim a batch through it, a Solana write its one record.
-    pub(crate) async fn claim<C: ConnectionTrait>(
+    pub(crate) async fn claim<C: Conn>(
         &self,
         conn: &C,
         claims: &[(&NewClaim, Uuid, &Submission)],
@@ -158,7 +157,7 @@ impl Idempotency {
             }
             // In order: a batch's earlier writes of a key count against its later ones.
             if let Some(spend) = &claim.spend {
-                match self.store.reserve_spend(conn, spend, id).await {
+                match crate::limits::reserve(&self.store, conn, spend, id).await {
                     Ok(()) => {}
                     Err(e @ WalletOpsError::Forbidden(_)) => refused.push((i, e)),
                     Err(e) => return Err(e),
@@ -172,7 +171,7 @@ impl Idempotency {
     /// the claim commits with the signed transaction or not at all.
     pub(crate) async fn commit_with_claim(
         &self,
-        txn: sea_orm::DatabaseTransaction,
+        txn: Txn,
         ticket: &Ticket,
         id: Uuid,
         submission: &Submission,

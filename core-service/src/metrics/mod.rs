@@ -127,8 +127,25 @@ pub(crate) fn write_submitted(chain: &str, kind: &'static str) {
     counter!(WRITES_SUBMITTED, "chain" => chain.to_owned(), "kind" => kind).increment(1);
 }
 
+/// `open`, moved to `status` in a committed change: counted as settled when it ended, as
+/// fee-capped when it stopped at its cap. Called after the commit, so a change rolled back is
+/// never counted.
+pub(crate) fn settled(
+    open: &walletops_domain::OpenTransaction,
+    status: walletops_domain::TxStatus,
+) {
+    if status == open.status {
+        return;
+    }
+    if status == walletops_domain::TxStatus::FeeCapped {
+        fee_capped(&open.chain);
+    } else if status.is_final() {
+        write_settled(&open.chain, open.kind.as_str(), status.as_str());
+    }
+}
+
 /// A record of `kind` on `chain` ended `status`.
-pub(crate) fn write_settled(chain: &str, kind: &'static str, status: &'static str) {
+fn write_settled(chain: &str, kind: &'static str, status: &'static str) {
     counter!(WRITES_SETTLED, "chain" => chain.to_owned(), "kind" => kind, "status" => status)
         .increment(1);
 }
@@ -150,7 +167,7 @@ pub(crate) fn nonce_gap_filled(chain: &str) {
 }
 
 /// A record of `chain` reached the fee cap.
-pub(crate) fn fee_capped(chain: &str) {
+fn fee_capped(chain: &str) {
     counter!(FEE_CAPS, "chain" => chain.to_owned()).increment(1);
 }
 

@@ -9,10 +9,10 @@ use uuid::Uuid;
 use super::{Monitor, REFUSED_STUCK_TIMES, Settlement};
 use crate::{
     chains::evm::{BroadcastOutcome, Fees, Rejection},
-    domain::{ChainFamily, OpenTransaction, TxHash, TxKind, TxStatus},
     error::{Result, WalletOpsError},
     recovery::evm::{Ending, Resign, decode_payload, sender},
 };
+use walletops_domain::{ChainFamily, OpenTransaction, TxHash, TxKind, TxStatus};
 
 /// The final state a mined transaction's `receipt` gives its record.
 fn outcome_of(receipt: &alloy::rpc::types::TransactionReceipt) -> (TxStatus, Option<String>) {
@@ -217,7 +217,7 @@ impl Monitor {
     pub(super) async fn gap_filled_below(
         &self,
         chain: &crate::chains::Chain,
-        wallet: &crate::domain::DelegatedWallet,
+        wallet: &walletops_domain::DelegatedWallet,
         client: &crate::chains::evm::EvmClient,
         open: &OpenTransaction,
         from: alloy::primitives::Address,
@@ -249,7 +249,7 @@ impl Monitor {
     pub(super) async fn refused(
         &self,
         chain: &crate::chains::Chain,
-        wallet: &crate::domain::DelegatedWallet,
+        wallet: &walletops_domain::DelegatedWallet,
         client: &crate::chains::evm::EvmClient,
         open: &OpenTransaction,
         refusal: Refusal<'_>,
@@ -266,7 +266,7 @@ impl Monitor {
             if open.last_broadcast_at.is_some() {
                 return Ok(());
             }
-            return self.store.record_broadcasts(&[id], Utc::now()).await;
+            return Ok(self.store.record_broadcasts(&[id], Utc::now()).await?);
         }
         for earlier in open.hashes.iter().rev().skip(1) {
             if client.knows(hash_of(earlier)?).await? {
@@ -336,7 +336,7 @@ impl Monitor {
     /// Replaces `open` with a higher fee, or marks it FEE_CAPPED when the cap forbids it.
     pub(super) async fn replace(
         &self,
-        wallet: &crate::domain::DelegatedWallet,
+        wallet: &walletops_domain::DelegatedWallet,
         open: &OpenTransaction,
         client: &crate::chains::evm::EvmClient,
     ) -> Result<()> {
@@ -384,7 +384,7 @@ impl Monitor {
     pub(super) async fn resign_and_send(
         &self,
         chain: &crate::chains::Chain,
-        wallet: Option<&crate::domain::DelegatedWallet>,
+        wallet: Option<&walletops_domain::DelegatedWallet>,
         client: &crate::chains::evm::EvmClient,
         open: &OpenTransaction,
         why: &str,
@@ -492,9 +492,13 @@ impl Monitor {
                     "mined after all, in block {block} ({:#x}), after it had ended {was}",
                     receipt.block_hash.unwrap_or_default()
                 );
-                self.store
+                if self
+                    .store
                     .settle_ended(&ended, status, error, note, &hash.to_string())
-                    .await?;
+                    .await?
+                {
+                    crate::metrics::settled(&ended, status);
+                }
                 // One transaction can use the nonce.
                 return Ok(());
             }

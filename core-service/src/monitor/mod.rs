@@ -27,13 +27,13 @@ use crate::{
     Core,
     chains::{Registry, evm::EvmClients, solana::SolanaClients},
     config::MonitorConfig,
-    domain::{OpenTransaction, TxStatus},
     error::{Result, WalletOpsError},
     idempotency::Idempotency,
     recovery::{evm::EvmRecovery, solana::SolanaRecovery},
-    store::Store,
     wallets::Wallets,
 };
+use walletops_domain::{OpenTransaction, TxStatus};
+use walletops_store::Store;
 
 mod evm;
 mod solana;
@@ -310,17 +310,23 @@ impl Monitor {
         // finds the same receipts.
         if !settled.is_empty() {
             let txn = self.store.begin().await?;
+            let mut changed = Vec::new();
             for s in settled {
                 let id = s.open.id;
-                if !self
+                if self
                     .store
                     .settle_transaction(&txn, &s.open, s.status, s.error, s.note, Some(&s.hash))
                     .await?
                 {
+                    changed.push((s.open, s.status));
+                } else {
                     tracing::debug!(%id, "changed by another worker before it was settled");
                 }
             }
             txn.commit().await?;
+            for (open, status) in &changed {
+                crate::metrics::settled(open, *status);
+            }
         }
         Ok(())
     }
@@ -362,7 +368,7 @@ impl Monitor {
     /// which the record's history then says, so that it does not wait without a reason.
     /// Sending the stored bytes again needs no key, so a lost transaction is still rebroadcast
     /// and a mined one still settled.
-    async fn signable(&self, open: &OpenTransaction) -> Option<crate::domain::DelegatedWallet> {
+    async fn signable(&self, open: &OpenTransaction) -> Option<walletops_domain::DelegatedWallet> {
         match self.wallets.delegated_by_id(open.wallet_id).await {
             Ok(w) => Some(w),
             Err(e) => {
@@ -413,10 +419,14 @@ impl Monitor {
     /// changed the record meanwhile).
     async fn mark(&self, open: &OpenTransaction, status: TxStatus, note: String) -> Result<()> {
         let txn = self.store.begin().await?;
-        self.store
+        let changed = self
+            .store
             .settle_transaction(&txn, open, status, None, Some(note), None)
             .await?;
         txn.commit().await?;
+        if changed {
+            crate::metrics::settled(open, status);
+        }
         Ok(())
     }
 
@@ -424,7 +434,7 @@ impl Monitor {
     /// refusals has ended.
     async fn sent(&self, id: Uuid) -> Result<()> {
         self.refused_since.clear(id);
-        self.store.record_broadcasts(&[id], Utc::now()).await
+        Ok(self.store.record_broadcasts(&[id], Utc::now()).await?)
     }
 }
 

@@ -8,10 +8,10 @@ use uuid::Uuid;
 use super::{Monitor, SOLANA_MAX_VERSIONS, Settlement};
 use crate::{
     chains::solana::{SendOutcome, SignatureState},
-    domain::{OpenTransaction, TxKind, TxStatus},
     error::{Result, WalletOpsError},
     recovery::solana::{decode, held_by_node, signatures},
 };
+use walletops_domain::{OpenTransaction, TxKind, TxStatus};
 
 /// Why a swap whose blockhash expired unseen ends: its route is never signed again.
 const SWAP_EXPIRED: &str = "the swap's blockhash expired before the cluster saw it; a route is never signed again with a fresh blockhash, as its price is stale: request a new swap";

@@ -25,10 +25,8 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::Monitor;
-use crate::{
-    domain::{ChainFamily, OpenTransaction},
-    recovery::evm::sender,
-};
+use crate::recovery::evm::sender;
+use walletops_domain::{ChainFamily, OpenTransaction};
 
 /// A record that may be waiting: its id, nonce and one hash.
 type Candidate = (Uuid, u64, B256);

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::auth::AuthorizationKey;
-use crate::secret::Secret;
+use walletops_domain::secret::Secret;
 
 /// The wallet provider (the Privy wallet API).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -15,7 +15,8 @@ mod tests;
 pub use config::ProviderConfig;
 pub use privy::Privy;
 
-use crate::{domain::WalletAddress, error::WalletOpsError, upstream::UpstreamError};
+use crate::{error::WalletOpsError, upstream::UpstreamError};
+use walletops_domain::WalletAddress;
 
 /// The PROVIDER_RPC_ERROR of a failed call to the provider about `wallet`: the provider's
 /// own words, never its credentials, and what to do.

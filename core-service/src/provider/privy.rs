@@ -25,11 +25,9 @@ use solana_pubkey::Pubkey;
 use solana_transaction::versioned::VersionedTransaction;
 
 use super::{auth::AuthorizationKey, config::ProviderConfig};
-use crate::{
-    domain::{ChainFamily, ProviderWallet, WalletAddress},
-    secret::Secret,
-    upstream::{HttpPolicy, Upstream, UpstreamError},
-};
+use crate::upstream::{HttpPolicy, Upstream, UpstreamError};
+use walletops_domain::secret::Secret;
+use walletops_domain::{ChainFamily, ProviderWallet, WalletAddress};
 
 /// The option whose credentials the provider refuses, named when it does.
 const SECRET_OPTION: &str = "provider.app_secret";

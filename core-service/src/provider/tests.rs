@@ -22,11 +22,11 @@ use solana_signer::Signer as _;
 
 use super::{Privy, ProviderConfig, auth, provider_error};
 use crate::{
-    domain::{ProviderWallet, WalletAddress},
     scripted::{Reply, policy, serve},
-    secret::Secret,
     upstream::UpstreamError,
 };
+use walletops_domain::secret::Secret;
+use walletops_domain::{ProviderWallet, WalletAddress};
 
 const APP_ID: &str = "app-walletops-test";
 const APP_SECRET: &str = "privy-secret-never-shown";

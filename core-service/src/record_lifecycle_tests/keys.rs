@@ -11,7 +11,7 @@ async fn a_failed_record_mined_after_all_has_its_key_answer_from_it(store: Store
         .expect("read")
         .expect("row");
     let now = Utc::now();
-    let claim = crate::store::NewClaim {
+    let claim = walletops_store::NewClaim {
         user: open.user_id,
         key: Uuid::new_v4(),
         path: "/v1/send".to_owned(),
@@ -146,12 +146,7 @@ async fn a_key_outlives_its_retention_until_its_record_has_been_settled_as_long(
                 .await
                 .expect("settle")
         );
-        txs::Entity::update_many()
-            .col_expr(txs::Column::UpdatedAt, Expr::value(at))
-            .filter(txs::Column::Id.eq(open.id))
-            .exec(store.db())
-            .await
-            .expect("date");
+        walletops_store::testing::date_record(&store, open.id, at).await;
     };
     settle(0, TxStatus::Confirmed, t0).await;
     settle(1, TxStatus::Failed, t0 + chrono::Duration::minutes(50)).await;
@@ -198,7 +193,7 @@ async fn a_key_outlives_its_retention_until_its_record_has_been_settled_as_long(
     assert!(kept(t0 + chrono::Duration::minutes(111)).await.is_empty());
 }
 
-crate::store::tests::on_both_backends!(
+walletops_store::on_both_backends!(
     a_failed_record_mined_after_all_has_its_key_answer_from_it,
     a_refusal_fails_no_record_that_was_sent_meanwhile,
     a_key_outlives_its_retention_until_its_record_has_been_settled_as_long,

@@ -2,20 +2,14 @@
 //! (leases, holds, settling, keys answered from their records), on SQLite and PostgreSQL.
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
 use std::collections::HashSet;
 
-use sea_orm::sea_query::Expr;
-
-use crate::{
-    domain::{
-        ClaimState, NewWallet, OpenTransaction, SealedKey, Submission, TxKind, TxStatus,
-        WalletAddress,
-    },
-    store::{Leased, NewTransaction, Store, entities::transactions as txs},
+use walletops_domain::{
+    ClaimState, NewWallet, OpenTransaction, SealedKey, Submission, TxKind, TxStatus, WalletAddress,
 };
+use walletops_store::{Leased, NewTransaction, Store};
 
 mod keys;
 
@@ -91,7 +85,7 @@ async fn claimed_records(
             .await
             .expect("read")
             .expect("row");
-        let claim = crate::store::NewClaim {
+        let claim = walletops_store::NewClaim {
             user: open.user_id,
             key: *id,
             path: "/v1/send".to_owned(),
@@ -219,12 +213,7 @@ async fn a_flushed_broadcast_log_has_handed_its_records_over(store: Store) {
 
 async fn an_unreadable_row_does_not_keep_the_others_from_being_followed(store: Store) {
     let ids = open_records(&store, 2, None).await;
-    txs::Entity::update_many()
-        .col_expr(txs::Column::Hashes, Expr::value(serde_json::json!(5)))
-        .filter(txs::Column::Id.eq(ids[0]))
-        .exec(store.db())
-        .await
-        .expect("corrupt");
+    walletops_store::testing::corrupt_record(&store, ids[0]).await;
     let (now, core) = (Utc::now(), Uuid::now_v7());
     for at in [now, now + chrono::Duration::seconds(10)] {
         let leased = store
@@ -237,16 +226,9 @@ async fn an_unreadable_row_does_not_keep_the_others_from_being_followed(store: S
         );
     }
     // Set aside, not kept by the core that could not read it.
-    let row = txs::Entity::find_by_id(ids[0])
-        .one(store.db())
-        .await
-        .expect("read")
-        .expect("row");
-    assert_ne!(row.lease_owner, Some(core));
-    assert!(
-        row.lease_until
-            .is_some_and(|t| t > now + chrono::Duration::minutes(5))
-    );
+    let (owner, until) = walletops_store::testing::lease_of(&store, ids[0]).await;
+    assert_ne!(owner, Some(core));
+    assert!(until.is_some_and(|t| t > now + chrono::Duration::minutes(5)));
 }
 
 async fn a_renewed_lease_keeps_a_record_from_other_cores_and_a_lost_one_is_not_taken_back(
@@ -409,7 +391,7 @@ async fn a_worker_holding_an_older_copy_of_a_record_changes_nothing(store: Store
     );
 }
 
-crate::store::tests::on_both_backends!(
+walletops_store::on_both_backends!(
     a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch,
     a_record_its_request_holds_waits_for_the_hand_over_or_the_hold_to_run_out,
     a_flushed_broadcast_log_has_handed_its_records_over,

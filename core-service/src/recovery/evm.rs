@@ -17,12 +17,12 @@ use crate::{
         Chain,
         evm::{EvmClient, Fees, call_to},
     },
-    domain::{DelegatedWallet, OpenTransaction, TxHash, TxKind, TxStatus},
     error::{Result, WalletOpsError},
     idempotency::failure_detail,
     signer::Signer,
-    store::{NewTransaction, Store},
 };
+use walletops_domain::{DelegatedWallet, OpenTransaction, TxHash, TxKind, TxStatus};
+use walletops_store::{NewTransaction, Store};
 
 /// Gas of a plain value transfer.
 pub(crate) const TRANSFER_GAS: u64 = 21_000;
@@ -292,6 +292,7 @@ impl EvmRecovery {
             }
         }
         txn.commit().await?;
+        crate::metrics::settled(open, status);
         Ok(true)
     }
 
@@ -345,7 +346,7 @@ impl EvmRecovery {
     #[allow(clippy::too_many_arguments)]
     async fn insert_filler(
         &self,
-        txn: &sea_orm::DatabaseTransaction,
+        txn: &walletops_store::Txn,
         chain: &Chain,
         wallet: &DelegatedWallet,
         open: &OpenTransaction,

@@ -9,12 +9,12 @@ use solana_transaction::versioned::VersionedTransaction;
 
 use crate::{
     chains::solana::{SignatureState, SolanaClient},
-    domain::{DelegatedWallet, OpenTransaction, TxHash, TxStatus},
     error::{Result, WalletOpsError},
     idempotency::failure_detail,
     signer::Signer,
-    store::Store,
 };
+use walletops_domain::{DelegatedWallet, OpenTransaction, TxHash, TxStatus};
+use walletops_store::Store;
 
 /// Acts on stored Solana records.
 #[derive(Debug, Clone)]
@@ -123,6 +123,9 @@ impl SolanaRecovery {
             )
             .await?;
         txn.commit().await?;
+        if failed {
+            crate::metrics::settled(open, status);
+        }
         Ok(failed)
     }
 }

@@ -5,10 +5,8 @@ use std::str::FromStr;
 use uuid::Uuid;
 use walletops_proto::v1 as pb;
 
-use crate::{
-    domain::{ApprovalState, Decision},
-    error::{Result, Violations, WalletOpsError},
-};
+use crate::error::{Result, Violations, WalletOpsError};
+use walletops_domain::{ApprovalState, Decision};
 
 /// The longest reason a rejection may give.
 pub const MAX_REASON_CHARS: usize = 500;

@@ -22,9 +22,9 @@ pub use writes::{ApproveRequest, CallRequest, SendRequest, Transfer, WriteReques
 
 use crate::{
     chains::{Chain, Registry},
-    domain::{ChainFamily, WalletAddress},
     error::{Result, Violations, WalletOpsError},
 };
+use walletops_domain::{ChainFamily, WalletAddress};
 
 /// An optional field's value; empty counts as absent (proto3 cannot tell them apart for a
 /// client that sets every field).

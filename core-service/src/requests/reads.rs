@@ -8,9 +8,9 @@ use walletops_proto::v1 as pb;
 use super::{chain, non_empty, optional_address};
 use crate::{
     chains::{Chain, Registry},
-    domain::{ChainFamily, TxStatus, WalletAddress, WalletFilter},
     error::{Result, Violations, WalletOpsError},
 };
+use walletops_domain::{ChainFamily, TxStatus, WalletAddress, WalletFilter};
 
 /// Most `tokens` one balance read may name.
 const MAX_BALANCE_TOKENS: usize = 50;

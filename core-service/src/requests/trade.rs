@@ -7,10 +7,10 @@ use walletops_proto::v1 as pb;
 use super::{WriteRequest, chain, non_empty, optional_address};
 use crate::{
     chains::{Chain, Registry},
-    domain::{AmountKind, ChainFamily, WalletAddress, parse_amount},
     error::{Result, Violations, WalletOpsError},
     trade::{EvmQuoteRequest, NATIVE_TOKEN, Slippage, SolanaQuoteRequest, WRAPPED_SOL_MINT},
 };
+use walletops_domain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
 
 /// The chain id of Solana mainnet, the only cluster aggregators trade on.
 const SOLANA_MAINNET: i64 = 0;
@@ -233,7 +233,7 @@ impl WriteRequest for SwapRequest {
                 U256::from(q.amount),
             ),
         };
-        Some((crate::domain::asset_name(sold), amount))
+        Some((walletops_domain::asset_name(sold), amount))
     }
 }
 

@@ -5,10 +5,8 @@ use std::str::FromStr;
 use uuid::Uuid;
 use walletops_proto::v1 as pb;
 
-use crate::{
-    domain::{DeliveryState, TxStatus},
-    error::{Result, Violations, WalletOpsError},
-};
+use crate::error::{Result, Violations, WalletOpsError};
+use walletops_domain::{DeliveryState, TxStatus};
 
 /// The longest URL an endpoint may have.
 const MAX_URL_LEN: usize = 2048;

@@ -7,9 +7,9 @@ use walletops_proto::v1 as pb;
 use super::{chain, evm_chain, non_empty, optional_address};
 use crate::{
     chains::{Chain, Registry},
-    domain::{AmountKind, ChainFamily, WalletAddress, asset_name, parse_amount},
     error::{Result, Violations},
 };
+use walletops_domain::{AmountKind, ChainFamily, WalletAddress, asset_name, parse_amount};
 
 use super::calldata;
 

@@ -29,11 +29,9 @@ use solana_message::Message;
 use solana_signature::Signature;
 use solana_transaction::{Transaction, versioned::VersionedTransaction};
 
-use crate::{
-    domain::{ChainFamily, DelegatedWallet, SealedKey, WalletAddress},
-    error::WalletOpsError,
-    store::Store,
-};
+use crate::error::WalletOpsError;
+use walletops_domain::{ChainFamily, DelegatedWallet, SealedKey, WalletAddress};
+use walletops_store::Store;
 
 const MASTER_KEY_FILE: &str = "master.key";
 
@@ -187,7 +185,7 @@ impl Keystore {
     pub fn seal_webhook_secret(
         &self,
         endpoint: uuid::Uuid,
-        secret: &crate::secret::Secret,
+        secret: &walletops_domain::secret::Secret,
     ) -> anyhow::Result<SealedKey> {
         self.seal_for(&webhook_aad(endpoint), secret.expose().as_bytes())
     }
@@ -197,13 +195,13 @@ impl Keystore {
         &self,
         endpoint: uuid::Uuid,
         sealed: &SealedKey,
-    ) -> anyhow::Result<crate::secret::Secret> {
+    ) -> anyhow::Result<walletops_domain::secret::Secret> {
         let text = self.open_for(&webhook_aad(endpoint), sealed).map_err(|_| {
             anyhow::anyhow!("the secret of webhook {endpoint} does not open under this master key")
         })?;
         let text = std::str::from_utf8(&text)
             .map_err(|_| anyhow::anyhow!("the secret of webhook {endpoint} is not text"))?;
-        Ok(crate::secret::Secret::from(text.to_owned()))
+        Ok(walletops_domain::secret::Secret::from(text.to_owned()))
     }
 
     /// Opens a sealed key for signing. The bytes are wiped when the buffer drops.
@@ -242,7 +240,7 @@ impl Keystore {
     /// cores started at once on an empty database, each with a key it generated, would both
     /// pass that check and seal wallets the other cannot sign for. Commands that only read
     /// (listing keys from another machine, say) bind nothing.
-    pub async fn bind_to(&self, store: &crate::store::Store) -> anyhow::Result<()> {
+    pub async fn bind_to(&self, store: &walletops_store::Store) -> anyhow::Result<()> {
         self.bound
             .get_or_try_init(|| async {
                 let proposed = self.seal_for(KEYSTORE_CHECK_AAD, KEYSTORE_CHECK_TEXT)?;
@@ -406,7 +404,7 @@ impl LocalSigner {
         // started (a rotation): it cannot sign until restarted with that key.
         self.keystore
             .open_key(&address, &sealed)
-            .map_err(|_| WalletOpsError::ServiceUnavailable(crate::store::ROTATED_AWAY.to_owned()))
+            .map_err(|_| WalletOpsError::ServiceUnavailable(crate::error::ROTATED_AWAY.to_owned()))
     }
 }
 
@@ -498,7 +496,7 @@ fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8
     if fs::symlink_metadata(&path).is_ok() {
         return read_master_key(&path);
     }
-    crate::files::create_private_dir(data_dir)
+    walletops_domain::files::create_private_dir(data_dir)
         .with_context(|| format!("creating {}", data_dir.display()))?;
     let mut key = Zeroizing::new(vec![0u8; 32]);
     rand::rng().fill_bytes(&mut key);
@@ -508,7 +506,7 @@ fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8
     // every later start), and the link fails when another process got there first, so two
     // processes starting at once never each keep a different key.
     let draft = data_dir.join(format!("{MASTER_KEY_FILE}.{}", uuid::Uuid::now_v7()));
-    let written = crate::files::create_private_file(&draft)
+    let written = walletops_domain::files::create_private_file(&draft)
         .and_then(|mut file| {
             file.write_all(text.as_bytes())?;
             file.sync_all()

@@ -12,10 +12,10 @@ use solana_transaction::{Transaction, versioned::VersionedTransaction};
 
 use super::{LocalSigner, Signer};
 use crate::{
-    domain::{DelegatedWallet, WalletAddress},
     error::WalletOpsError,
     provider::{Privy, provider_error},
 };
+use walletops_domain::{DelegatedWallet, WalletAddress};
 
 /// The local keystore's signer, and the provider for provider wallets.
 #[derive(Debug)]

@@ -20,7 +20,7 @@ fn evm_signatures_equal_alloys_local_signer() {
     assert!(sign_evm_hash(&[1u8; 31], alloy::primitives::B256::ZERO).is_err());
 }
 
-async fn a_database_is_bound_to_the_master_key_of_its_first_core(store: crate::store::Store) {
+async fn a_database_is_bound_to_the_master_key_of_its_first_core(store: walletops_store::Store) {
     let dir = tempfile::tempdir().expect("tempdir");
     // Two cores on one empty database, each with a key of its own: both would pass the
     // wallets' check, since there are no wallets yet.
@@ -116,4 +116,4 @@ fn configured_master_key_must_be_32_bytes() {
     assert!(!dir.path().join(MASTER_KEY_FILE).exists());
 }
 
-crate::store::tests::on_both_backends!(a_database_is_bound_to_the_master_key_of_its_first_core);
+walletops_store::on_both_backends!(a_database_is_bound_to_the_master_key_of_its_first_core);

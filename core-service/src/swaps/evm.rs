@@ -10,13 +10,13 @@ use super::{
     minimum, record_request,
 };
 use crate::{
-    domain::{DelegatedWallet, Submission, SwapTerms, TxKind},
     error::{Result, WalletOpsError},
     idempotency::Ticket,
     requests::SwapRequest,
     trade::{EvmChainId, EvmQuoteRequest, EvmSwapRequest, NATIVE_TOKEN, TradeError},
     transfers::evm::EvmIntent,
 };
+use walletops_domain::{DelegatedWallet, Submission, SwapTerms, TxKind};
 
 /// The QUOTE_FAILED of an ERC20 sale the router may not spend yet.
 fn allowance_shortfall(

@@ -17,13 +17,13 @@ use alloy::primitives::U256;
 
 use crate::{
     chains::{Chain, evm::EvmClients},
-    domain::{DelegatedWallet, Submission, SwapTerms},
     error::Result,
     idempotency::Ticket,
     requests::{SwapRequest, TradePair},
     trade::{Aggregators, Slippage, TradeConfig},
     transfers::Transfers,
 };
+use walletops_domain::{DelegatedWallet, Submission, SwapTerms};
 
 /// Executes swaps.
 #[derive(Debug, Clone)]

@@ -12,14 +12,14 @@ use super::{
     record_request,
 };
 use crate::{
-    domain::{DelegatedWallet, Submission, SwapTerms, TxKind},
     error::{Result, WalletOpsError},
     idempotency::Ticket,
     requests::SwapRequest,
-    store::NewTransaction,
     trade::{SolanaQuoteRequest, WRAPPED_SOL_MINT},
     transfers::solana::Unsigned,
 };
+use walletops_domain::{DelegatedWallet, Submission, SwapTerms, TxKind};
+use walletops_store::NewTransaction;
 
 /// The programs a swap transaction invokes around its route: the route's own program is the
 /// first it invokes that is none of these.

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::secret::Secret;
+use walletops_domain::secret::Secret;
 
 /// The swap aggregators: 1inch (Classic Swap API v6.0) for EVM chains, Jupiter (Swap API v1)
 /// for Solana, and what a swap transaction they build may do.

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Slippage, TradeError};
-use crate::{chains::Chain, domain::ChainFamily};
+use crate::chains::Chain;
+use walletops_domain::ChainFamily;
 
 /// The address aggregators use for a chain's native coin, in `src`, `dst` and in the
 /// quote's `fromToken`/`toToken` (what the spec's `NATIVE` resolves to).

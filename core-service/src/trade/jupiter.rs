@@ -16,8 +16,8 @@ use super::config::SolanaTradeConfig;
 use super::{
     HttpPolicy, SolanaAggregator, SolanaQuote, SolanaQuoteRequest, SolanaSwap, TradeError,
 };
-use crate::secret::Secret;
 use crate::upstream::Upstream;
+use walletops_domain::secret::Secret;
 
 /// The option that holds the API key.
 pub const API_KEY_OPTION: &str = "trade.solana.api_key";

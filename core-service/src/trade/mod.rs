@@ -141,7 +141,7 @@ impl Aggregators {
             // A local aggregator takes any key; 1inch's client always sends one.
             let client = oneinch::OneInch::new(
                 local.base_url.clone(),
-                crate::secret::Secret::from("local".to_owned()),
+                walletops_domain::secret::Secret::from("local".to_owned()),
                 policy.clone(),
             )?;
             evm_by_chain.insert(local.chain_id, Arc::new(client) as Arc<dyn EvmAggregator>);

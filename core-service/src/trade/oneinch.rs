@@ -14,8 +14,8 @@ use super::{
     EvmAggregator, EvmChainId, EvmQuote, EvmQuoteRequest, EvmSwap, EvmSwapRequest, EvmSwapTx,
     HttpPolicy, TradeError,
 };
-use crate::secret::Secret;
 use crate::upstream::Upstream;
+use walletops_domain::secret::Secret;
 
 /// The option that holds the API key: without it there is no EVM trading.
 pub const API_KEY_OPTION: &str = "trade.evm.api_key";

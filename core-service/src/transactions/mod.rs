@@ -2,11 +2,9 @@
 
 use uuid::Uuid;
 
-use crate::{
-    domain::{TransactionRecord, TxStatus},
-    error::{Result, WalletOpsError},
-    store::Store,
-};
+use crate::error::{Result, WalletOpsError};
+use walletops_domain::{TransactionRecord, TxStatus};
+use walletops_store::Store;
 
 /// Transaction lookups.
 #[derive(Debug, Clone)]

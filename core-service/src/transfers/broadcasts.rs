@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use crate::store::Store;
+use walletops_store::Store;
 
 /// How long after its request's deadline a record's hold lasts: for cores whose clocks
 /// differ a little, and a commit in flight at the deadline.

@@ -6,9 +6,9 @@ use alloy::primitives::{Bytes, U256};
 use super::{evm::EvmIntent, solana::SolanaIntent};
 use crate::{
     chains::evm::{erc20_approve, erc20_transfer},
-    domain::{DelegatedWallet, TxKind},
     requests::{ApproveRequest, CallRequest, SendRequest, Transfer},
 };
+use walletops_domain::{DelegatedWallet, TxKind};
 
 /// The intent of a send on either family.
 pub(crate) enum SendIntent {

@@ -13,11 +13,11 @@ pub use broadcasts::BroadcastLog;
 
 use crate::{
     chains::Chain,
-    domain::{DelegatedWallet, OpenTransaction, Submission},
     error::{Result, WalletOpsError},
     idempotency::Ticket,
     requests::{ApproveRequest, CallRequest, SendRequest},
 };
+use walletops_domain::{DelegatedWallet, OpenTransaction, Submission};
 
 /// The write pipelines of both families, behind the writes the contract names.
 #[derive(Debug, Clone)]

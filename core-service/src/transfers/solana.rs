@@ -25,13 +25,15 @@ use crate::{
         Chain,
         solana::{SendOutcome, SolanaClient, SolanaClients},
     },
-    domain::{DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress},
     error::{Result, WalletOpsError},
     idempotency::{Idempotency, Ticket},
     recovery::solana::{SolanaRecovery, decode, encode, held_by_node},
     signer::Signer,
-    store::{NewTransaction, Store},
 };
+use walletops_domain::{
+    DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress,
+};
+use walletops_store::{NewTransaction, Store};
 
 /// What a Solana send moves, parsed and ready.
 #[derive(Debug, Clone)]

@@ -8,15 +8,14 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::{
-    domain::{
-        ChainFamily, DelegatedWallet, NewWallet, NotSignable, User, Wallet, WalletAddress,
-        WalletFilter,
-    },
     error::{Result, WalletOpsError},
     provider::Privy,
     signer::Keystore,
-    store::{Store, SyncReport},
 };
+use walletops_domain::{
+    ChainFamily, DelegatedWallet, NewWallet, NotSignable, User, Wallet, WalletAddress, WalletFilter,
+};
+use walletops_store::{Store, SyncReport};
 
 /// Wallet operations.
 #[derive(Debug, Clone)]
@@ -53,7 +52,16 @@ impl Wallets {
             return Err(WalletOpsError::invalid("providerUserId", "required"));
         }
         self.provider()?;
-        self.store.link_user(user.id, provider_user_id).await?;
+        self.store
+            .link_user(user.id, provider_user_id)
+            .await
+            .map_err(|e| match e {
+                walletops_store::StoreError::ProviderUserTaken => WalletOpsError::invalid(
+                    "providerUserId",
+                    format!("{provider_user_id} is linked to another user already"),
+                ),
+                e => e.into(),
+            })?;
         let linked = User {
             provider_user_id: Some(provider_user_id.to_owned()),
             ..user.clone()
@@ -63,7 +71,7 @@ impl Wallets {
 
     /// Unlinks `user`: its provider wallets stay listed but cannot be written from.
     pub async fn unlink(&self, user: &User) -> Result<()> {
-        self.store.unlink_user(user.id).await
+        Ok(self.store.unlink_user(user.id).await?)
     }
 
     /// Reads `user`'s wallets from the provider and brings its provider wallets in step.
@@ -83,9 +91,10 @@ impl Wallets {
                     "reading the wallets of {provider_user_id} from the wallet provider: {e}"
                 ))
             })?;
-        self.store
+        Ok(self
+            .store
             .sync_provider_wallets(user.id, listed.as_deref())
-            .await
+            .await?)
     }
 
     /// Syncs every linked user; returns how many were synced, and the failures by user.
@@ -102,7 +111,7 @@ impl Wallets {
 
     /// `user_id`'s wallets that pass `filter`, oldest first.
     pub async fn list(&self, user_id: Uuid, filter: WalletFilter) -> Result<Vec<Wallet>> {
-        self.store.list_wallets(user_id, filter).await
+        Ok(self.store.list_wallets(user_id, filter).await?)
     }
 
     /// The wallet of `family` a request of `user_id` acts on: the one at `address` (request
@@ -219,7 +228,8 @@ impl Wallets {
             .keystore
             .generate(family)
             .map_err(WalletOpsError::Internal)?;
-        self.store
+        Ok(self
+            .store
             .insert_wallet(
                 NewWallet {
                     user_id,
@@ -229,7 +239,7 @@ impl Wallets {
                 },
                 |check| self.keystore.opens_check(check),
             )
-            .await
+            .await?)
     }
 
     /// Changes the wallet at `address` (any family): `make_default` (only `true` is

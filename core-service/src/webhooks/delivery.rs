@@ -14,12 +14,9 @@ use futures::StreamExt as _;
 use uuid::Uuid;
 
 use super::{WebhooksConfig, signing, targets};
-use crate::{
-    domain::{TransactionRecord, WebhookDelivery},
-    error::WalletOpsError,
-    signer::Keystore,
-    store::{FailedAttempt, Store},
-};
+use crate::{error::WalletOpsError, signer::Keystore};
+use walletops_domain::{TransactionRecord, WebhookDelivery};
+use walletops_store::{FailedAttempt, Store};
 
 /// How a record becomes a delivery's body: the JSON `GET /tx/{id}` gives.
 pub type Render = Arc<dyn Fn(TransactionRecord) -> Vec<u8> + Send + Sync>;
@@ -134,7 +131,8 @@ impl Deliverer {
                 .store
                 .delivered(self.owner, delivery.id, status)
                 .await
-                .map(|()| "delivered"),
+                .map(|()| "delivered")
+                .map_err(WalletOpsError::from),
             Err(Failure::Endpoint { status, error }) => {
                 let wait = retry_wait(&self.config, delivery.attempts);
                 let next_attempt_at = Utc::now()
@@ -155,6 +153,7 @@ impl Deliverer {
                     )
                     .await
                     .map(|dead| if dead { "dead_lettered" } else { "retried" })
+                    .map_err(WalletOpsError::from)
             }
             Err(Failure::Internal(e)) => Err(e),
             Err(Failure::Gone) => return,
@@ -174,7 +173,7 @@ impl Deliverer {
             .store
             .endpoint_for_delivery(delivery.endpoint_id)
             .await
-            .map_err(Failure::Internal)?
+            .map_err(|e| Failure::Internal(e.into()))?
         else {
             return Err(Failure::Gone);
         };
@@ -193,7 +192,7 @@ impl Deliverer {
             .store
             .find_transaction(delivery.user_id, delivery.transaction_id)
             .await
-            .map_err(Failure::Internal)?
+            .map_err(|e| Failure::Internal(e.into()))?
             .ok_or_else(|| {
                 Failure::Internal(WalletOpsError::NotFound(format!(
                     "transaction {}",

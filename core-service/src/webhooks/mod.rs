@@ -17,13 +17,16 @@ use uuid::Uuid;
 pub use config::WebhooksConfig;
 
 use crate::{
-    domain::{WebhookDelivery, WebhookEndpoint},
     error::{Result, WalletOpsError},
     requests::{DeliveriesRequest, NewWebhook, ReplayRequest},
-    secret::Secret,
     signer::Keystore,
-    store::{NewEndpoint, Store},
 };
+use walletops_domain::secret::Secret;
+use walletops_domain::{WebhookDelivery, WebhookEndpoint};
+use walletops_store::{NewEndpoint, Store, StoreError};
+
+/// The most endpoints one user may register.
+pub const MAX_ENDPOINTS: u64 = 20;
 
 /// Users' webhook endpoints.
 #[derive(Debug, Clone)]
@@ -63,21 +66,28 @@ impl Webhooks {
         let (secret, sealed) = self.new_secret(endpoint.id).await?;
         let endpoint = self
             .store
-            .insert_endpoint(NewEndpoint { endpoint, sealed }, |check| {
+            .insert_endpoint(NewEndpoint { endpoint, sealed }, MAX_ENDPOINTS, |check| {
                 self.keystore.opens_check(check)
             })
-            .await?;
+            .await
+            .map_err(|e| match e {
+                StoreError::Full(max) => WalletOpsError::invalid(
+                    "url",
+                    format!("a user may register at most {max} webhooks: delete one first"),
+                ),
+                e => e.into(),
+            })?;
         Ok((endpoint, secret))
     }
 
     /// `user_id`'s endpoints, oldest first.
     pub async fn list(&self, user_id: Uuid) -> Result<Vec<WebhookEndpoint>> {
-        self.store.endpoints(user_id).await
+        Ok(self.store.endpoints(user_id).await?)
     }
 
     /// Deletes `user_id`'s endpoint `id` and its deliveries.
     pub async fn delete(&self, user_id: Uuid, id: Uuid) -> Result<WebhookEndpoint> {
-        self.store.delete_endpoint(user_id, id).await
+        Ok(self.store.delete_endpoint(user_id, id).await?)
     }
 
     /// Gives `user_id`'s endpoint `id` a new secret, shown this once.
@@ -103,9 +113,10 @@ impl Webhooks {
         user_id: Uuid,
         req: &DeliveriesRequest,
     ) -> Result<Vec<WebhookDelivery>> {
-        self.store
+        Ok(self
+            .store
             .deliveries(user_id, req.webhook_id, req.state, req.limit)
-            .await
+            .await?)
     }
 
     /// Puts the dead deliveries `req` names back in line with a new retry window; how many.
@@ -113,9 +124,10 @@ impl Webhooks {
         let retry_until = Utc::now()
             + chrono::TimeDelta::from_std(self.config.retry_for())
                 .unwrap_or(chrono::TimeDelta::MAX);
-        self.store
+        Ok(self
+            .store
             .replay_deliveries(user_id, req.webhook_id, &req.delivery_ids, retry_until)
-            .await
+            .await?)
     }
 
     /// The delivery worker of this core, rendering bodies with `render`.
@@ -130,7 +142,7 @@ impl Webhooks {
 
     /// A new secret for endpoint `id`, and it sealed. The database is first bound to this
     /// core's master key, as for a new wallet key.
-    async fn new_secret(&self, id: Uuid) -> Result<(Secret, crate::domain::SealedKey)> {
+    async fn new_secret(&self, id: Uuid) -> Result<(Secret, walletops_domain::SealedKey)> {
         self.keystore
             .bind_to(&self.store)
             .await

@@ -7,7 +7,7 @@ use hmac::{Hmac, Mac as _};
 use rand::RngCore as _;
 use sha2::Sha256;
 
-use crate::secret::Secret;
+use walletops_domain::secret::Secret;
 
 /// The prefix of a secret as shown to its owner.
 const SECRET_PREFIX: &str = "whsec_";

@@ -12,11 +12,11 @@ use super::{Gate, Write, Written};
 use crate::{
     Core,
     auth::{Caller, Credential, KeyState},
-    domain::{Approval, Scopes},
     error::{Result, WalletOpsError},
     idempotency::IdempotencyKey,
-    store::LeasedApproval,
 };
+use walletops_domain::{Approval, Scopes};
+use walletops_store::LeasedApproval;
 
 /// How often approvals are looked at (a decision made through this core wakes it sooner).
 const POLL_EVERY: Duration = Duration::from_millis(500);
@@ -82,15 +82,15 @@ impl Core {
             Ok(Written::Held(_)) => Err("held again, which an approved write never is".to_owned()),
             Err(e) if e.leaves_key_free() && passing(approval) => {
                 tracing::warn!(approval = %approval.id, error = %e, "approved write refused for now; trying again");
-                return self
+                return Ok(self
                     .store
                     .approval_retry_at(approval.id, Utc::now() + RETRY_EVERY, &e.to_string())
-                    .await;
+                    .await?);
             }
             Err(e) => Err(crate::idempotency::failure_detail(&e)),
         };
         crate::metrics::approval(if ended.is_ok() { "submitted" } else { "failed" });
-        self.store.approval_done(approval.id, ended).await
+        Ok(self.store.approval_done(approval.id, ended).await?)
     }
 
     /// The caller an approved write is made for: the key that asked for it, if that key is

@@ -26,11 +26,11 @@ use crate::{
     Core,
     approvals::ToHold,
     auth::Caller,
-    domain::{Approval, DelegatedWallet, Scope, Spend, Submission, WalletAddress},
     error::{Result, WalletOpsError},
     idempotency::{Canonical, IdempotencyKey, Keyed, Ticket},
     requests::{ApproveRequest, CallRequest, SendRequest, SwapRequest, WriteRequest},
 };
+use walletops_domain::{Approval, DelegatedWallet, Scope, Spend, Submission, WalletAddress};
 
 /// A write request as received: what a held write stores and runs again once approved.
 #[derive(Debug, Clone)]

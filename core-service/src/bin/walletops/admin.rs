@@ -2,11 +2,8 @@
 //! and wallets, and migrations. They act on
 //! the configured database directly, not through a running core.
 
-use walletops_core::{
-    Config, Core,
-    auth::KeyState,
-    domain::{ApiKey, Scopes, Wallet},
-};
+use walletops_core::{Config, Core, auth::KeyState};
+use walletops_domain::{ApiKey, Scopes, Wallet};
 
 use anyhow::Context;
 
@@ -14,14 +11,14 @@ use crate::cli::{KeysCommand, KeystoreCommand, UsersCommand, WalletsCommand};
 
 /// `migrate`: runs pending migrations on the store alone (migrating needs no master key).
 pub(crate) async fn migrate(config: &Config) -> anyhow::Result<()> {
-    walletops_core::store::Store::connect(&config.database_url()).await?;
+    walletops_store::Store::connect(&config.database_url()).await?;
     println!("migrations are up to date");
     Ok(())
 }
 
 /// `backup FILE`: a consistent copy of the SQLite database while cores write to it.
 pub(crate) async fn backup(config: &Config, file: &std::path::Path) -> anyhow::Result<()> {
-    let store = walletops_core::store::Store::connect(&config.database_url()).await?;
+    let store = walletops_store::Store::connect(&config.database_url()).await?;
     store.backup_to(file).await?;
     println!(
         "Database copied to {} (readable by you only)",
@@ -54,7 +51,7 @@ pub(crate) async fn keystore(config: Config, command: KeystoreCommand) -> anyhow
         // Written beside, then renamed over: the file is never half-written.
         let staged = key_file.with_extension("key.new");
         let _ = std::fs::remove_file(&staged);
-        let mut out = walletops_core::files::create_private_file(&staged)?;
+        let mut out = walletops_domain::files::create_private_file(&staged)?;
         std::io::Write::write_all(&mut out, format!("{}\n", text.trim()).as_bytes())?;
         out.sync_all()?;
         std::fs::rename(&staged, &key_file)?;
@@ -176,20 +173,16 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             let user = core.find_user(&user).await?;
             let chain = core.chains.resolve(&chain)?;
             if remove {
-                core.keys
-                    .remove_spend_limit(user.id, &key, chain, &asset)
-                    .await?;
+                core.limits.remove(user.id, &key, chain, &asset).await?;
                 println!("Removed the limit on {asset} of {}.", chain.slug());
             } else {
-                let given = walletops_core::auth::LimitText {
+                let given = walletops_core::limits::LimitText {
                     asset: &asset,
                     max_per_transaction: max_per_tx.as_deref(),
                     daily_budget: daily.as_deref(),
                     approval_above: approve_above.as_deref(),
                 };
-                core.keys
-                    .set_spend_limit(user.id, &key, chain, given)
-                    .await?;
+                core.limits.set(user.id, &key, chain, given).await?;
             }
             print_limits(&core, user.id, &key).await?;
         }
@@ -263,7 +256,7 @@ pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::
 
 /// Prints the spend limits of `user`'s key `key`, with what is spent and left.
 async fn print_limits(core: &Core, user: uuid::Uuid, key: &str) -> anyhow::Result<()> {
-    let (key, limits) = core.keys.spend_limits(user, key).await?;
+    let (key, limits) = core.limits.of_owned_key(user, key).await?;
     if limits.is_empty() {
         println!("Key {} has no spend limits.", key.prefix);
     }
@@ -340,7 +333,7 @@ fn print_wallet(w: &Wallet) {
     );
 }
 
-fn print_sync(user: &str, report: walletops_core::store::SyncReport) {
+fn print_sync(user: &str, report: walletops_store::SyncReport) {
     println!(
         "Synced {user}: {} added, {} updated, {} removed{}",
         report.added,

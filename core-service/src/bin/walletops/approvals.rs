@@ -3,9 +3,9 @@
 
 use walletops_core::{
     Config, Core,
-    domain::Approval,
     requests::{DecideRequest, approval_state_named},
 };
+use walletops_domain::Approval;
 use walletops_proto::v1 as pb;
 
 use crate::cli::ApprovalsCommand;

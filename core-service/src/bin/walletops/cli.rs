@@ -3,12 +3,8 @@
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand};
-use walletops_core::{
-    Config,
-    auth::Expiration,
-    bootstrap::FIRST_USER,
-    domain::{ChainFamily, Scopes},
-};
+use walletops_core::{Config, auth::Expiration, bootstrap::FIRST_USER};
+use walletops_domain::{ChainFamily, Scopes};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -392,7 +392,7 @@ async fn open_core(config: Config, print_key: bool) -> anyhow::Result<(Core, Opt
         }
         _ => {}
     }
-    let mut out = walletops_core::files::create_private_file(&file)
+    let mut out = walletops_domain::files::create_private_file(&file)
         .with_context(|| format!("writing the first API key to {}", file.display()))?;
     std::io::Write::write_all(&mut out, format!("{}\n", first.secret.expose()).as_bytes())?;
     println!(

@@ -2,9 +2,9 @@
 
 use walletops_core::{
     Config, Core,
-    domain::{WebhookDelivery, WebhookEndpoint},
     requests::{DeliveriesRequest, NewWebhook, ReplayRequest, webhook_id},
 };
+use walletops_domain::{WebhookDelivery, WebhookEndpoint};
 use walletops_proto::v1 as pb;
 
 use crate::cli::WebhooksCommand;
@@ -37,7 +37,7 @@ fn print_delivery(d: &WebhookDelivery) {
     );
 }
 
-fn print_secret(secret: &walletops_core::secret::Secret) {
+fn print_secret(secret: &walletops_domain::secret::Secret) {
     println!("Signing secret: {}", secret.expose());
     println!("(The secret is shown only this once: store it now.)");
 }

@@ -9,12 +9,12 @@ use solana_transaction::versioned::VersionedTransaction;
 use super::{Reply, policy, serve};
 use crate::{
     error::WalletOpsError,
-    secret::Secret,
     trade::{
         Slippage, SolanaAggregator, SolanaQuote, SolanaQuoteRequest, TradeError, WRAPPED_SOL_MINT,
         jupiter::Jupiter,
     },
 };
+use walletops_domain::secret::Secret;
 
 const USDC: Pubkey = solana_pubkey::pubkey!("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
 const USER: Pubkey = solana_pubkey::pubkey!("BQ72nSv9f3PRyRKCBnHLVrerrv37CYTHm5h3s9VSGQDV");

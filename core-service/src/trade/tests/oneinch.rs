@@ -7,12 +7,12 @@ use serde_json::json;
 use super::{Reply, dead_url, policy, serve};
 use crate::{
     error::WalletOpsError,
-    secret::Secret,
     trade::{
         Aggregators, EvmAggregator, EvmChainId, EvmQuoteRequest, EvmSwapRequest,
         LocalEvmAggregator, NATIVE_TOKEN, Slippage, TradeConfig, TradeError, oneinch::OneInch,
     },
 };
+use walletops_domain::secret::Secret;
 
 const KEY: &str = "test-1inch-key";
 const USDC: Address = address!("833589fcd6edb6e08f4c7c32d4f71b54bda02913");

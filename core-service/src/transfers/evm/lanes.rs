@@ -13,18 +13,14 @@ type Committed = Vec<(OpenTransaction, oneshot::Sender<Result<Sent>>)>;
 /// How one try at signing a batch ended.
 enum Attempt {
     /// Everything signed, stored and claimed; the transaction is to be committed.
-    Stored(sea_orm::DatabaseTransaction, Vec<OpenTransaction>),
+    Stored(Txn, Vec<OpenTransaction>),
     /// These sends (ascending indexes) are refused; the transaction is to be rolled back.
-    Refused(sea_orm::DatabaseTransaction, Vec<(usize, WalletOpsError)>),
+    Refused(Txn, Vec<(usize, WalletOpsError)>),
 }
 
 impl Attempt {
     /// Every send refused with `err`: a store error ends the batch, not the drainer.
-    fn refuse_all(
-        txn: sea_orm::DatabaseTransaction,
-        n: usize,
-        err: &dyn std::fmt::Display,
-    ) -> Self {
+    fn refuse_all(txn: Txn, n: usize, err: &dyn std::fmt::Display) -> Self {
         Self::Refused(txn, (0..n).map(|i| (i, batch_failed(err))).collect())
     }
 }
@@ -284,10 +280,7 @@ impl EvmPipeline {
 
     /// One try at `sign_batch`: the open database transaction with the records stored and the
     /// keys claimed, or with the sends to refuse (ascending indexes) and why.
-    async fn try_sign_batch(
-        &self,
-        drafts: &[Queued],
-    ) -> std::result::Result<Attempt, sea_orm::DbErr> {
+    async fn try_sign_batch(&self, drafts: &[Queued]) -> std::result::Result<Attempt, StoreError> {
         let first = &drafts[0].0;
         let txn = self.store.begin().await?;
         let floor = drafts.iter().filter_map(|(d, _)| d.floor).max();

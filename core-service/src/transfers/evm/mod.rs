@@ -29,13 +29,15 @@ use crate::{
         Chain,
         evm::{BroadcastOutcome, EvmClient, EvmClients, Rejection, call_to},
     },
-    domain::{DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress},
     error::{Result, WalletOpsError},
     idempotency::{Idempotency, Ticket, claimed_elsewhere, note_claimed},
     recovery::evm::{Ending, EvmRecovery, Resign, TRANSFER_GAS, evm_chain_id, held_by_node},
     signer::Signer,
-    store::{NewClaim, NewTransaction, Store},
 };
+use walletops_domain::{
+    DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress,
+};
+use walletops_store::{NewClaim, NewTransaction, Store, StoreError, Txn};
 
 /// What an EVM write sends, parsed and ready.
 #[derive(Debug, Clone)]

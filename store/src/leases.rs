@@ -11,18 +11,19 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use super::{Store, entities::transactions as txs, transactions::open_statuses};
-use crate::{domain::OpenTransaction, error::Result};
+use crate::error::Result;
+use walletops_domain::OpenTransaction;
 
 /// The lease owner of a record its request still holds: no core's monitor follows it until
 /// the request has handled its first send (or the hold runs out: the request died). Were the
 /// monitor to send it meanwhile, a refusal the request meets could fail a payment that the
 /// monitor's send made, or the caller be told SUBMITTED of a record the monitor ended.
-pub(crate) const REQUEST_HOLD: Uuid = Uuid::nil();
+pub const REQUEST_HOLD: Uuid = Uuid::nil();
 
 impl Store {
     /// Gives up every lease `owner` holds, so that other cores follow those records at once
     /// instead of when the leases run out: a core stopping.
-    pub(crate) async fn release_leases(&self, owner: Uuid) -> Result<u64> {
+    pub async fn release_leases(&self, owner: Uuid) -> Result<u64> {
         self.free_leases(Condition::all().add(txs::Column::LeaseOwner.eq(owner)))
             .await
     }
@@ -30,7 +31,7 @@ impl Store {
     /// Gives up `owner`'s lease on record `id`, so that any core may take it at its next
     /// sweep: a core that cannot follow the record (its node unreachable from there, say)
     /// must not keep it from the cores that can.
-    pub(crate) async fn release_lease(&self, owner: Uuid, id: Uuid) -> Result<()> {
+    pub async fn release_lease(&self, owner: Uuid, id: Uuid) -> Result<()> {
         self.free_leases(
             Condition::all()
                 .add(txs::Column::Id.eq(id))
@@ -41,7 +42,7 @@ impl Store {
     }
 
     /// Ends the hold of its request on record `id`, if it still has one.
-    pub(crate) async fn release_hold(&self, id: Uuid) -> Result<()> {
+    pub async fn release_hold(&self, id: Uuid) -> Result<()> {
         self.release_lease(REQUEST_HOLD, id).await
     }
 
@@ -55,7 +56,7 @@ impl Store {
                 Expr::value(Option::<DateTime<Utc>>::None),
             )
             .filter(which)
-            .exec(self.db())
+            .exec(self.sea())
             .await?
             .rows_affected)
     }
@@ -68,7 +69,7 @@ impl Store {
     /// records than `limit`, every one is still followed in turn, instead of
     /// the oldest `limit` (say, sends queued behind a fee-capped one) every time. Records in
     /// `skip` are left to other cores.
-    pub(crate) async fn lease_open_transactions(
+    pub async fn lease_open_transactions(
         &self,
         owner: Uuid,
         now: DateTime<Utc>,
@@ -91,7 +92,7 @@ impl Store {
             .order_by_asc(txs::Column::CreatedAt)
             .limit(limit)
             .into_tuple()
-            .all(self.db())
+            .all(self.sea())
             .await?;
         if candidates.is_empty() {
             return Ok(Leased::default());
@@ -105,7 +106,7 @@ impl Store {
         for run in super::in_cached_shapes(candidates) {
             leased.extend(
                 lease_update(owner, now, until, run.into_iter().map(|(id, _)| id))
-                    .exec_with_returning(self.db())
+                    .exec_with_returning(self.sea())
                     .await?,
             );
         }
@@ -135,7 +136,7 @@ impl Store {
                     Expr::value(now + chrono::Duration::minutes(10)),
                 )
                 .filter(txs::Column::Id.is_in(unreadable))
-                .exec(self.db())
+                .exec(self.sea())
                 .await?;
         }
         let taken_over = opens
@@ -151,7 +152,7 @@ impl Store {
 
     /// Extends `owner`'s lease on those of `ids` it still holds to `until`; returns how many
     /// it kept. A record whose lease ran out and another core took is left to that core.
-    pub(crate) async fn renew_leases(
+    pub async fn renew_leases(
         &self,
         owner: Uuid,
         ids: &[Uuid],
@@ -163,7 +164,7 @@ impl Store {
         let mut kept = 0;
         for run in super::in_cached_shapes(ids.to_vec()) {
             kept += renew_update(owner, until, run)
-                .exec(self.db())
+                .exec(self.sea())
                 .await?
                 .rows_affected;
         }
@@ -215,14 +216,14 @@ mod tests {
     use sea_orm::{ConnectionTrait, DbBackend, QueryTrait, Statement};
     use uuid::Uuid;
 
-    use crate::store::tests::temp_sqlite;
+    use crate::testing::temp_sqlite;
 
     /// How SQLite would find the rows of `update`, in the words of `EXPLAIN QUERY PLAN`.
     async fn plan_of(update: impl QueryTrait) -> String {
         let (_dir, store) = temp_sqlite().await;
         let built = update.build(DbBackend::Sqlite);
         let rows = store
-            .db()
+            .sea()
             .query_all_raw(Statement {
                 sql: format!("EXPLAIN QUERY PLAN {}", built.sql),
                 ..built
@@ -253,10 +254,10 @@ mod tests {
 
 /// What a monitor sweep leased.
 #[derive(Debug, Default)]
-pub(crate) struct Leased {
+pub struct Leased {
     /// The records, oldest first.
-    pub(crate) records: Vec<OpenTransaction>,
+    pub records: Vec<OpenTransaction>,
     /// Those another core held last: what this core remembers of them (since when a node
     /// refused them, say) is from before that core's turn, and no longer true.
-    pub(crate) taken_over: HashSet<Uuid>,
+    pub taken_over: HashSet<Uuid>,
 }

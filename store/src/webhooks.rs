@@ -19,13 +19,8 @@ use super::{
     Store,
     entities::{transaction_events as events, webhook_deliveries as deliveries, webhook_endpoints},
 };
-use crate::{
-    domain::{DeliveryState, SealedKey, TxStatus, WebhookDelivery, WebhookEndpoint},
-    error::{Result, WalletOpsError},
-};
-
-/// The most endpoints one user may register.
-pub const MAX_ENDPOINTS: u64 = 20;
+use crate::error::{Result, StoreError};
+use walletops_domain::{DeliveryState, SealedKey, TxStatus, WebhookDelivery, WebhookEndpoint};
 
 /// An endpoint to register.
 #[derive(Debug)]
@@ -52,7 +47,7 @@ fn endpoint_of(m: webhook_endpoints::Model) -> Result<WebhookEndpoint> {
         id: m.id,
         user_id: m.user_id,
         url: url::Url::parse(&m.url).map_err(|e| {
-            WalletOpsError::Internal(anyhow::anyhow!("webhook {} has a bad URL: {e}", m.id))
+            StoreError::Corrupt(anyhow::anyhow!("webhook {} has a bad URL: {e}", m.id))
         })?,
         event_types: m
             .event_types
@@ -65,7 +60,7 @@ fn endpoint_of(m: webhook_endpoints::Model) -> Result<WebhookEndpoint> {
 
 fn delivery_of(m: deliveries::Model) -> Result<WebhookDelivery> {
     let bad = |what: &str| {
-        WalletOpsError::Internal(anyhow::anyhow!(
+        StoreError::Corrupt(anyhow::anyhow!(
             "webhook delivery {} has a bad {what}",
             m.id
         ))
@@ -103,26 +98,24 @@ fn clipped(error: &str) -> String {
 }
 
 impl Store {
-    /// Registers `new`, refused once its owner has `MAX_ENDPOINTS`, and (as for a wallet,
+    /// Registers `new`, refused `Full` once its owner has `max`, and (as for a wallet,
     /// see `insert_wallet`) when `ours` says the database's keystore check does not open
     /// under the key that sealed its secret.
-    pub(crate) async fn insert_endpoint(
+    pub async fn insert_endpoint(
         &self,
         new: NewEndpoint,
+        max: u64,
         ours: impl Fn(&SealedKey) -> bool,
     ) -> Result<WebhookEndpoint> {
         let e = &new.endpoint;
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         super::rotation::refuse_rotated_away(&txn, ours).await?;
         let held = webhook_endpoints::Entity::find()
             .filter(webhook_endpoints::Column::UserId.eq(e.user_id))
             .count(&txn)
             .await?;
-        if held >= MAX_ENDPOINTS {
-            return Err(WalletOpsError::invalid(
-                "url",
-                format!("a user may register at most {MAX_ENDPOINTS} webhooks: delete one first"),
-            ));
+        if held >= max {
+            return Err(StoreError::Full(max));
         }
         webhook_endpoints::Entity::insert(webhook_endpoints::ActiveModel {
             id: Set(e.id),
@@ -140,11 +133,11 @@ impl Store {
     }
 
     /// `user_id`'s endpoints, oldest first.
-    pub(crate) async fn endpoints(&self, user_id: Uuid) -> Result<Vec<WebhookEndpoint>> {
+    pub async fn endpoints(&self, user_id: Uuid) -> Result<Vec<WebhookEndpoint>> {
         webhook_endpoints::Entity::find()
             .filter(webhook_endpoints::Column::UserId.eq(user_id))
             .order_by_asc(webhook_endpoints::Column::CreatedAt)
-            .all(self.db())
+            .all(self.sea())
             .await?
             .into_iter()
             .map(endpoint_of)
@@ -152,22 +145,22 @@ impl Store {
     }
 
     /// `user_id`'s endpoint `id`.
-    pub(crate) async fn endpoint(&self, user_id: Uuid, id: Uuid) -> Result<WebhookEndpoint> {
+    pub async fn endpoint(&self, user_id: Uuid, id: Uuid) -> Result<WebhookEndpoint> {
         let m = webhook_endpoints::Entity::find_by_id(id)
             .filter(webhook_endpoints::Column::UserId.eq(user_id))
-            .one(self.db())
+            .one(self.sea())
             .await?
-            .ok_or_else(|| WalletOpsError::NotFound(format!("webhook {id}")))?;
+            .ok_or(StoreError::NoSuchWebhook(id))?;
         endpoint_of(m)
     }
 
     /// Endpoint `id` and its sealed secret, whoever owns it: for a delivery to it.
-    pub(crate) async fn endpoint_for_delivery(
+    pub async fn endpoint_for_delivery(
         &self,
         id: Uuid,
     ) -> Result<Option<(WebhookEndpoint, SealedKey)>> {
         let Some(m) = webhook_endpoints::Entity::find_by_id(id)
-            .one(self.db())
+            .one(self.sea())
             .await?
         else {
             return Ok(None);
@@ -181,9 +174,9 @@ impl Store {
 
     /// Deletes `user_id`'s endpoint `id` with its deliveries, pending ones too: nothing more
     /// is sent to it.
-    pub(crate) async fn delete_endpoint(&self, user_id: Uuid, id: Uuid) -> Result<WebhookEndpoint> {
+    pub async fn delete_endpoint(&self, user_id: Uuid, id: Uuid) -> Result<WebhookEndpoint> {
         let endpoint = self.endpoint(user_id, id).await?;
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         deliveries::Entity::delete_many()
             .filter(deliveries::Column::EndpointId.eq(id))
             .exec(&txn)
@@ -197,7 +190,7 @@ impl Store {
 
     /// Replaces the sealed secret of `user_id`'s endpoint `id`: deliveries from now on,
     /// retries included, are signed with the new one. Refused as `insert_endpoint` is.
-    pub(crate) async fn reseal_endpoint(
+    pub async fn reseal_endpoint(
         &self,
         user_id: Uuid,
         id: Uuid,
@@ -205,7 +198,7 @@ impl Store {
         ours: impl Fn(&SealedKey) -> bool,
     ) -> Result<WebhookEndpoint> {
         let endpoint = self.endpoint(user_id, id).await?;
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         super::rotation::refuse_rotated_away(&txn, ours).await?;
         webhook_endpoints::Entity::update_many()
             .col_expr(
@@ -304,20 +297,20 @@ impl Store {
     /// lease is free, none held back by an earlier pending delivery of its transaction to
     /// its endpoint; the ones won, oldest event first. As with records, the lease is one
     /// conditional UPDATE, so of several cores exactly one wins each delivery.
-    pub(crate) async fn lease_deliveries(
+    pub async fn lease_deliveries(
         &self,
         owner: Uuid,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<WebhookDelivery>> {
-        let backend = self.db().get_database_backend();
+        let backend = self.sea().get_database_backend();
         let (now_at, limit_at) = match backend {
             DatabaseBackend::Postgres => ("$1", "$2"),
             _ => ("?1", "?2"),
         };
         let candidates: Vec<Uuid> = self
-            .db()
+            .sea()
             .query_all_raw(Statement::from_sql_and_values(
                 backend,
                 format!(
@@ -349,14 +342,14 @@ impl Store {
                     .add(deliveries::Column::LeaseUntil.is_null())
                     .add(deliveries::Column::LeaseUntil.lt(now)),
             )
-            .exec_with_returning(self.db())
+            .exec_with_returning(self.sea())
             .await?;
         leased.sort_by_key(|m| m.event_seq);
         leased.into_iter().map(delivery_of).collect()
     }
 
     /// Notes that `owner`'s delivery `id` was taken with HTTP `status`.
-    pub(crate) async fn delivered(&self, owner: Uuid, id: Uuid, status: u16) -> Result<()> {
+    pub async fn delivered(&self, owner: Uuid, id: Uuid, status: u16) -> Result<()> {
         let now = Utc::now();
         deliveries::Entity::update_many()
             .col_expr(
@@ -383,7 +376,7 @@ impl Store {
             )
             .filter(deliveries::Column::Id.eq(id))
             .filter(deliveries::Column::LeaseOwner.eq(owner))
-            .exec(self.db())
+            .exec(self.sea())
             .await?;
         Ok(())
     }
@@ -391,7 +384,7 @@ impl Store {
     /// Notes a failed attempt at `owner`'s delivery `delivery`: due again at
     /// `failed.next_attempt_at`, or dead-lettered when that is past its retry window.
     /// Whether it was dead-lettered.
-    pub(crate) async fn attempt_failed(
+    pub async fn attempt_failed(
         &self,
         owner: Uuid,
         delivery: &WebhookDelivery,
@@ -428,13 +421,13 @@ impl Store {
             )
             .filter(deliveries::Column::Id.eq(delivery.id))
             .filter(deliveries::Column::LeaseOwner.eq(owner))
-            .exec(self.db())
+            .exec(self.sea())
             .await?;
         Ok(dead)
     }
 
     /// Gives up every delivery lease `owner` holds: a core stopping.
-    pub(crate) async fn release_delivery_leases(&self, owner: Uuid) -> Result<u64> {
+    pub async fn release_delivery_leases(&self, owner: Uuid) -> Result<u64> {
         Ok(deliveries::Entity::update_many()
             .col_expr(
                 deliveries::Column::LeaseUntil,
@@ -442,14 +435,14 @@ impl Store {
             )
             .filter(deliveries::Column::LeaseOwner.eq(owner))
             .filter(deliveries::Column::State.eq(DeliveryState::Pending.as_str()))
-            .exec(self.db())
+            .exec(self.sea())
             .await?
             .rows_affected)
     }
 
     /// The deliveries to `user_id`'s endpoint `endpoint_id`, newest event first, at most
     /// `limit`, optionally in one state.
-    pub(crate) async fn deliveries(
+    pub async fn deliveries(
         &self,
         user_id: Uuid,
         endpoint_id: Uuid,
@@ -466,7 +459,7 @@ impl Store {
         query
             .order_by_desc(deliveries::Column::EventSeq)
             .limit(limit)
-            .all(self.db())
+            .all(self.sea())
             .await?
             .into_iter()
             .map(delivery_of)
@@ -476,7 +469,7 @@ impl Store {
     /// Puts dead deliveries of `user_id`'s endpoint `endpoint_id` back in line, due now and
     /// retried until `retry_until` (`ids`, or every dead one when empty); how many. A
     /// delivery not dead is left as it is.
-    pub(crate) async fn replay_deliveries(
+    pub async fn replay_deliveries(
         &self,
         user_id: Uuid,
         endpoint_id: Uuid,
@@ -501,6 +494,6 @@ impl Store {
         if !ids.is_empty() {
             update = update.filter(deliveries::Column::Id.is_in(ids.iter().copied()));
         }
-        Ok(update.exec(self.db()).await?.rows_affected)
+        Ok(update.exec(self.sea()).await?.rows_affected)
     }
 }

@@ -1,9 +1,16 @@
 //! Persistence over sea-orm: SQLite (default, a file in the data dir) or PostgreSQL, one set of
-//! migrations for both, run at connect. Entities stay in here; callers get domain values.
+//! migrations for both, run at connect. Entities stay in here; callers get domain values and
+//! pass along a `Txn` (or the store itself) where a statement runs, never naming sea-orm.
+//!
+//! The store takes numbers and locks and says what happened (`StoreError`): it counts no
+//! metric, decides no policy (the service passes its maxima and windows in) and words
+//! nothing for a caller.
 
 mod api_keys;
 mod approvals;
-pub(crate) mod entities;
+mod conn;
+mod entities;
+mod error;
 mod events;
 mod evm_nonces;
 mod idempotency;
@@ -13,7 +20,7 @@ mod records;
 mod rotation;
 mod sessions;
 mod spend;
-pub(crate) mod transactions;
+mod transactions;
 mod users;
 mod wallets;
 mod webhooks;
@@ -26,16 +33,16 @@ use walletops_migrations::{Migrator, MigratorTrait};
 
 pub use api_keys::NewApiKey;
 pub use approvals::{EXPIRY, LeasedApproval};
+pub use conn::{Conn, Txn};
+pub use error::{Result, StoreError};
 pub use events::TransactionEvent;
-pub(crate) use idempotency::{ClaimRow, NewClaim};
-#[cfg(test)]
-pub(crate) use leases::Leased;
-pub(crate) use leases::REQUEST_HOLD;
+pub use idempotency::{ClaimRow, NewClaim};
+pub use leases::Leased;
+pub use leases::REQUEST_HOLD;
 pub use provider_links::SyncReport;
-pub(crate) use rotation::ROTATED_AWAY;
-pub(crate) use sessions::NewSession;
-pub(crate) use transactions::NewTransaction;
-pub use webhooks::{FailedAttempt, MAX_ENDPOINTS, NewEndpoint};
+pub use sessions::NewSession;
+pub use transactions::NewTransaction;
+pub use webhooks::{FailedAttempt, NewEndpoint};
 
 /// The database, migrated and ready.
 #[derive(Debug, Clone)]
@@ -52,7 +59,7 @@ impl Store {
             if let Some(dir) = std::path::Path::new(file).parent()
                 && !dir.as_os_str().is_empty()
             {
-                crate::files::create_private_dir(dir)
+                walletops_domain::files::create_private_dir(dir)
                     .with_context(|| format!("creating {}", dir.display()))?;
             }
             // Made here, not by SQLite, so that it is this user's alone (its journal files
@@ -63,7 +70,7 @@ impl Store {
                 && file != ":memory:"
                 && !file.contains('%');
             if in_file {
-                match crate::files::create_private_file(std::path::Path::new(file)) {
+                match walletops_domain::files::create_private_file(std::path::Path::new(file)) {
                     Ok(_) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(e).with_context(|| format!("creating {file}")),
@@ -106,14 +113,26 @@ impl Store {
         Ok(Self { db })
     }
 
-    pub(crate) fn db(&self) -> &DatabaseConnection {
+    /// The pool, for a store call that runs outside a caller's transaction.
+    pub fn db(&self) -> &impl Conn {
         &self.db
+    }
+
+    /// The pool, for the store's own statements.
+    pub(crate) fn sea(&self) -> &DatabaseConnection {
+        &self.db
+    }
+
+    /// Begins a database transaction that will write, for a caller that runs several store
+    /// calls in it (`Txn::commit` ends it).
+    pub async fn begin(&self) -> Result<Txn> {
+        Ok(Txn(self.begin_sea().await?))
     }
 
     /// Begins a database transaction that will write. On SQLite it takes the write lock at
     /// BEGIN (IMMEDIATE): a deferred transaction that reads first and writes later cannot wait
     /// for the lock (SQLite answers "database is locked" at once to avoid a deadlock).
-    pub(crate) async fn begin(&self) -> Result<sea_orm::DatabaseTransaction, DbErr> {
+    pub(crate) async fn begin_sea(&self) -> Result<sea_orm::DatabaseTransaction, DbErr> {
         use sea_orm::{SqliteTransactionMode, TransactionOptions, TransactionTrait};
         self.db
             .begin_with_options(TransactionOptions {
@@ -124,8 +143,8 @@ impl Store {
     }
 
     /// Whether the database answers, for health checks.
-    pub async fn ping(&self) -> Result<(), DbErr> {
-        self.db.ping().await
+    pub async fn ping(&self) -> Result<()> {
+        Ok(self.db.ping().await?)
     }
 
     /// Whether this core can serve: the database answers and holds every migration this
@@ -156,7 +175,7 @@ impl Store {
             file.display()
         );
         // Made empty first, with this user's mode: VACUUM INTO fills an empty file.
-        crate::files::create_private_file(file)
+        walletops_domain::files::create_private_file(file)
             .with_context(|| format!("creating {} (it must not exist)", file.display()))?;
         let path = file.to_str().context("the backup path is not UTF-8")?;
         self.db
@@ -244,7 +263,7 @@ const MOST_ROWS: usize = 64;
 /// batch size, the connections' statement caches missed and SQLite prepared (PostgreSQL
 /// parsed and planned) almost one statement per send. In runs like these, a table has seven
 /// statement shapes, each prepared once per connection.
-pub(crate) fn in_cached_shapes<T>(rows: Vec<T>) -> Vec<Vec<T>> {
+pub fn in_cached_shapes<T>(rows: Vec<T>) -> Vec<Vec<T>> {
     let mut runs = Vec::new();
     let mut rows = rows.into_iter();
     let mut left = rows.len();
@@ -261,15 +280,149 @@ pub(crate) fn in_cached_shapes<T>(rows: Vec<T>) -> Vec<Vec<T>> {
 }
 
 /// Whether `err` is a unique-constraint violation (a lost race for a unique row).
-pub(crate) fn is_unique_violation(err: &DbErr) -> bool {
+pub fn is_unique_violation(err: &DbErr) -> bool {
     matches!(
         err.sql_err(),
         Some(sea_orm::SqlErr::UniqueConstraintViolation(_))
     )
 }
 
+/// Runs tests on a fresh store on SQLite and on PostgreSQL: for this crate's tests and, with
+/// the `testing` feature, the tests of the crates above it.
+#[cfg(any(test, feature = "testing"))]
+pub mod testing {
+    use chrono::{DateTime, Utc};
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
+    use uuid::Uuid;
+
+    use crate::entities::transactions as txs;
+
+    /// Writes a hash list that is no list over record `id`: a row the store cannot read.
+    pub async fn corrupt_record(store: &crate::Store, id: Uuid) {
+        txs::Entity::update_many()
+            .col_expr(txs::Column::Hashes, Expr::value(serde_json::json!(5)))
+            .filter(txs::Column::Id.eq(id))
+            .exec(store.sea())
+            .await
+            .expect("corrupting a record");
+    }
+
+    /// Dates record `id`'s last change at `at`.
+    pub async fn date_record(store: &crate::Store, id: Uuid, at: DateTime<Utc>) {
+        txs::Entity::update_many()
+            .col_expr(txs::Column::UpdatedAt, Expr::value(at))
+            .filter(txs::Column::Id.eq(id))
+            .exec(store.sea())
+            .await
+            .expect("dating a record");
+    }
+
+    /// Record `id`'s lease: the core that holds it, and until when.
+    pub async fn lease_of(store: &crate::Store, id: Uuid) -> (Option<Uuid>, Option<DateTime<Utc>>) {
+        let row = txs::Entity::find_by_id(id)
+            .one(store.sea())
+            .await
+            .expect("reading a record")
+            .expect("the record");
+        (row.lease_owner, row.lease_until)
+    }
+
+    /// A store on a new SQLite file, migrated; the file lives as long as the directory.
+    pub async fn temp_sqlite() -> (tempfile::TempDir, crate::Store) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("w.db").display());
+        let store = crate::Store::connect(&url).await.expect("connecting");
+        (dir, store)
+    }
+
+    /// The databases every store test runs on.
+    #[derive(Debug, Clone, Copy)]
+    pub enum Backend {
+        /// A new SQLite file in a temporary directory.
+        Sqlite,
+        /// The server at `WALLETOPS_TEST_PG` (default the local `test` database); the test
+        /// fails, it does not skip, when it is unreachable.
+        Postgres,
+    }
+
+    /// Runs `test` on a new, migrated store on `backend`: a SQLite file in a temporary
+    /// directory, or a PostgreSQL schema of its own, dropped afterwards whether the test
+    /// passed or not. Row locks, `SKIP LOCKED` and isolation differ between the two.
+    pub async fn on_store<F, Fut>(backend: Backend, test: F)
+    where
+        F: FnOnce(crate::Store) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        use futures::FutureExt;
+        use sea_orm::ConnectionTrait;
+        match backend {
+            Backend::Sqlite => {
+                let (_dir, store) = temp_sqlite().await;
+                test(store).await;
+            }
+            Backend::Postgres => {
+                let url = std::env::var("WALLETOPS_TEST_PG")
+                    .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+                let admin = sea_orm::Database::connect(&url)
+                    .await
+                    .expect("PostgreSQL is required for the store tests");
+                let schema = format!("walletops_unit_{}", uuid::Uuid::new_v4().simple());
+                admin
+                    .execute_unprepared(&format!("CREATE SCHEMA {schema}"))
+                    .await
+                    .expect("a schema");
+                let join = if url.contains('?') { '&' } else { '?' };
+                let store =
+                    crate::Store::connect(&format!("{url}{join}options[search_path]={schema}"))
+                        .await
+                        .expect("connecting");
+                let outcome = std::panic::AssertUnwindSafe(test(store.clone()))
+                    .catch_unwind()
+                    .await;
+                let _ = store.sea().clone().close().await;
+                admin
+                    .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))
+                    .await
+                    .expect("dropping the schema");
+                if let Err(panic) = outcome {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+    }
+
+    /// Runs each named `async fn(Store)` as a test on SQLite and on PostgreSQL.
+    #[macro_export]
+    macro_rules! on_both_backends {
+        ($($name:ident),* $(,)?) => {
+            mod sqlite {
+                $(#[tokio::test]
+                async fn $name() {
+                    $crate::testing::on_store(
+                        $crate::testing::Backend::Sqlite,
+                        super::$name,
+                    )
+                    .await;
+                })*
+            }
+            mod postgres {
+                $(#[tokio::test]
+                async fn $name() {
+                    $crate::testing::on_store(
+                        $crate::testing::Backend::Postgres,
+                        super::$name,
+                    )
+                    .await;
+                })*
+            }
+        };
+    }
+}
+
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
+    use crate::testing::temp_sqlite;
+
     #[test]
     fn rows_go_in_runs_of_powers_of_two() {
         let lengths = |n: usize| -> Vec<usize> {
@@ -312,96 +465,6 @@ pub(crate) mod tests {
         );
     }
 
-    /// A store on a new SQLite file, migrated; the file lives as long as the directory.
-    pub(crate) async fn temp_sqlite() -> (tempfile::TempDir, super::Store) {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let url = format!("sqlite://{}?mode=rwc", dir.path().join("w.db").display());
-        let store = super::Store::connect(&url).await.expect("connecting");
-        (dir, store)
-    }
-
-    /// The databases every store test runs on.
-    #[derive(Debug, Clone, Copy)]
-    pub(crate) enum Backend {
-        Sqlite,
-        /// The server at `WALLETOPS_TEST_PG` (default the local `test` database); the test
-        /// fails, it does not skip, when it is unreachable.
-        Postgres,
-    }
-
-    /// Runs `test` on a new, migrated store on `backend`: a SQLite file in a temporary
-    /// directory, or a PostgreSQL schema of its own, dropped afterwards whether the test
-    /// passed or not. Row locks, `SKIP LOCKED` and isolation differ between the two.
-    pub(crate) async fn on_store<F, Fut>(backend: Backend, test: F)
-    where
-        F: FnOnce(super::Store) -> Fut,
-        Fut: std::future::Future<Output = ()>,
-    {
-        use futures::FutureExt;
-        use sea_orm::ConnectionTrait;
-        match backend {
-            Backend::Sqlite => {
-                let (_dir, store) = temp_sqlite().await;
-                test(store).await;
-            }
-            Backend::Postgres => {
-                let url = std::env::var("WALLETOPS_TEST_PG")
-                    .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-                let admin = sea_orm::Database::connect(&url)
-                    .await
-                    .expect("PostgreSQL is required for the store tests");
-                let schema = format!("walletops_unit_{}", uuid::Uuid::new_v4().simple());
-                admin
-                    .execute_unprepared(&format!("CREATE SCHEMA {schema}"))
-                    .await
-                    .expect("a schema");
-                let join = if url.contains('?') { '&' } else { '?' };
-                let store =
-                    super::Store::connect(&format!("{url}{join}options[search_path]={schema}"))
-                        .await
-                        .expect("connecting");
-                let outcome = std::panic::AssertUnwindSafe(test(store.clone()))
-                    .catch_unwind()
-                    .await;
-                let _ = store.db().clone().close().await;
-                admin
-                    .execute_unprepared(&format!("DROP SCHEMA {schema} CASCADE"))
-                    .await
-                    .expect("dropping the schema");
-                if let Err(panic) = outcome {
-                    std::panic::resume_unwind(panic);
-                }
-            }
-        }
-    }
-
-    /// Runs each named `async fn(Store)` as a test on SQLite and on PostgreSQL.
-    macro_rules! on_both_backends {
-        ($($name:ident),* $(,)?) => {
-            mod sqlite {
-                $(#[tokio::test]
-                async fn $name() {
-                    $crate::store::tests::on_store(
-                        $crate::store::tests::Backend::Sqlite,
-                        super::$name,
-                    )
-                    .await;
-                })*
-            }
-            mod postgres {
-                $(#[tokio::test]
-                async fn $name() {
-                    $crate::store::tests::on_store(
-                        $crate::store::tests::Backend::Postgres,
-                        super::$name,
-                    )
-                    .await;
-                })*
-            }
-        };
-    }
-    pub(crate) use on_both_backends;
-
     #[cfg(unix)]
     #[tokio::test]
     async fn a_new_data_dir_and_database_are_this_users_alone() {
@@ -422,7 +485,7 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn every_sqlite_connection_keeps_its_query_plans() {
         let (_dir, store) = temp_sqlite().await;
-        let pool = store.db().get_sqlite_connection_pool();
+        let pool = store.sea().get_sqlite_connection_pool();
         // Several at once, so that the pool opens connections beyond the migrations' one.
         let mut conns = Vec::new();
         for _ in 0..3 {

@@ -250,3 +250,31 @@ mod tests {
         assert!(check_name(&"x".repeat(101)).is_err());
     }
 }
+
+/// A key this close to its expiry is reported as expiring soon.
+pub const EXPIRING_SOON: chrono::Duration = chrono::Duration::days(7);
+
+/// A key's standing at a moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyState {
+    /// Usable.
+    Active,
+    /// Usable, expiring within 7 days.
+    ExpiringSoon,
+    /// Past its expiry.
+    Expired,
+    /// Revoked.
+    Revoked,
+}
+
+impl ApiKey {
+    /// The key's standing at `now`.
+    pub fn state(&self, now: DateTime<Utc>) -> KeyState {
+        match (self.revoked_at, self.expires_at) {
+            (Some(_), _) => KeyState::Revoked,
+            (None, Some(exp)) if exp <= now => KeyState::Expired,
+            (None, Some(exp)) if exp - now <= EXPIRING_SOON => KeyState::ExpiringSoon,
+            _ => KeyState::Active,
+        }
+    }
+}

@@ -12,10 +12,8 @@ use super::{
     Store,
     entities::{dashboard_sessions, sign_in_links, users},
 };
-use crate::{
-    domain::{DashboardSession, User},
-    error::Result,
-};
+use crate::error::Result;
+use walletops_domain::{DashboardSession, User};
 
 impl From<dashboard_sessions::Model> for DashboardSession {
     fn from(m: dashboard_sessions::Model) -> Self {
@@ -32,21 +30,21 @@ impl From<dashboard_sessions::Model> for DashboardSession {
 
 /// A session about to be opened.
 #[derive(Debug)]
-pub(crate) struct NewSession {
+pub struct NewSession {
     /// The signed-in user.
-    pub(crate) user_id: Uuid,
+    pub user_id: Uuid,
     /// Hex SHA-256 of its token.
-    pub(crate) token_hash: String,
+    pub token_hash: String,
     /// Its absolute end.
-    pub(crate) expires_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
 }
 
 impl Store {
     /// The user named `name` and its password hash, if it has one.
-    pub(crate) async fn user_password(&self, name: &str) -> Result<Option<(User, Option<String>)>> {
+    pub async fn user_password(&self, name: &str) -> Result<Option<(User, Option<String>)>> {
         Ok(users::Entity::find()
             .filter(users::Column::Name.eq(name))
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(|m| {
                 let hash = m.password_hash.clone();
@@ -56,13 +54,8 @@ impl Store {
 
     /// Sets `user_id`'s password hash and ends its open sessions, in one transaction: a
     /// password changed because it leaked leaves no session opened with it.
-    pub(crate) async fn set_password(
-        &self,
-        user_id: Uuid,
-        hash: &str,
-        now: DateTime<Utc>,
-    ) -> Result<()> {
-        let txn = self.begin().await?;
+    pub async fn set_password(&self, user_id: Uuid, hash: &str, now: DateTime<Utc>) -> Result<()> {
+        let txn = self.begin_sea().await?;
         super::users::lock_user(&txn, user_id).await?;
         set_password_in(&txn, user_id, hash, now).await?;
         txn.commit().await?;
@@ -70,7 +63,7 @@ impl Store {
     }
 
     /// Opens a session.
-    pub(crate) async fn insert_session(
+    pub async fn insert_session(
         &self,
         new: NewSession,
         now: DateTime<Utc>,
@@ -84,20 +77,20 @@ impl Store {
             expires_at: Set(new.expires_at),
             ended_at: Set(None),
         };
-        Ok(row.insert(self.db()).await?.into())
+        Ok(row.insert(self.sea()).await?.into())
     }
 
     /// The session whose token hashes to `token_hash`, ended or not.
-    pub(crate) async fn find_session(&self, token_hash: &str) -> Result<Option<DashboardSession>> {
+    pub async fn find_session(&self, token_hash: &str) -> Result<Option<DashboardSession>> {
         Ok(dashboard_sessions::Entity::find()
             .filter(dashboard_sessions::Column::TokenHash.eq(token_hash))
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(Into::into))
     }
 
     /// Records a request of session `id` at `now` unless one after `stale` is recorded.
-    pub(crate) async fn touch_session(
+    pub async fn touch_session(
         &self,
         id: Uuid,
         now: DateTime<Utc>,
@@ -107,24 +100,24 @@ impl Store {
             .col_expr(dashboard_sessions::Column::LastSeenAt, Expr::value(now))
             .filter(dashboard_sessions::Column::Id.eq(id))
             .filter(dashboard_sessions::Column::LastSeenAt.lt(stale))
-            .exec(self.db())
+            .exec(self.sea())
             .await?;
         Ok(())
     }
 
     /// Ends session `id` (signed out), if it is open.
-    pub(crate) async fn end_session(&self, id: Uuid, now: DateTime<Utc>) -> Result<()> {
+    pub async fn end_session(&self, id: Uuid, now: DateTime<Utc>) -> Result<()> {
         dashboard_sessions::Entity::update_many()
             .col_expr(dashboard_sessions::Column::EndedAt, Expr::value(now))
             .filter(dashboard_sessions::Column::Id.eq(id))
             .filter(dashboard_sessions::Column::EndedAt.is_null())
-            .exec(self.db())
+            .exec(self.sea())
             .await?;
         Ok(())
     }
 
     /// Stores a sign-in link for `user_id`, valid until `expires_at`.
-    pub(crate) async fn insert_sign_in_link(
+    pub async fn insert_sign_in_link(
         &self,
         user_id: Uuid,
         token_hash: String,
@@ -139,7 +132,7 @@ impl Store {
             expires_at: Set(expires_at),
             used_at: Set(None),
         }
-        .insert(self.db())
+        .insert(self.sea())
         .await?;
         Ok(())
     }
@@ -147,13 +140,13 @@ impl Store {
     /// Uses the unused, unexpired link whose token hashes to `token_hash` and sets its
     /// user's password to `password_hash`, in one transaction: a link works once, and a
     /// failure leaves it unused. The user, or `None` when there is no such usable link.
-    pub(crate) async fn redeem_sign_in_link(
+    pub async fn redeem_sign_in_link(
         &self,
         token_hash: &str,
         password_hash: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<User>> {
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         let usable = Condition::all()
             .add(sign_in_links::Column::TokenHash.eq(token_hash))
             .add(sign_in_links::Column::UsedAt.is_null())

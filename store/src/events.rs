@@ -11,10 +11,9 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::{Store, entities::transaction_events as events};
-use crate::{
-    domain::{OpenTransaction, TxStatus},
-    error::Result,
-};
+use crate::Conn;
+use crate::error::Result;
+use walletops_domain::{OpenTransaction, TxStatus};
 
 /// The PostgreSQL advisory lock the sequencers of every core take in turn.
 const SEQUENCER_LOCK: i64 = 0x7761_6c6c_6574_6576; // "walletev"
@@ -50,12 +49,13 @@ async fn max_seq<C: ConnectionTrait>(conn: &C) -> Result<i64> {
 impl Store {
     /// Notes, in `conn`'s transaction and a few INSERTs, that each record `(id, user, chain)`
     /// of `records` entered `status`.
-    pub(crate) async fn insert_events<C: ConnectionTrait>(
+    pub async fn insert_events<C: Conn>(
         &self,
         conn: &C,
         records: impl IntoIterator<Item = (Uuid, Uuid, String)>,
         status: TxStatus,
     ) -> Result<()> {
+        let conn = conn.sea();
         let now = Utc::now();
         let records: Vec<_> = records.into_iter().collect();
         if matches!(status, TxStatus::Failed | TxStatus::Dropped) {
@@ -84,12 +84,13 @@ impl Store {
     }
 
     /// `insert_event` for an open record.
-    pub(crate) async fn insert_event_of<C: ConnectionTrait>(
+    pub async fn insert_event_of<C: Conn>(
         &self,
         conn: &C,
         open: &OpenTransaction,
         status: TxStatus,
     ) -> Result<()> {
+        let conn = conn.sea();
         let about = (open.id, open.user_id, open.chain.clone());
         self.insert_events(conn, [about], status).await
     }
@@ -105,12 +106,12 @@ impl Store {
             .filter(events::Column::Seq.is_null())
             .limit(1)
             .into_tuple::<i64>()
-            .one(self.db())
+            .one(self.sea())
             .await?;
         if waiting.is_none() {
             return Ok(0);
         }
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         let backend = txn.get_database_backend();
         if backend == DatabaseBackend::Postgres {
             txn.execute_raw(Statement::from_sql_and_values(
@@ -153,7 +154,7 @@ impl Store {
     /// The highest event number given so far (0: none): a watcher from now on starts
     /// after it.
     pub async fn last_event_seq(&self) -> Result<u64> {
-        Ok(u64::try_from(max_seq(self.db()).await?).unwrap_or(0))
+        Ok(u64::try_from(max_seq(self.sea()).await?).unwrap_or(0))
     }
 
     /// The numbered events of `user_id` after `after`, oldest first, at most `limit`,
@@ -177,7 +178,7 @@ impl Store {
         let rows = query
             .order_by_asc(events::Column::Seq)
             .limit(limit)
-            .all(self.db())
+            .all(self.sea())
             .await?;
         Ok(rows
             .into_iter()
@@ -196,7 +197,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::tests::{Backend, on_store};
+    use crate::testing::{Backend, on_store};
 
     fn ids(events: &[TransactionEvent]) -> Vec<Uuid> {
         events.iter().map(|e| e.transaction_id).collect()

@@ -10,20 +10,18 @@ use super::{
     entities::{keystore_check, signer_keys, wallets},
     is_unique_violation,
 };
-use crate::{
-    domain::{
-        ChainFamily, EMBEDDED_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewWallet, SealedKey, Wallet,
-        WalletAddress, WalletFilter,
-    },
-    error::{Result, WalletOpsError},
+use crate::error::{Result, StoreError};
+use walletops_domain::{
+    ChainFamily, EMBEDDED_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewWallet, SealedKey, Wallet,
+    WalletAddress, WalletFilter,
 };
 
 impl TryFrom<wallets::Model> for Wallet {
-    type Error = WalletOpsError;
+    type Error = StoreError;
 
     fn try_from(m: wallets::Model) -> Result<Self> {
         let address = stored_address(&m.chain_type, &m.address)
-            .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("wallet {}: {e}", m.id)))?;
+            .map_err(|e| StoreError::Corrupt(anyhow::anyhow!("wallet {}: {e}", m.id)))?;
         Ok(Wallet {
             id: m.id,
             user_id: m.user_id,
@@ -75,11 +73,7 @@ pub(super) async fn clear_default<C: ConnectionTrait>(
 
 impl Store {
     /// The wallets of `user_id` that pass `filter`, oldest first.
-    pub(crate) async fn list_wallets(
-        &self,
-        user_id: Uuid,
-        filter: WalletFilter,
-    ) -> Result<Vec<Wallet>> {
+    pub async fn list_wallets(&self, user_id: Uuid, filter: WalletFilter) -> Result<Vec<Wallet>> {
         let mut q = wallets::Entity::find().filter(wallets::Column::UserId.eq(user_id));
         if let Some(family) = filter.family {
             q = q.filter(wallets::Column::ChainType.eq(family.as_str()));
@@ -93,17 +87,17 @@ impl Store {
         to_wallets(
             q.order_by_asc(wallets::Column::CreatedAt)
                 .order_by_asc(wallets::Column::Id)
-                .all(self.db())
+                .all(self.sea())
                 .await?,
         )
     }
 
     /// The wallet at `address`, whoever owns it.
-    pub(crate) async fn find_wallet(&self, address: &WalletAddress) -> Result<Option<Wallet>> {
+    pub async fn find_wallet(&self, address: &WalletAddress) -> Result<Option<Wallet>> {
         wallets::Entity::find()
             .filter(wallets::Column::ChainType.eq(address.family().as_str()))
             .filter(wallets::Column::Address.eq(address.to_string()))
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(Wallet::try_from)
             .transpose()
@@ -114,14 +108,14 @@ impl Store {
     /// `ours` says whether the database's keystore check opens under the master key that
     /// sealed `new.key`: a core whose key was rotated away must not seal new wallets under
     /// it (the rotation, which re-sealed the others, would never see this one).
-    pub(crate) async fn insert_wallet(
+    pub async fn insert_wallet(
         &self,
         new: NewWallet,
         ours: impl Fn(&SealedKey) -> bool,
     ) -> Result<Wallet> {
         let family = new.address.family();
         let address = new.address.to_string();
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         super::rotation::refuse_rotated_away(&txn, ours).await?;
         // Two concurrent creations would both find no default and both make one.
         super::users::lock_user(&txn, new.user_id).await?;
@@ -160,7 +154,7 @@ impl Store {
         let wallet = match row.insert(&txn).await {
             Ok(m) => Wallet::try_from(m)?,
             Err(e) if is_unique_violation(&e) => {
-                return Err(WalletOpsError::Internal(anyhow::anyhow!(
+                return Err(StoreError::Corrupt(anyhow::anyhow!(
                     "generated address {} already stored",
                     new.address
                 )));
@@ -182,8 +176,8 @@ impl Store {
     }
 
     /// Makes `wallet` its owner's default for its family.
-    pub(crate) async fn make_default_wallet(&self, wallet: &Wallet) -> Result<()> {
-        let txn = self.begin().await?;
+    pub async fn make_default_wallet(&self, wallet: &Wallet) -> Result<()> {
+        let txn = self.begin_sea().await?;
         super::users::lock_user(&txn, wallet.user_id).await?;
         clear_default(&txn, wallet.user_id, wallet.family()).await?;
         wallets::Entity::update_many()
@@ -196,19 +190,19 @@ impl Store {
     }
 
     /// Delegates `wallet` to the server signer, or withdraws the delegation.
-    pub(crate) async fn set_wallet_automation(&self, wallet: &Wallet, enabled: bool) -> Result<()> {
+    pub async fn set_wallet_automation(&self, wallet: &Wallet, enabled: bool) -> Result<()> {
         wallets::Entity::update_many()
             .col_expr(wallets::Column::AutomationEnabled, Expr::value(enabled))
             .filter(wallets::Column::Id.eq(wallet.id))
-            .exec(self.db())
+            .exec(self.sea())
             .await?;
         Ok(())
     }
 
     /// The wallet with id `id`.
-    pub(crate) async fn wallet_by_id(&self, id: Uuid) -> Result<Option<Wallet>> {
+    pub async fn wallet_by_id(&self, id: Uuid) -> Result<Option<Wallet>> {
         wallets::Entity::find_by_id(id)
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(Wallet::try_from)
             .transpose()
@@ -218,7 +212,7 @@ impl Store {
 /// A signer key row read back: the address its key was sealed for, and the sealed key.
 pub(super) fn sealed_row(m: signer_keys::Model) -> Result<(WalletAddress, SealedKey)> {
     let address = stored_address(&m.chain_type, &m.address)
-        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("signer key: {e}")))?;
+        .map_err(|e| StoreError::Corrupt(anyhow::anyhow!("signer key: {e}")))?;
     Ok((
         address,
         SealedKey {
@@ -231,10 +225,10 @@ pub(super) fn sealed_row(m: signer_keys::Model) -> Result<(WalletAddress, Sealed
 impl Store {
     /// One sealed key of the database, if it holds any: the address it was sealed for and
     /// the key, for checking that the master key opens them.
-    pub(crate) async fn any_sealed_key(&self) -> Result<Option<(WalletAddress, SealedKey)>> {
+    pub async fn any_sealed_key(&self) -> Result<Option<(WalletAddress, SealedKey)>> {
         let Some(m) = signer_keys::Entity::find()
             .order_by_asc(signer_keys::Column::CreatedAt)
-            .one(self.db())
+            .one(self.sea())
             .await?
         else {
             return Ok(None);
@@ -244,7 +238,7 @@ impl Store {
 
     /// The keystore check of this database: `proposed` when it had none, which is then
     /// stored, or the one a core stored before (a lost race included).
-    pub(crate) async fn claim_keystore_check(&self, proposed: SealedKey) -> Result<SealedKey> {
+    pub async fn claim_keystore_check(&self, proposed: SealedKey) -> Result<SealedKey> {
         keystore_check::Entity::insert(keystore_check::ActiveModel {
             id: Set(1),
             nonce: Set(proposed.nonce),
@@ -252,13 +246,13 @@ impl Store {
             created_at: Set(Utc::now()),
         })
         .on_conflict_do_nothing()
-        .exec_without_returning(self.db())
+        .exec_without_returning(self.sea())
         .await?;
         let stored = keystore_check::Entity::find_by_id(1)
-            .one(self.db())
+            .one(self.sea())
             .await?
             .ok_or_else(|| {
-                WalletOpsError::Internal(anyhow::anyhow!("the keystore check was not stored"))
+                StoreError::Corrupt(anyhow::anyhow!("the keystore check was not stored"))
             })?;
         Ok(SealedKey {
             nonce: stored.nonce,
@@ -267,12 +261,9 @@ impl Store {
     }
 
     /// The sealed private key of wallet `wallet_id`, with the address it was sealed for.
-    pub(crate) async fn sealed_key(
-        &self,
-        wallet_id: Uuid,
-    ) -> Result<Option<(WalletAddress, SealedKey)>> {
+    pub async fn sealed_key(&self, wallet_id: Uuid) -> Result<Option<(WalletAddress, SealedKey)>> {
         let Some(m) = signer_keys::Entity::find_by_id(wallet_id)
-            .one(self.db())
+            .one(self.sea())
             .await?
         else {
             return Ok(None);

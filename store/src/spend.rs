@@ -5,7 +5,7 @@
 //! releases its reservation in the transaction of that change (`insert_events`).
 
 use alloy::primitives::U256;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect, sea_query::Expr, sea_query::OnConflict,
@@ -13,21 +13,15 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::{
-    Store,
+    Conn, Store,
     entities::{api_keys, spend_limits as limits, spend_reservations as reservations},
 };
-use crate::{
-    domain::{Spend, SpendLimit, SpendStanding},
-    error::{Result, WalletOpsError},
-};
-
-/// The window of a daily budget.
-const BUDGET_WINDOW: Duration = Duration::hours(24);
+use crate::error::{Result, StoreError};
+use walletops_domain::{Spend, SpendLimit, SpendStanding};
 
 pub(super) fn amount_of(text: &str) -> Result<U256> {
-    U256::from_str_radix(text, 10).map_err(|_| {
-        WalletOpsError::Internal(anyhow::anyhow!("a stored amount is not one: {text}"))
-    })
+    U256::from_str_radix(text, 10)
+        .map_err(|_| StoreError::Corrupt(anyhow::anyhow!("a stored amount is not one: {text}")))
 }
 
 fn limit_of(m: limits::Model) -> Result<SpendLimit> {
@@ -71,9 +65,9 @@ async fn reserved_since<C: ConnectionTrait>(
 impl Store {
     /// Sets (or replaces) a key's limit on one asset of one chain, and marks the key limited
     /// (for good) in the same transaction.
-    pub(crate) async fn set_spend_limit(&self, limit: &SpendLimit) -> Result<()> {
+    pub async fn set_spend_limit(&self, limit: &SpendLimit) -> Result<()> {
         let now = Utc::now();
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         api_keys::Entity::update_many()
             .col_expr(api_keys::Column::Limited, Expr::value(true))
             .filter(api_keys::Column::Id.eq(limit.key_id))
@@ -110,94 +104,94 @@ impl Store {
     }
 
     /// Removes a key's limit on one asset of one chain; whether there was one.
-    pub(crate) async fn remove_spend_limit(
-        &self,
-        key_id: Uuid,
-        chain: &str,
-        asset: &str,
-    ) -> Result<bool> {
+    pub async fn remove_spend_limit(&self, key_id: Uuid, chain: &str, asset: &str) -> Result<bool> {
         Ok(limits::Entity::delete_many()
             .filter(limits::Column::KeyId.eq(key_id))
             .filter(limits::Column::Chain.eq(chain))
             .filter(limits::Column::Asset.eq(asset))
-            .exec(self.db())
+            .exec(self.sea())
             .await?
             .rows_affected
             > 0)
     }
 
-    /// A key's limits, each with what the last 24 hours hold against it.
-    pub(crate) async fn spend_limits(&self, key_id: Uuid) -> Result<Vec<SpendStanding>> {
-        let since = Utc::now() - BUDGET_WINDOW;
+    /// A key's limits, each with what its reservations made after `since` hold.
+    pub async fn spend_limits(
+        &self,
+        key_id: Uuid,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<SpendStanding>> {
         let mut standings = Vec::new();
         for m in limits::Entity::find()
             .filter(limits::Column::KeyId.eq(key_id))
             .order_by_asc(limits::Column::Chain)
             .order_by_asc(limits::Column::Asset)
-            .all(self.db())
+            .all(self.sea())
             .await?
         {
             let limit = limit_of(m)?;
             let spent_24h =
-                reserved_since(self.db(), (key_id, &limit.chain, &limit.asset), since).await?;
+                reserved_since(self.sea(), (key_id, &limit.chain, &limit.asset), since).await?;
             standings.push(SpendStanding { limit, spent_24h });
         }
         Ok(standings)
     }
 
     /// The limit of `spend`'s key on its chain and asset, if any.
-    pub(crate) async fn spend_limit(&self, spend: &Spend) -> Result<Option<SpendLimit>> {
+    pub async fn spend_limit(&self, spend: &Spend) -> Result<Option<SpendLimit>> {
         limits::Entity::find()
             .filter(limits::Column::KeyId.eq(spend.key_id))
             .filter(limits::Column::Chain.eq(spend.chain.as_str()))
             .filter(limits::Column::Asset.eq(spend.asset.as_str()))
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(limit_of)
             .transpose()
     }
 
-    /// Holds `spend` against its key's limit, in `conn`'s transaction, for record
-    /// `transaction_id`: refused with FORBIDDEN naming the limit it would exceed. The limit's
-    /// row is locked first (PostgreSQL), so the sum read after it counts every reservation
-    /// committed before.
-    pub(crate) async fn reserve_spend<C: ConnectionTrait>(
+    /// The limit of `spend`'s key on its chain and asset, read in `conn`'s transaction with
+    /// its row locked (PostgreSQL), so a sum of reservations read after it counts every
+    /// reservation committed before: concurrent writes of one key are held one at a time.
+    pub async fn lock_spend_limit<C: Conn>(
         &self,
         conn: &C,
         spend: &Spend,
-        transaction_id: Uuid,
-    ) -> Result<()> {
-        let Some(limit) = limits::Entity::find()
+    ) -> Result<Option<SpendLimit>> {
+        let conn = conn.sea();
+        limits::Entity::find()
             .filter(limits::Column::KeyId.eq(spend.key_id))
             .filter(limits::Column::Chain.eq(spend.chain.as_str()))
             .filter(limits::Column::Asset.eq(spend.asset.as_str()))
             .lock_exclusive()
             .one(conn)
             .await?
-        else {
-            return Ok(());
-        };
-        let limit = limit_of(limit)?;
-        if let Some(refusal) = limit.refuse_per_write(spend.amount) {
-            return Err(WalletOpsError::Forbidden(refusal));
-        }
-        let what = format!("{} on {}", limit.asset, limit.chain);
-        if let Some(budget) = limit.daily_budget {
-            let now = Utc::now();
-            let spent = reserved_since(
-                conn,
-                (spend.key_id, &spend.chain, &spend.asset),
-                now - BUDGET_WINDOW,
-            )
-            .await?;
-            if spent.saturating_add(spend.amount) > budget {
-                return Err(WalletOpsError::Forbidden(format!(
-                    "spend limit: this key's 24-hour budget of {budget} base units of {what} has {} left; this write moves {}",
-                    budget.saturating_sub(spent),
-                    spend.amount
-                )));
-            }
-        }
+            .map(limit_of)
+            .transpose()
+    }
+
+    /// What the unreleased reservations of `spend`'s key, chain and asset made after `since`
+    /// hold, read in `conn`'s transaction.
+    pub async fn reserved_since<C: Conn>(
+        &self,
+        conn: &C,
+        spend: &Spend,
+        since: DateTime<Utc>,
+    ) -> Result<U256> {
+        reserved_since(
+            conn.sea(),
+            (spend.key_id, &spend.chain, &spend.asset),
+            since,
+        )
+        .await
+    }
+
+    /// Reserves `spend`'s amount, in `conn`'s transaction, for record `transaction_id`.
+    pub async fn insert_reservation<C: Conn>(
+        &self,
+        conn: &C,
+        spend: &Spend,
+        transaction_id: Uuid,
+    ) -> Result<()> {
         reservations::Entity::insert(reservations::ActiveModel {
             id: Set(Uuid::now_v7()),
             key_id: Set(spend.key_id),
@@ -208,7 +202,7 @@ impl Store {
             created_at: Set(Utc::now()),
             released_at: Set(None),
         })
-        .exec_without_returning(conn)
+        .exec_without_returning(conn.sea())
         .await?;
         Ok(())
     }
@@ -232,7 +226,8 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{domain::TxStatus, store::tests::on_both_backends};
+    use crate::on_both_backends;
+    use walletops_domain::TxStatus;
 
     fn spend(key_id: Uuid, amount: u64) -> Spend {
         Spend {
@@ -261,15 +256,13 @@ mod tests {
         let (failed, dropped, confirmed) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
         for id in [failed, dropped, confirmed] {
             store
-                .reserve_spend(store.db(), &spend(key, 3), id)
+                .insert_reservation(store.db(), &spend(key, 3), id)
                 .await
-                .expect("within the budget");
+                .expect("reserved");
         }
-        let refused = store
-            .reserve_spend(store.db(), &spend(key, 2), Uuid::new_v4())
-            .await
-            .expect_err("over the budget");
-        assert!(refused.to_string().contains("has 1 left"), "{refused}");
+        let day = || Utc::now() - chrono::Duration::hours(24);
+        let standing = store.spend_limits(key, day()).await.expect("limits");
+        assert_eq!(standing[0].spent_24h, U256::from(9u64));
         let user = Uuid::new_v4();
         for (id, status) in [
             (failed, TxStatus::Failed),
@@ -281,7 +274,7 @@ mod tests {
                 .await
                 .expect("event");
         }
-        let standing = store.spend_limits(key).await.expect("limits");
+        let standing = store.spend_limits(key, day()).await.expect("limits");
         assert_eq!(standing[0].spent_24h, U256::from(3u64));
         assert_eq!(standing[0].left(), Some(U256::from(7u64)));
     }
@@ -291,14 +284,14 @@ mod tests {
         let user = store.insert_user("alice").await.expect("user");
         let made = store
             .insert_api_key(
-                crate::store::NewApiKey {
+                crate::NewApiKey {
                     user_id: user.id,
                     name: "agent".to_owned(),
                     prefix: "lim1".to_owned(),
                     secret_hash: "00".to_owned(),
                     expires_at: None,
                     created_by: None,
-                    scopes: crate::domain::Scopes::ALL,
+                    scopes: walletops_domain::Scopes::ALL,
                 },
                 10,
                 Utc::now(),

@@ -1,18 +1,17 @@
-//! Spend limits of a user's keys, as the owner sets and reads them: what a key may move of
-//! one asset on one chain, per write and per rolling 24 hours, and above what amount a
-//! write waits for a person's approval. They are held against every write of the key, over
-//! REST, gRPC and MCP alike (`Idempotency::claim`, `Core::write`).
+//! Spend limits as the owner sets and reads them: the amounts parsed for the chain's
+//! family, the asset named as limits name it, the key found among the owner's.
 
+use chrono::Utc;
 use uuid::Uuid;
 
-use super::ApiKeys;
+use super::{BUDGET_WINDOW, Limits};
 use crate::{
     chains::Chain,
-    domain::{
-        AmountKind, ApiKey, ChainFamily, NATIVE_ASSET, SpendLimit, SpendStanding, WalletAddress,
-        asset_name, parse_amount,
-    },
     error::{Result, Violations, WalletOpsError},
+};
+use walletops_domain::{
+    AmountKind, ApiKey, ChainFamily, NATIVE_ASSET, SpendLimit, SpendStanding, WalletAddress,
+    asset_name, parse_amount,
 };
 
 /// The limits' name of `raw` on `chain`: `native`, or the token's address (lowercase) or
@@ -49,11 +48,12 @@ pub struct LimitText<'a> {
     pub approval_above: Option<&'a str>,
 }
 
-impl ApiKeys {
+impl Limits {
     /// `user_id`'s key `id_or_prefix`.
     async fn owned_key(&self, user_id: Uuid, id_or_prefix: &str) -> Result<ApiKey> {
         let wanted = id_or_prefix.trim();
-        self.list(user_id)
+        self.store
+            .list_api_keys(user_id)
             .await?
             .into_iter()
             .find(|k| k.id.to_string() == wanted || k.prefix == wanted)
@@ -62,7 +62,7 @@ impl ApiKeys {
 
     /// Sets the limit of `user_id`'s key `id_or_prefix` on `given.asset` of `chain`,
     /// replacing any; every bad field in one INVALID_INPUT.
-    pub async fn set_spend_limit(
+    pub async fn set(
         &self,
         user_id: Uuid,
         id_or_prefix: &str,
@@ -111,7 +111,7 @@ impl ApiKeys {
     }
 
     /// Removes the limit of `user_id`'s key `id_or_prefix` on `asset` of `chain`.
-    pub async fn remove_spend_limit(
+    pub async fn remove(
         &self,
         user_id: Uuid,
         id_or_prefix: &str,
@@ -134,19 +134,22 @@ impl ApiKeys {
         }
     }
 
-    /// The limits of key `key_id`, each with what is spent of it.
-    pub async fn limits_of(&self, key_id: Uuid) -> Result<Vec<SpendStanding>> {
-        self.store.spend_limits(key_id).await
+    /// The limits of key `key_id`, each with what the budget's window holds against it.
+    pub async fn of_key(&self, key_id: Uuid) -> Result<Vec<SpendStanding>> {
+        Ok(self
+            .store
+            .spend_limits(key_id, Utc::now() - BUDGET_WINDOW)
+            .await?)
     }
 
     /// The limits of `user_id`'s key `id_or_prefix`, each with what is spent of it.
-    pub async fn spend_limits(
+    pub async fn of_owned_key(
         &self,
         user_id: Uuid,
         id_or_prefix: &str,
     ) -> Result<(ApiKey, Vec<SpendStanding>)> {
         let key = self.owned_key(user_id, id_or_prefix).await?;
-        let limits = self.store.spend_limits(key.id).await?;
+        let limits = self.of_key(key.id).await?;
         Ok((key, limits))
     }
 }

@@ -15,10 +15,8 @@ use super::{
     users::lock_user,
     wallets::clear_default,
 };
-use crate::{
-    domain::{ChainFamily, LOCAL_CLIENT_TYPE, ProviderWallet, User},
-    error::{Result, WalletOpsError},
-};
+use crate::error::{Result, StoreError};
+use walletops_domain::{ChainFamily, LOCAL_CLIENT_TYPE, ProviderWallet, User};
 
 /// What a sync changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,32 +45,27 @@ async fn unlink_provider_wallets<C: ConnectionTrait>(conn: &C, user_id: Uuid) ->
 impl Store {
     /// Links `user_id` to provider user `provider_user_id`; one already linked to another
     /// WalletOps user is `INVALID_INPUT` on `providerUserId`.
-    pub(crate) async fn link_user(&self, user_id: Uuid, provider_user_id: &str) -> Result<()> {
+    pub async fn link_user(&self, user_id: Uuid, provider_user_id: &str) -> Result<()> {
         let updated = users::Entity::update_many()
             .col_expr(
                 users::Column::ProviderUserId,
                 Expr::value(provider_user_id.to_owned()),
             )
             .filter(users::Column::Id.eq(user_id))
-            .exec(self.db())
+            .exec(self.sea())
             .await;
         match updated {
-            Ok(done) if done.rows_affected == 0 => {
-                Err(WalletOpsError::NotFound("no such user".to_owned()))
-            }
+            Ok(done) if done.rows_affected == 0 => Err(StoreError::NoSuchUser),
             Ok(_) => Ok(()),
-            Err(e) if is_unique_violation(&e) => Err(WalletOpsError::invalid(
-                "providerUserId",
-                format!("{provider_user_id} is linked to another user already"),
-            )),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::ProviderUserTaken),
             Err(e) => Err(e.into()),
         }
     }
 
     /// Unlinks `user_id` from the provider: its provider wallets stay listed, but cannot be
     /// written from (USER_NOT_LINKED) until it is linked again.
-    pub(crate) async fn unlink_user(&self, user_id: Uuid) -> Result<()> {
-        let txn = self.begin().await?;
+    pub async fn unlink_user(&self, user_id: Uuid) -> Result<()> {
+        let txn = self.begin_sea().await?;
         lock_user(&txn, user_id).await?;
         users::Entity::update_many()
             .col_expr(
@@ -88,7 +81,7 @@ impl Store {
     }
 
     /// Every user linked to the provider, oldest first.
-    pub(crate) async fn linked_users(&self) -> Result<Vec<User>> {
+    pub async fn linked_users(&self) -> Result<Vec<User>> {
         let mut users = self.list_users().await?;
         users.retain(|u| u.provider_user_id.is_some());
         Ok(users)
@@ -100,12 +93,12 @@ impl Store {
     /// transactions stay readable). The first embedded wallet of a family becomes the
     /// user's default for it. `None` for `listed`: the provider has no such user any more,
     /// and every provider wallet of the user is unlinked.
-    pub(crate) async fn sync_provider_wallets(
+    pub async fn sync_provider_wallets(
         &self,
         user_id: Uuid,
         listed: Option<&[ProviderWallet]>,
     ) -> Result<SyncReport> {
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         lock_user(&txn, user_id).await?;
         let now = Utc::now();
         let mut report = SyncReport::default();

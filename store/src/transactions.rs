@@ -8,35 +8,53 @@ use uuid::Uuid;
 use super::{REQUEST_HOLD, Store, entities::transactions as txs};
 use alloy::primitives::Address;
 
-use crate::{
-    domain::{OpenTransaction, StatusChange, TransactionRecord, TxKind, TxStatus, WalletAddress},
-    error::{Result, WalletOpsError},
+use crate::Conn;
+use crate::error::{Result, StoreError};
+use walletops_domain::{
+    OpenTransaction, StatusChange, TransactionRecord, TxKind, TxStatus, WalletAddress,
 };
 
 /// A signed transaction about to be stored, before its first broadcast.
 #[derive(Debug, Clone)]
-pub(crate) struct NewTransaction {
-    pub(crate) id: Uuid,
-    pub(crate) user_id: Uuid,
-    pub(crate) wallet_id: Uuid,
-    pub(crate) chain: String,
-    pub(crate) chain_id: i64,
-    pub(crate) kind: TxKind,
-    pub(crate) from: WalletAddress,
-    pub(crate) to: String,
-    pub(crate) asset: Option<String>,
-    pub(crate) token: Option<String>,
-    pub(crate) amount: Option<String>,
-    pub(crate) request: serde_json::Value,
-    pub(crate) hash: String,
-    pub(crate) nonce: Option<u64>,
-    pub(crate) signed_payload: Vec<u8>,
-    pub(crate) idempotency_key: Option<Uuid>,
-    pub(crate) note: Option<String>,
+pub struct NewTransaction {
+    /// The record's id.
+    pub id: Uuid,
+    /// Its owner.
+    pub user_id: Uuid,
+    /// The wallet that signed it.
+    pub wallet_id: Uuid,
+    /// The chain's slug.
+    pub chain: String,
+    /// The chain's id (EVM) or the cluster's number.
+    pub chain_id: i64,
+    /// What the write does.
+    pub kind: TxKind,
+    /// The signing wallet's address.
+    pub from: WalletAddress,
+    /// The recipient or contract, as the record shows it.
+    pub to: String,
+    /// `native` or `token`, as the request named it.
+    pub asset: Option<String>,
+    /// The token's address or mint, if any.
+    pub token: Option<String>,
+    /// The amount in base units, as text.
+    pub amount: Option<String>,
+    /// The request as the caller made it, for the record.
+    pub request: serde_json::Value,
+    /// The signed transaction's hash or signature.
+    pub hash: String,
+    /// EVM: the nonce it was signed with.
+    pub nonce: Option<u64>,
+    /// The signed bytes, as broadcast.
+    pub signed_payload: Vec<u8>,
+    /// The key it answers, if any.
+    pub idempotency_key: Option<Uuid>,
+    /// A first history note, if any.
+    pub note: Option<String>,
     /// Solana: the last block height at which the payload's blockhash is valid.
-    pub(crate) valid_until: Option<u64>,
+    pub valid_until: Option<u64>,
     /// Until when the request storing it holds it (`REQUEST_HOLD`); none: the monitor's at once.
-    pub(crate) held_until: Option<DateTime<Utc>>,
+    pub held_until: Option<DateTime<Utc>>,
 }
 
 fn enum_text<T: serde::Serialize>(v: T) -> String {
@@ -58,31 +76,33 @@ fn history_push(
 }
 
 fn to_i64(n: u64) -> Result<i64> {
-    i64::try_from(n).map_err(|_| WalletOpsError::Internal(anyhow::anyhow!("nonce overflow")))
+    i64::try_from(n).map_err(|_| StoreError::Corrupt(anyhow::anyhow!("nonce overflow")))
 }
 
 impl Store {
     /// Stores a signed transaction with status `SUBMITTED`, inside the signing transaction,
     /// and returns it as stored.
-    pub(crate) async fn insert_transaction<C: ConnectionTrait>(
+    pub async fn insert_transaction<C: Conn>(
         &self,
         conn: &C,
         new: NewTransaction,
     ) -> Result<OpenTransaction> {
+        let conn = conn.sea();
         self.insert_transactions(conn, vec![new])
             .await?
             .pop()
-            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("stored nothing")))
+            .ok_or_else(|| StoreError::Corrupt(anyhow::anyhow!("stored nothing")))
     }
 
     /// Stores signed transactions with status `SUBMITTED` in a few INSERTs
     /// (`in_cached_shapes`), inside the signing transaction, and returns them as stored, in
     /// order.
-    pub(crate) async fn insert_transactions<C: ConnectionTrait>(
+    pub async fn insert_transactions<C: Conn>(
         &self,
         conn: &C,
         news: Vec<NewTransaction>,
     ) -> Result<Vec<OpenTransaction>> {
+        let conn = conn.sea();
         if news.is_empty() {
             return Ok(Vec::new());
         }
@@ -141,7 +161,7 @@ impl Store {
     /// Replaces the signed payload of an open transaction (a replacement with a higher fee, or
     /// a re-signing with a new nonce), keeping every earlier hash: any of them may be mined.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn resign_transaction<C: ConnectionTrait>(
+    pub async fn resign_transaction<C: Conn>(
         &self,
         conn: &C,
         open: &OpenTransaction,
@@ -152,6 +172,7 @@ impl Store {
         status: TxStatus,
         note: String,
     ) -> Result<()> {
+        let conn = conn.sea();
         let mut hashes: Vec<String> = open.hashes.iter().map(ToString::to_string).collect();
         hashes.push(hash.to_owned());
         let now = Utc::now();
@@ -182,7 +203,7 @@ impl Store {
             .exec(conn)
             .await?;
         if updated.rows_affected != 1 {
-            return Err(WalletOpsError::Internal(anyhow::anyhow!(
+            return Err(StoreError::Corrupt(anyhow::anyhow!(
                 "transaction {} changed while it was being re-signed",
                 open.id
             )));
@@ -195,7 +216,7 @@ impl Store {
 
     /// Notes that the current payloads of `ids` were sent to the node by `at`, and ends the
     /// holds of their requests on them: an UPDATE a run of `in_cached_shapes`.
-    pub(crate) async fn record_broadcasts(&self, ids: &[Uuid], at: DateTime<Utc>) -> Result<()> {
+    pub async fn record_broadcasts(&self, ids: &[Uuid], at: DateTime<Utc>) -> Result<()> {
         for run in super::in_cached_shapes(ids.to_vec()) {
             txs::Entity::update_many()
                 .col_expr(txs::Column::LastBroadcastAt, Expr::value(at))
@@ -209,7 +230,7 @@ impl Store {
                     .into(),
                 )
                 .filter(txs::Column::Id.is_in(run))
-                .exec(self.db())
+                .exec(self.sea())
                 .await?;
         }
         Ok(())
@@ -218,13 +239,8 @@ impl Store {
     /// Forgets what a restart of chain `slug` (id `chain_id`) has made untrue, for dev chains,
     /// which start empty each time: its nonce ledger rows go, and its open records end
     /// DROPPED with `why` (the chain they were sent to is gone). Returns how many ended.
-    pub(crate) async fn forget_chain_state(
-        &self,
-        slug: &str,
-        chain_id: i64,
-        why: &str,
-    ) -> Result<u64> {
-        let txn = self.begin().await?;
+    pub async fn forget_chain_state(&self, slug: &str, chain_id: i64, why: &str) -> Result<u64> {
+        let txn = self.begin_sea().await?;
         super::entities::evm_nonces::Entity::delete_many()
             .filter(super::entities::evm_nonces::Column::ChainId.eq(chain_id))
             .exec(&txn)
@@ -258,7 +274,7 @@ impl Store {
     /// Moves `open` to `status` (with `error` for failures), appending to its history; false
     /// when the record is no longer as `open` shows it (another worker settled or re-signed it
     /// meanwhile), and then nothing changed.
-    pub(crate) async fn settle_transaction<C: ConnectionTrait>(
+    pub async fn settle_transaction<C: Conn>(
         &self,
         conn: &C,
         open: &OpenTransaction,
@@ -267,6 +283,7 @@ impl Store {
         note: Option<String>,
         hash: Option<&str>,
     ) -> Result<bool> {
+        let conn = conn.sea();
         self.settle_as_seen(conn, open, still_as_seen(open), status, error, note, hash)
             .await
     }
@@ -278,7 +295,7 @@ impl Store {
     /// it meanwhile, and failing the key would have the caller pay again while that send is
     /// mined. False, with nothing changed, when the record is not as `open` shows it (or,
     /// answered, was sent).
-    pub(crate) async fn fail_transaction<C: ConnectionTrait>(
+    pub async fn fail_transaction<C: Conn>(
         &self,
         conn: &C,
         open: &OpenTransaction,
@@ -286,6 +303,7 @@ impl Store {
         error: String,
         answered: Option<String>,
     ) -> Result<bool> {
+        let conn = conn.sea();
         let mut seen = still_as_seen(open);
         if answered.is_some() {
             seen = seen.add(txs::Column::LastBroadcastAt.is_null());
@@ -303,7 +321,7 @@ impl Store {
     /// nonce: the record a nonce filler was signed for, or one refused for sure whose nonce
     /// was given back, and taken by a later record. When the nonce turns out used by another
     /// transaction, it may be one of theirs.
-    pub(crate) async fn ended_records_at_nonce(
+    pub async fn ended_records_at_nonce(
         &self,
         open: &OpenTransaction,
     ) -> Result<Vec<OpenTransaction>> {
@@ -316,7 +334,7 @@ impl Store {
             .filter(txs::Column::Nonce.eq(to_i64(nonce)?))
             .filter(txs::Column::Status.is_in(ended_unmined()))
             .filter(txs::Column::Id.ne(open.id))
-            .all(self.db())
+            .all(self.sea())
             .await?
             .into_iter()
             .map(OpenTransaction::try_from)
@@ -328,7 +346,7 @@ impl Store {
     /// from the record again (a key that says "failed, use a new key" has the caller pay
     /// twice): one database transaction. False when the record is no longer as `dropped`
     /// shows it, and then nothing changed.
-    pub(crate) async fn settle_ended(
+    pub async fn settle_ended(
         &self,
         dropped: &OpenTransaction,
         status: TxStatus,
@@ -340,7 +358,7 @@ impl Store {
             .add(txs::Column::Id.eq(dropped.id))
             .add(txs::Column::Status.is_in(ended_unmined()))
             .add(txs::Column::Revision.eq(dropped.revision));
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         let settled = self
             .settle_as_seen(&txn, dropped, seen, status, error, Some(note), Some(hash))
             .await?;
@@ -379,11 +397,6 @@ impl Store {
         let updated = update.filter(seen).exec(conn).await?.rows_affected == 1;
         if updated && status != open.status {
             self.insert_event_of(conn, open, status).await?;
-            if status == TxStatus::FeeCapped {
-                crate::metrics::fee_capped(&open.chain);
-            } else if status.is_final() {
-                crate::metrics::write_settled(&open.chain, open.kind.as_str(), status.as_str());
-            }
         }
         Ok(updated)
     }
@@ -399,18 +412,19 @@ impl Store {
             .filter(txs::Column::Status.is_in(open_statuses()))
             .group_by(txs::Column::Chain)
             .into_tuple()
-            .all(self.db())
+            .all(self.sea())
             .await?)
     }
 
     /// Whether an open record of `from` on chain `chain_id` holds `nonce`, read in `conn`.
-    pub(crate) async fn nonce_held_open<C: ConnectionTrait>(
+    pub async fn nonce_held_open<C: Conn>(
         &self,
         conn: &C,
         chain_id: i64,
         from: Address,
         nonce: u64,
     ) -> Result<bool> {
+        let conn = conn.sea();
         Ok(txs::Entity::find()
             .filter(txs::Column::ChainId.eq(chain_id))
             .filter(txs::Column::FromAddress.eq(from.to_checksum(None)))
@@ -422,9 +436,9 @@ impl Store {
     }
 
     /// The open (or any) transaction `id` with what the monitor needs.
-    pub(crate) async fn open_transaction(&self, id: Uuid) -> Result<Option<OpenTransaction>> {
+    pub async fn open_transaction(&self, id: Uuid) -> Result<Option<OpenTransaction>> {
         txs::Entity::find_by_id(id)
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(OpenTransaction::try_from)
             .transpose()
@@ -432,14 +446,14 @@ impl Store {
 
     /// The caller's transaction `id` if `user_id` owns it. Another user's transaction is
     /// reported exactly like a missing one, so ids cannot be probed.
-    pub(crate) async fn find_transaction(
+    pub async fn find_transaction(
         &self,
         user_id: Uuid,
         id: Uuid,
     ) -> Result<Option<TransactionRecord>> {
         txs::Entity::find_by_id(id)
             .filter(txs::Column::UserId.eq(user_id))
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(TransactionRecord::try_from)
             .transpose()
@@ -448,7 +462,7 @@ impl Store {
     /// Up to `limit` of `user_id`'s records, newest first, older than record `before` when
     /// given, of chain `chain` and status `status` when given. Record ids are UUIDv7, so
     /// their order is the order they were made in.
-    pub(crate) async fn list_transactions(
+    pub async fn list_transactions(
         &self,
         user_id: Uuid,
         chain: Option<&str>,
@@ -470,7 +484,7 @@ impl Store {
         query
             .order_by_desc(txs::Column::Id)
             .limit(limit)
-            .all(self.db())
+            .all(self.sea())
             .await?
             .into_iter()
             .map(TransactionRecord::try_from)

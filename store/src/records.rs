@@ -1,17 +1,17 @@
 //! Rows read back into domain values: every stored text (status, kind, addresses, hashes)
 //! is parsed here, once, so code above the store never meets an unreadable value.
 
-use crate::{
-    domain::{OpenTransaction, TransactionRecord, TxHash, TxKind, TxStatus, WalletAddress},
-    error::{Result, WalletOpsError},
+use crate::error::{Result, StoreError};
+use walletops_domain::{
+    OpenTransaction, TransactionRecord, TxHash, TxKind, TxStatus, WalletAddress,
 };
 
 use uuid::Uuid;
 
 use super::entities::transactions as txs;
 
-fn corrupt(id: Uuid, what: &str) -> WalletOpsError {
-    WalletOpsError::Internal(anyhow::anyhow!("transaction {id} has a bad {what}"))
+fn corrupt(id: Uuid, what: &str) -> StoreError {
+    StoreError::Corrupt(anyhow::anyhow!("transaction {id} has a bad {what}"))
 }
 
 /// The stored status and kind of `m`, read back into their enums.
@@ -24,7 +24,7 @@ fn status_and_kind(m: &txs::Model) -> Result<(TxStatus, TxKind)> {
 }
 
 impl TryFrom<txs::Model> for TransactionRecord {
-    type Error = WalletOpsError;
+    type Error = StoreError;
 
     fn try_from(m: txs::Model) -> Result<Self> {
         let id = m.id;
@@ -57,7 +57,7 @@ impl TryFrom<txs::Model> for TransactionRecord {
 }
 
 impl TryFrom<txs::Model> for OpenTransaction {
-    type Error = WalletOpsError;
+    type Error = StoreError;
 
     fn try_from(m: txs::Model) -> Result<Self> {
         let id = m.id;

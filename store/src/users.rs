@@ -1,14 +1,13 @@
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, sea_query::Expr,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, sea_query::Expr,
 };
 use uuid::Uuid;
 
 use super::{Store, entities::users, is_unique_violation};
-use crate::{
-    domain::User,
-    error::{Result, WalletOpsError},
-};
+use crate::Conn;
+use crate::error::{Result, StoreError};
+use walletops_domain::User;
 
 impl From<users::Model> for User {
     fn from(m: users::Model) -> Self {
@@ -25,21 +24,22 @@ impl From<users::Model> for User {
 /// write lock on SQLite) by writing it unchanged: what is counted or checked per user next
 /// (its active keys, its default wallet) cannot change under a concurrent request.
 /// `NOT_FOUND` when there is no such user.
-pub(crate) async fn lock_user<C: ConnectionTrait>(conn: &C, user_id: Uuid) -> Result<()> {
+pub(crate) async fn lock_user<C: Conn>(conn: &C, user_id: Uuid) -> Result<()> {
+    let conn = conn.sea();
     let locked = users::Entity::update_many()
         .col_expr(users::Column::Name, Expr::col(users::Column::Name))
         .filter(users::Column::Id.eq(user_id))
         .exec(conn)
         .await?;
     if locked.rows_affected == 0 {
-        return Err(WalletOpsError::NotFound("no such user".to_owned()));
+        return Err(StoreError::NoSuchUser);
     }
     Ok(())
 }
 
 impl Store {
-    /// Inserts a user; a taken name is `INVALID_INPUT` on `name`.
-    pub(crate) async fn insert_user(&self, name: &str) -> Result<User> {
+    /// Inserts a user; refused `UserNameTaken` when its name is taken.
+    pub async fn insert_user(&self, name: &str) -> Result<User> {
         let row = users::ActiveModel {
             id: Set(Uuid::now_v7()),
             name: Set(name.to_owned()),
@@ -47,29 +47,26 @@ impl Store {
             provider_user_id: Set(None),
             password_hash: Set(None),
         };
-        match row.insert(self.db()).await {
+        match row.insert(self.sea()).await {
             Ok(m) => Ok(m.into()),
-            Err(e) if is_unique_violation(&e) => Err(WalletOpsError::invalid(
-                "name",
-                format!("a user named {name:?} already exists"),
-            )),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::UserNameTaken),
             Err(e) => Err(e.into()),
         }
     }
 
     /// The user with id `id`; `NOT_FOUND` when there is none.
-    pub(crate) async fn user_by_id(&self, id: Uuid) -> Result<User> {
+    pub async fn user_by_id(&self, id: Uuid) -> Result<User> {
         users::Entity::find_by_id(id)
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(Into::into)
-            .ok_or_else(|| WalletOpsError::NotFound("no such user".to_owned()))
+            .ok_or(StoreError::NoSuchUser)
     }
 
     /// The user with id or name `id_or_name`.
-    pub(crate) async fn find_user(&self, id_or_name: &str) -> Result<Option<User>> {
+    pub async fn find_user(&self, id_or_name: &str) -> Result<Option<User>> {
         let by_id = match Uuid::parse_str(id_or_name) {
-            Ok(id) => users::Entity::find_by_id(id).one(self.db()).await?,
+            Ok(id) => users::Entity::find_by_id(id).one(self.sea()).await?,
             Err(_) => None,
         };
         let found = match by_id {
@@ -78,7 +75,7 @@ impl Store {
                 use sea_orm::{ColumnTrait, QueryFilter};
                 users::Entity::find()
                     .filter(users::Column::Name.eq(id_or_name))
-                    .one(self.db())
+                    .one(self.sea())
                     .await?
             }
         };
@@ -86,10 +83,10 @@ impl Store {
     }
 
     /// Every user, oldest first.
-    pub(crate) async fn list_users(&self) -> Result<Vec<User>> {
+    pub async fn list_users(&self) -> Result<Vec<User>> {
         Ok(users::Entity::find()
             .order_by_asc(users::Column::CreatedAt)
-            .all(self.db())
+            .all(self.sea())
             .await?
             .into_iter()
             .map(Into::into)
@@ -97,7 +94,7 @@ impl Store {
     }
 
     /// How many users exist.
-    pub(crate) async fn count_users(&self) -> Result<u64> {
-        Ok(users::Entity::find().count(self.db()).await?)
+    pub async fn count_users(&self) -> Result<u64> {
+        Ok(users::Entity::find().count(self.sea()).await?)
     }
 }

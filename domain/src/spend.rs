@@ -50,19 +50,6 @@ pub struct SpendLimit {
     pub approval_above: Option<U256>,
 }
 
-impl SpendLimit {
-    /// Why a write moving `amount` exceeds the most one write may move, if it does.
-    pub fn refuse_per_write(&self, amount: U256) -> Option<String> {
-        let max = self.max_per_transaction?;
-        (amount > max).then(|| {
-            format!(
-                "spend limit: this key may move at most {max} base units of {} on {} in one write; this one moves {amount}",
-                self.asset, self.chain
-            )
-        })
-    }
-}
-
 /// A limit with what is held against it now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpendStanding {

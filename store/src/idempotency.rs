@@ -13,57 +13,70 @@ use super::{
     entities::{idempotency_keys as keys, transactions as txs},
     transactions::{ended_unmined, open_statuses},
 };
-use crate::{
-    domain::{ClaimState, OpenTransaction, Submission},
-    error::{Result, WalletOpsError},
-};
+use crate::Conn;
+use crate::error::{Result, StoreError};
+use walletops_domain::{ClaimState, OpenTransaction, Submission};
 
 /// A key as stored.
 #[derive(Debug, Clone)]
-pub(crate) struct StoredClaim {
-    pub(crate) request_hash: String,
-    pub(crate) state: ClaimState,
-    pub(crate) response: Option<Submission>,
-    pub(crate) error: Option<String>,
-    pub(crate) transaction_id: Option<Uuid>,
+pub struct StoredClaim {
+    pub request_hash: String,
+    pub state: ClaimState,
+    pub response: Option<Submission>,
+    pub error: Option<String>,
+    pub transaction_id: Option<Uuid>,
 }
 
 /// A claim row to insert: the claim, its state and what it stands for.
 #[derive(Debug)]
-pub(crate) struct ClaimRow<'a> {
-    pub(crate) claim: &'a NewClaim,
-    pub(crate) state: ClaimState,
-    pub(crate) transaction_id: Option<Uuid>,
-    pub(crate) response: Option<&'a Submission>,
-    pub(crate) error: Option<String>,
+pub struct ClaimRow<'a> {
+    /// The claim.
+    pub claim: &'a NewClaim,
+    /// Its state.
+    pub state: ClaimState,
+    /// The record it answers from, if any.
+    pub transaction_id: Option<Uuid>,
+    /// The answer kept for a replay, if any.
+    pub response: Option<&'a Submission>,
+    /// The refusal kept for a replay, if any.
+    pub error: Option<String>,
 }
 
 /// A key to claim, and for which request.
 #[derive(Debug, Clone)]
-pub(crate) struct NewClaim {
-    pub(crate) user: Uuid,
-    pub(crate) key: Uuid,
-    pub(crate) path: String,
-    pub(crate) request_hash: String,
-    pub(crate) created_at: DateTime<Utc>,
-    pub(crate) expires_at: DateTime<Utc>,
+pub struct NewClaim {
+    /// The caller's user.
+    pub user: Uuid,
+    /// The Idempotency-Key.
+    pub key: Uuid,
+    /// The operation it was used for.
+    pub path: String,
+    /// The canonical hash of the request.
+    pub request_hash: String,
+    /// When it was claimed.
+    pub created_at: DateTime<Utc>,
+    /// When it may be used again for another request.
+    pub expires_at: DateTime<Utc>,
     /// What the write moves, held against its key's limits as the claim is made; `None`:
     /// the caller has no limits to hold it against (a session) or it moves nothing.
-    pub(crate) spend: Option<crate::domain::Spend>,
+    pub spend: Option<walletops_domain::Spend>,
 }
 
 impl Store {
     /// The claim of `(user, key)` that is still within its retention; an expired one is
     /// deleted, so the key may be used again. `retention` also runs from the settling of
     /// the claim's transaction (see `expired_and_settled`).
-    pub(crate) async fn find_idempotency_key(
+    pub async fn find_idempotency_key(
         &self,
         user: Uuid,
         key: Uuid,
         now: DateTime<Utc>,
         retention: chrono::Duration,
     ) -> Result<Option<StoredClaim>> {
-        let Some(mut found) = keys::Entity::find_by_id((user, key)).one(self.db()).await? else {
+        let Some(mut found) = keys::Entity::find_by_id((user, key))
+            .one(self.sea())
+            .await?
+        else {
             return Ok(None);
         };
         // Only a claim past its retention costs a write; the usual lookup is a read.
@@ -72,20 +85,23 @@ impl Store {
                 .filter(keys::Column::UserId.eq(user))
                 .filter(keys::Column::Key.eq(key))
                 .filter(expired_and_settled(now, retention))
-                .exec(self.db())
+                .exec(self.sea())
                 .await?;
             if deleted.rows_affected == 1 {
                 return Ok(None);
             }
             // Kept (its transaction is open), or a concurrent lookup deleted it and its
             // request may have claimed the key anew: what stands now is the answer.
-            match keys::Entity::find_by_id((user, key)).one(self.db()).await? {
+            match keys::Entity::find_by_id((user, key))
+                .one(self.sea())
+                .await?
+            {
                 Some(now_stored) => found = now_stored,
                 None => return Ok(None),
             }
         }
         let unreadable = |what: &str| {
-            WalletOpsError::Internal(anyhow::anyhow!(
+            StoreError::Corrupt(anyhow::anyhow!(
                 "stored idempotency key {key}: {what} unreadable"
             ))
         };
@@ -110,7 +126,7 @@ impl Store {
     /// Inserts the claim with one INSERT on the primary key, in `conn`'s transaction. Of two
     /// concurrent claims exactly one inserts; the other gets `false` (ON CONFLICT DO NOTHING,
     /// so a PostgreSQL transaction is not aborted by the conflict).
-    pub(crate) async fn insert_idempotency_key<C: ConnectionTrait>(
+    pub async fn insert_idempotency_key<C: Conn>(
         &self,
         conn: &C,
         claim: &NewClaim,
@@ -119,6 +135,7 @@ impl Store {
         response: Option<&Submission>,
         error: Option<String>,
     ) -> Result<bool> {
+        let conn = conn.sea();
         let row = ClaimRow {
             claim,
             state,
@@ -135,11 +152,12 @@ impl Store {
     /// Inserts claims in a few INSERTs (`in_cached_shapes`), as `insert_idempotency_key` does
     /// one; returns the `(user, key)`s that were inserted. Of rows with the same key, at most
     /// one inserts.
-    pub(crate) async fn insert_idempotency_keys<C: ConnectionTrait>(
+    pub async fn insert_idempotency_keys<C: Conn>(
         &self,
         conn: &C,
         rows: Vec<ClaimRow<'_>>,
     ) -> Result<HashSet<(Uuid, Uuid)>> {
+        let conn = conn.sea();
         if rows.is_empty() {
             return Ok(HashSet::new());
         }
@@ -175,7 +193,7 @@ impl Store {
     /// transaction `transaction_id`; only that request's own row is touched, and only while
     /// it still stands for a success: a claim its record's ending failed meanwhile stays
     /// failed.
-    pub(crate) async fn replace_claim_response(
+    pub async fn replace_claim_response(
         &self,
         claim: &NewClaim,
         transaction_id: Uuid,
@@ -190,7 +208,7 @@ impl Store {
             .filter(keys::Column::Key.eq(claim.key))
             .filter(keys::Column::TransactionId.eq(transaction_id))
             .filter(keys::Column::State.eq(ClaimState::Succeeded.as_str()))
-            .exec(self.db())
+            .exec(self.sea())
             .await?;
         Ok(updated.rows_affected == 1)
     }
@@ -246,14 +264,14 @@ impl Store {
     }
 
     /// Deletes claims past their retention.
-    pub(crate) async fn purge_idempotency_keys(
+    pub async fn purge_idempotency_keys(
         &self,
         now: DateTime<Utc>,
         retention: chrono::Duration,
     ) -> Result<u64> {
         Ok(keys::Entity::delete_many()
             .filter(expired_and_settled(now, retention))
-            .exec(self.db())
+            .exec(self.sea())
             .await?
             .rows_affected)
     }
@@ -262,7 +280,7 @@ impl Store {
 /// The stored form of a claim's response.
 fn response_json(response: &Submission) -> Result<serde_json::Value> {
     serde_json::to_value(response)
-        .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("response unstorable: {e}")))
+        .map_err(|e| StoreError::Corrupt(anyhow::anyhow!("response unstorable: {e}")))
 }
 
 /// Claims past their retention whose transaction, if any, has been settled for the

@@ -1,7 +1,12 @@
 //! Plain typed values of the domain, shared by every layer: chain families and addresses
 //! (alloy `Address`, Solana `Pubkey`), amounts, wallets, users, API keys, transaction
-//! records, submissions and writes held for approval. No I/O and no rule that needs the store: `store/` reads rows into
-//! these types, so it sits under every module that acts on them.
+//! records, submissions and writes held for approval; files only this user may read
+//! (`files`); configured secrets (`secret`). No I/O beyond those files and no rule that
+//! needs the store: `walletops-store` reads rows into these types, so this crate sits under
+//! every other crate of the service and depends on none of them.
+
+pub mod files;
+pub mod secret;
 
 mod account;
 mod approval;
@@ -11,7 +16,9 @@ mod transaction;
 mod wallet;
 mod webhook;
 
-pub use account::{ApiKey, DashboardSession, Scope, Scopes, User, check_name};
+pub use account::{
+    ApiKey, DashboardSession, EXPIRING_SOON, KeyState, Scope, Scopes, User, check_name,
+};
 pub use approval::{Approval, ApprovalState, Decision, HeldWrite};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
 pub use spend::{NATIVE_ASSET, Spend, SpendLimit, SpendStanding, asset_name};

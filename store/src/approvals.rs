@@ -11,10 +11,8 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::{Store, entities::approvals, spend::amount_of};
-use crate::{
-    domain::{Approval, ApprovalState, Decision, HeldWrite},
-    error::{Result, WalletOpsError},
-};
+use crate::error::{Result, StoreError};
+use walletops_domain::{Approval, ApprovalState, Decision, HeldWrite};
 
 /// Who is recorded as deciding an approval that ran out of time.
 pub const EXPIRY: &str = "expiry";
@@ -22,7 +20,7 @@ pub const EXPIRY: &str = "expiry";
 fn approval_of(m: approvals::Model) -> Result<Approval> {
     Ok(Approval {
         state: ApprovalState::parse(&m.state).ok_or_else(|| {
-            WalletOpsError::Internal(anyhow::anyhow!(
+            StoreError::Corrupt(anyhow::anyhow!(
                 "approval {} has an unknown state {}",
                 m.id,
                 m.state
@@ -62,7 +60,7 @@ pub struct LeasedApproval {
 impl Store {
     /// Holds `write`, unless its user already holds a write under the same idempotency key:
     /// either way, the approval that key stands for and its request hash.
-    pub(crate) async fn hold_write(&self, write: &HeldWrite) -> Result<(Approval, String)> {
+    pub async fn hold_write(&self, write: &HeldWrite) -> Result<(Approval, String)> {
         approvals::Entity::insert(approvals::ActiveModel {
             id: Set(Uuid::now_v7()),
             user_id: Set(write.user_id),
@@ -91,15 +89,15 @@ impl Store {
                 .do_nothing()
                 .to_owned(),
         )
-        .exec_without_returning(self.db())
+        .exec_without_returning(self.sea())
         .await?;
         self.held_write(write.user_id, write.idempotency_key)
             .await?
-            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("a held write vanished")))
+            .ok_or_else(|| StoreError::Corrupt(anyhow::anyhow!("a held write vanished")))
     }
 
     /// The write `user` holds under `idempotency_key`, with its request hash.
-    pub(crate) async fn held_write(
+    pub async fn held_write(
         &self,
         user: Uuid,
         idempotency_key: Uuid,
@@ -107,7 +105,7 @@ impl Store {
         approvals::Entity::find()
             .filter(approvals::Column::UserId.eq(user))
             .filter(approvals::Column::IdempotencyKey.eq(idempotency_key))
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(|m| {
                 let hash = m.request_hash.clone();
@@ -117,10 +115,10 @@ impl Store {
     }
 
     /// Approval `id` of `user`.
-    pub(crate) async fn approval(&self, user: Uuid, id: Uuid) -> Result<Option<Approval>> {
+    pub async fn approval(&self, user: Uuid, id: Uuid) -> Result<Option<Approval>> {
         approvals::Entity::find_by_id(id)
             .filter(approvals::Column::UserId.eq(user))
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(approval_of)
             .transpose()
@@ -128,7 +126,7 @@ impl Store {
 
     /// `user`'s approvals, newest first: only key `key`'s when given, only those in `state`
     /// when given; at most `limit`.
-    pub(crate) async fn approvals(
+    pub async fn approvals(
         &self,
         user: Uuid,
         key: Option<Uuid>,
@@ -146,7 +144,7 @@ impl Store {
             .order_by_desc(approvals::Column::CreatedAt)
             .order_by_desc(approvals::Column::Id)
             .limit(limit)
-            .all(self.db())
+            .all(self.sea())
             .await?
             .into_iter()
             .map(approval_of)
@@ -155,7 +153,7 @@ impl Store {
 
     /// Records `decision` on `user`'s approval `id` by `by`, if it is still pending and its
     /// deadline (`now`) has not passed: whether it was.
-    pub(crate) async fn decide_approval(
+    pub async fn decide_approval(
         &self,
         user: Uuid,
         id: Uuid,
@@ -176,14 +174,14 @@ impl Store {
             .filter(approvals::Column::UserId.eq(user))
             .filter(approvals::Column::State.eq(ApprovalState::Pending.as_str()))
             .filter(approvals::Column::ExpiresAt.gt(now))
-            .exec(self.db())
+            .exec(self.sea())
             .await?
             .rows_affected
             == 1)
     }
 
     /// Expires the pending approvals whose deadline is past `now`: how many.
-    pub(crate) async fn expire_approvals(&self, now: DateTime<Utc>) -> Result<u64> {
+    pub async fn expire_approvals(&self, now: DateTime<Utc>) -> Result<u64> {
         Ok(approvals::Entity::update_many()
             .col_expr(
                 approvals::Column::State,
@@ -193,14 +191,14 @@ impl Store {
             .col_expr(approvals::Column::DecidedAt, Expr::value(now))
             .filter(approvals::Column::State.eq(ApprovalState::Pending.as_str()))
             .filter(approvals::Column::ExpiresAt.lte(now))
-            .exec(self.db())
+            .exec(self.sea())
             .await?
             .rows_affected)
     }
 
     /// Leases up to `limit` approved writes no core is making (or whose core's lease ran out
     /// by `now`) until `until`.
-    pub(crate) async fn lease_approved(
+    pub async fn lease_approved(
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
@@ -219,7 +217,7 @@ impl Store {
             .order_by_asc(approvals::Column::DecidedAt)
             .limit(limit)
             .into_tuple()
-            .all(self.db())
+            .all(self.sea())
             .await?;
         if candidates.is_empty() {
             return Ok(Vec::new());
@@ -229,7 +227,7 @@ impl Store {
             .filter(approvals::Column::Id.is_in(candidates))
             .filter(approvals::Column::State.eq(ApprovalState::Approved.as_str()))
             .filter(free())
-            .exec_with_returning(self.db())
+            .exec_with_returning(self.sea())
             .await?
             .into_iter()
             .map(|m| {
@@ -245,7 +243,7 @@ impl Store {
 
     /// Notes how approved write `id` ended: made as record `transaction_id`, or refused
     /// with `error`.
-    pub(crate) async fn approval_done(
+    pub async fn approval_done(
         &self,
         id: Uuid,
         outcome: std::result::Result<Uuid, String>,
@@ -267,25 +265,20 @@ impl Store {
             )
             .filter(approvals::Column::Id.eq(id))
             .filter(approvals::Column::State.eq(ApprovalState::Approved.as_str()))
-            .exec(self.db())
+            .exec(self.sea())
             .await?;
         Ok(())
     }
 
     /// Leaves approved write `id` for another try at `at` (its write was refused for a
     /// reason that may pass: an aggregator or node that did not answer), noting `error`.
-    pub(crate) async fn approval_retry_at(
-        &self,
-        id: Uuid,
-        at: DateTime<Utc>,
-        error: &str,
-    ) -> Result<()> {
+    pub async fn approval_retry_at(&self, id: Uuid, at: DateTime<Utc>, error: &str) -> Result<()> {
         approvals::Entity::update_many()
             .col_expr(approvals::Column::LeaseUntil, Expr::value(at))
             .col_expr(approvals::Column::Error, Expr::value(error))
             .filter(approvals::Column::Id.eq(id))
             .filter(approvals::Column::State.eq(ApprovalState::Approved.as_str()))
-            .exec(self.db())
+            .exec(self.sea())
             .await?;
         Ok(())
     }
@@ -297,7 +290,7 @@ mod tests {
     use chrono::{Duration, Utc};
 
     use super::*;
-    use crate::store::tests::on_both_backends;
+    use crate::on_both_backends;
 
     fn held(user: Uuid, expires_in: Duration) -> HeldWrite {
         HeldWrite {

@@ -6,10 +6,8 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::{Store, entities::api_keys, is_unique_violation};
-use crate::{
-    domain::{ApiKey, Scopes},
-    error::{Result, WalletOpsError},
-};
+use crate::error::{Result, StoreError};
+use walletops_domain::{ApiKey, Scopes};
 
 /// A key about to be stored: only the hash of its value, never the value.
 #[derive(Debug)]
@@ -65,19 +63,20 @@ fn active_at(now: DateTime<Utc>) -> Condition {
 }
 
 impl Store {
-    /// Stores `key` unless its owner already has `max_active` active keys (`FORBIDDEN`).
+    /// Stores `key` unless its owner already has `max_active` active keys (`Full`), or its
+    /// maker was revoked or expired meanwhile (`MakerInactive`).
     /// `Ok(None)` means the prefix is taken: the caller draws a new key and tries again.
     ///
     /// The count and the insert run in one transaction that first writes the owner's row, so
     /// two concurrent creations for one user are serialized (a row lock on PostgreSQL, the
     /// write lock on SQLite) and cannot both slip under the limit.
-    pub(crate) async fn insert_api_key(
+    pub async fn insert_api_key(
         &self,
         key: NewApiKey,
         max_active: u64,
         now: DateTime<Utc>,
     ) -> Result<Option<ApiKey>> {
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         super::users::lock_user(&txn, key.user_id).await?;
         // Its maker was checked when the request came in: revoked since (under this same
         // lock, so before or after, never during), it makes nothing.
@@ -88,7 +87,7 @@ impl Store {
                 .await?
                 .is_some();
             if !active {
-                return Err(WalletOpsError::Unauthorized("key revoked or expired"));
+                return Err(StoreError::MakerInactive);
             }
         }
         let active = api_keys::Entity::find()
@@ -97,9 +96,7 @@ impl Store {
             .count(&txn)
             .await?;
         if active >= max_active {
-            return Err(WalletOpsError::Forbidden(format!(
-                "a user may hold at most {max_active} active API keys; revoke one first"
-            )));
+            return Err(StoreError::Full(max_active));
         }
         let row = api_keys::ActiveModel {
             id: Set(Uuid::now_v7()),
@@ -126,13 +123,10 @@ impl Store {
     }
 
     /// The key with lookup prefix `prefix`, and the hash of its value.
-    pub(crate) async fn find_api_key_by_prefix(
-        &self,
-        prefix: &str,
-    ) -> Result<Option<(ApiKey, String)>> {
+    pub async fn find_api_key_by_prefix(&self, prefix: &str) -> Result<Option<(ApiKey, String)>> {
         Ok(api_keys::Entity::find()
             .filter(api_keys::Column::Prefix.eq(prefix))
-            .one(self.db())
+            .one(self.sea())
             .await?
             .map(|m| {
                 let hash = m.secret_hash.clone();
@@ -141,12 +135,12 @@ impl Store {
     }
 
     /// Every key of `user_id`, newest first.
-    pub(crate) async fn list_api_keys(&self, user_id: Uuid) -> Result<Vec<ApiKey>> {
+    pub async fn list_api_keys(&self, user_id: Uuid) -> Result<Vec<ApiKey>> {
         Ok(api_keys::Entity::find()
             .filter(api_keys::Column::UserId.eq(user_id))
             .order_by_desc(api_keys::Column::CreatedAt)
             .order_by_desc(api_keys::Column::Id)
-            .all(self.db())
+            .all(self.sea())
             .await?
             .into_iter()
             .map(Into::into)
@@ -159,7 +153,7 @@ impl Store {
     /// revokes itself takes none along: rotating is making a key with the old one, then
     /// revoking the old one with itself or with the new one. A key revoked before keeps its
     /// first revocation time. `None` when the user has no such key.
-    pub(crate) async fn revoke_api_key(
+    pub async fn revoke_api_key(
         &self,
         user_id: Uuid,
         id_or_prefix: &str,
@@ -170,7 +164,7 @@ impl Store {
         if let Ok(id) = Uuid::parse_str(id_or_prefix) {
             which = which.add(api_keys::Column::Id.eq(id));
         }
-        let txn = self.begin().await?;
+        let txn = self.begin_sea().await?;
         super::users::lock_user(&txn, user_id).await?;
         let Some(key) = api_keys::Entity::find()
             .filter(api_keys::Column::UserId.eq(user_id))
@@ -213,7 +207,7 @@ impl Store {
 
     /// Records a use of key `id` at `now` unless one after `stale` is recorded already (a
     /// concurrent request may have written it since the key was read).
-    pub(crate) async fn touch_api_key(
+    pub async fn touch_api_key(
         &self,
         id: Uuid,
         now: DateTime<Utc>,
@@ -227,7 +221,7 @@ impl Store {
                     .add(api_keys::Column::LastUsedAt.is_null())
                     .add(api_keys::Column::LastUsedAt.lt(stale)),
             )
-            .exec(self.db())
+            .exec(self.sea())
             .await?;
         Ok(())
     }

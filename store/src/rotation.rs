@@ -9,14 +9,8 @@ use super::{
     entities::{keystore_check, signer_keys, webhook_endpoints},
     wallets::sealed_row,
 };
-use crate::{
-    domain::{SealedKey, WalletAddress},
-    error::{Result, WalletOpsError},
-};
-
-/// What a core still on a rotated-away master key is told.
-pub(crate) const ROTATED_AWAY: &str = "this core's master key is no longer the database's (it \
-    was rotated with `walletops keystore rotate`): restart the core with the new master key";
+use crate::error::{Result, StoreError};
+use walletops_domain::{SealedKey, WalletAddress};
 
 /// The keystore check, read under a lock that a rotation's write waits for (a share lock on
 /// PostgreSQL; SQLite's writers are serialized already).
@@ -44,9 +38,7 @@ pub(super) async fn refuse_rotated_away<C: sea_orm::ConnectionTrait>(
     ours: impl Fn(&SealedKey) -> bool,
 ) -> Result<()> {
     match locked_check(conn, false).await? {
-        Some(check) if !ours(&check) => {
-            Err(WalletOpsError::ServiceUnavailable(ROTATED_AWAY.to_owned()))
-        }
+        Some(check) if !ours(&check) => Err(StoreError::RotatedAway),
         _ => Ok(()),
     }
 }
@@ -56,30 +48,24 @@ impl Store {
     /// and replaces the keystore check with
     /// `new_check`, in one transaction, once `opens_check` says the current check opens
     /// under the old key. Returns how many wallet keys were re-sealed.
-    pub(crate) async fn rotate_keystore(
+    pub async fn rotate_keystore(
         &self,
         opens_check: impl Fn(&SealedKey) -> bool,
         reseal: impl Fn(&WalletAddress, &SealedKey) -> anyhow::Result<SealedKey>,
         reseal_webhook: impl Fn(uuid::Uuid, &SealedKey) -> anyhow::Result<SealedKey>,
         new_check: SealedKey,
     ) -> Result<usize> {
-        let txn = self.begin().await?;
-        let check = locked_check(&txn, true).await?.ok_or_else(|| {
-            WalletOpsError::invalid(
-                "database",
-                "it has no keystore check yet: start a core on it first",
-            )
-        })?;
+        let txn = self.begin_sea().await?;
+        let check = locked_check(&txn, true)
+            .await?
+            .ok_or_else(|| StoreError::NoKeystoreCheck)?;
         if !opens_check(&check) {
-            return Err(WalletOpsError::invalid(
-                "master_key",
-                "the current master key does not open this database: rotate with the key it was sealed under",
-            ));
+            return Err(StoreError::CheckDoesNotOpen);
         }
         let mut row = keystore_check::Entity::find_by_id(1)
             .one(&txn)
             .await?
-            .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("keystore check vanished")))?
+            .ok_or_else(|| StoreError::Corrupt(anyhow::anyhow!("keystore check vanished")))?
             .into_active_model();
         row.nonce = Set(new_check.nonce);
         row.ciphertext = Set(new_check.ciphertext);
@@ -89,7 +75,7 @@ impl Store {
         for m in keys {
             let mut active = m.clone().into_active_model();
             let (address, sealed) = sealed_row(m)?;
-            let resealed = reseal(&address, &sealed).map_err(WalletOpsError::Internal)?;
+            let resealed = reseal(&address, &sealed).map_err(StoreError::Corrupt)?;
             active.nonce = Set(resealed.nonce);
             active.ciphertext = Set(resealed.ciphertext);
             active.update(&txn).await?;
@@ -99,7 +85,7 @@ impl Store {
                 nonce: m.secret_nonce.clone(),
                 ciphertext: m.secret_ciphertext.clone(),
             };
-            let resealed = reseal_webhook(m.id, &sealed).map_err(WalletOpsError::Internal)?;
+            let resealed = reseal_webhook(m.id, &sealed).map_err(StoreError::Corrupt)?;
             let mut active = m.into_active_model();
             active.secret_nonce = Set(resealed.nonce);
             active.secret_ciphertext = Set(resealed.ciphertext);

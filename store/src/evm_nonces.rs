@@ -1,25 +1,26 @@
 use chrono::Utc;
 use sea_orm::{
     ActiveValue::Set,
-    ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
+    ColumnTrait, EntityTrait, QueryFilter,
     sea_query::{Expr, ExprTrait, OnConflict},
 };
 
 use alloy::primitives::Address;
 
 use super::{Store, entities::evm_nonces as nonces};
-use crate::error::{Result, WalletOpsError};
+use crate::Conn;
+use crate::error::{Result, StoreError};
 
-fn corrupt(what: &str) -> WalletOpsError {
-    WalletOpsError::Internal(anyhow::anyhow!("nonce ledger: {what}"))
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(anyhow::anyhow!("nonce ledger: {what}"))
 }
 
 impl Store {
     /// Whether the ledger has a row for `(chain_id, address)` yet.
-    pub(crate) async fn has_nonce_row(&self, chain_id: i64, address: Address) -> Result<bool> {
+    pub async fn has_nonce_row(&self, chain_id: i64, address: Address) -> Result<bool> {
         Ok(
             nonces::Entity::find_by_id((chain_id, address.to_checksum(None)))
-                .one(self.db())
+                .one(self.sea())
                 .await?
                 .is_some(),
         )
@@ -31,7 +32,7 @@ impl Store {
     /// ends, so two signers, in one core or many, never get the same nonce. `floor` (the
     /// chain's pending nonce, when known) moves the ledger forward past transactions sent
     /// from the wallet outside the service; it never moves back.
-    pub(crate) async fn allocate_nonce<C: ConnectionTrait>(
+    pub async fn allocate_nonce<C: Conn>(
         &self,
         conn: &C,
         chain_id: i64,
@@ -39,6 +40,7 @@ impl Store {
         floor: Option<u64>,
         count: u64,
     ) -> Result<u64> {
+        let conn = conn.sea();
         let count = i64::try_from(Ord::max(count, 1)).map_err(|_| corrupt("nonce overflow"))?;
         let floor = i64::try_from(floor.unwrap_or(0)).map_err(|_| corrupt("nonce overflow"))?;
         nonces::Entity::insert(nonces::ActiveModel {
@@ -69,12 +71,13 @@ impl Store {
 
     /// Locks the ledger row of `(chain_id, address)` until `conn`'s transaction ends, as
     /// allocating does: whoever decides what holds one of its nonces holds it alone.
-    pub(crate) async fn lock_nonce_row<C: ConnectionTrait>(
+    pub async fn lock_nonce_row<C: Conn>(
         &self,
         conn: &C,
         chain_id: i64,
         address: Address,
     ) -> Result<()> {
+        let conn = conn.sea();
         let locked = nonces::Entity::update_many()
             .col_expr(nonces::Column::UpdatedAt, Expr::value(Utc::now()))
             .filter(nonces::Column::ChainId.eq(chain_id))
@@ -89,13 +92,14 @@ impl Store {
 
     /// Gives `nonce` back when it is the last one handed out, inside `conn`'s transaction.
     /// Returns false when later nonces are out already: the caller must fill the gap.
-    pub(crate) async fn release_nonce<C: ConnectionTrait>(
+    pub async fn release_nonce<C: Conn>(
         &self,
         conn: &C,
         chain_id: i64,
         address: Address,
         nonce: u64,
     ) -> Result<bool> {
+        let conn = conn.sea();
         let nonce = i64::try_from(nonce).map_err(|_| corrupt("nonce overflow"))?;
         let released = nonces::Entity::update_many()
             .col_expr(nonces::Column::NextNonce, Expr::value(nonce))
