@@ -39,7 +39,6 @@ use walletops_proto::{
 pub use dashboard::PeerAddr;
 pub use error::{ErrorBody, http_status};
 pub use mcp::stdio::serve as serve_mcp_stdio;
-pub use model::transaction_json;
 
 use crate::error::{EdgeError, REQUEST_ID};
 
@@ -67,31 +66,7 @@ pub struct CoreTls {
     pub identity: Option<(Vec<u8>, Vec<u8>)>,
 }
 
-/// How the edge reaches its core: a gRPC channel to a core elsewhere (`core_channel`), or
-/// the services of the core in this process, called without a connection between them.
-pub type CoreChannel = tower::util::BoxCloneSyncService<
-    http::Request<tonic::body::Body>,
-    http::Response<tonic::body::Body>,
-    CallFailed,
->;
-
-/// Why a call to the core got no answer (the channel's error, a timeout). A type of its own
-/// rather than a boxed error: the gRPC clients' bound on their channel's error does not hold
-/// for a trait object inside an axum handler's future.
-#[derive(Debug)]
-pub struct CallFailed(pub tower::BoxError);
-
-impl std::fmt::Display for CallFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for CallFailed {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.0)
-    }
-}
+pub use walletops_proto::channel::{CallFailed, CoreChannel};
 
 /// A lazily connecting channel to the core at `url` (over TLS with `tls` when it is
 /// `https`), with a per-call `timeout`. Lazy, so the edge starts (and answers 503 in the

@@ -2,8 +2,10 @@
 //! and gRPC stubs, the encoded descriptor set for reflection, the contract's error codes and
 //! the request-id rule. Nothing here knows about storage, chains or HTTP routing.
 
+pub mod channel;
 pub mod json;
 pub mod request_id;
+pub mod rest;
 
 /// Generated `walletops.v1` messages, enums, servers and clients.
 #[allow(missing_docs, unreachable_pub, clippy::all)]

@@ -9,7 +9,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use http::Request;
 use tonic::{body::Body, service::Routes, transport::server::TcpConnectInfo};
 use tower::{BoxError, ServiceBuilder, timeout::error::Elapsed};
-use walletops_edge::{CallFailed, CoreChannel};
+use walletops_proto::channel::{CallFailed, CoreChannel};
 
 use crate::Core;
 

@@ -37,7 +37,7 @@ use tower_http::{
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
     trace::{DefaultOnFailure, TraceLayer},
 };
-use walletops_edge::{CallFailed, CoreChannel};
+use walletops_proto::channel::{CallFailed, CoreChannel};
 use walletops_proto::{
     request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
     v1::{
@@ -178,7 +178,7 @@ pub fn transaction_json(
     record: walletops_domain::TransactionRecord,
     chains: &crate::chains::Registry,
 ) -> Vec<u8> {
-    walletops_edge::transaction_json(convert::transaction(record, chains))
+    walletops_proto::rest::transaction_json(convert::transaction(record, chains))
 }
 
 /// Serves the core's public services on `listener` until `shutdown` completes.

@@ -4,8 +4,6 @@
 //! names, contract codes, chain slugs, record kinds and statuses, JSON-RPC methods; never an
 //! address, a key or a user's name.
 
-pub mod server;
-
 use std::time::Duration;
 
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
@@ -151,7 +149,7 @@ fn write_settled(chain: &str, kind: &'static str, status: &'static str) {
 }
 
 /// `open` records of `chain` are not final, the oldest `oldest` old.
-pub(crate) fn open_records(chain: &str, open: usize, oldest: Duration) {
+pub fn open_records(chain: &str, open: usize, oldest: Duration) {
     gauge!(OPEN_RECORDS, "chain" => chain.to_owned()).set(open as f64);
     gauge!(OLDEST_OPEN_SECONDS, "chain" => chain.to_owned()).set(oldest.as_secs_f64());
 }

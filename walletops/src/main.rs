@@ -11,6 +11,7 @@
 mod admin;
 mod approvals;
 mod cli;
+mod metrics_listener;
 mod serve;
 mod webhooks;
 

@@ -8,7 +8,7 @@ use axum::{Router, http::StatusCode, response::IntoResponse, routing::get};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 
-use crate::Core;
+use walletops_core::Core;
 
 /// Histogram buckets of the `_duration_seconds` metrics: a millisecond to the 30 s request
 /// timeout.
@@ -21,11 +21,11 @@ const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
 /// Installs the Prometheus recorder for the whole process and declares the metrics; the
 /// handle renders them.
-pub fn install() -> anyhow::Result<PrometheusHandle> {
+pub(crate) fn install() -> anyhow::Result<PrometheusHandle> {
     let handle = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_duration_seconds".to_owned()), BUCKETS)?
         .install_recorder()?;
-    super::describe();
+    walletops_core::metrics::describe();
     let upkeep = handle.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(UPKEEP_EVERY);
@@ -38,7 +38,7 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
 }
 
 /// Serves `/metrics`, `/livez` and `/readyz` on `listener` until `shutdown` completes.
-pub async fn serve(
+pub(crate) async fn serve(
     core: Core,
     listener: TcpListener,
     handle: PrometheusHandle,
@@ -74,7 +74,7 @@ async fn scrape(core: Core, handle: PrometheusHandle) -> impl IntoResponse {
                         let age = (now - *oldest).to_std().unwrap_or_default();
                         (usize::try_from(*count).unwrap_or_default(), age)
                     });
-                super::open_records(chain.slug(), count, oldest);
+                walletops_core::metrics::open_records(chain.slug(), count, oldest);
             }
         }
         Err(e) => tracing::warn!(error = %e, "reading the open records for the metrics failed"),

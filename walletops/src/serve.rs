@@ -187,12 +187,12 @@ async fn start_core(
             "Metrics listening on http://{} (/metrics, /livez, /readyz)",
             metrics.local_addr()?
         );
-        let handle = walletops_core::metrics::server::install()?;
+        let handle = crate::metrics_listener::install()?;
         let stop = on_stop(stop_rx.clone());
         let core = core.clone();
-        tasks.spawn(async move {
-            walletops_core::metrics::server::serve(core, metrics, handle, stop).await
-        });
+        tasks.spawn(
+            async move { crate::metrics_listener::serve(core, metrics, handle, stop).await },
+        );
     }
     if let Some(addr) = config.admin_addr {
         let admin = bind(addr, "admin").await?;

@@ -1,77 +1,101 @@
-//! `GET /tx/{id}`: a transaction record and its status history.
+//! The REST contract's JSON shapes that the core writes too: a transaction record with its
+//! status history, as `GET /tx/{id}` gives it and as webhooks deliver it, and the value
+//! spellings every shape uses (ISO 8601 timestamps, enum names without their prefix). The
+//! edge serves them; the core's webhook bodies are made with the same code.
 
+use chrono::{DateTime, SecondsFormat};
 use serde::Serialize;
 use utoipa::ToSchema;
-use walletops_proto::v1 as pb;
 
-use super::{iso_or_empty, short_name};
+use crate::v1 as pb;
+
+/// ISO 8601 with milliseconds, UTC (`2026-11-23T02:15:19.123Z`), as the spec asks.
+pub fn iso(ts: Option<prost_types::Timestamp>) -> Option<String> {
+    let ts = ts?;
+    DateTime::from_timestamp(ts.seconds, u32::try_from(ts.nanos).unwrap_or_default())
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+}
+
+/// `iso`, or the empty string for no timestamp.
+pub fn iso_or_empty(ts: Option<prost_types::Timestamp>) -> String {
+    iso(ts).unwrap_or_default()
+}
+
+/// A protobuf enum value's name without its type's `prefix` (`TRANSACTION_STATUS_SUBMITTED`
+/// is `SUBMITTED`); `UNSPECIFIED` for a value this build does not know.
+pub fn short_name<E>(name: Result<&str, E>, prefix: &str) -> String {
+    name.map_or_else(
+        |_| "UNSPECIFIED".to_owned(),
+        |n| n.trim_start_matches(prefix).to_owned(),
+    )
+}
 
 /// One step of a transaction's status history.
 #[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct StatusChangeJson {
+pub struct StatusChangeJson {
     /// Status entered.
-    pub(crate) status: String,
+    pub status: String,
     /// When, ISO 8601 UTC.
-    pub(crate) at: String,
+    pub at: String,
     /// Why, when there is something to say.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) note: Option<String>,
+    pub note: Option<String>,
 }
 
 /// A transaction record.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct TransactionJson {
+pub struct TransactionJson {
     /// Service transaction id.
-    pub(crate) id: String,
+    pub id: String,
     /// Chain slug.
-    pub(crate) chain: String,
+    pub chain: String,
     /// Numeric chain id (Solana: 0 mainnet, -2 testnet, -3 devnet).
-    pub(crate) chain_id: i64,
+    pub chain_id: i64,
     /// Display name of the chain.
-    pub(crate) chain_name: String,
+    pub chain_name: String,
     /// `send`, `approve`, `contract_call` or `swap`.
     #[serde(rename = "type")]
-    pub(crate) kind: String,
+    pub kind: String,
     /// Sender.
-    pub(crate) from: String,
+    pub from: String,
     /// Recipient, token or contract.
-    pub(crate) to: String,
+    pub to: String,
     /// `native`, `erc20` or `spl` for transfers.
-    pub(crate) asset: Option<String>,
+    pub asset: Option<String>,
     /// Token address or mint.
-    pub(crate) token: Option<String>,
+    pub token: Option<String>,
     /// Amount in base units.
-    pub(crate) amount: Option<String>,
+    pub amount: Option<String>,
     /// `SUBMITTED`, `CONFIRMED`, `REVERTED`, `FAILED`, `DROPPED` or `FEE_CAPPED`.
-    pub(crate) status: String,
+    pub status: String,
     /// Every status, oldest first.
-    pub(crate) status_history: Vec<StatusChangeJson>,
+    pub status_history: Vec<StatusChangeJson>,
     /// Hash or signature.
-    pub(crate) hash: Option<String>,
+    pub hash: Option<String>,
     /// Explorer link.
-    pub(crate) explorer_url: Option<String>,
+    pub explorer_url: Option<String>,
     /// Why it failed, reverted or was dropped.
-    pub(crate) error: Option<String>,
+    pub error: Option<String>,
     /// Accepted at.
-    pub(crate) created_at: String,
+    pub created_at: String,
     /// Last changed at.
-    pub(crate) updated_at: String,
+    pub updated_at: String,
     /// Swaps only: the token sold, as the aggregator names it (never `NATIVE`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) from_token: Option<String>,
+    pub from_token: Option<String>,
     /// Swaps only: the token bought.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) to_token: Option<String>,
+    pub to_token: Option<String>,
     /// Swaps only: how much was sold, in base units.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) src_amount: Option<String>,
+    pub src_amount: Option<String>,
     /// Swaps only: what the quote said it buys, in base units, before slippage.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) dst_amount: Option<String>,
+    pub dst_amount: Option<String>,
     /// Swaps only: the least the caller accepted (`dstAmount` less the slippage).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) min_dst_amount: Option<String>,
+    pub min_dst_amount: Option<String>,
 }
 
 fn status_name(s: i32) -> String {
@@ -126,4 +150,18 @@ impl From<pb::Transaction> for TransactionJson {
 /// A transaction as `GET /tx/{id}` gives it, in JSON: what webhooks deliver too.
 pub fn transaction_json(t: pb::Transaction) -> Vec<u8> {
     serde_json::to_vec(&TransactionJson::from(t)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_iso_with_millis_utc() {
+        let ts = prost_types::Timestamp {
+            seconds: 1_795_400_119,
+            nanos: 123_456_789,
+        };
+        assert_eq!(iso(Some(ts)).as_deref(), Some("2026-11-23T02:15:19.123Z"));
+    }
 }
