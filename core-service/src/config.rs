@@ -240,12 +240,17 @@ const MIN_ADMIN_TOKEN_LEN: usize = 16;
 
 /// Options that hold secrets, with the variables that set them. Read as they are: figment
 /// would parse a value that looks like a number (dropping leading zeros) or a list.
-const SECRET_VARIABLES: [(&str, &str); 5] = [
+const SECRET_VARIABLES: [(&str, &str); 7] = [
     ("admin_token", "WALLETOPS_ADMIN_TOKEN"),
     ("master_key", "WALLETOPS_MASTER_KEY"),
     ("redis_url", "WALLETOPS_REDIS_URL"),
     ("trade.evm.api_key", "WALLETOPS_TRADE__EVM__API_KEY"),
     ("trade.solana.api_key", "WALLETOPS_TRADE__SOLANA__API_KEY"),
+    ("provider.app_secret", "WALLETOPS_PROVIDER__APP_SECRET"),
+    (
+        "provider.authorization_key",
+        "WALLETOPS_PROVIDER__AUTHORIZATION_KEY",
+    ),
 ];
 
 impl Config {

@@ -82,7 +82,7 @@ pub enum WalletOpsError {
     #[error("{0}")]
     NotFound(String),
     /// The caller's rate budget for this kind of request is spent.
-    #[error("rate limit exceeded: {limit} {kind} requests per minute; retry after {}s", retry_after.as_secs())]
+    #[error("rate limit exceeded: {limit} {kind} requests per minute; retry after {}s", walletops_proto::retry_after_secs(*retry_after))]
     RateLimited {
         /// `read` or `write`.
         kind: &'static str,
@@ -95,7 +95,7 @@ pub enum WalletOpsError {
     #[error(
         "too many failed {what}: at most {limit} in {}; retry after {}s",
         minutes(*window),
-        retry_after.as_secs().max(1)
+        walletops_proto::retry_after_secs(*retry_after)
     )]
     Throttled {
         /// What failed, e.g. `sign-ins`.
@@ -205,12 +205,31 @@ impl WalletOpsError {
     /// Idempotency-Key free: the refusal came from outside the request (an aggregator that
     /// refused or failed, the wallet provider failing, a part the operator has not
     /// configured), so the same request may succeed later, and its key with it. Every other
-    /// refusal spends the key.
+    /// refusal spends the key. No arm is a catch-all: a new variant must say which it is.
     pub fn leaves_key_free(&self) -> bool {
-        matches!(
-            self,
-            Self::QuoteFailed(_) | Self::ServiceUnavailable(_) | Self::WalletProviderError(_)
-        )
+        match self {
+            Self::QuoteFailed(_) | Self::ServiceUnavailable(_) | Self::WalletProviderError(_) => {
+                true
+            }
+            Self::Unauthorized(_)
+            | Self::NotSignedIn(_)
+            | Self::Forbidden(_)
+            | Self::NotFound(_)
+            | Self::RateLimited { .. }
+            | Self::Throttled { .. }
+            | Self::InvalidInput(_)
+            | Self::IdempotentBodyMismatch(_)
+            | Self::IdempotentReplay(_)
+            | Self::WalletNotFound(_)
+            | Self::UserNotLinked(_)
+            | Self::WalletNotDelegated(_)
+            | Self::WalletIdRequired(_)
+            | Self::ChainUnknown(_)
+            | Self::InsufficientFunds(_)
+            | Self::ProviderRpcError(_)
+            | Self::SendFailed(_)
+            | Self::Internal(_) => false,
+        }
     }
 }
 

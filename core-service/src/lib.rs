@@ -35,9 +35,7 @@ pub mod webhooks;
 pub mod writes;
 
 #[cfg(test)]
-mod record_lifecycle_tests;
-#[cfg(test)]
-mod scripted;
+mod testing;
 
 pub use app::Core;
 pub use config::Config;

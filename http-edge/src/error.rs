@@ -111,7 +111,7 @@ pub(crate) fn read_status(status: &tonic::Status) -> (ErrorCode, String, Option<
     let retry = details
         .retry_info()
         .and_then(|r| r.retry_delay)
-        .map(|d| d.as_secs_f64().ceil().max(1.0) as u64);
+        .map(walletops_proto::retry_after_secs);
     match details
         .error_info()
         .and_then(|i| i.reason.parse::<ErrorCode>().ok())
@@ -149,10 +149,22 @@ pub(crate) fn read_status(status: &tonic::Status) -> (ErrorCode, String, Option<
     }
 }
 
+/// An error as the contract tells it.
+#[derive(Debug)]
+pub(crate) struct Told {
+    /// The contract's code.
+    pub(crate) code: ErrorCode,
+    /// The message for the caller.
+    pub(crate) message: String,
+    /// A rate limit's retry delay, in whole seconds.
+    pub(crate) retry_after: Option<u64>,
+    /// The HTTP status.
+    pub(crate) status: StatusCode,
+}
+
 impl EdgeError {
-    /// The error as the contract tells it: its code, message, retry delay in seconds (a
-    /// rate limit's) and HTTP status.
-    pub(crate) fn told(self) -> (ErrorCode, String, Option<u64>, StatusCode) {
+    /// The error as the contract tells it.
+    pub(crate) fn told(self) -> Told {
         let (code, message, retry, status) = match self {
             Self::Core(s) => {
                 let (code, message, retry) = read_status(&s);
@@ -170,18 +182,23 @@ impl EdgeError {
                 status,
             } => (code, message, None, status),
         };
-        (
+        Told {
             code,
             message,
-            retry,
-            status.unwrap_or_else(|| http_status(code)),
-        )
+            retry_after: retry,
+            status: status.unwrap_or_else(|| http_status(code)),
+        }
     }
 }
 
 impl IntoResponse for EdgeError {
     fn into_response(self) -> Response {
-        let (code, message, retry, status) = self.told();
+        let Told {
+            code,
+            message,
+            retry_after,
+            status,
+        } = self.told();
         let request_id = REQUEST_ID.try_with(Clone::clone).unwrap_or_default();
         let body = ErrorBody {
             error: message,
@@ -191,7 +208,7 @@ impl IntoResponse for EdgeError {
         let mut response = (status, Json(body)).into_response();
         if code == ErrorCode::RateLimited {
             // Retry-After is required on every 429, even if the core sent no RetryInfo.
-            let secs = retry.unwrap_or(60);
+            let secs = retry_after.unwrap_or(60);
             if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
                 response.headers_mut().insert(RETRY_AFTER, v);
             }

@@ -1,3 +1,6 @@
+//! Creates `users`: one row per user of the service, with a unique name. Every key, wallet
+//! and transaction belongs to one.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

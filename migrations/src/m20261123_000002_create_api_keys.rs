@@ -1,3 +1,6 @@
+//! Creates `api_keys`: one row per API key of a user, found by its unique 4-character prefix.
+//! Only the SHA-256 of the key's value is stored, never the value.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 use crate::m20261123_000001_create_users::Users;

@@ -1,3 +1,6 @@
+//! Creates `wallets`: one row per wallet of a user, unique by chain family and address, with
+//! a partial unique index so that a user has at most one default wallet per family.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 use crate::m20261123_000001_create_users::Users;

@@ -1,3 +1,6 @@
+//! Creates `signer_keys`: the private key of each delegated wallet, sealed under the master
+//! key (AES-256-GCM). A wallet that has one cannot be deleted from under it.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 use crate::m20261123_000003_create_wallets::Wallets;

@@ -1,3 +1,6 @@
+//! Creates `transactions`: one row per signed write (send, approve, contract call, swap),
+//! with its signed payload, every hash broadcast, its status history and the monitor's lease.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 use crate::{m20261123_000001_create_users::Users, m20261123_000003_create_wallets::Wallets};

@@ -1,3 +1,6 @@
+//! Creates `idempotency_keys`: one row per Idempotency-Key a user claimed, keyed by user and
+//! key, holding what a retry of the same request is answered with until the key expires.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

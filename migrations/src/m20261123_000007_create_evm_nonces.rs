@@ -1,3 +1,6 @@
+//! Creates `evm_nonces`: the nonce ledger, one row per EVM chain and address with the next
+//! nonce to hand out, so that concurrent signers never share a nonce.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

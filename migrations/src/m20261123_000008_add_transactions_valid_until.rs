@@ -1,3 +1,6 @@
+//! Adds `transactions.valid_until_height`: the last Solana block height at which a signed
+//! payload's blockhash is valid, after which an unseen transfer may be re-signed.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

@@ -1,3 +1,6 @@
+//! Adds `transactions.revision`, which counts a record's changes: every change is conditional
+//! on the revision its writer read, so a worker holding a stale copy changes nothing.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

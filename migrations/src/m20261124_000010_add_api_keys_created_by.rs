@@ -1,3 +1,6 @@
+//! Adds `api_keys.created_by`: the key that created a key, so that revoking a key also
+//! revokes the keys made with it.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

@@ -1,3 +1,6 @@
+//! Indexes `transactions` by chain, sender and nonce, so that finding the records at one
+//! wallet's nonce (the monitor, the idempotency purge) does not read the whole table.
+
 use sea_orm_migration::prelude::*;
 
 #[derive(DeriveMigrationName)]

@@ -1,3 +1,6 @@
+//! Creates `keystore_check`: one row per database, a fixed text sealed under the first core's
+//! master key, which every later core's key must open before it seals wallets.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

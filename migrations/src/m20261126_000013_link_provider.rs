@@ -1,3 +1,6 @@
+//! Links users to the wallet provider: adds `users.provider_user_id` (unique, one user per
+//! provider user) and `wallets.removed_at`, set when a provider wallet leaves the listing.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

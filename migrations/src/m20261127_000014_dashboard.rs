@@ -1,3 +1,6 @@
+//! The dashboard's schema: adds `api_keys.scopes` and `users.password_hash`, and creates
+//! `dashboard_sessions` and `sign_in_links`, both storing only the SHA-256 of their tokens.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 use crate::m20261123_000001_create_users::Users;

@@ -1,3 +1,6 @@
+//! Creates `transaction_events`: the outbox of transaction status changes, one row per change,
+//! written with the change and numbered in commit order by the sequencer.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

@@ -1,3 +1,6 @@
+//! Creates `webhook_endpoints` (the URLs a user has events sent to, with a sealed signing
+//! secret) and `webhook_deliveries` (one row per event and endpoint, leased and retried).
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

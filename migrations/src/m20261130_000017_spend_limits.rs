@@ -1,3 +1,6 @@
+//! Creates `spend_limits` (what one API key may spend of one asset on one chain, per write and
+//! per day) and `spend_reservations` (the amounts its writes hold against those limits).
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

@@ -1,3 +1,6 @@
+//! Adds `spend_limits.approval_above` and creates `approvals`: a key's write over that amount
+//! is held there, unsigned, until a person approves or rejects it or its deadline passes.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

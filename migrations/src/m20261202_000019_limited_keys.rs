@@ -1,3 +1,6 @@
+//! Adds `api_keys.limited`, set once a key has had a spend limit (and for keys that have one
+//! now), so that the writes of a key that never had one skip the limit and approval lookups.
+
 use sea_orm_migration::{prelude::*, schema::*};
 
 #[derive(DeriveMigrationName)]

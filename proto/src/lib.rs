@@ -39,6 +39,13 @@ pub const ADMIN_TOKEN_HEADER: &str = "x-admin-token";
 /// rate limit come first for every request, whatever its body.
 pub const UNREADABLE_HEADER: &str = "walletops-unreadable-bin";
 
+/// Whole seconds a caller should wait before it retries: rounded up, and never 0 (a
+/// `Retry-After: 0` invites an immediate retry that would be refused again). The core rounds
+/// its `RetryInfo` and its messages with it, the edge its `Retry-After` header.
+pub fn retry_after_secs(wait: std::time::Duration) -> u64 {
+    wait.as_secs_f64().ceil().max(1.0) as u64
+}
+
 /// The contract's error codes: the `code` of the REST error body and the
 /// `google.rpc.ErrorInfo.reason` of a gRPC status, spelled as the spec spells them.
 #[derive(

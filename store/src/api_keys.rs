@@ -1,3 +1,6 @@
+//! API keys: stored as the hash of their value, created under the owner's lock so concurrent
+//! creations cannot pass the limit, and revoked together with the keys made with them.
+
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, EntityTrait, PaginatorTrait,

@@ -1,3 +1,6 @@
+//! The EVM nonce ledger: nonces are handed out, locked and given back inside the transaction
+//! that signs with them, under the row's lock, so no two signers ever get the same nonce.
+
 use chrono::Utc;
 use sea_orm::{
     ActiveValue::Set,

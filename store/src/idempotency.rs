@@ -1,3 +1,7 @@
+//! Idempotency-Key claims: inserted with one conflict-free INSERT so that of concurrent
+//! requests exactly one claims a key, kept while their transaction may still be mined, and
+//! replayed to retries.
+
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 

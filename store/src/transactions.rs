@@ -1,3 +1,7 @@
+//! Transaction records: stored with their signed payload inside the signing transaction, then
+//! re-signed, broadcast and settled by conditional UPDATEs on the revision their writer read,
+//! so two workers acting on one record never both change it.
+
 use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, EntityTrait, IntoActiveModel, QueryFilter,

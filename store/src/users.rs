@@ -1,3 +1,6 @@
+//! Users, and the lock on a user's row that serializes what is counted or checked per user
+//! (its active keys, its default wallet) against concurrent requests.
+
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, sea_query::Expr,

@@ -1,3 +1,7 @@
+//! Wallets and their sealed signer keys: a wallet is stored together with the key that signs
+//! for it, at most one per user and family is the default, and the keystore check guards which
+//! master key may seal new ones.
+
 use chrono::Utc;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,

@@ -1,3 +1,6 @@
+//! An API key's value, `wops_<prefix>_<random>`: drawn from the CSPRNG, parsed strictly,
+//! hashed for storage and zeroized on drop, so the value itself is never kept or logged.
+
 use rand::{Rng, distr::Alphanumeric};
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;

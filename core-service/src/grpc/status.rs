@@ -28,12 +28,6 @@ fn grpc_code(code: ErrorCode) -> Code {
     }
 }
 
-/// Whole seconds a caller should wait: rounded up, and never 0 (a `Retry-After: 0` invites
-/// an immediate retry that would be refused again).
-pub fn retry_after_secs(wait: Duration) -> u64 {
-    wait.as_secs_f64().ceil().max(1.0) as u64
-}
-
 impl From<WalletOpsError> for Status {
     fn from(err: WalletOpsError) -> Self {
         let code = err.code();
@@ -66,7 +60,9 @@ impl From<WalletOpsError> for Status {
             }
             WalletOpsError::RateLimited { retry_after, .. }
             | WalletOpsError::Throttled { retry_after, .. } => {
-                details.set_retry_info(Some(Duration::from_secs(retry_after_secs(*retry_after))));
+                details.set_retry_info(Some(Duration::from_secs(
+                    walletops_proto::retry_after_secs(*retry_after),
+                )));
             }
             _ => {}
         }

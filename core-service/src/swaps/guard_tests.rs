@@ -1,3 +1,6 @@
+//! Tests of the swap guard: EVM and Solana swap transactions that differ from the request
+//! (router, sender, value, fee payer, signatures, programs, compute budget) are refused.
+
 use alloy::primitives::{Bytes, address};
 use solana_hash::Hash;
 use solana_keypair::Keypair;

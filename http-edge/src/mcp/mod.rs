@@ -128,9 +128,10 @@ fn answer<T: Serialize>(result: Result<T, EdgeError>, headers: &HeaderMap) -> Ca
     match result {
         Ok(value) => CallToolResult::structured(serde_json::to_value(value).unwrap_or_default()),
         Err(e) => {
-            let (code, error, _, _) = e.told();
+            let told = e.told();
+            let code = told.code;
             let body = ErrorBody {
-                error,
+                error: told.message,
                 code: code.as_str().to_owned(),
                 request_id: headers
                     .get(REQUEST_ID_HEADER)
@@ -449,7 +450,8 @@ impl ServerHandler for Tools {
         let scopes = match self.keys.clone().get_current_api_key(req).await {
             Ok(reply) => reply.into_inner().scopes,
             Err(status) => {
-                let (code, message, _, _) = EdgeError::from(status).told();
+                let told = EdgeError::from(status).told();
+                let (code, message) = (told.code, told.message);
                 return Err(ErrorData::invalid_request(
                     format!("{}: {message}", code.as_str()),
                     None,

@@ -1,3 +1,6 @@
+//! Entity of `api_keys`: one row per API key, holding its prefix and the hash of its value,
+//! never the value.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

@@ -1,3 +1,6 @@
+//! Entity of `approvals`: one row per write of a limited key held for a person's decision,
+//! with the unsigned request and what became of it.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

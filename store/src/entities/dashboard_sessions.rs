@@ -1,3 +1,6 @@
+//! Entity of `dashboard_sessions`: one row per dashboard session, holding the SHA-256 of its
+//! cookie's token and when it idles out, expires or ended.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

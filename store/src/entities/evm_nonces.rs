@@ -1,3 +1,6 @@
+//! Entity of `evm_nonces`: one row per EVM chain and address, holding the next nonce the
+//! ledger hands out.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

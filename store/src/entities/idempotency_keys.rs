@@ -1,3 +1,6 @@
+//! Entity of `idempotency_keys`: one row per Idempotency-Key claimed by a user, holding the
+//! request's hash and what a retry is answered with.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]

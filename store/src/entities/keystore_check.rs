@@ -1,3 +1,6 @@
+//! Entity of `keystore_check`: the database's single row, a fixed text sealed under the
+//! master key that every core's key must open.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

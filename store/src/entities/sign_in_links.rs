@@ -1,3 +1,6 @@
+//! Entity of `sign_in_links`: one row per one-time dashboard sign-in link, holding the SHA-256
+//! of its token and when it expires or was used.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

@@ -1,3 +1,6 @@
+//! Entity of `signer_keys`: one row per delegated wallet, holding its private key sealed under
+//! the master key.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

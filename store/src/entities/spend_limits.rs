@@ -1,3 +1,6 @@
+//! Entity of `spend_limits`: one row per API key, chain and asset, holding its per-write,
+//! daily and approval limits in base units.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

@@ -1,3 +1,6 @@
+//! Entity of `spend_reservations`: one row per amount a limited key's write holds against its
+//! budget, until the write ends without moving it.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

@@ -1,3 +1,6 @@
+//! Entity of `transaction_events`: one row per status change of a transaction record, the
+//! outbox that webhooks and event readers follow by sequence number.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]

@@ -1,3 +1,6 @@
+//! Entity of `transactions`: one row per signed write, holding its request, signed payload,
+//! hashes, status history and the monitor's lease.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]

@@ -1,3 +1,6 @@
+//! Entity of `users`: one row per user, with its provider link and dashboard password hash
+//! when set.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

@@ -1,3 +1,6 @@
+//! Entity of `wallets`: one row per wallet of a user, with its chain family, address,
+//! provider and default and delegation flags.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

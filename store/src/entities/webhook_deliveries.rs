@@ -1,3 +1,6 @@
+//! Entity of `webhook_deliveries`: one row per event to be sent to one endpoint, with its
+//! state, attempts, lease and last outcome.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

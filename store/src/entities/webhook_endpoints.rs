@@ -1,3 +1,6 @@
+//! Entity of `webhook_endpoints`: one row per URL a user has events sent to, with the event
+//! types it takes and its sealed signing secret.
+
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]

@@ -1,3 +1,6 @@
+//! Tests of the Jupiter client: quote and swap requests as Jupiter names them, the key header,
+//! retries, and refusals of untradable tokens, mismatched quotes and undecodable swaps.
+
 use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 use serde_json::{Value, json};
 use solana_hash::Hash;

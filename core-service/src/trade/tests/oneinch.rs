@@ -1,3 +1,6 @@
+//! Tests of the 1inch client: v6 request names and the bearer key, retries after 429s and
+//! server errors, timeouts, and errors that tell the refusal without leaking the key.
+
 use std::time::{Duration, Instant};
 
 use alloy::primitives::{Address, U256, address};
