@@ -13,7 +13,7 @@ use walletops_proto::{
 
 use crate::{
     approvals::Approvals,
-    auth::{ApiKeys, Caller, Credential, Sessions},
+    auth::{ApiKeys, Caller, Credential, Operation, Sessions},
     balances::Balances,
     chains::{Registry, evm::EvmClients, solana::SolanaClients},
     config::Config,
@@ -159,6 +159,7 @@ impl Core {
             evm_clients.clone(),
             config.trade.clone(),
         );
+        let wallets = Wallets::new(store.clone(), keystore.clone(), provider);
         Ok(Self(Arc::new(Parts {
             keys: ApiKeys::new(store.clone()),
             limits: Limits::new(store.clone()),
@@ -166,12 +167,12 @@ impl Core {
             limiter,
             webhooks: Webhooks::new(store.clone(), keystore.clone(), config.webhooks.clone()),
             approvals: Approvals::new(store.clone(), config.approvals.clone()),
-            wallets: Wallets::new(store.clone(), keystore, provider),
+            wallets: wallets.clone(),
             transactions: Transactions::new(store.clone()),
             transfers,
             evm_recovery,
             solana_recovery,
-            quotes: Quotes::new(aggregators, evm_clients.clone()),
+            quotes: Quotes::new(aggregators, evm_clients.clone(), wallets),
             swaps,
             balances: Balances::new(evm_clients.clone(), solana_clients.clone()),
             evm_clients,
@@ -199,11 +200,51 @@ impl Core {
             .await?)
     }
 
-    /// Authenticates the request's `x-api-key`, checks that the key has `scope`, and draws
+    /// Authenticates the request's `x-api-key`, checks that the key has the scope `operation`
+    /// needs (`auth::Operation`, the one table of them), and draws
     /// the request from the caller's budget (`read` from reads, `trade` and `write` from
     /// writes). Every RPC calls this before it reads anything else.
-    pub async fn admit(&self, metadata: &MetadataMap, scope: Scope) -> Result<Caller> {
-        self.admit_for(metadata, Some(scope)).await
+    pub async fn admit(&self, metadata: &MetadataMap, operation: Operation) -> Result<Caller> {
+        self.admit_for(metadata, Some(operation.scope())).await
+    }
+
+    /// Admits an `AdminService` call by its admin token, compared in constant time. Wrong
+    /// tokens are counted per client like failed API keys, and past the limit refused before
+    /// they are compared; with no token configured every call is refused.
+    pub async fn admit_admin(&self, metadata: &MetadataMap) -> Result<()> {
+        let subjects = [format!("admin:client:{}", client_address(metadata))];
+        let limit = self.limiter.failed_auth();
+        self.limiter.check_failures(limit, &subjects).await?;
+        let checked = self.compare_admin_token(metadata);
+        if let Err(WalletOpsError::Unauthorized(_)) = &checked {
+            self.limiter.record_failure(limit, &subjects).await;
+        }
+        checked
+    }
+
+    fn compare_admin_token(&self, metadata: &MetadataMap) -> Result<()> {
+        use subtle::ConstantTimeEq;
+        let expected = self.config.admin_token.as_ref().ok_or_else(|| {
+            WalletOpsError::ServiceUnavailable(
+                "the admin API is disabled: set admin_token (WALLETOPS_ADMIN_TOKEN)".to_owned(),
+            )
+        })?;
+        let presented = metadata
+            .get(walletops_proto::ADMIN_TOKEN_HEADER)
+            .map(|v| v.as_bytes())
+            .unwrap_or_default();
+        // Digests, compared in constant time: comparing the tokens themselves would end
+        // early on a length mismatch, and tell the token's length.
+        let digest = |b: &[u8]| <sha2::Sha256 as sha2::Digest>::digest(b);
+        if bool::from(
+            digest(presented)
+                .as_slice()
+                .ct_eq(digest(expected.expose().as_bytes()).as_slice()),
+        ) {
+            Ok(())
+        } else {
+            Err(WalletOpsError::Unauthorized("bad admin token"))
+        }
     }
 
     /// `admit` for a call any key may make, whatever its scopes (asking what the key may

@@ -12,7 +12,9 @@ use crate::{
     error::{Result, WalletOpsError},
     requests::{QuoteRequest, TradePair},
     trade::{Aggregators, EvmChainId, NATIVE_TOKEN},
+    wallets::Wallets,
 };
+use uuid::Uuid;
 use walletops_domain::WalletAddress;
 
 /// A quote as the contract gives it.
@@ -46,15 +48,27 @@ pub struct Approval {
 pub struct Quotes {
     aggregators: Aggregators,
     evm_clients: Arc<EvmClients>,
+    wallets: Wallets,
 }
 
 impl Quotes {
     /// Quotes from `aggregators`, allowances read through `evm_clients`.
-    pub fn new(aggregators: Aggregators, evm_clients: Arc<EvmClients>) -> Self {
+    pub fn new(aggregators: Aggregators, evm_clients: Arc<EvmClients>, wallets: Wallets) -> Self {
         Self {
             aggregators,
             evm_clients,
+            wallets,
         }
+    }
+
+    /// `quote` for `user_id`, who must own the wallet it names as `from`, if any.
+    pub async fn quote_for(&self, user_id: Uuid, req: &QuoteRequest) -> Result<Quote> {
+        if let Some(from) = &req.from {
+            self.wallets
+                .resolve_owned(user_id, req.chain.family(), Some(from), "from")
+                .await?;
+        }
+        self.quote(req).await
     }
 
     /// The quote of `req`. Every refusal or failure of the aggregator is QUOTE_FAILED with

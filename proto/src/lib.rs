@@ -24,6 +24,11 @@ pub const ERROR_DOMAIN: &str = "walletops";
 pub const API_KEY_HEADER: &str = "x-api-key";
 /// Metadata key of the idempotency key (the HTTP `Idempotency-Key` header, lower-cased).
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+/// Metadata key naming an agent's tool call that makes a write without an idempotency key:
+/// the MCP edge sets it (the session, the JSON-RPC id, the tool and its arguments,
+/// form-urlencoded), and the core derives the write's key from it, so an agent that retries
+/// a call as it sent it pays once. The REST edge never forwards it.
+pub const TOOL_CALL_HEADER: &str = "x-walletops-tool-call";
 /// Metadata key of a dashboard session's token (the session cookie's value).
 pub const SESSION_TOKEN_HEADER: &str = "x-session-token";
 /// Metadata key of a dashboard session's CSRF token, on every changing request of a session.

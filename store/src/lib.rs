@@ -44,6 +44,10 @@ pub use sessions::NewSession;
 pub use transactions::NewTransaction;
 pub use webhooks::{FailedAttempt, NewEndpoint};
 
+/// Log targets of the database library that are quiet unless asked for: the migrator's
+/// per-migration lines and every statement's.
+pub const QUIET_LOG_TARGETS: &str = "sea_orm_migration=warn,sqlx=warn";
+
 /// The database, migrated and ready.
 #[derive(Debug, Clone)]
 pub struct Store {

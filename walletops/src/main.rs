@@ -29,7 +29,7 @@ fn init_tracing(format: LogFormat) {
     // The libraries' own INFO lines (one per migration applied) stay below the default level:
     // a first start's output is what a new operator reads.
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sea_orm_migration=warn,sqlx=warn"));
+        .unwrap_or_else(|_| EnvFilter::new(format!("info,{}", walletops_store::QUIET_LOG_TARGETS)));
     let registry = tracing_subscriber::registry().with(filter);
     match format {
         LogFormat::Json => registry

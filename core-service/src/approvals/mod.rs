@@ -150,6 +150,24 @@ impl Approvals {
     /// Records `decision` on `user`'s pending approval `id`, made by `by` (`dashboard:NAME`,
     /// `cli:NAME`): the approval as it now stands. One that is no longer pending (decided,
     /// or past its deadline) is refused with what became of it.
+    pub async fn decide_as(
+        &self,
+        caller: &Caller,
+        id: Uuid,
+        decision: Decision,
+        by: &str,
+    ) -> Result<Approval> {
+        // The key an agent holds must never approve its own writes: a person decides.
+        if let Credential::Key { .. } = caller.credential {
+            return Err(WalletOpsError::Forbidden(
+                "approvals are decided in the dashboard or with the CLI, never with an API key"
+                    .to_owned(),
+            ));
+        }
+        self.decide(caller.user_id, id, decision, by).await
+    }
+
+    /// Decides `user`'s approval `id` (the CLI's and `decide_as`'s way).
     pub async fn decide(
         &self,
         user: Uuid,

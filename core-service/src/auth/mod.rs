@@ -7,6 +7,7 @@
 //! lookups: every request reads the key row, so a revocation holds on every core at once.
 
 mod last_use;
+mod operations;
 pub mod passwords;
 mod secret;
 pub mod sessions;
@@ -15,6 +16,7 @@ use chrono::{DateTime, Duration, Utc};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
+pub use operations::Operation;
 pub use secret::{ApiKeySecret, VENDOR};
 pub use sessions::Sessions;
 
@@ -337,6 +339,18 @@ impl ApiKeys {
     /// Every key of `user_id`, newest first, revoked and expired ones included.
     pub async fn list(&self, user_id: Uuid) -> Result<Vec<ApiKey>> {
         Ok(self.store.list_api_keys(user_id).await?)
+    }
+
+    /// The key `caller` presented; none for a dashboard session.
+    pub async fn current(&self, caller: &Caller) -> Result<Option<ApiKey>> {
+        let Credential::Key { id, .. } = &caller.credential else {
+            return Ok(None);
+        };
+        Ok(self
+            .list(caller.user_id)
+            .await?
+            .into_iter()
+            .find(|k| k.id == *id))
     }
 
     /// Revokes `user_id`'s key with id or prefix `id_or_prefix`, for good, with the keys made

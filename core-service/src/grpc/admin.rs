@@ -3,12 +3,8 @@
 //! configured every call is refused.
 
 use chrono::Utc;
-use subtle::ConstantTimeEq;
 use tonic::{Request, Response, Status};
-use walletops_proto::{
-    ADMIN_TOKEN_HEADER,
-    v1::{self as pb, admin_service_server::AdminService},
-};
+use walletops_proto::v1::{self as pb, admin_service_server::AdminService};
 
 use super::convert;
 use crate::{Core, error::WalletOpsError};
@@ -25,47 +21,6 @@ impl AdminApi {
     pub fn new(core: Core) -> Self {
         Self { core }
     }
-
-    /// Checks the call's admin token. Wrong tokens are counted per client like failed API
-    /// keys, and past the limit refused before they are compared.
-    async fn authorize<T>(&self, request: &Request<T>) -> Result<(), WalletOpsError> {
-        let subjects = [format!(
-            "admin:client:{}",
-            crate::app::client_address(request.metadata())
-        )];
-        let limit = self.core.limiter.failed_auth();
-        self.core.limiter.check_failures(limit, &subjects).await?;
-        let checked = self.compare(request);
-        if let Err(WalletOpsError::Unauthorized(_)) = &checked {
-            self.core.limiter.record_failure(limit, &subjects).await;
-        }
-        checked
-    }
-
-    fn compare<T>(&self, request: &Request<T>) -> Result<(), WalletOpsError> {
-        let expected = self.core.config.admin_token.as_ref().ok_or_else(|| {
-            WalletOpsError::ServiceUnavailable(
-                "the admin API is disabled: set admin_token (WALLETOPS_ADMIN_TOKEN)".to_owned(),
-            )
-        })?;
-        let presented = request
-            .metadata()
-            .get(ADMIN_TOKEN_HEADER)
-            .map(|v| v.as_bytes())
-            .unwrap_or_default();
-        // Digests, compared in constant time: comparing the tokens themselves would end
-        // early on a length mismatch, and tell the token's length.
-        let digest = |b: &[u8]| <sha2::Sha256 as sha2::Digest>::digest(b);
-        if bool::from(
-            digest(presented)
-                .as_slice()
-                .ct_eq(digest(expected.expose().as_bytes()).as_slice()),
-        ) {
-            Ok(())
-        } else {
-            Err(WalletOpsError::Unauthorized("bad admin token"))
-        }
-    }
 }
 
 #[tonic::async_trait]
@@ -74,7 +29,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::CreateUserRequest>,
     ) -> Result<Response<pb::CreateUserResponse>, Status> {
-        self.authorize(&request).await?;
+        self.core.admit_admin(request.metadata()).await?;
         let req = request.into_inner();
         let scopes = convert::scopes("scopes", &req.scopes)?;
         let (user, key, secret) = self.core.create_user(&req.name, scopes).await?;
@@ -89,7 +44,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::ListUsersRequest>,
     ) -> Result<Response<pb::ListUsersResponse>, Status> {
-        self.authorize(&request).await?;
+        self.core.admit_admin(request.metadata()).await?;
         let users = self.core.list_users().await?;
         Ok(Response::new(pb::ListUsersResponse {
             users: users.into_iter().map(convert::user).collect(),
@@ -100,7 +55,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::CreateWalletRequest>,
     ) -> Result<Response<pb::CreateWalletResponse>, Status> {
-        self.authorize(&request).await?;
+        self.core.admit_admin(request.metadata()).await?;
         let req = request.into_inner();
         let family = req
             .chain_type
@@ -121,7 +76,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::UpdateWalletRequest>,
     ) -> Result<Response<pb::UpdateWalletResponse>, Status> {
-        self.authorize(&request).await?;
+        self.core.admit_admin(request.metadata()).await?;
         let req = request.into_inner();
         let address = crate::requests::any_address(&req.address, "address")?;
         let wallet = self
@@ -138,7 +93,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::LinkUserRequest>,
     ) -> Result<Response<pb::LinkUserResponse>, Status> {
-        self.authorize(&request).await?;
+        self.core.admit_admin(request.metadata()).await?;
         let req = request.into_inner();
         let user = self.core.find_user(&req.user).await?;
         let report = self.core.wallets.link(&user, &req.provider_user_id).await?;
@@ -153,7 +108,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::UnlinkUserRequest>,
     ) -> Result<Response<pb::UnlinkUserResponse>, Status> {
-        self.authorize(&request).await?;
+        self.core.admit_admin(request.metadata()).await?;
         let user = self.core.find_user(&request.into_inner().user).await?;
         self.core.wallets.unlink(&user).await?;
         let user = self.core.find_user(&user.id.to_string()).await?;
@@ -166,7 +121,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::SyncWalletsRequest>,
     ) -> Result<Response<pb::SyncWalletsResponse>, Status> {
-        self.authorize(&request).await?;
+        self.core.admit_admin(request.metadata()).await?;
         let user = self.core.find_user(&request.into_inner().user).await?;
         let report = self.core.wallets.sync(&user).await?;
         Ok(Response::new(pb::SyncWalletsResponse {

@@ -5,8 +5,7 @@ use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, api_key_service_server::ApiKeyService};
 
 use super::convert;
-use crate::{Core, auth::Expiration, limits::LimitText};
-use walletops_domain::Scope;
+use crate::{Core, auth::Expiration, auth::Operation, limits::LimitText};
 
 /// The gRPC face of `ApiKeyService`.
 #[derive(Debug, Clone)]
@@ -38,7 +37,10 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::CreateApiKeyRequest>,
     ) -> Result<Response<pb::CreateApiKeyResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::CreateApiKey)
+            .await?;
         let req = request.into_inner();
         let lifetime = pb::KeyExpiration::try_from(req.expiration).map_err(|_| {
             crate::WalletOpsError::invalid("expiration", "unknown expiration value")
@@ -66,7 +68,10 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::ListApiKeysRequest>,
     ) -> Result<Response<pb::ListApiKeysResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::ListApiKeys)
+            .await?;
         let now = Utc::now();
         let keys = self.core.keys.list(caller.user_id).await?;
         let mut api_keys = Vec::with_capacity(keys.len());
@@ -81,7 +86,10 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::RevokeApiKeyRequest>,
     ) -> Result<Response<pb::RevokeApiKeyResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::RevokeApiKey)
+            .await?;
         let req = request.into_inner();
         let key = self
             .core
@@ -99,20 +107,14 @@ impl ApiKeyService for ApiKeyApi {
         request: Request<pb::GetCurrentApiKeyRequest>,
     ) -> Result<Response<pb::GetCurrentApiKeyResponse>, Status> {
         let caller = self.core.admit_any(request.metadata()).await?;
-        let api_key = match &caller.credential {
-            crate::auth::Credential::Key { id, .. } => self
-                .core
-                .keys
-                .list(caller.user_id)
-                .await?
-                .into_iter()
-                .find(|k| k.id == *id)
-                .map(|k| convert::api_key(k, Utc::now())),
-            _ => None,
-        };
+        let api_key = self.core.keys.current(&caller).await?;
         Ok(Response::new(pb::GetCurrentApiKeyResponse {
             scopes: convert::scope_values(caller.scopes),
-            api_key,
+            api_key: api_key.map(|k| convert::api_key(k, Utc::now())),
+            operations: Operation::allowed(caller.scopes)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
         }))
     }
 
@@ -120,8 +122,10 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::SetSpendLimitRequest>,
     ) -> Result<Response<pb::SetSpendLimitResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
-        only_a_session(&caller)?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::SetSpendLimit)
+            .await?;
         let req = request.into_inner();
         let chain = crate::requests::chain(&self.core.chains, &req.chain)?;
         let given = LimitText {
@@ -133,7 +137,7 @@ impl ApiKeyService for ApiKeyApi {
         let limit = self
             .core
             .limits
-            .set(caller.user_id, &req.key_id, chain, given)
+            .set_as(&caller, &req.key_id, chain, given)
             .await?;
         tracing::info!(chain = %limit.chain, asset = %limit.asset, "spend limit set");
         Ok(Response::new(pb::SetSpendLimitResponse {
@@ -145,13 +149,15 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::RemoveSpendLimitRequest>,
     ) -> Result<Response<pb::RemoveSpendLimitResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
-        only_a_session(&caller)?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::RemoveSpendLimit)
+            .await?;
         let req = request.into_inner();
         let chain = crate::requests::chain(&self.core.chains, &req.chain)?;
         self.core
             .limits
-            .remove(caller.user_id, &req.key_id, chain, &req.asset)
+            .remove_as(&caller, &req.key_id, chain, &req.asset)
             .await?;
         Ok(Response::new(pb::RemoveSpendLimitResponse {
             api_key: Some(self.key_with_limits(caller.user_id, &req.key_id).await?),
@@ -171,17 +177,5 @@ impl ApiKeyApi {
             convert::api_key(key, Utc::now()),
             limits,
         ))
-    }
-}
-
-/// Refuses a caller that is an API key: limits are changed by a person (the dashboard, the
-/// CLI), never by a key, which could raise its own.
-fn only_a_session(caller: &crate::auth::Caller) -> crate::error::Result<()> {
-    match caller.credential {
-        crate::auth::Credential::Key { .. } => Err(crate::WalletOpsError::Forbidden(
-            "spend limits are changed in the dashboard or with the CLI, never with an API key"
-                .to_owned(),
-        )),
-        _ => Ok(()),
     }
 }

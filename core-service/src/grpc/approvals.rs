@@ -7,11 +7,9 @@ use walletops_proto::v1::{self as pb, approval_service_server::ApprovalService};
 use super::convert;
 use crate::{
     Core,
-    auth::Credential,
-    error::WalletOpsError,
+    auth::Operation,
     requests::{DecideRequest, approval_id, approval_state},
 };
-use walletops_domain::Scope;
 
 /// The gRPC face of `ApprovalService`.
 #[derive(Debug, Clone)]
@@ -32,7 +30,10 @@ impl ApprovalService for ApprovalApi {
         &self,
         request: Request<pb::ListApprovalsRequest>,
     ) -> Result<Response<pb::ListApprovalsResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::ListApprovals)
+            .await?;
         let state = approval_state(request.get_ref().state)?;
         let approvals = self.core.approvals.list(&caller, state).await?;
         Ok(Response::new(pb::ListApprovalsResponse {
@@ -44,7 +45,10 @@ impl ApprovalService for ApprovalApi {
         &self,
         request: Request<pb::GetApprovalRequest>,
     ) -> Result<Response<pb::GetApprovalResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::GetApproval)
+            .await?;
         let id = approval_id(&request.get_ref().id, "id")?;
         let approval = self.core.approvals.get(&caller, id).await?;
         Ok(Response::new(pb::GetApprovalResponse {
@@ -56,22 +60,17 @@ impl ApprovalService for ApprovalApi {
         &self,
         request: Request<pb::DecideApprovalRequest>,
     ) -> Result<Response<pb::DecideApprovalResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
-        // The key an agent holds must never approve its own writes: a person decides.
-        if let Credential::Key { .. } = caller.credential {
-            return Err(WalletOpsError::Forbidden(
-                "approvals are decided in the dashboard or with the CLI, never with an API key"
-                    .to_owned(),
-            )
-            .into());
-        }
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::DecideApproval)
+            .await?;
         let req = DecideRequest::parse(request.get_ref())?;
         let user = self.core.find_user(&caller.user_id.to_string()).await?;
         let approval = self
             .core
             .approvals
-            .decide(
-                caller.user_id,
+            .decide_as(
+                &caller,
                 req.id,
                 req.decision,
                 &format!("dashboard:{}", user.name),

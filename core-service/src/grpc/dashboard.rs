@@ -6,10 +6,11 @@ use walletops_proto::v1::{self as pb, dashboard_service_server::DashboardService
 use super::convert;
 use crate::{
     Core,
+    auth::Operation,
     auth::sessions::{Opened, csrf_token},
     requests::ListTransactionsRequest,
 };
-use walletops_domain::{DashboardSession, Scope, User};
+use walletops_domain::{DashboardSession, User};
 
 /// The gRPC face of `DashboardService`.
 #[derive(Debug, Clone)]
@@ -109,7 +110,10 @@ impl DashboardService for DashboardApi {
         &self,
         request: Request<pb::ListHoldingsRequest>,
     ) -> Result<Response<pb::ListHoldingsResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::ListHoldings)
+            .await?;
         let holdings = self
             .core
             .holdings(caller.user_id, request.get_ref().fresh)
@@ -144,7 +148,10 @@ impl DashboardService for DashboardApi {
         &self,
         request: Request<pb::ListTransactionsRequest>,
     ) -> Result<Response<pb::ListTransactionsResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::ListTransactions)
+            .await?;
         let req = ListTransactionsRequest::parse(&self.core.chains, request.get_ref())?;
         let (records, next) = self
             .core

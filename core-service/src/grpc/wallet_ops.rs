@@ -7,12 +7,12 @@ use walletops_proto::v1::{self as pb, wallet_ops_service_server::WalletOpsServic
 use super::convert;
 use crate::{
     Core,
+    auth::Operation,
     requests::{
         BalancesRequest, ListWalletsRequest, QuoteRequest, TransactionRequest, WatchRequest,
     },
     writes::Write,
 };
-use walletops_domain::Scope;
 
 /// The stream of `WatchTransactions`.
 type Watching = std::pin::Pin<
@@ -38,7 +38,10 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::ListWalletsRequest>,
     ) -> Result<Response<pb::ListWalletsResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::ListWallets)
+            .await?;
         let req = ListWalletsRequest::parse(request.get_ref())?;
         let wallets = self.core.wallets.list(caller.user_id, req.filter).await?;
         Ok(Response::new(pb::ListWalletsResponse {
@@ -50,7 +53,10 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::GetBalancesRequest>,
     ) -> Result<Response<pb::GetBalancesResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::GetBalances)
+            .await?;
         let req = BalancesRequest::parse(&self.core.chains, request.get_ref())?;
         let wallet = self
             .core
@@ -76,7 +82,10 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::GetTransactionRequest>,
     ) -> Result<Response<pb::GetTransactionResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::GetTransaction)
+            .await?;
         let req = TransactionRequest::parse(request.get_ref())?;
         let tx = self.core.transactions.get(caller.user_id, req.id).await?;
         Ok(Response::new(pb::GetTransactionResponse {
@@ -91,7 +100,10 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::WatchTransactionsRequest>,
     ) -> Result<Response<Watching>, Status> {
         use crate::events::WatchEnd;
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::WatchTransactions)
+            .await?;
         let req = WatchRequest::parse(&self.core.chains, request.get_ref())?;
         let watch = crate::events::watch(
             self.core.store.clone(),
@@ -161,15 +173,12 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::GetQuoteRequest>,
     ) -> Result<Response<pb::GetQuoteResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Trade).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::GetQuote)
+            .await?;
         let req = QuoteRequest::parse(&self.core.chains, request.get_ref())?;
-        if let Some(from) = &req.from {
-            self.core
-                .wallets
-                .resolve_owned(caller.user_id, req.chain.family(), Some(from), "from")
-                .await?;
-        }
-        let quote = self.core.quotes.quote(&req).await?;
+        let quote = self.core.quotes.quote_for(caller.user_id, &req).await?;
         Ok(Response::new(pb::GetQuoteResponse {
             quote: Some(convert::quote(quote)),
         }))

@@ -7,9 +7,10 @@ use walletops_proto::v1::{self as pb, webhook_service_server::WebhookService};
 use super::convert::timestamp;
 use crate::{
     Core,
+    auth::Operation,
     requests::{DeliveriesRequest, NewWebhook, ReplayRequest, webhook_id},
 };
-use walletops_domain::{DeliveryState, Scope, WebhookDelivery, WebhookEndpoint};
+use walletops_domain::{DeliveryState, WebhookDelivery, WebhookEndpoint};
 
 /// The gRPC face of `WebhookService`.
 #[derive(Debug, Clone)]
@@ -62,7 +63,10 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::CreateWebhookRequest>,
     ) -> Result<Response<pb::CreateWebhookResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::CreateWebhook)
+            .await?;
         let new = NewWebhook::parse(request.get_ref())?;
         let (endpoint, secret) = self.core.webhooks.create(caller.user_id, new).await?;
         tracing::info!(webhook = %endpoint.id, "webhook registered");
@@ -76,7 +80,10 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::ListWebhooksRequest>,
     ) -> Result<Response<pb::ListWebhooksResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::ListWebhooks)
+            .await?;
         let endpoints = self.core.webhooks.list(caller.user_id).await?;
         Ok(Response::new(pb::ListWebhooksResponse {
             webhooks: endpoints.into_iter().map(webhook).collect(),
@@ -87,7 +94,10 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::DeleteWebhookRequest>,
     ) -> Result<Response<pb::DeleteWebhookResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::DeleteWebhook)
+            .await?;
         let id = webhook_id(&request.get_ref().id, "id")?;
         let endpoint = self.core.webhooks.delete(caller.user_id, id).await?;
         tracing::info!(webhook = %endpoint.id, "webhook deleted");
@@ -100,7 +110,10 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::RotateWebhookSecretRequest>,
     ) -> Result<Response<pb::RotateWebhookSecretResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::RotateWebhookSecret)
+            .await?;
         let id = webhook_id(&request.get_ref().id, "id")?;
         let (endpoint, secret) = self.core.webhooks.rotate_secret(caller.user_id, id).await?;
         tracing::info!(webhook = %endpoint.id, "webhook secret rotated");
@@ -114,7 +127,10 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::ListWebhookDeliveriesRequest>,
     ) -> Result<Response<pb::ListWebhookDeliveriesResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Read).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::ListWebhookDeliveries)
+            .await?;
         let req = DeliveriesRequest::parse(request.get_ref())?;
         let deliveries = self.core.webhooks.deliveries(caller.user_id, &req).await?;
         Ok(Response::new(pb::ListWebhookDeliveriesResponse {
@@ -126,7 +142,10 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::ReplayWebhookDeliveriesRequest>,
     ) -> Result<Response<pb::ReplayWebhookDeliveriesResponse>, Status> {
-        let caller = self.core.admit(request.metadata(), Scope::Write).await?;
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::ReplayWebhookDeliveries)
+            .await?;
         let req = ReplayRequest::parse(request.get_ref())?;
         let replayed = self.core.webhooks.replay(caller.user_id, &req).await?;
         tracing::info!(webhook = %req.webhook_id, replayed, "webhook deliveries replayed");

@@ -60,6 +60,27 @@ impl IdempotencyKey {
             .map_err(|_| WalletOpsError::invalid(Self::FIELD, "must be a UUID"))
     }
 
+    /// The key of a write: its `Idempotency-Key`, or for an agent's tool call that names
+    /// none, one derived from the call (`TOOL_CALL_HEADER`): the same call sent again gets
+    /// the same key, so it is carried out once.
+    pub fn of(metadata: &tonic::metadata::MetadataMap) -> Result<Self, WalletOpsError> {
+        // A value that is not ASCII is there, and no UUID.
+        let text = |name| metadata.get(name).map(|v| v.to_str().unwrap_or(""));
+        match (
+            text(walletops_proto::IDEMPOTENCY_KEY_HEADER),
+            text(walletops_proto::TOOL_CALL_HEADER),
+        ) {
+            (None, Some(call)) => Ok(Self::of_tool_call(call)),
+            (given, _) => Self::parse(given),
+        }
+    }
+
+    /// The key derived from tool call `call`.
+    fn of_tool_call(call: &str) -> Self {
+        let name = format!("walletops/mcp/{call}");
+        Self(Uuid::new_v5(&Uuid::NAMESPACE_URL, name.as_bytes()))
+    }
+
     /// The key.
     pub fn uuid(self) -> Uuid {
         self.0

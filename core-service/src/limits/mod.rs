@@ -19,7 +19,10 @@ use uuid::Uuid;
 use walletops_domain::{Spend, SpendLimit};
 use walletops_store::{Conn, Store};
 
-use crate::error::{Result, WalletOpsError};
+use crate::{
+    auth::{Caller, Credential},
+    error::{Result, WalletOpsError},
+};
 
 pub use settings::{LimitText, limit_asset};
 
@@ -36,6 +39,19 @@ impl Limits {
     /// Limits kept in `store`.
     pub fn new(store: Store) -> Self {
         Self { store }
+    }
+}
+
+/// Refuses a caller that may not set limits: only the owner, signed in to the dashboard (or
+/// at the CLI, which calls `Limits::set` directly), changes them, never an API key, least of
+/// all the key they limit.
+fn may_set(caller: &Caller) -> Result<()> {
+    match caller.credential {
+        Credential::Key { .. } => Err(WalletOpsError::Forbidden(
+            "spend limits are changed in the dashboard or with the CLI, never with an API key"
+                .to_owned(),
+        )),
+        Credential::Session { .. } => Ok(()),
     }
 }
 

@@ -4,7 +4,8 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::{BUDGET_WINDOW, Limits};
+use super::{BUDGET_WINDOW, Limits, may_set};
+use crate::auth::Caller;
 use crate::{
     chains::Chain,
     error::{Result, Violations, WalletOpsError},
@@ -108,6 +109,31 @@ impl Limits {
         };
         self.store.set_spend_limit(&limit).await?;
         Ok(limit)
+    }
+
+    /// `set` for `caller`, if it may set limits (`may_set`).
+    pub async fn set_as(
+        &self,
+        caller: &Caller,
+        id_or_prefix: &str,
+        chain: &Chain,
+        given: LimitText<'_>,
+    ) -> Result<SpendLimit> {
+        may_set(caller)?;
+        self.set(caller.user_id, id_or_prefix, chain, given).await
+    }
+
+    /// `remove` for `caller`, if it may set limits (`may_set`).
+    pub async fn remove_as(
+        &self,
+        caller: &Caller,
+        id_or_prefix: &str,
+        chain: &Chain,
+        asset: &str,
+    ) -> Result<()> {
+        may_set(caller)?;
+        self.remove(caller.user_id, id_or_prefix, chain, asset)
+            .await
     }
 
     /// Removes the limit of `user_id`'s key `id_or_prefix` on `asset` of `chain`.

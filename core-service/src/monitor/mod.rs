@@ -35,6 +35,7 @@ use crate::{
 use walletops_domain::{OpenTransaction, TxStatus};
 use walletops_store::Store;
 
+mod bump;
 mod evm;
 mod solana;
 mod waiting;

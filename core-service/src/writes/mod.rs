@@ -26,11 +26,12 @@ use crate::{
     Core,
     approvals::ToHold,
     auth::Caller,
+    auth::Operation,
     error::{Result, WalletOpsError},
     idempotency::{Canonical, IdempotencyKey, Keyed, Ticket},
     requests::{ApproveRequest, CallRequest, SendRequest, SwapRequest, WriteRequest},
 };
-use walletops_domain::{Approval, DelegatedWallet, Scope, Spend, Submission, WalletAddress};
+use walletops_domain::{Approval, DelegatedWallet, Spend, Submission, WalletAddress};
 
 /// A write request as received: what a held write stores and runs again once approved.
 #[derive(Debug, Clone)]
@@ -64,6 +65,16 @@ enum Gate {
 }
 
 impl Write {
+    /// The operation it is, for the scope it needs.
+    pub fn operation(&self) -> Operation {
+        match self {
+            Self::Send(_) => Operation::Send,
+            Self::Approve(_) => Operation::ApproveToken,
+            Self::Call(_) => Operation::CallContract,
+            Self::Swap(_) => Operation::Swap,
+        }
+    }
+
     /// The endpoint's path, under which its idempotency key is kept.
     pub fn path(&self) -> &'static str {
         match self {
@@ -132,7 +143,7 @@ impl Write {
 impl Core {
     /// Runs write RPC `write` for the caller of `metadata` (the steps above).
     pub async fn write(&self, metadata: &MetadataMap, write: Write) -> Result<Written> {
-        let caller = self.admit(metadata, Scope::Write).await?;
+        let caller = self.admit(metadata, write.operation()).await?;
         let key = self.idempotency_key(metadata)?;
         self.write_as(&caller, key, write, Gate::Thresholds).await
     }
@@ -259,14 +270,9 @@ impl Core {
             .map(Written::Submitted)
     }
 
-    /// The request's `idempotency-key` (a UUID), which every write requires.
+    /// The request's idempotency key (`IdempotencyKey::of`), which every write requires.
     pub fn idempotency_key(&self, metadata: &MetadataMap) -> Result<IdempotencyKey> {
-        // A value that is not ASCII is there, and no UUID.
-        IdempotencyKey::parse(
-            metadata
-                .get(walletops_proto::IDEMPOTENCY_KEY_HEADER)
-                .map(|v| v.to_str().unwrap_or("")),
-        )
+        IdempotencyKey::of(metadata)
     }
 }
 

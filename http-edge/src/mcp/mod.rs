@@ -28,8 +28,9 @@ use rmcp::{
     },
 };
 use serde::Serialize;
+use tonic::metadata::{AsciiMetadataValue, MetadataKey};
 use walletops_proto::{
-    API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER,
+    API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, TOOL_CALL_HEADER,
     request_id::REQUEST_ID_HEADER,
     v1::{
         self as pb, api_key_service_client::ApiKeyServiceClient,
@@ -59,15 +60,22 @@ pub(crate) struct Tools {
     tool_router: ToolRouter<Self>,
 }
 
-/// The scope a tool needs: the core checks it on every call; the list hides the rest.
-fn scope_of(tool: &str) -> pb::ApiKeyScope {
-    match tool {
-        "list_wallets" | "get_balances" | "get_transaction" | "get_approval" => {
-            pb::ApiKeyScope::Read
-        }
-        "quote_swap" => pb::ApiKeyScope::Trade,
-        _ => pb::ApiKeyScope::Write,
-    }
+/// The core's method each tool calls. Which of them a key may call is the core's to say
+/// (`GetCurrentApiKey`'s `operations`, from its one table of scopes); the list shows those
+/// tools alone, and the core checks the scope again on every call. A tool not named here
+/// is never listed.
+fn method_of(tool: &str) -> Option<&'static str> {
+    Some(match tool {
+        "list_wallets" => "/walletops.v1.WalletOpsService/ListWallets",
+        "get_balances" => "/walletops.v1.WalletOpsService/GetBalances",
+        "get_transaction" => "/walletops.v1.WalletOpsService/GetTransaction",
+        "get_approval" => "/walletops.v1.ApprovalService/GetApproval",
+        "quote_swap" => "/walletops.v1.WalletOpsService/GetQuote",
+        "swap" => "/walletops.v1.WalletOpsService/Swap",
+        "send" => "/walletops.v1.WalletOpsService/Send",
+        "approve_token" => "/walletops.v1.WalletOpsService/ApproveToken",
+        _ => return None,
+    })
 }
 
 /// The headers of the HTTP request behind `ctx`, as the REST routes read them: a bearer
@@ -89,37 +97,59 @@ fn headers(ctx: &RequestContext<RoleServer>) -> HeaderMap {
         headers.insert(API_KEY_HEADER, token);
     }
     headers.remove(IDEMPOTENCY_KEY_HEADER);
+    headers.remove(TOOL_CALL_HEADER);
     headers
 }
 
-/// The idempotency key of a write: the input's, or one made from the tool call (the
-/// session, the JSON-RPC id, the tool and its arguments), so a client that retries a call
-/// as it was sent pays once.
-fn idempotency_key(
+/// The header that keys a write: the input's idempotency key as `Idempotency-Key`, or, with
+/// none, the tool call it came in (the session, the JSON-RPC id, the tool and its arguments)
+/// as `TOOL_CALL_HEADER`, from which the core derives the key.
+fn keyed_by(
     given: Option<&str>,
     ctx: &RequestContext<RoleServer>,
     tool: &str,
     arguments: &impl Serialize,
-) -> Result<HeaderValue, EdgeError> {
-    let key = match given.map(str::trim).filter(|k| !k.is_empty()) {
-        Some(given) => given.to_owned(),
-        None => {
-            let session = ctx
-                .extensions
-                .get::<Parts>()
-                .and_then(|p| p.headers.get("mcp-session-id"))
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            let id = match &ctx.id {
-                RequestId::Number(n) => n.to_string(),
-                RequestId::String(s) => s.to_string(),
-            };
-            let arguments = serde_json::to_string(arguments).unwrap_or_default();
-            let name = format!("walletops/mcp/{session}/{id}/{tool}/{arguments}");
-            uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, name.as_bytes()).to_string()
-        }
+) -> Result<(&'static str, HeaderValue), EdgeError> {
+    if let Some(given) = given.map(str::trim).filter(|k| !k.is_empty()) {
+        let key = HeaderValue::from_str(given)
+            .map_err(|_| EdgeError::invalid("idempotencyKey", "not a UUID"))?;
+        return Ok((IDEMPOTENCY_KEY_HEADER, key));
+    }
+    let session = ctx
+        .extensions
+        .get::<Parts>()
+        .and_then(|p| p.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let id = match &ctx.id {
+        RequestId::Number(n) => n.to_string(),
+        RequestId::String(s) => s.to_string(),
     };
-    HeaderValue::from_str(&key).map_err(|_| EdgeError::invalid("idempotencyKey", "not a UUID"))
+    let arguments = serde_json::to_string(arguments).unwrap_or_default();
+    let call: String = url::form_urlencoded::byte_serialize(
+        format!("{session}/{id}/{tool}/{arguments}").as_bytes(),
+    )
+    .collect();
+    let call = HeaderValue::from_str(&call)
+        .map_err(|_| EdgeError::invalid("idempotencyKey", "the call cannot name a key"))?;
+    Ok((TOOL_CALL_HEADER, call))
+}
+
+/// `call` for a write tool: the REST request's metadata, and the tool call that keys it.
+fn tool_call<T: Default>(
+    headers: &HeaderMap,
+    message: Result<T, EdgeError>,
+) -> Result<tonic::Request<T>, EdgeError> {
+    let mut req = call(headers, message)?;
+    if let Some(value) = headers
+        .get(TOOL_CALL_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<AsciiMetadataValue>().ok())
+    {
+        req.metadata_mut()
+            .insert(MetadataKey::from_static(TOOL_CALL_HEADER), value);
+    }
+    Ok(req)
 }
 
 /// A tool's answer: the REST JSON of `result`, or the contract's error body as a tool error
@@ -309,7 +339,7 @@ impl Tools {
             given.as_deref(),
             arguments,
             |headers| async move {
-                let reply = core.swap(call(&headers, Ok(input.into()))?).await?;
+                let reply = core.swap(tool_call(&headers, Ok(input.into()))?).await?;
                 Ok(reply.into_inner().submission)
             },
         )
@@ -342,7 +372,7 @@ impl Tools {
             given.as_deref(),
             arguments,
             |headers| async move {
-                let reply = core.send(call(&headers, Ok(input.into()))?).await?;
+                let reply = core.send(tool_call(&headers, Ok(input.into()))?).await?;
                 Ok(reply.into_inner().submission)
             },
         )
@@ -371,7 +401,7 @@ impl Tools {
             arguments,
             |headers| async move {
                 let reply = core
-                    .approve_token(call(&headers, Ok(input.into()))?)
+                    .approve_token(tool_call(&headers, Ok(input.into()))?)
                     .await?;
                 Ok(reply.into_inner().submission)
             },
@@ -395,9 +425,9 @@ where
     Fut: Future<Output = Result<Option<pb::Submission>, EdgeError>>,
 {
     let mut headers = headers(ctx);
-    let result = match idempotency_key(given, ctx, tool, &arguments) {
-        Ok(key) => {
-            headers.insert(IDEMPOTENCY_KEY_HEADER, key);
+    let result = match keyed_by(given, ctx, tool, &arguments) {
+        Ok((name, value)) => {
+            headers.insert(name, value);
             send(headers.clone()).await.map(SubmissionJson::from)
         }
         Err(e) => Err(e),
@@ -447,8 +477,8 @@ impl ServerHandler for Tools {
         let headers = headers(&ctx);
         let req = call(&headers, Ok(pb::GetCurrentApiKeyRequest {}))
             .map_err(|_| ErrorData::invalid_request("unreadable request", None))?;
-        let scopes = match self.keys.clone().get_current_api_key(req).await {
-            Ok(reply) => reply.into_inner().scopes,
+        let operations = match self.keys.clone().get_current_api_key(req).await {
+            Ok(reply) => reply.into_inner().operations,
             Err(status) => {
                 let told = EdgeError::from(status).told();
                 let (code, message) = (told.code, told.message);
@@ -462,7 +492,7 @@ impl ServerHandler for Tools {
             .tool_router
             .list_all()
             .into_iter()
-            .filter(|t| scopes.contains(&i32::from(scope_of(&t.name))))
+            .filter(|t| method_of(&t.name).is_some_and(|m| operations.iter().any(|o| o == m)))
             .collect();
         Ok(ListToolsResult::with_all_items(tools)
             .with_ttl_ms(0)

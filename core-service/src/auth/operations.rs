@@ -1,0 +1,164 @@
+//! Which scope each operation of the core needs: the one table of it. Every admitted RPC
+//! names its operation (`Core::admit`), and a caller learns from `GetCurrentApiKey` which
+//! operations its scopes allow, so a surface that hides what a key cannot do (the MCP
+//! tools list) reads this table instead of keeping a copy.
+
+use walletops_domain::{Scope, Scopes};
+
+/// An operation a key or a dashboard session asks of the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Operation {
+    ListWallets,
+    GetBalances,
+    GetTransaction,
+    WatchTransactions,
+    Send,
+    ApproveToken,
+    CallContract,
+    GetQuote,
+    Swap,
+    CreateApiKey,
+    ListApiKeys,
+    RevokeApiKey,
+    SetSpendLimit,
+    RemoveSpendLimit,
+    ListApprovals,
+    GetApproval,
+    DecideApproval,
+    CreateWebhook,
+    ListWebhooks,
+    DeleteWebhook,
+    RotateWebhookSecret,
+    ListWebhookDeliveries,
+    ReplayWebhookDeliveries,
+    ListHoldings,
+    ListTransactions,
+}
+
+impl Operation {
+    /// Every operation.
+    pub const ALL: [Self; 25] = [
+        Self::ListWallets,
+        Self::GetBalances,
+        Self::GetTransaction,
+        Self::WatchTransactions,
+        Self::Send,
+        Self::ApproveToken,
+        Self::CallContract,
+        Self::GetQuote,
+        Self::Swap,
+        Self::CreateApiKey,
+        Self::ListApiKeys,
+        Self::RevokeApiKey,
+        Self::SetSpendLimit,
+        Self::RemoveSpendLimit,
+        Self::ListApprovals,
+        Self::GetApproval,
+        Self::DecideApproval,
+        Self::CreateWebhook,
+        Self::ListWebhooks,
+        Self::DeleteWebhook,
+        Self::RotateWebhookSecret,
+        Self::ListWebhookDeliveries,
+        Self::ReplayWebhookDeliveries,
+        Self::ListHoldings,
+        Self::ListTransactions,
+    ];
+
+    /// The scope a caller needs for it.
+    pub fn scope(self) -> Scope {
+        match self {
+            Self::ListWallets
+            | Self::GetBalances
+            | Self::GetTransaction
+            | Self::WatchTransactions
+            | Self::ListApiKeys
+            | Self::ListApprovals
+            | Self::GetApproval
+            | Self::ListWebhooks
+            | Self::ListWebhookDeliveries
+            | Self::ListHoldings
+            | Self::ListTransactions => Scope::Read,
+            Self::GetQuote => Scope::Trade,
+            Self::Send
+            | Self::ApproveToken
+            | Self::CallContract
+            | Self::Swap
+            | Self::CreateApiKey
+            | Self::RevokeApiKey
+            | Self::SetSpendLimit
+            | Self::RemoveSpendLimit
+            | Self::DecideApproval
+            | Self::CreateWebhook
+            | Self::DeleteWebhook
+            | Self::RotateWebhookSecret
+            | Self::ReplayWebhookDeliveries => Scope::Write,
+        }
+    }
+
+    /// Its gRPC method, as a call's path names it: `/walletops.v1.WalletOpsService/Send`.
+    pub fn method(self) -> &'static str {
+        match self {
+            Self::ListWallets => "/walletops.v1.WalletOpsService/ListWallets",
+            Self::GetBalances => "/walletops.v1.WalletOpsService/GetBalances",
+            Self::GetTransaction => "/walletops.v1.WalletOpsService/GetTransaction",
+            Self::WatchTransactions => "/walletops.v1.WalletOpsService/WatchTransactions",
+            Self::Send => "/walletops.v1.WalletOpsService/Send",
+            Self::ApproveToken => "/walletops.v1.WalletOpsService/ApproveToken",
+            Self::CallContract => "/walletops.v1.WalletOpsService/CallContract",
+            Self::GetQuote => "/walletops.v1.WalletOpsService/GetQuote",
+            Self::Swap => "/walletops.v1.WalletOpsService/Swap",
+            Self::CreateApiKey => "/walletops.v1.ApiKeyService/CreateApiKey",
+            Self::ListApiKeys => "/walletops.v1.ApiKeyService/ListApiKeys",
+            Self::RevokeApiKey => "/walletops.v1.ApiKeyService/RevokeApiKey",
+            Self::SetSpendLimit => "/walletops.v1.ApiKeyService/SetSpendLimit",
+            Self::RemoveSpendLimit => "/walletops.v1.ApiKeyService/RemoveSpendLimit",
+            Self::ListApprovals => "/walletops.v1.ApprovalService/ListApprovals",
+            Self::GetApproval => "/walletops.v1.ApprovalService/GetApproval",
+            Self::DecideApproval => "/walletops.v1.ApprovalService/DecideApproval",
+            Self::CreateWebhook => "/walletops.v1.WebhookService/CreateWebhook",
+            Self::ListWebhooks => "/walletops.v1.WebhookService/ListWebhooks",
+            Self::DeleteWebhook => "/walletops.v1.WebhookService/DeleteWebhook",
+            Self::RotateWebhookSecret => "/walletops.v1.WebhookService/RotateWebhookSecret",
+            Self::ListWebhookDeliveries => "/walletops.v1.WebhookService/ListWebhookDeliveries",
+            Self::ReplayWebhookDeliveries => "/walletops.v1.WebhookService/ReplayWebhookDeliveries",
+            Self::ListHoldings => "/walletops.v1.DashboardService/ListHoldings",
+            Self::ListTransactions => "/walletops.v1.DashboardService/ListTransactions",
+        }
+    }
+
+    /// The methods of the operations `scopes` allow, in the table's order.
+    pub fn allowed(scopes: Scopes) -> Vec<&'static str> {
+        Self::ALL
+            .iter()
+            .filter(|op| scopes.contains(op.scope()))
+            .map(|op| op.method())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each method is one the contract serves, named once.
+    #[test]
+    fn every_operation_names_a_method_of_the_contract() {
+        let descriptors = String::from_utf8_lossy(walletops_proto::FILE_DESCRIPTOR_SET);
+        let mut seen = std::collections::HashSet::new();
+        for op in Operation::ALL {
+            let (service, method) = op
+                .method()
+                .trim_start_matches("/walletops.v1.")
+                .split_once('/')
+                .expect("service/method");
+            assert!(
+                descriptors.contains(service),
+                "{op:?}: no service {service}"
+            );
+            assert!(descriptors.contains(method), "{op:?}: no method {method}");
+            assert!(seen.insert(op.method()), "{op:?} named twice");
+        }
+    }
+}
