@@ -7,7 +7,7 @@ use std::{future::Future, time::Duration};
 
 use uuid::Uuid;
 
-use crate::{error::WalletOpsError, requests::WatchRequest};
+use crate::error::WalletOpsError;
 use walletops_domain::TransactionRecord;
 use walletops_store::{Store, TransactionEvent};
 
@@ -140,6 +140,17 @@ async fn feed(
             }
         }
     }
+}
+
+/// `WatchTransactions`: which changes to stream, from where.
+#[derive(Debug, Clone)]
+pub struct WatchRequest {
+    /// Only this record's.
+    pub transaction_id: Option<Uuid>,
+    /// Only this chain's.
+    pub chain: Option<String>,
+    /// After this event; `None`: from now on.
+    pub after: Option<u64>,
 }
 
 #[cfg(test)]

@@ -10,14 +10,14 @@ mod trade;
 mod webhooks;
 mod writes;
 
+pub use crate::events::WatchRequest;
+pub use crate::webhooks::{DeliveriesRequest, NewWebhook, ReplayRequest};
 pub use approvals::{
     DecideRequest, MAX_REASON_CHARS, approval_id, approval_state, approval_state_named,
 };
-pub use reads::{
-    BalancesRequest, ListTransactionsRequest, ListWalletsRequest, TransactionRequest, WatchRequest,
-};
+pub use reads::{BalancesRequest, ListTransactionsRequest, ListWalletsRequest, TransactionRequest};
 pub use trade::{QuoteRequest, SwapRequest, TradePair};
-pub use webhooks::{DeliveriesRequest, NewWebhook, ReplayRequest, webhook_id};
+pub use webhooks::webhook_id;
 pub use writes::{ApproveRequest, CallRequest, SendRequest, Transfer, WriteRequest};
 
 use crate::{

@@ -9,6 +9,7 @@ use super::{chain, non_empty, optional_address};
 use crate::{
     chains::{Chain, Registry},
     error::{Result, Violations, WalletOpsError},
+    events::WatchRequest,
 };
 use walletops_domain::{ChainFamily, TxStatus, WalletAddress, WalletFilter};
 
@@ -115,17 +116,6 @@ impl TransactionRequest {
             .map(|id| Self { id })
             .map_err(|_| WalletOpsError::invalid("id", "must be a transaction id (a UUID)"))
     }
-}
-
-/// `WatchTransactions`: which changes to stream, from where.
-#[derive(Debug, Clone)]
-pub struct WatchRequest {
-    /// Only this record's.
-    pub transaction_id: Option<Uuid>,
-    /// Only this chain's.
-    pub chain: Option<String>,
-    /// After this event; `None`: from now on.
-    pub after: Option<u64>,
 }
 
 impl WatchRequest {

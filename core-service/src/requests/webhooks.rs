@@ -5,7 +5,10 @@ use std::str::FromStr;
 use uuid::Uuid;
 use walletops_proto::v1 as pb;
 
-use crate::error::{Result, Violations, WalletOpsError};
+use crate::{
+    error::{Result, Violations, WalletOpsError},
+    webhooks::{DeliveriesRequest, NewWebhook, ReplayRequest},
+};
 use walletops_domain::{DeliveryState, TxStatus};
 
 /// The longest URL an endpoint may have.
@@ -14,15 +17,6 @@ const MAX_URL_LEN: usize = 2048;
 /// Deliveries listed at once by default, and at most.
 const DEFAULT_LIMIT: u64 = 100;
 const MAX_LIMIT: u64 = 500;
-
-/// `CreateWebhook`: an endpoint to register (its address not yet checked: that needs DNS).
-#[derive(Debug, Clone)]
-pub struct NewWebhook {
-    /// Where to POST.
-    pub url: url::Url,
-    /// What to send it.
-    pub event_types: Vec<TxStatus>,
-}
 
 fn url(raw: &str) -> Result<url::Url, String> {
     let raw = raw.trim();
@@ -84,17 +78,6 @@ fn id_text(raw: &str) -> Result<Uuid, String> {
     Uuid::from_str(raw.trim()).map_err(|_| "must be a webhook id (a UUID)".to_owned())
 }
 
-/// `ListWebhookDeliveries`.
-#[derive(Debug, Clone)]
-pub struct DeliveriesRequest {
-    /// The endpoint.
-    pub webhook_id: Uuid,
-    /// Only this state's.
-    pub state: Option<DeliveryState>,
-    /// At most this many.
-    pub limit: u64,
-}
-
 impl DeliveriesRequest {
     /// Parses `req`, every bad field in one `INVALID_INPUT`.
     pub fn parse(req: &pb::ListWebhookDeliveriesRequest) -> Result<Self> {
@@ -128,15 +111,6 @@ impl DeliveriesRequest {
             _ => Err(WalletOpsError::invalid("webhook_id", "unreadable")),
         }
     }
-}
-
-/// `ReplayWebhookDeliveries`.
-#[derive(Debug, Clone)]
-pub struct ReplayRequest {
-    /// The endpoint.
-    pub webhook_id: Uuid,
-    /// The deliveries; empty: every dead one.
-    pub delivery_ids: Vec<Uuid>,
 }
 
 impl ReplayRequest {

@@ -18,11 +18,10 @@ pub use config::WebhooksConfig;
 
 use crate::{
     error::{Result, WalletOpsError},
-    requests::{DeliveriesRequest, NewWebhook, ReplayRequest},
     signer::Keystore,
 };
 use walletops_domain::secret::Secret;
-use walletops_domain::{WebhookDelivery, WebhookEndpoint};
+use walletops_domain::{DeliveryState, TxStatus, WebhookDelivery, WebhookEndpoint};
 use walletops_store::{NewEndpoint, Store, StoreError};
 
 /// The most endpoints one user may register.
@@ -154,4 +153,32 @@ impl Webhooks {
             .map_err(WalletOpsError::Internal)?;
         Ok((secret, sealed))
     }
+}
+/// `CreateWebhook`: an endpoint to register (its address not yet checked: that needs DNS).
+#[derive(Debug, Clone)]
+pub struct NewWebhook {
+    /// Where to POST.
+    pub url: url::Url,
+    /// What to send it.
+    pub event_types: Vec<TxStatus>,
+}
+
+/// `ListWebhookDeliveries`.
+#[derive(Debug, Clone)]
+pub struct DeliveriesRequest {
+    /// The endpoint.
+    pub webhook_id: Uuid,
+    /// Only this state's.
+    pub state: Option<DeliveryState>,
+    /// At most this many.
+    pub limit: u64,
+}
+
+/// `ReplayWebhookDeliveries`.
+#[derive(Debug, Clone)]
+pub struct ReplayRequest {
+    /// The endpoint.
+    pub webhook_id: Uuid,
+    /// The deliveries; empty: every dead one.
+    pub delivery_ids: Vec<Uuid>,
 }
