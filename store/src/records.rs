@@ -3,12 +3,13 @@
 
 use crate::error::{Result, StoreError};
 use walletops_domain::{
-    OpenTransaction, TransactionRecord, TxHash, TxKind, TxStatus, WalletAddress,
+    ChainFamily, OpenTransaction, SealedKey, TransactionRecord, TxHash, TxKind, TxStatus,
+    WalletAddress,
 };
 
 use uuid::Uuid;
 
-use super::entities::transactions as txs;
+use super::entities::{signer_keys, transactions as txs};
 
 fn corrupt(id: Uuid, what: &str) -> StoreError {
     StoreError::Corrupt(anyhow::anyhow!("transaction {id} has a bad {what}"))
@@ -96,4 +97,30 @@ impl TryFrom<txs::Model> for OpenTransaction {
             revision: m.revision,
         })
     }
+}
+
+/// A wallet's stored family and address, read back.
+pub(super) fn stored_address(
+    chain_type: &str,
+    address: &str,
+) -> std::result::Result<WalletAddress, String> {
+    let family = chain_type
+        .parse::<ChainFamily>()
+        .map_err(|e| format!("chain_type: {e}"))?;
+    family
+        .parse_address(address)
+        .map_err(|e| format!("stored address {address} unreadable: {e}"))
+}
+
+/// A signer key row read back: the address its key was sealed for, and the sealed key.
+pub(super) fn sealed_row(m: signer_keys::Model) -> Result<(WalletAddress, SealedKey)> {
+    let address = stored_address(&m.chain_type, &m.address)
+        .map_err(|e| StoreError::Corrupt(anyhow::anyhow!("signer key: {e}")))?;
+    Ok((
+        address,
+        SealedKey {
+            nonce: m.nonce,
+            ciphertext: m.ciphertext,
+        },
+    ))
 }

@@ -7,7 +7,7 @@ use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel, 
 use super::{
     Store,
     entities::{keystore_check, signer_keys, webhook_endpoints},
-    wallets::sealed_row,
+    records::sealed_row,
 };
 use crate::error::{Result, StoreError};
 use walletops_domain::{SealedKey, WalletAddress};

@@ -13,6 +13,7 @@ use super::{
     Store,
     entities::{keystore_check, signer_keys, wallets},
     is_unique_violation,
+    records::{sealed_row, stored_address},
 };
 use crate::error::{Result, StoreError};
 use walletops_domain::{
@@ -40,19 +41,6 @@ impl TryFrom<wallets::Model> for Wallet {
             removed_at: m.removed_at,
         })
     }
-}
-
-/// A wallet's stored family and address, read back.
-pub(super) fn stored_address(
-    chain_type: &str,
-    address: &str,
-) -> std::result::Result<WalletAddress, String> {
-    let family = chain_type
-        .parse::<ChainFamily>()
-        .map_err(|e| format!("chain_type: {e}"))?;
-    family
-        .parse_address(address)
-        .map_err(|e| format!("stored address {address} unreadable: {e}"))
 }
 
 fn to_wallets(rows: Vec<wallets::Model>) -> Result<Vec<Wallet>> {
@@ -211,19 +199,6 @@ impl Store {
             .map(Wallet::try_from)
             .transpose()
     }
-}
-
-/// A signer key row read back: the address its key was sealed for, and the sealed key.
-pub(super) fn sealed_row(m: signer_keys::Model) -> Result<(WalletAddress, SealedKey)> {
-    let address = stored_address(&m.chain_type, &m.address)
-        .map_err(|e| StoreError::Corrupt(anyhow::anyhow!("signer key: {e}")))?;
-    Ok((
-        address,
-        SealedKey {
-            nonce: m.nonce,
-            ciphertext: m.ciphertext,
-        },
-    ))
 }
 
 impl Store {
