@@ -11,6 +11,7 @@ pub mod bootstrap;
 pub mod chains;
 pub mod config;
 pub mod devnet;
+pub mod effects;
 pub mod error;
 pub mod events;
 pub mod grpc;

@@ -11,6 +11,7 @@ pub mod secret;
 mod account;
 mod approval;
 mod chain;
+mod effects;
 mod spend;
 mod transaction;
 mod wallet;
@@ -21,6 +22,7 @@ pub use account::{
 };
 pub use approval::{Approval, ApprovalState, Decision, HeldWrite};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
+pub use effects::{Asset, Effects, Flow, Grant, GrantKind};
 pub use spend::{NATIVE_ASSET, Spend, SpendLimit, SpendStanding, asset_name};
 pub use transaction::{
     ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,
