@@ -164,7 +164,7 @@ mod tests {
     #[tokio::test]
     async fn a_watcher_that_reads_nothing_is_cut_off() {
         on_store(Backend::Sqlite, |store| async move {
-            let ids = crate::testing::record_lifecycle::open_records(&store, 5, None).await;
+            let ids = walletops_store::testing::open_records(&store, 5, None).await;
             let user = store
                 .open_transaction(ids[0])
                 .await

@@ -299,10 +299,78 @@ pub mod testing {
     use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
     use uuid::Uuid;
 
-    use crate::entities::transactions as txs;
+    use walletops_domain::{NewWallet, SealedKey, TxKind, WalletAddress};
+
+    use crate::{NewTransaction, Store, entities::transactions as txs};
+
+    /// `n` open transactions put in `store`, held by their requests until `held_until`,
+    /// and their ids, oldest first.
+    pub async fn open_records(
+        store: &Store,
+        n: u64,
+        held_until: Option<DateTime<Utc>>,
+    ) -> Vec<Uuid> {
+        let user = store.insert_user("lease").await.expect("a user");
+        let from: WalletAddress = alloy::primitives::Address::repeat_byte(0xaa).into();
+        let wallet = store
+            .insert_wallet(
+                NewWallet {
+                    user_id: user.id,
+                    address: from,
+                    make_default: true,
+                    key: SealedKey {
+                        nonce: vec![0; 12],
+                        ciphertext: vec![0; 48],
+                    },
+                },
+                |_| true,
+            )
+            .await
+            .expect("a wallet");
+        let mut ids = Vec::new();
+        for i in 0..n {
+            let id = Uuid::now_v7();
+            let record = NewTransaction {
+                id,
+                held_until,
+                ..new_record(user.id, wallet.id, from, i)
+            };
+            store
+                .insert_transaction(store.db(), record)
+                .await
+                .expect("a record");
+            ids.push(id);
+        }
+        ids
+    }
+
+    /// A native send of 1 wei from `from`, wallet `wallet` of `user`, at `nonce`.
+    pub fn new_record(user: Uuid, wallet: Uuid, from: WalletAddress, nonce: u64) -> NewTransaction {
+        NewTransaction {
+            id: Uuid::now_v7(),
+            user_id: user,
+            wallet_id: wallet,
+            chain: "anvil".to_owned(),
+            chain_id: 31_337,
+            kind: TxKind::Send,
+            from,
+            to: "0x00000000000000000000000000000000000000bb".to_owned(),
+            asset: Some("native".to_owned()),
+            token: None,
+            amount: Some("1".to_owned()),
+            request: serde_json::json!({}),
+            hash: format!("0x{:064x}", nonce + 1),
+            nonce: Some(nonce),
+            signed_payload: vec![1, 2, 3],
+            idempotency_key: None,
+            note: None,
+            valid_until: None,
+            held_until: None,
+        }
+    }
 
     /// Writes a hash list that is no list over record `id`: a row the store cannot read.
-    pub async fn corrupt_record(store: &crate::Store, id: Uuid) {
+    pub async fn corrupt_record(store: &Store, id: Uuid) {
         txs::Entity::update_many()
             .col_expr(txs::Column::Hashes, Expr::value(serde_json::json!(5)))
             .filter(txs::Column::Id.eq(id))
@@ -312,7 +380,7 @@ pub mod testing {
     }
 
     /// Dates record `id`'s last change at `at`.
-    pub async fn date_record(store: &crate::Store, id: Uuid, at: DateTime<Utc>) {
+    pub async fn date_record(store: &Store, id: Uuid, at: DateTime<Utc>) {
         txs::Entity::update_many()
             .col_expr(txs::Column::UpdatedAt, Expr::value(at))
             .filter(txs::Column::Id.eq(id))
@@ -322,7 +390,7 @@ pub mod testing {
     }
 
     /// Record `id`'s lease: the core that holds it, and until when.
-    pub async fn lease_of(store: &crate::Store, id: Uuid) -> (Option<Uuid>, Option<DateTime<Utc>>) {
+    pub async fn lease_of(store: &Store, id: Uuid) -> (Option<Uuid>, Option<DateTime<Utc>>) {
         let row = txs::Entity::find_by_id(id)
             .one(store.sea())
             .await

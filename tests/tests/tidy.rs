@@ -64,13 +64,8 @@ fn shown(path: &Path) -> String {
         .to_string()
 }
 
-/// `text` without its `//` comments (doc comments included) and without the test module
-/// that, by the house's habit, closes a file: what the code itself names.
+/// `text` without its `//` comments (doc comments included): what the code itself names.
 fn code_of(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
-        Some(at) => &text[..at],
-        None => text,
-    };
     text.lines()
         .map(|line| match line.find("//") {
             Some(at) => &line[..at],
@@ -116,22 +111,16 @@ fn first_segments(rest: &str) -> Vec<String> {
         .collect()
 }
 
-/// The core's top-level modules: the `mod` items of its crate root, whether test-only.
-fn core_modules(lib: &str) -> BTreeMap<String, bool> {
-    let mut modules = BTreeMap::new();
-    let mut test_only = false;
-    for line in lib.lines().map(str::trim) {
-        if line == "#[cfg(test)]" {
-            test_only = true;
-            continue;
-        }
-        let decl = line.strip_prefix("pub ").unwrap_or(line);
-        if let Some(name) = decl.strip_prefix("mod ").and_then(|d| d.strip_suffix(';')) {
-            modules.insert(name.to_owned(), test_only);
-        }
-        test_only = false;
-    }
-    modules
+/// The core's top-level modules: the `mod` items of its crate root, test-only ones too.
+fn core_modules(lib: &str) -> BTreeSet<String> {
+    lib.lines()
+        .map(str::trim)
+        .filter_map(|line| {
+            let decl = line.strip_prefix("pub ").unwrap_or(line);
+            decl.strip_prefix("mod ").and_then(|d| d.strip_suffix(';'))
+        })
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The names the crate root re-exports, each with the module it comes from.
@@ -173,17 +162,20 @@ fn module_path(src: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
-/// Whether `file` holds tests only, by the house's naming.
-fn is_test_file(file: &Path) -> bool {
-    let name = file
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    name == "tests.rs" || name.ends_with("_tests.rs") || file.iter().any(|part| part == "tests")
+/// Which top-level names `code`, in the file at `path` (its module path), refers to. Tests
+/// count as any code does: a test that reaches up makes a loop all the same. The inline test
+/// module that, by the house's habit, closes a file sits one level deeper than the file.
+fn names_used(code: &str, path: &[String]) -> BTreeSet<String> {
+    if let Some(at) = code.find("#[cfg(test)]\nmod tests {") {
+        let mut used = names_used_at(&code[..at], path.len());
+        used.extend(names_used_at(&code[at..], path.len() + 1));
+        return used;
+    }
+    names_used_at(code, path.len())
 }
 
-/// Which top-level names `code`, in the file at `path` (its module path), refers to.
-fn names_used(code: &str, path: &[String]) -> BTreeSet<String> {
+/// `names_used` for `code` at `depth` modules below the crate root.
+fn names_used_at(code: &str, depth: usize) -> BTreeSet<String> {
     let mut used = BTreeSet::new();
     for (at, _) in code.match_indices("crate::") {
         if code[..at].ends_with('$') {
@@ -192,7 +184,7 @@ fn names_used(code: &str, path: &[String]) -> BTreeSet<String> {
         used.extend(first_segments(&code[at + "crate::".len()..]));
     }
     // `super::` repeated as many times as the file is deep reaches the crate root.
-    let to_root = "super::".repeat(path.len());
+    let to_root = "super::".repeat(depth);
     for (at, _) in code.match_indices(&to_root) {
         if code[..at].ends_with("super::") {
             continue;
@@ -202,8 +194,8 @@ fn names_used(code: &str, path: &[String]) -> BTreeSet<String> {
     used
 }
 
-/// The core's module graph: each top-level module (test-only ones left out) with the
-/// modules it uses, and for each arrow a file that makes it.
+/// The core's module graph: each top-level module (test-only ones too) with the modules it
+/// uses, and for each arrow a file that makes it.
 fn core_graph() -> BTreeMap<String, BTreeMap<String, String>> {
     let src = workspace().join("core-service/src");
     let lib = read(&src.join("lib.rs"));
@@ -211,17 +203,16 @@ fn core_graph() -> BTreeMap<String, BTreeMap<String, String>> {
     let reexported = reexports(&lib);
     let mut graph: BTreeMap<String, BTreeMap<String, String>> = modules
         .iter()
-        .filter(|(_, test_only)| !**test_only)
-        .map(|(m, _)| (m.clone(), BTreeMap::new()))
+        .map(|m| (m.clone(), BTreeMap::new()))
         .collect();
     for file in rust_files(&src) {
         let path = module_path(&src, &file);
         let Some(module) = path.first() else { continue };
-        if !graph.contains_key(module) || is_test_file(&file) {
+        if !graph.contains_key(module) {
             continue;
         }
         for name in names_used(&code_of(&read(&file)), &path) {
-            let target = if modules.contains_key(&name) {
+            let target = if modules.contains(&name) {
                 name
             } else if let Some(module) = reexported.get(&name) {
                 module.clone()
@@ -487,9 +478,7 @@ fn the_architecture_pages_code_map_names_every_core_module() {
         })
         .collect();
     let src = workspace().join("core-service/src");
-    let modules: BTreeSet<String> = core_modules(&read(&src.join("lib.rs")))
-        .into_keys()
-        .collect();
+    let modules = core_modules(&read(&src.join("lib.rs")));
     let missing: Vec<_> = modules.difference(&listed).collect();
     let stale: Vec<_> = listed.difference(&modules).collect();
     assert!(

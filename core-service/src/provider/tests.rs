@@ -22,7 +22,7 @@ use solana_signer::Signer as _;
 
 use super::{Privy, ProviderConfig, auth, provider_error};
 use crate::{
-    testing::scripted::{Reply, policy, serve},
+    testing::{Reply, policy, serve},
     upstream::UpstreamError,
 };
 use walletops_domain::secret::Secret;
@@ -41,11 +41,7 @@ fn authorization_key() -> String {
 async fn client(
     replies: Vec<Reply>,
     signed: bool,
-) -> (
-    Privy,
-    std::sync::Arc<crate::testing::scripted::Script>,
-    url::Url,
-) {
+) -> (Privy, std::sync::Arc<crate::testing::Script>, url::Url) {
     let (url, script) = serve("", replies).await;
     let config = ProviderConfig {
         base_url: url.clone(),

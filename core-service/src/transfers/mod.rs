@@ -9,6 +9,9 @@ pub mod evm;
 mod intents;
 pub mod solana;
 
+#[cfg(test)]
+mod record_lifecycle_tests;
+
 pub use broadcasts::BroadcastLog;
 
 use crate::{

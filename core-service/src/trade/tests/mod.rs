@@ -4,4 +4,4 @@
 mod jupiter;
 mod oneinch;
 
-pub(crate) use crate::testing::scripted::{Reply, dead_url, policy, serve};
+pub(crate) use crate::testing::{Reply, dead_url, policy, serve};

@@ -6,10 +6,11 @@ use uuid::Uuid;
 
 use std::collections::HashSet;
 
-use walletops_domain::{
-    ClaimState, NewWallet, OpenTransaction, SealedKey, Submission, TxKind, TxStatus, WalletAddress,
+use walletops_domain::{ClaimState, OpenTransaction, Submission, TxStatus};
+use walletops_store::{
+    Leased, Store,
+    testing::{new_record, open_records},
 };
-use walletops_store::{Leased, NewTransaction, Store};
 
 mod keys;
 
@@ -26,47 +27,6 @@ fn submission(id: Uuid, hash: &str) -> Submission {
 /// One open transaction put in `store`, and its id.
 async fn one_open_record(store: &Store) -> Uuid {
     open_records(store, 1, None).await[0]
-}
-
-/// `n` open transactions put in `store`, held by their requests until `held_until`,
-/// and their ids, oldest first.
-pub(crate) async fn open_records(
-    store: &Store,
-    n: u64,
-    held_until: Option<DateTime<Utc>>,
-) -> Vec<Uuid> {
-    let user = store.insert_user("lease").await.expect("a user");
-    let from: WalletAddress = alloy::primitives::Address::repeat_byte(0xaa).into();
-    let wallet = store
-        .insert_wallet(
-            NewWallet {
-                user_id: user.id,
-                address: from,
-                make_default: true,
-                key: SealedKey {
-                    nonce: vec![0; 12],
-                    ciphertext: vec![0; 48],
-                },
-            },
-            |_| true,
-        )
-        .await
-        .expect("a wallet");
-    let mut ids = Vec::new();
-    for i in 0..n {
-        let id = Uuid::now_v7();
-        let record = NewTransaction {
-            id,
-            held_until,
-            ..new_record(user.id, wallet.id, from, i)
-        };
-        store
-            .insert_transaction(store.db(), record)
-            .await
-            .expect("a record");
-        ids.push(id);
-    }
-    ids
 }
 
 /// `open_records(n, None)`, each record with a succeeded claim keyed by its id, made at
@@ -108,31 +68,6 @@ async fn claimed_records(
         opens.push(open);
     }
     (ids, opens)
-}
-
-/// A native send of 1 wei from `from`, wallet `wallet` of `user`, at `nonce`.
-fn new_record(user: Uuid, wallet: Uuid, from: WalletAddress, nonce: u64) -> NewTransaction {
-    NewTransaction {
-        id: Uuid::now_v7(),
-        user_id: user,
-        wallet_id: wallet,
-        chain: "anvil".to_owned(),
-        chain_id: 31_337,
-        kind: TxKind::Send,
-        from,
-        to: "0x00000000000000000000000000000000000000bb".to_owned(),
-        asset: Some("native".to_owned()),
-        token: None,
-        amount: Some("1".to_owned()),
-        request: serde_json::json!({}),
-        hash: format!("0x{:064x}", nonce + 1),
-        nonce: Some(nonce),
-        signed_payload: vec![1, 2, 3],
-        idempotency_key: None,
-        note: None,
-        valid_until: None,
-        held_until: None,
-    }
 }
 
 async fn a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch(store: Store) {

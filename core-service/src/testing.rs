@@ -1,6 +1,7 @@
-//! A scripted local HTTP server for the clients of external APIs (the aggregators, the
-//! wallet provider): each request takes the next scripted answer, and every request is kept
-//! for the test to inspect.
+//! Test-only support (`#[cfg(test)]`): a scripted local HTTP server for the clients of
+//! external APIs (the aggregators, the wallet provider): each request takes the next
+//! scripted answer, and every request is kept for the test to inspect. It uses nothing of
+//! the core but `upstream`, so the tests of any module may use it.
 
 use std::{
     collections::{HashMap, VecDeque},
