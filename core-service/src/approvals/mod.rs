@@ -147,9 +147,7 @@ impl Approvals {
             .ok_or_else(|| WalletOpsError::NotFound("no such approval".to_owned()))
     }
 
-    /// Records `decision` on `user`'s pending approval `id`, made by `by` (`dashboard:NAME`,
-    /// `cli:NAME`): the approval as it now stands. One that is no longer pending (decided,
-    /// or past its deadline) is refused with what became of it.
+    /// `decide` for `caller`, who must be a person (a dashboard session), never an API key.
     pub async fn decide_as(
         &self,
         caller: &Caller,
@@ -167,7 +165,9 @@ impl Approvals {
         self.decide(caller.user_id, id, decision, by).await
     }
 
-    /// Decides `user`'s approval `id` (the CLI's and `decide_as`'s way).
+    /// Records `decision` on `user`'s pending approval `id`, made by `by` (`dashboard:NAME`,
+    /// `cli:NAME`): the approval as it now stands. One that is no longer pending (decided,
+    /// or past its deadline) is refused with what became of it.
     pub async fn decide(
         &self,
         user: Uuid,

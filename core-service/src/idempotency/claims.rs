@@ -130,11 +130,10 @@ impl Idempotency {
         if stored == response {
             return Ok(());
         }
-        Ok(self
-            .store
+        self.store
             .replace_claim_response(&ticket.claim, *id, response)
-            .await
-            .map(drop)?)
+            .await?;
+        Ok(())
     }
 
     /// Records that the request failed with `error` before it claimed its key (before

@@ -144,7 +144,7 @@ impl Core {
     /// Runs write RPC `write` for the caller of `metadata` (the steps above).
     pub async fn write(&self, metadata: &MetadataMap, write: Write) -> Result<Written> {
         let caller = self.admit(metadata, write.operation()).await?;
-        let key = self.idempotency_key(metadata)?;
+        let key = IdempotencyKey::of(metadata)?;
         self.write_as(&caller, key, write, Gate::Thresholds).await
     }
 
@@ -268,11 +268,6 @@ impl Core {
             })
             .await
             .map(Written::Submitted)
-    }
-
-    /// The request's idempotency key (`IdempotencyKey::of`), which every write requires.
-    pub fn idempotency_key(&self, metadata: &MetadataMap) -> Result<IdempotencyKey> {
-        IdempotencyKey::of(metadata)
     }
 }
 

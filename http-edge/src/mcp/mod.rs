@@ -28,7 +28,6 @@ use rmcp::{
     },
 };
 use serde::Serialize;
-use tonic::metadata::{AsciiMetadataValue, MetadataKey};
 use walletops_proto::{
     API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, TOOL_CALL_HEADER,
     request_id::REQUEST_ID_HEADER,
@@ -48,7 +47,7 @@ use crate::{
     model::{
         ApprovalJson, BalancesJson, QuoteResponseJson, SubmissionJson, TransactionJson, WalletsJson,
     },
-    routes::call,
+    routes::{call, copy_headers},
 };
 
 /// The tools, over a core.
@@ -141,14 +140,7 @@ fn tool_call<T: Default>(
     message: Result<T, EdgeError>,
 ) -> Result<tonic::Request<T>, EdgeError> {
     let mut req = call(headers, message)?;
-    if let Some(value) = headers
-        .get(TOOL_CALL_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<AsciiMetadataValue>().ok())
-    {
-        req.metadata_mut()
-            .insert(MetadataKey::from_static(TOOL_CALL_HEADER), value);
-    }
+    copy_headers(headers, &[TOOL_CALL_HEADER], &mut req);
     Ok(req)
 }
 

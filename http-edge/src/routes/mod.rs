@@ -159,12 +159,26 @@ pub(crate) fn call<T: Default>(
             BinaryMetadataValue::from_bytes(why.to_string().as_bytes()),
         );
     }
-    for name in [
-        API_KEY_HEADER,
-        IDEMPOTENCY_KEY_HEADER,
-        REQUEST_ID_HEADER,
-        CLIENT_ADDRESS_HEADER,
-    ] {
+    copy_headers(
+        headers,
+        &[
+            API_KEY_HEADER,
+            IDEMPOTENCY_KEY_HEADER,
+            REQUEST_ID_HEADER,
+            CLIENT_ADDRESS_HEADER,
+        ],
+        &mut req,
+    );
+    Ok(req)
+}
+
+/// Copies the headers `names` that hold visible ASCII into `req`'s metadata.
+pub(crate) fn copy_headers<T>(
+    headers: &HeaderMap,
+    names: &[&'static str],
+    req: &mut tonic::Request<T>,
+) {
+    for &name in names {
         if let Some(value) = headers
             .get(name)
             .and_then(|v| v.to_str().ok())
@@ -174,7 +188,6 @@ pub(crate) fn call<T: Default>(
                 .insert(MetadataKey::from_static(name), value);
         }
     }
-    Ok(req)
 }
 
 #[utoipa::path(get, path = "/wallets", tag = "wallets", params(ListWalletsQuery),
