@@ -20,6 +20,7 @@ use crate::{
     error::{Result, WalletOpsError},
     idempotency::Idempotency,
     limits::Limits,
+    policy::Policy,
     provider::Privy,
     quotes::Quotes,
     ratelimit::{Budget, RateLimiter},
@@ -86,6 +87,8 @@ pub struct Parts {
     pub webhooks: Webhooks,
     /// Writes held for approval.
     pub approvals: Approvals,
+    /// Judges writes' effects against their keys' limits.
+    pub policy: Policy,
 }
 
 impl Deref for Core {
@@ -167,6 +170,7 @@ impl Core {
             limiter,
             webhooks: Webhooks::new(store.clone(), keystore.clone(), config.webhooks.clone()),
             approvals: Approvals::new(store.clone(), config.approvals.clone()),
+            policy: Policy::new(store.clone()),
             wallets: wallets.clone(),
             transactions: Transactions::new(store.clone()),
             transfers,

@@ -20,6 +20,7 @@ pub mod idempotency;
 pub mod limits;
 pub mod metrics;
 pub mod monitor;
+pub mod policy;
 pub mod provider;
 pub mod quotes;
 pub mod ratelimit;

@@ -130,6 +130,8 @@ struct FaultState {
     route_to: Option<Address>,
     /// Wei added to the value of every swap built.
     extra_value: alloy::primitives::U256,
+    /// Call data every swap is built with instead of the pool's.
+    data: Option<alloy::primitives::Bytes>,
 }
 
 /// What one request meets.
@@ -173,6 +175,11 @@ impl Faults {
         self.lock().extra_value = wei;
     }
 
+    /// Swaps are built with `data` as their call data.
+    pub fn replace_swap_data(&self, data: alloy::primitives::Bytes) {
+        self.lock().data = Some(data);
+    }
+
     /// Clears every switch.
     pub fn clear(&self) {
         let mut state = self.lock();
@@ -181,12 +188,25 @@ impl Faults {
         state.refused.clear();
         state.route_to = None;
         state.extra_value = alloy::primitives::U256::ZERO;
+        state.data = None;
     }
 
-    /// Where swaps are built to go, and the value they add: the pool and nothing unless told.
-    fn tamper(&self, pool: Address) -> (Address, alloy::primitives::U256) {
+    /// Where swaps are built to go, the value they add and the call data they carry instead:
+    /// the pool, nothing and their own unless told.
+    fn tamper(
+        &self,
+        pool: Address,
+    ) -> (
+        Address,
+        alloy::primitives::U256,
+        Option<alloy::primitives::Bytes>,
+    ) {
         let state = self.lock();
-        (state.route_to.unwrap_or(pool), state.extra_value)
+        (
+            state.route_to.unwrap_or(pool),
+            state.extra_value,
+            state.data.clone(),
+        )
     }
 
     /// How many requests arrived so far, faulted ones included.

@@ -368,7 +368,8 @@ async fn swap(
     };
     let gas_price = node.get_gas_price().await.map_err(node_failed)?;
     let mut body = body(&state, &params, &trade).await?;
-    let (to, extra) = state.faults.tamper(state.pool);
+    let (to, extra, replaced) = state.faults.tamper(state.pool);
+    let data = replaced.unwrap_or(data);
     body.insert(
         "tx".into(),
         json!({

@@ -16,6 +16,17 @@ pub enum Asset {
     Token(WalletAddress),
 }
 
+impl Asset {
+    /// Its name where limits and messages name it: `native`, a token's lowercase address or
+    /// a mint (`asset_name`).
+    pub fn name(self) -> String {
+        super::asset_name(match self {
+            Self::Native => None,
+            Self::Token(token) => Some(token),
+        })
+    }
+}
+
 /// One move of an asset out of the wallet or into it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Flow {

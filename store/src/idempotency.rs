@@ -61,9 +61,9 @@ pub struct NewClaim {
     pub created_at: DateTime<Utc>,
     /// When it may be used again for another request.
     pub expires_at: DateTime<Utc>,
-    /// What the write moves, held against its key's limits as the claim is made; `None`:
-    /// the caller has no limits to hold it against (a session) or it moves nothing.
-    pub spend: Option<walletops_domain::Spend>,
+    /// What the write moves, per asset, held against its key's limits as the claim is made;
+    /// empty when the caller has no limits to hold it against (a session) or it moves nothing.
+    pub spends: Vec<walletops_domain::Spend>,
 }
 
 impl Store {

@@ -328,6 +328,12 @@ impl Anvil {
         receipt.contract_address.context("no contract address")
     }
 
+    /// Deploys the Relay contract (tests/contracts/Relay.sol).
+    pub async fn deploy_relay(&self) -> anyhow::Result<Address> {
+        let receipt = self.send_from_dev(None, artifact("Relay")?).await?;
+        receipt.contract_address.context("no contract address")
+    }
+
     /// Deploys the Counter contract.
     pub async fn deploy_counter(&self) -> anyhow::Result<Address> {
         let receipt = self.send_from_dev(None, artifact("Counter")?).await?;

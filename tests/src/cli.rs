@@ -121,6 +121,16 @@ impl Service {
         out.api_key().context("keys create printed no API key")
     }
 
+    /// Sets a spend limit of the key with prefix `prefix` with the CLI (`keys limit <prefix>
+    /// <args>`); what it printed.
+    pub async fn limit_key(&self, prefix: &str, args: &[&str]) -> anyhow::Result<String> {
+        let mut all = vec!["keys", "limit", prefix];
+        all.extend_from_slice(args);
+        let out = self.cli(&all).await?;
+        anyhow::ensure!(out.success, "keys limit {prefix}: {}", out.stderr);
+        Ok(out.stdout)
+    }
+
     /// Turns the delegation of `wallet` to the server signer on or off with the CLI
     /// (`wallets delegate <wallet> on|off`).
     pub async fn delegate(&self, wallet: &str, on: bool) -> anyhow::Result<()> {

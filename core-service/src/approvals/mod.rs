@@ -14,6 +14,7 @@ mod config;
 
 use std::sync::Arc;
 
+use alloy::primitives::U256;
 use chrono::Utc;
 use tokio::sync::Notify;
 use uuid::Uuid;
@@ -40,13 +41,15 @@ pub struct Approvals {
     decided: Arc<Notify>,
 }
 
-/// What a held write is, for `Approvals::hold_if_over`.
+/// What a held write is, for `Approvals::hold`.
 #[derive(Debug)]
 pub(crate) struct ToHold<'a> {
     /// The write's claim on its idempotency key.
     pub(crate) claim: &'a NewClaim,
-    /// What it moves, and for which key.
+    /// What it moves of the asset whose threshold it passes, and for which key.
     pub spend: &'a Spend,
+    /// The threshold it passes.
+    pub threshold: U256,
     /// Its request's canonical encoding.
     pub request: Vec<u8>,
     /// What it does, in a sentence.
@@ -84,14 +87,10 @@ impl Approvals {
         }
     }
 
-    /// Holds the write `what` for approval when it moves more than its key's threshold for
-    /// the asset: the approval, or `None` when the write may go ahead. A write over the
-    /// key's maximum per write is refused now, as it would be once approved.
-    pub(crate) async fn hold_if_over(&self, what: ToHold<'_>) -> Result<Option<Approval>> {
-        let Some(threshold) = crate::limits::threshold_passed(&self.store, what.spend).await?
-        else {
-            return Ok(None);
-        };
+    /// Holds the write `what`, whose effects pass its key's threshold on an asset
+    /// (`policy`), for approval.
+    pub(crate) async fn hold(&self, what: ToHold<'_>) -> Result<Approval> {
+        let threshold = what.threshold;
         let held = HeldWrite {
             user_id: what.claim.user,
             key_id: what.spend.key_id,
@@ -112,7 +111,7 @@ impl Approvals {
         }
         crate::metrics::approval("held");
         tracing::info!(approval = %approval.id, chain = %approval.chain, asset = %approval.asset, "write held for approval");
-        Ok(Some(approval))
+        Ok(approval)
     }
 
     /// The caller's approvals, newest first, only those in `state` when given: a key sees

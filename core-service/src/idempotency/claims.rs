@@ -37,10 +37,10 @@ pub struct Ticket {
 }
 
 impl Ticket {
-    /// Notes what the ticket's write moves, to be held against its key's limits when the
-    /// claim is made.
-    pub fn set_spend(&mut self, spend: walletops_domain::Spend) {
-        self.claim.spend = Some(spend);
+    /// Notes what the ticket's write moves, per asset, to be held against its key's limits
+    /// when the claim is made.
+    pub fn set_spends(&mut self, spends: Vec<walletops_domain::Spend>) {
+        self.claim.spends = spends;
     }
 
     /// A ticket for `claim`, not yet claimed.
@@ -85,7 +85,7 @@ impl Idempotency {
                 request_hash: hash,
                 created_at: now,
                 expires_at: now + self.keep(),
-                spend: None,
+                spends: Vec::new(),
             },
             claimed: OnceLock::new(),
         }

@@ -17,6 +17,19 @@ use crate::{
 use walletops_domain::{ClaimState, Submission};
 use walletops_store::{ClaimRow, Conn, NewClaim, Txn};
 
+/// What a write run under a key answers: a submission, which the key stands for from then
+/// on, or something that leaves the key unclaimed (a write held for approval).
+pub trait Answer: From<Submission> {
+    /// The submission the key now stands for, if the write made one.
+    fn submission(&self) -> Option<&Submission>;
+}
+
+impl Answer for Submission {
+    fn submission(&self) -> Option<&Submission> {
+        Some(self)
+    }
+}
+
 /// What a write's key stands for when the write arrives.
 #[derive(Debug)]
 pub enum Keyed {
@@ -48,26 +61,29 @@ impl Idempotency {
     /// Runs `act` under `ticket`, a key `open` found free: `act` claims it inside its signing
     /// transaction; when a concurrent twin claims first, its answer is this request's answer
     /// too.
-    pub async fn run<F>(&self, ticket: Ticket, chains: &Registry, act: F) -> Result<Submission>
+    pub async fn run<T, F>(&self, mut ticket: Ticket, chains: &Registry, act: F) -> Result<T>
     where
-        F: AsyncFnOnce(&Ticket) -> Result<Submission>,
+        T: Answer,
+        F: AsyncFnOnce(&mut Ticket) -> Result<T>,
     {
         let user = ticket.claim.user;
         fail::fail_point!("write-before-run");
-        match act(&ticket).await {
-            Ok(submission) => {
+        match act(&mut ticket).await {
+            Ok(answer) => {
                 // The transaction is stored and sent: an error now would tell the caller it
                 // was not. The claim then keeps the response it committed with, whose id
                 // still leads to the record.
-                if let Err(e) = self.succeed(&ticket, &submission).await {
+                if let Some(submission) = answer.submission()
+                    && let Err(e) = self.succeed(&ticket, submission).await
+                {
                     tracing::error!(id = %submission.id, error = ?e, "updating the stored response");
                 }
-                Ok(submission)
+                Ok(answer)
             }
             Err(err @ WalletOpsError::IdempotentReplay(_)) => {
                 // The claim was lost to a concurrent twin: answer as it will.
                 match self.prior(&ticket).await? {
-                    Some(prior) => self.answer(user, prior, chains).await,
+                    Some(prior) => self.answer(user, prior, chains).await.map(T::from),
                     None => Err(err),
                 }
             }
@@ -76,7 +92,7 @@ impl Idempotency {
             // the very swap the twin made): then the twin's answer is this one's too.
             Err(err) if err.leaves_key_free() && !ticket.is_claimed() => {
                 match self.prior(&ticket).await {
-                    Ok(Some(prior)) => self.answer(user, prior, chains).await,
+                    Ok(Some(prior)) => self.answer(user, prior, chains).await.map(T::from),
                     _ => Err(err),
                 }
             }
@@ -90,7 +106,7 @@ impl Idempotency {
                     // error here would have the caller pay again under a new key.
                     Ok(false) => {
                         if let Ok(Some(prior)) = self.prior(&ticket).await {
-                            return self.answer(user, prior, chains).await;
+                            return self.answer(user, prior, chains).await.map(T::from);
                         }
                     }
                     Err(e) => tracing::error!(error = ?e, "recording a failed write"),
@@ -155,11 +171,16 @@ impl Idempotency {
                 refused.push((i, claimed_elsewhere(claim)));
                 continue;
             }
-            // In order: a batch's earlier writes of a key count against its later ones.
-            if let Some(spend) = &claim.spend {
+            // In order: a batch's earlier writes of a key count against its later ones. A
+            // write refused on one asset reserves nothing of its others either: the signing
+            // transaction of a batch is rolled back and the batch made again without it.
+            for spend in &claim.spends {
                 match crate::limits::reserve(&self.store, conn, spend, id).await {
                     Ok(()) => {}
-                    Err(e @ WalletOpsError::Forbidden(_)) => refused.push((i, e)),
+                    Err(e @ WalletOpsError::Forbidden(_)) => {
+                        refused.push((i, e));
+                        break;
+                    }
                     Err(e) => return Err(e),
                 }
             }

@@ -37,7 +37,7 @@ use uuid::Uuid;
 
 pub use canonical::{Canonical, request_hash};
 pub use claims::{Idempotency, Ticket};
-pub use frame::Keyed;
+pub use frame::{Answer, Keyed};
 pub(crate) use frame::{claimed_elsewhere, note_claimed};
 
 use crate::error::WalletOpsError;

@@ -4,12 +4,12 @@
 //! limit and its words, the budget's window, and the approval threshold. The store keeps
 //! only the rows: limits and the reservations held against them.
 //!
-//! They are held against every write of a limited key, over REST, gRPC and MCP alike: the
-//! threshold before a write is made (`Core::write` through `Approvals::hold_if_over`), the
-//! reservation in the transaction that signs the write and claims its key
-//! (`Idempotency::claim`), after the limit's row is locked, so concurrent writes of one key
-//! are counted one after the other and cannot overspend together. Only the owner sets them
-//! (a dashboard session or the CLI; `Core::admit_owner`).
+//! They are held against what every write of a limited key does, read from its simulation,
+//! over REST, gRPC and MCP alike: judged before anything is signed (`policy`), which names
+//! the spends and any threshold passed, and reserved in the transaction that signs the write
+//! and claims its key (`Idempotency::claim`), after the limit's row is locked, so concurrent
+//! writes of one key are counted one after the other and cannot overspend together. Only the
+//! owner sets them (a dashboard session or the CLI; `Core::admit_owner`).
 
 mod settings;
 
@@ -56,7 +56,7 @@ fn may_set(caller: &Caller) -> Result<()> {
 }
 
 /// Why a write moving `amount` exceeds `limit`'s most per write, if it does.
-fn over_per_write(limit: &SpendLimit, amount: U256) -> Option<WalletOpsError> {
+pub(crate) fn over_per_write(limit: &SpendLimit, amount: U256) -> Option<WalletOpsError> {
     let max = limit.max_per_transaction?;
     (amount > max).then(|| {
         WalletOpsError::Forbidden(format!(
@@ -66,10 +66,24 @@ fn over_per_write(limit: &SpendLimit, amount: U256) -> Option<WalletOpsError> {
     })
 }
 
+/// Why a write moving `amount` exceeds what `limit`'s 24-hour budget has left after `spent`,
+/// if it does.
+pub(crate) fn over_budget(limit: &SpendLimit, spent: U256, amount: U256) -> Option<WalletOpsError> {
+    let budget = limit.daily_budget?;
+    (spent.saturating_add(amount) > budget).then(|| {
+        WalletOpsError::Forbidden(format!(
+            "spend limit: this key's 24-hour budget of {budget} base units of {} on {} has {} left; this write moves {amount}",
+            limit.asset,
+            limit.chain,
+            budget.saturating_sub(spent),
+        ))
+    })
+}
+
 /// Reserves `spend` against its key's limit, in `conn`'s transaction, for record
 /// `transaction_id`: FORBIDDEN naming the limit it would pass (per write, or the budget of
-/// the last 24 hours), and then nothing is reserved. A spend on an asset without a limit is
-/// not held.
+/// the last 24 hours), and then nothing is reserved. The write's verdict (`policy`) found
+/// the limit; one removed since is no longer a permission: deny by default.
 pub(crate) async fn reserve<C: Conn>(
     store: &Store,
     conn: &C,
@@ -77,45 +91,26 @@ pub(crate) async fn reserve<C: Conn>(
     transaction_id: Uuid,
 ) -> Result<()> {
     let Some(limit) = store.lock_spend_limit(conn, spend).await? else {
-        return Ok(());
+        return Err(WalletOpsError::Forbidden(format!(
+            "spend limit: this key's limit on {} on {} was removed while the write was made; it moves only assets it has a limit on",
+            spend.asset, spend.chain
+        )));
     };
-    if let Some(refusal) = over_per_write(&limit, spend.amount) {
-        return Err(refusal);
-    }
-    if let Some(budget) = limit.daily_budget {
-        let spent = store
-            .reserved_since(conn, spend, Utc::now() - BUDGET_WINDOW)
-            .await?;
-        if spent.saturating_add(spend.amount) > budget {
-            return Err(WalletOpsError::Forbidden(format!(
-                "spend limit: this key's 24-hour budget of {budget} base units of {} on {} has {} left; this write moves {}",
-                limit.asset,
-                limit.chain,
-                budget.saturating_sub(spent),
-                spend.amount
-            )));
+    let refusal = match over_per_write(&limit, spend.amount) {
+        Some(refusal) => Some(refusal),
+        None if limit.daily_budget.is_some() => {
+            let spent = store
+                .reserved_since(conn, spend, Utc::now() - BUDGET_WINDOW)
+                .await?;
+            over_budget(&limit, spent, spend.amount)
         }
+        None => None,
+    };
+    if let Some(refusal) = refusal {
+        return Err(refusal);
     }
     store
         .insert_reservation(conn, spend, transaction_id)
         .await?;
     Ok(())
-}
-
-/// The approval threshold `spend` passes, if it does: the write then waits for a person. A
-/// write over its key's most per write is refused now, as it would be once approved.
-pub(crate) async fn threshold_passed(store: &Store, spend: &Spend) -> Result<Option<U256>> {
-    let Some(limit) = store.spend_limit(spend).await? else {
-        return Ok(None);
-    };
-    let Some(threshold) = limit.approval_above else {
-        return Ok(None);
-    };
-    if spend.amount <= threshold {
-        return Ok(None);
-    }
-    if let Some(refusal) = over_per_write(&limit, spend.amount) {
-        return Err(refusal);
-    }
-    Ok(Some(threshold))
 }

@@ -1,7 +1,7 @@
 //! The trade requests: quotes and swaps, parsed for their chain's family. `NATIVE`, in any letter case,
 //! is resolved here to the address aggregators use for the chain's native coin.
 
-use alloy::primitives::{Address, U256};
+use alloy::primitives::Address;
 use walletops_proto::v1 as pb;
 
 use super::{WriteRequest, chain, non_empty, optional_address};
@@ -218,22 +218,6 @@ impl WriteRequest for SwapRequest {
     }
     fn from(&self) -> Option<&WalletAddress> {
         self.trade.from.as_ref()
-    }
-    /// What is sold. The aggregators name the native coin by a sentinel address (1inch)
-    /// or wrapped SOL's mint (Jupiter): both count as `native`.
-    fn moves(&self) -> Option<(String, U256)> {
-        let (sold, amount) = match &self.trade.pair {
-            TradePair::Evm(q) => (
-                (q.src != crate::trade::evm::NATIVE_TOKEN).then_some(WalletAddress::Evm(q.src)),
-                q.amount,
-            ),
-            TradePair::Solana(q) => (
-                (q.input_mint != crate::trade::WRAPPED_SOL_MINT)
-                    .then_some(WalletAddress::Solana(q.input_mint)),
-                U256::from(q.amount),
-            ),
-        };
-        Some((walletops_domain::asset_name(sold), amount))
     }
 }
 

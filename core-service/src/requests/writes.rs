@@ -9,7 +9,7 @@ use crate::{
     chains::{Chain, Registry},
     error::{Result, Violations},
 };
-use walletops_domain::{AmountKind, ChainFamily, WalletAddress, asset_name, parse_amount};
+use walletops_domain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
 
 use super::calldata;
 
@@ -20,9 +20,6 @@ pub trait WriteRequest {
     fn chain(&self) -> &Chain;
     /// The wallet named in `from`.
     fn from(&self) -> Option<&WalletAddress>;
-    /// What the write moves out of the wallet, for spend limits: the asset (`native`, a
-    /// lowercase token address or a mint) and the amount in base units.
-    fn moves(&self) -> Option<(String, U256)>;
 }
 
 /// What a send moves, typed for its chain's family.
@@ -250,17 +247,6 @@ impl WriteRequest for SendRequest {
     fn from(&self) -> Option<&WalletAddress> {
         self.from.as_ref()
     }
-    fn moves(&self) -> Option<(String, U256)> {
-        Some(match &self.transfer {
-            Transfer::Evm { token, amount, .. } => {
-                (asset_name(token.map(WalletAddress::Evm)), *amount)
-            }
-            Transfer::Solana { mint, amount, .. } => (
-                asset_name(mint.map(WalletAddress::Solana)),
-                U256::from(*amount),
-            ),
-        })
-    }
 }
 
 impl WriteRequest for ApproveRequest {
@@ -270,13 +256,6 @@ impl WriteRequest for ApproveRequest {
     fn from(&self) -> Option<&WalletAddress> {
         self.from.as_ref()
     }
-    /// An allowance lets the spender move the amount: it counts as moving it.
-    fn moves(&self) -> Option<(String, U256)> {
-        Some((
-            asset_name(Some(WalletAddress::Evm(self.token))),
-            self.amount,
-        ))
-    }
 }
 
 impl WriteRequest for CallRequest {
@@ -285,8 +264,5 @@ impl WriteRequest for CallRequest {
     }
     fn from(&self) -> Option<&WalletAddress> {
         self.from.as_ref()
-    }
-    fn moves(&self) -> Option<(String, U256)> {
-        Some((asset_name(None), self.value))
     }
 }

@@ -6,17 +6,16 @@ use alloy::primitives::{Address, U256};
 
 use super::{
     Swaps,
-    guard::{self, EvmTerms},
+    guard::{self, EvmTerms, SwapEffects},
     minimum, record_request,
 };
 use crate::{
     error::{Result, WalletOpsError},
-    idempotency::Ticket,
     requests::SwapRequest,
     trade::{EvmChainId, EvmQuoteRequest, EvmSwapRequest, NATIVE_TOKEN, TradeError},
-    transfers::evm::EvmIntent,
+    transfers::{Prepared, evm::EvmIntent},
 };
-use walletops_domain::{DelegatedWallet, Submission, SwapTerms, TxKind};
+use walletops_domain::{Asset, DelegatedWallet, SwapTerms, TxKind, WalletAddress};
 
 /// The QUOTE_FAILED of an ERC20 sale the router may not spend yet.
 fn allowance_shortfall(
@@ -32,14 +31,13 @@ fn allowance_shortfall(
 }
 
 impl Swaps {
-    /// The swap of `pair` from `wallet` on an EVM chain.
+    /// The swap of `pair` from `wallet` on an EVM chain, built, simulated and guarded.
     pub(super) async fn evm(
         &self,
         req: &SwapRequest,
         pair: &EvmQuoteRequest,
         wallet: &DelegatedWallet,
-        ticket: &Ticket,
-    ) -> Result<Submission> {
+    ) -> Result<Prepared> {
         let chain = &req.trade.chain;
         let id = EvmChainId::of(chain)
             .ok_or_else(|| WalletOpsError::invalid("chain", "has no positive EVM chain id"))?;
@@ -124,9 +122,24 @@ impl Swaps {
             token_debit: None,
             request: record_request(chain, wallet, req.slippage, &terms),
         };
-        self.transfers
-            .evm
-            .submit(chain, wallet, intent, ticket)
-            .await
+        let prepared = self.transfers.evm.prepare(chain, wallet, intent).await?;
+        // A node that cannot simulate leaves the checks on the transaction above alone.
+        if let Some(effects) = prepared.effects.known() {
+            let asset = |token: Address| {
+                if token == NATIVE_TOKEN {
+                    Asset::Native
+                } else {
+                    Asset::Token(WalletAddress::Evm(token))
+                }
+            };
+            guard::check_effects(
+                effects,
+                &SwapEffects {
+                    sold: (asset(pair.src), pair.amount),
+                    bought: (asset(pair.dst), minimum(built.dst_amount, req.slippage)),
+                },
+            )?;
+        }
+        Ok(Prepared::Evm(prepared))
     }
 }

@@ -12,6 +12,8 @@ use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_transaction::versioned::VersionedTransaction;
 
+use walletops_domain::{Asset, Effects};
+
 use crate::{
     error::WalletOpsError,
     trade::{EvmSwapTx, NATIVE_TOKEN},
@@ -20,8 +22,8 @@ use crate::{
 /// A check the aggregator's transaction failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// The check: `from`, `router`, `value`, `data`, `fee payer`, `signatures`, `programs`,
-    /// `compute budget` or `fee`.
+    /// The check: `from`, `router`, `value`, `data`, `effects`, `fee payer`, `signatures`,
+    /// `programs`, `compute budget` or `fee`.
     pub check: &'static str,
     /// What the transaction does instead.
     pub why: String,
@@ -99,6 +101,67 @@ pub fn check_evm(tx: &EvmSwapTx, terms: &EvmTerms<'_>) -> Result<(), Refusal> {
         return Err(Refusal::new(
             "data",
             "it carries no call data: it would be a plain transfer to the router".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// What an EVM swap's simulation must show it does to the wallet.
+#[derive(Debug, Clone, Copy)]
+pub struct SwapEffects {
+    /// The asset sold and how much.
+    pub sold: (Asset, U256),
+    /// The asset bought and the least that must come in.
+    pub bought: (Asset, U256),
+}
+
+/// Checks what a swap does, read from its simulation, against its terms: exactly the sold
+/// amount leaves the wallet and nothing else does, at least the minimum of the bought asset
+/// comes in, and no allowance, delegation or authority is granted. The aggregator's calldata
+/// is judged by what it does, however it is encoded.
+pub fn check_effects(effects: &Effects, terms: &SwapEffects) -> Result<(), Refusal> {
+    let (sold, amount) = terms.sold;
+    if let Some(other) = effects.outflows.iter().find(|f| f.asset != sold) {
+        return Err(Refusal::new(
+            "effects",
+            format!(
+                "it also sends {} of {} to {}",
+                other.amount,
+                other.asset.name(),
+                other.counterparty
+            ),
+        ));
+    }
+    let out = effects.outflow_of(sold);
+    if out != amount {
+        return Err(Refusal::new(
+            "effects",
+            format!(
+                "it takes {out} of {} from the wallet, not the {amount} sold",
+                sold.name()
+            ),
+        ));
+    }
+    if let Some(grant) = effects.grants.first() {
+        return Err(Refusal::new(
+            "effects",
+            format!(
+                "it lets {} take {} of {}",
+                grant.spender,
+                grant.amount.map_or("all".to_owned(), |a| a.to_string()),
+                grant.asset.name()
+            ),
+        ));
+    }
+    let (bought, least) = terms.bought;
+    let got = effects.inflow_of(bought);
+    if got < least {
+        return Err(Refusal::new(
+            "effects",
+            format!(
+                "it pays the wallet {got} of {}, less than the minimum {least}",
+                bought.name()
+            ),
         ));
     }
     Ok(())

@@ -181,3 +181,67 @@ fn a_solana_swap_lacks_only_the_wallets_signature_and_stays_under_the_caps() {
         Some("fee")
     );
 }
+
+mod effects {
+    use walletops_domain::{Flow, Grant, GrantKind, WalletAddress};
+
+    use super::*;
+
+    const SOLD: Asset = Asset::Native;
+
+    fn token() -> Asset {
+        Asset::Token(WalletAddress::Evm(TOKEN))
+    }
+
+    fn flow(asset: Asset, amount: u64) -> Flow {
+        Flow {
+            asset,
+            counterparty: WalletAddress::Evm(ROUTER),
+            amount: U256::from(amount),
+            token_id: None,
+        }
+    }
+
+    /// An honest swap: 5 of the coin out, 100 of the token in.
+    fn honest() -> Effects {
+        Effects {
+            outflows: vec![flow(SOLD, 5)],
+            inflows: vec![flow(token(), 100)],
+            grants: Vec::new(),
+        }
+    }
+
+    fn why(effects: &Effects) -> Option<String> {
+        let terms = SwapEffects {
+            sold: (SOLD, U256::from(5)),
+            bought: (token(), U256::from(90)),
+        };
+        check_effects(effects, &terms).err().map(|r| r.why)
+    }
+
+    #[test]
+    fn an_honest_swap_passes() {
+        assert_eq!(why(&honest()), None);
+    }
+
+    #[test]
+    fn a_swap_doing_more_or_other_than_its_terms_is_refused() {
+        let mut more = honest();
+        more.outflows.push(flow(SOLD, 1));
+        assert!(why(&more).is_some_and(|w| w.contains("takes 6")));
+        let mut other = honest();
+        other.outflows.push(flow(token(), 1));
+        assert!(why(&other).is_some_and(|w| w.contains("also sends 1")));
+        let mut short = honest();
+        short.inflows[0].amount = U256::from(89);
+        assert!(why(&short).is_some_and(|w| w.contains("less than the minimum 90")));
+        let mut granted = honest();
+        granted.grants.push(Grant {
+            kind: GrantKind::Allowance,
+            asset: token(),
+            spender: WalletAddress::Evm(WALLET),
+            amount: None,
+        });
+        assert!(why(&granted).is_some_and(|w| w.contains("take all")));
+    }
+}

@@ -18,12 +18,11 @@ use alloy::primitives::U256;
 use crate::{
     chains::{Chain, evm::EvmClients},
     error::Result,
-    idempotency::Ticket,
     requests::{SwapRequest, TradePair},
     trade::{Aggregators, Slippage, TradeConfig},
-    transfers::Transfers,
+    transfers::{Prepared, Transfers},
 };
-use walletops_domain::{DelegatedWallet, Submission, SwapTerms};
+use walletops_domain::{DelegatedWallet, SwapTerms};
 
 /// Executes swaps.
 #[derive(Debug, Clone)]
@@ -51,16 +50,12 @@ impl Swaps {
         }
     }
 
-    /// Swaps `req` from `wallet` under `ticket`.
-    pub async fn swap(
-        &self,
-        req: &SwapRequest,
-        wallet: &DelegatedWallet,
-        ticket: &Ticket,
-    ) -> Result<Submission> {
+    /// Builds the swap `req` from `wallet` through its aggregator and guards it: ready to
+    /// judge and sign (`Transfers::execute`).
+    pub async fn prepare(&self, req: &SwapRequest, wallet: &DelegatedWallet) -> Result<Prepared> {
         match &req.trade.pair {
-            TradePair::Evm(pair) => self.evm(req, pair, wallet, ticket).await,
-            TradePair::Solana(pair) => self.solana(req, pair, wallet, ticket).await,
+            TradePair::Evm(pair) => self.evm(req, pair, wallet).await,
+            TradePair::Solana(pair) => self.solana(req, pair, wallet).await,
         }
     }
 }

@@ -11,14 +11,19 @@ use super::{
     guard::{self, SolanaTerms},
     record_request,
 };
+use alloy::primitives::U256;
+
 use crate::{
+    effects::Foreseen,
     error::{Result, WalletOpsError},
-    idempotency::Ticket,
     requests::SwapRequest,
     trade::{SolanaQuoteRequest, WRAPPED_SOL_MINT},
-    transfers::solana::Unsigned,
+    transfers::{
+        Prepared,
+        solana::{self, Unsigned},
+    },
 };
-use walletops_domain::{DelegatedWallet, Submission, SwapTerms, TxKind};
+use walletops_domain::{Asset, DelegatedWallet, Effects, Flow, SwapTerms, TxKind, WalletAddress};
 use walletops_store::NewTransaction;
 
 /// The programs a swap transaction invokes around its route: the route's own program is the
@@ -33,14 +38,13 @@ const PLUMBING: [Pubkey; 6] = [
 ];
 
 impl Swaps {
-    /// The swap of `pair` from `wallet` on Solana mainnet.
+    /// The swap of `pair` from `wallet` on Solana mainnet, built and guarded.
     pub(super) async fn solana(
         &self,
         req: &SwapRequest,
         pair: &SolanaQuoteRequest,
         wallet: &DelegatedWallet,
-        ticket: &Ticket,
-    ) -> Result<Submission> {
+    ) -> Result<Prepared> {
         let chain = &req.trade.chain;
         let w = wallet.wallet();
         let from = w.address.solana().ok_or_else(|| {
@@ -124,7 +128,7 @@ impl Swaps {
             hash: String::new(),
             nonce: None,
             signed_payload: Vec::new(),
-            idempotency_key: Some(ticket.claim.key),
+            idempotency_key: None,
             note: Some(format!(
                 "signed as the aggregator built it ({} lamports in fees, {} compute units), its blockhash valid to block height {valid_until}",
                 cost.fee_lamports, cost.compute_units
@@ -132,15 +136,27 @@ impl Swaps {
             valid_until: Some(valid_until),
             held_until: None,
         };
-        self.transfers
-            .solana
-            .store_and_send(
-                chain,
-                wallet,
-                Unsigned::Built(built.transaction),
-                record,
-                ticket,
-            )
-            .await
+        // What the quote sells; read from a simulation once the Solana node is asked.
+        let sold = if sells_sol {
+            Asset::Native
+        } else {
+            Asset::Token(WalletAddress::Solana(quote.input_mint))
+        };
+        let effects = Effects {
+            outflows: vec![Flow {
+                asset: sold,
+                counterparty: WalletAddress::Solana(route),
+                amount: U256::from(quote.in_amount),
+                token_id: None,
+            }],
+            ..Effects::default()
+        };
+        Ok(Prepared::Solana(solana::Prepared {
+            chain: chain.clone(),
+            wallet: wallet.clone(),
+            unsigned: Unsigned::Built(built.transaction),
+            record,
+            effects: Foreseen::Known(effects),
+        }))
     }
 }

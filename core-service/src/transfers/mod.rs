@@ -16,6 +16,7 @@ pub use broadcasts::BroadcastLog;
 
 use crate::{
     chains::Chain,
+    effects::Foreseen,
     error::{Result, WalletOpsError},
     idempotency::Ticket,
     requests::{ApproveRequest, CallRequest, SendRequest},
@@ -31,44 +32,73 @@ pub struct Transfers {
     pub solana: solana::SolanaPipeline,
 }
 
+/// A write built and checked on its chain, not yet signed: what it will sign and what it
+/// does to its wallet. The write path judges its effects (`policy`) between the two steps.
+#[derive(Debug)]
+pub enum Prepared {
+    /// On an EVM chain.
+    Evm(evm::Prepared),
+    /// On a Solana cluster.
+    Solana(solana::Prepared),
+}
+
+impl Prepared {
+    /// What it does to its wallet, as far as is known before signing.
+    pub fn effects(&self) -> &Foreseen {
+        match self {
+            Self::Evm(p) => &p.effects,
+            Self::Solana(p) => &p.effects,
+        }
+    }
+}
+
 impl Transfers {
-    /// Sends `req` from `wallet` under `ticket`.
-    pub async fn send(
+    /// Builds and checks the send `req` from `wallet`.
+    pub async fn prepare_send(
         &self,
         req: &SendRequest,
         wallet: &DelegatedWallet,
-        ticket: &Ticket,
-    ) -> Result<Submission> {
-        match intents::send(req, wallet) {
+    ) -> Result<Prepared> {
+        Ok(match intents::send(req, wallet) {
             intents::SendIntent::Evm(intent) => {
-                self.evm.submit(&req.chain, wallet, intent, ticket).await
+                Prepared::Evm(self.evm.prepare(&req.chain, wallet, intent).await?)
             }
             intents::SendIntent::Solana(intent) => {
-                self.solana.submit(&req.chain, wallet, intent, ticket).await
+                Prepared::Solana(self.solana.prepare(&req.chain, wallet, intent).await?)
             }
-        }
+        })
     }
 
-    /// Approves `req`'s spender from `wallet` under `ticket`.
-    pub async fn approve(
+    /// Builds and checks the approval of `req`'s spender from `wallet`.
+    pub async fn prepare_approve(
         &self,
         req: &ApproveRequest,
         wallet: &DelegatedWallet,
-        ticket: &Ticket,
-    ) -> Result<Submission> {
+    ) -> Result<Prepared> {
         let intent = intents::approve(req, wallet);
-        self.evm.submit(&req.chain, wallet, intent, ticket).await
+        Ok(Prepared::Evm(
+            self.evm.prepare(&req.chain, wallet, intent).await?,
+        ))
     }
 
-    /// Calls `req`'s contract from `wallet` under `ticket`.
-    pub async fn call(
+    /// Builds and checks the call of `req`'s contract from `wallet`.
+    pub async fn prepare_call(
         &self,
         req: &CallRequest,
         wallet: &DelegatedWallet,
-        ticket: &Ticket,
-    ) -> Result<Submission> {
+    ) -> Result<Prepared> {
         let intent = intents::call(req, wallet);
-        self.evm.submit(&req.chain, wallet, intent, ticket).await
+        Ok(Prepared::Evm(
+            self.evm.prepare(&req.chain, wallet, intent).await?,
+        ))
+    }
+
+    /// Signs, stores (claiming `ticket`'s key) and sends `prepared`.
+    pub async fn execute(&self, prepared: Prepared, ticket: &Ticket) -> Result<Submission> {
+        match prepared {
+            Prepared::Evm(p) => self.evm.execute(p, ticket).await,
+            Prepared::Solana(p) => self.solana.execute(p, ticket).await,
+        }
     }
 }
 

@@ -25,13 +25,16 @@ use crate::{
         Chain,
         solana::{SendOutcome, SolanaClient, SolanaClients},
     },
+    effects::Foreseen,
     error::{Result, WalletOpsError},
     idempotency::{Idempotency, Ticket},
     recovery::solana::{SolanaRecovery, decode, encode, held_by_node},
     signer::Signer,
 };
+use alloy::primitives::U256;
 use walletops_domain::{
-    DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress,
+    Asset, DelegatedWallet, Effects, Flow, OpenTransaction, Submission, TxKind, TxStatus,
+    WalletAddress,
 };
 use walletops_store::{NewTransaction, Store};
 
@@ -56,6 +59,19 @@ pub(crate) enum Unsigned {
     /// A transaction an aggregator built, paid by the wallet, its other signatures in place
     /// (checked by the swap guard).
     Built(VersionedTransaction),
+}
+
+/// A Solana write built and checked, not yet signed: what it will sign and what it does to
+/// its wallet.
+#[derive(Debug)]
+pub struct Prepared {
+    pub(crate) chain: Chain,
+    pub(crate) wallet: DelegatedWallet,
+    pub(crate) unsigned: Unsigned,
+    /// The record, its key, hash and payload still to be set.
+    pub(crate) record: NewTransaction,
+    /// What it does.
+    pub effects: Foreseen,
 }
 
 /// The Solana pipeline.
@@ -95,14 +111,14 @@ impl SolanaPipeline {
         self.clients.get(chain)
     }
 
-    /// Submits `intent` from `wallet` on `chain`: check funds, sign and store, send.
-    pub async fn submit(
+    /// Prepares `intent` from `wallet` on `chain`: builds the transfer and checks the funds
+    /// it needs. Nothing is signed or stored.
+    pub async fn prepare(
         &self,
         chain: &Chain,
         wallet: &DelegatedWallet,
         intent: SolanaIntent,
-        ticket: &Ticket,
-    ) -> Result<Submission> {
+    ) -> Result<Prepared> {
         let client = self.client(chain);
         let w = wallet.wallet();
         let WalletAddress::Solana(from) = w.address else {
@@ -226,33 +242,44 @@ impl SolanaPipeline {
             hash: String::new(),
             nonce: None,
             signed_payload: Vec::new(),
-            idempotency_key: Some(ticket.claim.key),
+            idempotency_key: None,
             note: Some(format!(
                 "signed with a blockhash valid to block height {valid_until}"
             )),
             valid_until: Some(valid_until),
             held_until: None,
         };
-        self.store_and_send(
-            chain,
-            wallet,
-            Unsigned::Message(message, blockhash),
+        // The service built these instructions itself: they move exactly this.
+        let effects = Effects {
+            outflows: vec![Flow {
+                asset: token.map_or(Asset::Native, |m| Asset::Token(WalletAddress::Solana(m))),
+                counterparty: WalletAddress::Solana(intent.to),
+                amount: U256::from(intent.amount),
+                token_id: None,
+            }],
+            ..Effects::default()
+        };
+        Ok(Prepared {
+            chain: chain.clone(),
+            wallet: wallet.clone(),
+            unsigned: Unsigned::Message(message, blockhash),
             record,
-            ticket,
-        )
-        .await
+            effects: Foreseen::Known(effects),
+        })
     }
 
-    /// Signs `unsigned` for `wallet`, stores it as `record` (its hash and payload set here)
-    /// and claims the key in one database transaction, then sends it once.
-    pub(crate) async fn store_and_send(
-        &self,
-        chain: &Chain,
-        wallet: &DelegatedWallet,
-        unsigned: Unsigned,
-        mut record: NewTransaction,
-        ticket: &Ticket,
-    ) -> Result<Submission> {
+    /// Signs `prepared` for its wallet, stores it (its hash and payload set here) and claims
+    /// `ticket`'s key in one database transaction, then sends it once.
+    pub async fn execute(&self, prepared: Prepared, ticket: &Ticket) -> Result<Submission> {
+        let Prepared {
+            chain,
+            wallet,
+            unsigned,
+            mut record,
+            effects: _,
+        } = prepared;
+        let (chain, wallet) = (&chain, &wallet);
+        record.idempotency_key = Some(ticket.claim.key);
         self.signer.prepare(wallet).await?;
         let txn = self.store.begin().await?;
         let (tx, signature) = match unsigned {

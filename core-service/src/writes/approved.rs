@@ -72,7 +72,7 @@ impl Core {
                     &caller,
                     IdempotencyKey::from(approval.idempotency_key),
                     write,
-                    Gate::Approved,
+                    Gate::Approved(approval),
                 )
                 .await
             }

@@ -8,13 +8,17 @@
 //!    approval answers from the approval (`Approvals::held`).
 //! 3. Parse every field (all violations in one INVALID_INPUT) and resolve the wallet, with
 //!    its ownership, link and delegation checks.
-//! 4. For a key's write that moves more than the key's approval threshold for the asset:
-//!    hold it (`Approvals::hold_if_over`) and answer with the approval. Nothing is signed.
-//! 5. Run the write under the key's ticket (`Idempotency::run`): it claims the key, and
-//!    reserves what it moves against the key's limits, inside its signing transaction.
+//! 4. Under the key's ticket (`Idempotency::run`), build the write on its chain and simulate
+//!    it (`Transfers::prepare_*`, `Swaps::prepare`): nothing is signed yet.
+//! 5. Judge what the simulation says it does (`policy`): a refusal names the rule and the
+//!    asset; a write whose effects pass a key's approval threshold on any asset is held
+//!    (`Approvals::hold`) and answered with the approval. Nothing is signed.
+//! 6. Sign, store and send it (`Transfers::execute`): the signing transaction claims the key
+//!    and reserves, per asset, what the verdict says it moves against the key's limits.
 //!
-//! A request refused before step 5 claims nothing. An approved write starts at step 2 with
-//! its stored request and skips step 4.
+//! A request refused before step 6 claims nothing (a failure of steps 4 and 5 is recorded on
+//! the key as any failed write's is). An approved write starts at step 2 with its stored
+//! request and is not held again at step 5.
 
 pub mod approved;
 
@@ -27,9 +31,12 @@ use crate::{
     approvals::ToHold,
     auth::Caller,
     auth::Operation,
+    effects::Foreseen,
     error::{Result, WalletOpsError},
-    idempotency::{Canonical, IdempotencyKey, Keyed, Ticket},
+    idempotency::{Answer, Canonical, IdempotencyKey, Keyed, Ticket},
+    policy::Verdict,
     requests::{ApproveRequest, CallRequest, SendRequest, SwapRequest, WriteRequest},
+    transfers::Prepared,
 };
 use walletops_domain::{Approval, DelegatedWallet, Spend, Submission, WalletAddress};
 
@@ -56,12 +63,12 @@ pub enum Written {
 }
 
 /// Whether a write is held to its key's approval thresholds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Gate {
+#[derive(Debug, Clone, Copy)]
+enum Gate<'a> {
     /// A write as the key sent it.
     Thresholds,
-    /// A write a person approved.
-    Approved,
+    /// A write a person approved, seeing this: it may do no more than that.
+    Approved(&'a Approval),
 }
 
 impl Write {
@@ -154,7 +161,7 @@ impl Core {
         caller: &Caller,
         key: IdempotencyKey,
         write: Write,
-        gate: Gate,
+        gate: Gate<'_>,
     ) -> Result<Written> {
         let canonical = write.canonical_bytes();
         let ticket = match self
@@ -165,7 +172,7 @@ impl Core {
             Keyed::Answered(submission) => return Ok(Written::Submitted(submission)),
             Keyed::Fresh(ticket) => *ticket,
         };
-        if gate == Gate::Thresholds
+        if matches!(gate, Gate::Thresholds)
             && caller.limited()
             && let Some(held) = self.approvals.held(&ticket.claim).await?
         {
@@ -181,61 +188,47 @@ impl Core {
         match &write {
             Write::Send(m) => {
                 let request = SendRequest::parse(chains, m)?;
-                self.run(step, ticket, request, async |r, w, t| {
-                    transfers.send(r, w, t).await
+                self.run(step, ticket, request, async |r, w| {
+                    transfers.prepare_send(r, w).await
                 })
                 .await
             }
             Write::Approve(m) => {
                 let request = ApproveRequest::parse(chains, m)?;
-                self.run(step, ticket, request, async |r, w, t| {
-                    transfers.approve(r, w, t).await
+                self.run(step, ticket, request, async |r, w| {
+                    transfers.prepare_approve(r, w).await
                 })
                 .await
             }
             Write::Call(m) => {
                 let request = CallRequest::parse(chains, m)?;
-                self.run(step, ticket, request, async |r, w, t| {
-                    transfers.call(r, w, t).await
+                self.run(step, ticket, request, async |r, w| {
+                    transfers.prepare_call(r, w).await
                 })
                 .await
             }
             Write::Swap(m) => {
                 let request = SwapRequest::parse(chains, m)?;
-                self.run(step, ticket, request, async |r, w, t| {
-                    swaps.swap(r, w, t).await
+                self.run(step, ticket, request, async |r, w| {
+                    swaps.prepare(r, w).await
                 })
                 .await
             }
         }
     }
 
-    /// Steps 3 (the wallet) to 5 of `request`, parsed from `step.write`.
-    async fn run<R, A>(
+    /// Steps 3 (the wallet) to 6 of `request`, parsed from `step.write`, built by `prepare`.
+    async fn run<R, P>(
         &self,
         step: Step<'_>,
-        mut ticket: Ticket,
+        ticket: Ticket,
         request: R,
-        act: A,
+        prepare: P,
     ) -> Result<Written>
     where
         R: WriteRequest,
-        A: AsyncFnOnce(&R, &DelegatedWallet, &Ticket) -> Result<Submission>,
+        P: AsyncFnOnce(&R, &DelegatedWallet) -> Result<Prepared>,
     {
-        // A key's writes are held against its limits; a dashboard session has none, nor a
-        // key that never had one.
-        let spend = step
-            .caller
-            .key_id()
-            .filter(|_| step.caller.limited())
-            .and_then(|key_id| {
-                request.moves().map(|(asset, amount)| Spend {
-                    key_id,
-                    chain: request.chain().slug().to_owned(),
-                    asset,
-                    amount,
-                })
-            });
         let wallet = self
             .wallets
             .resolve_delegated(
@@ -245,30 +238,84 @@ impl Core {
                 "from",
             )
             .await?;
-        if let Some(spend) = spend {
-            if step.gate == Gate::Thresholds {
-                let held = self
-                    .approvals
-                    .hold_if_over(ToHold {
-                        claim: &ticket.claim,
-                        spend: &spend,
-                        summary: step.write.summary(&spend, &wallet.wallet().address),
-                        request: step.canonical,
-                    })
-                    .await?;
-                if let Some(approval) = held {
-                    return Ok(Written::Held(Box::new(approval)));
-                }
-            }
-            ticket.set_spend(spend);
-        }
         self.idempotency
             .run(ticket, &self.chains, async |ticket| {
-                act(&request, &wallet, ticket).await
+                let prepared = prepare(&request, &wallet).await?;
+                let verdict = self
+                    .policy
+                    .judge(step.caller, request.chain(), prepared.effects())
+                    .await?;
+                if let Gate::Approved(approval) = step.gate {
+                    beyond_approval(approval, &verdict)?;
+                } else if let Some((spend, threshold)) = verdict.holds.first() {
+                    let from = &wallet.wallet().address;
+                    let approval = self
+                        .approvals
+                        .hold(ToHold {
+                            claim: &ticket.claim,
+                            spend,
+                            threshold: *threshold,
+                            summary: summary(step.write, spend, from, prepared.effects()),
+                            request: step.canonical.clone(),
+                        })
+                        .await?;
+                    return Ok(Written::Held(Box::new(approval)));
+                }
+                ticket.set_spends(verdict.spends);
+                self.transfers
+                    .execute(prepared, ticket)
+                    .await
+                    .map(Written::Submitted)
             })
             .await
-            .map(Written::Submitted)
     }
+}
+
+impl From<Submission> for Written {
+    fn from(submission: Submission) -> Self {
+        Self::Submitted(submission)
+    }
+}
+
+impl Answer for Written {
+    fn submission(&self) -> Option<&Submission> {
+        match self {
+            Self::Submitted(submission) => Some(submission),
+            Self::Held(_) => None,
+        }
+    }
+}
+
+/// What `write` does, in a sentence for the person who decides on it, with its simulated
+/// effects.
+fn summary(write: &Write, spend: &Spend, from: &WalletAddress, effects: &Foreseen) -> String {
+    let said = write.summary(spend, from);
+    match effects.known() {
+        Some(effects) => format!("{said}; simulated: {}", crate::policy::describe(effects)),
+        None => said,
+    }
+}
+
+/// Refuses an approved write whose effects, simulated again now, go beyond what its
+/// approver saw: more of the held asset, or another asset past its own threshold. It then
+/// ends `failed` with the difference, and nothing is signed.
+fn beyond_approval(approval: &Approval, verdict: &Verdict) -> Result<()> {
+    for (spend, threshold) in &verdict.holds {
+        let same = spend.chain == approval.chain && spend.asset == approval.asset;
+        if same && spend.amount <= approval.amount {
+            continue;
+        }
+        let seen = if same {
+            format!("{} of it", approval.amount)
+        } else {
+            format!("{} of {}", approval.amount, approval.asset)
+        };
+        return Err(WalletOpsError::SendFailed(format!(
+            "the write's effects changed since it was approved: it now moves {} of {} on {} (above {threshold}), where its approver saw {seen}; nothing was signed",
+            spend.amount, spend.asset, spend.chain
+        )));
+    }
+    Ok(())
 }
 
 /// What `Core::run` needs of the write beyond its parsed request.
@@ -276,5 +323,5 @@ struct Step<'a> {
     caller: &'a Caller,
     write: &'a Write,
     canonical: Vec<u8>,
-    gate: Gate,
+    gate: Gate<'a>,
 }

@@ -39,18 +39,9 @@ async fn guarded(b: Backend, env: &[(&str, &str)]) -> anyhow::Result<Guarded> {
     let key = svc.create_key("agent").await?;
     let prefix = key.split('_').nth(1).unwrap_or_default().to_owned();
     let set = svc
-        .cli(&[
-            "keys",
-            "limit",
-            &prefix,
-            "--chain",
-            "anvil",
-            "--approve-above",
-            "1000",
-        ])
+        .limit_key(&prefix, &["--chain", "anvil", "--approve-above", "1000"])
         .await?;
-    anyhow::ensure!(set.success, "{}", set.stderr);
-    assert!(set.stdout.contains("approval above 1000"), "{}", set.stdout);
+    assert!(set.contains("approval above 1000"), "{set}");
     Ok(Guarded {
         anvil,
         svc,
@@ -88,6 +79,11 @@ async fn hold(api: &Rest, idempotency_key: &str) -> anyhow::Result<String> {
     assert_eq!(approval["asset"], "native");
     let summary = approval["summary"].as_str().unwrap_or_default();
     assert!(summary.starts_with("send 5000 native from 0x"), "{summary}");
+    // The approver sees what the simulation says it does, not only what was asked.
+    assert!(
+        summary.ends_with(&format!("simulated: sends 5000 of native to {RECIPIENT}")),
+        "{summary}"
+    );
     assert_eq!(held.body["id"], approval["id"]);
     Ok(held.body["id"].as_str().unwrap_or_default().to_owned())
 }

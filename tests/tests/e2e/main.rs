@@ -8,6 +8,7 @@ mod authentication;
 mod cli;
 mod crash;
 mod dashboard;
+mod effects;
 mod errors;
 mod events;
 mod evm;

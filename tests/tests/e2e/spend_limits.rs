@@ -41,15 +41,6 @@ async fn limited(b: Backend) -> anyhow::Result<Limited> {
     })
 }
 
-/// Sets a limit with the CLI; its output.
-async fn limit(svc: &Service, args: &[&str]) -> anyhow::Result<String> {
-    let mut all = vec!["keys", "limit"];
-    all.extend_from_slice(args);
-    let out = svc.cli(&all).await?;
-    anyhow::ensure!(out.success, "{}", out.stderr);
-    Ok(out.stdout)
-}
-
 fn native(amount: &str) -> serde_json::Value {
     json!({"chain": "anvil", "to": RECIPIENT, "asset": "native", "amount": amount})
 }
@@ -64,7 +55,8 @@ async fn concurrent_writes_cannot_overspend_a_budget(b: Backend) -> anyhow::Resu
         key,
         prefix,
     } = limited(b).await?;
-    limit(&svc, &[&prefix, "--chain", "anvil", "--daily", "5000"]).await?;
+    svc.limit_key(&prefix, &["--chain", "anvil", "--daily", "5000"])
+        .await?;
     let api = svc.rest(&key);
     let recipient: Address = RECIPIENT.parse()?;
     let before = anvil.balance(recipient).await?;
@@ -117,20 +109,21 @@ async fn the_maximum_per_write_holds_on_every_surface(b: Backend) -> anyhow::Res
         prefix,
     } = limited(b).await?;
     let token = anvil.deploy_token("LIM", 18).await?;
-    limit(&svc, &[&prefix, "--chain", "anvil", "--max-per-tx", "100"]).await?;
-    let shown = limit(
-        &svc,
-        &[
+    svc.limit_key(&prefix, &["--chain", "anvil", "--max-per-tx", "100"])
+        .await?;
+    let shown = svc
+        .limit_key(
             &prefix,
-            "--chain",
-            "anvil",
-            "--asset",
-            &token.to_string(),
-            "--max-per-tx",
-            "500",
-        ],
-    )
-    .await?;
+            &[
+                "--chain",
+                "anvil",
+                "--asset",
+                &token.to_string(),
+                "--max-per-tx",
+                "500",
+            ],
+        )
+        .await?;
     assert!(shown.contains("at most 500 per write"), "{shown}");
     let api = svc.rest(&key);
     let refused = api.post("/send", &native("101")).await?;
@@ -163,8 +156,20 @@ async fn the_maximum_per_write_holds_on_every_surface(b: Backend) -> anyhow::Res
     assert_eq!(anvil.nonce(wallet).await?, 0, "nothing was signed");
     let at_most = api.post("/send", &native("100")).await?;
     assert_eq!(at_most.status, 200, "{}", at_most.text);
-    // Removed, the limit no longer holds.
-    limit(&svc, &[&prefix, "--chain", "anvil", "--remove"]).await?;
+    // Removed, the native limit leaves the key with none on the coin: a key with any limit
+    // moves only assets it has a limit on.
+    svc.limit_key(&prefix, &["--chain", "anvil", "--remove"])
+        .await?;
+    let denied = api.post("/send", &native("101")).await?;
+    denied.assert_error(403, "FORBIDDEN")?;
+    assert!(denied.text.contains("native"), "{}", denied.text);
+    // With its last limit removed, the key is held to none.
+    let token = token.to_string();
+    svc.limit_key(
+        &prefix,
+        &["--chain", "anvil", "--asset", &token, "--remove"],
+    )
+    .await?;
     let freed = api.post("/send", &native("101")).await?;
     assert_eq!(freed.status, 200, "{}", freed.text);
     Ok(())

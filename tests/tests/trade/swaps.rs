@@ -26,6 +26,11 @@ sol! {
     interface Pool {
         function swapNativeForToken(uint256 minOut) external payable returns (uint256);
     }
+
+    /// tests/contracts/Relay.sol.
+    interface Relay {
+        function forward(address to) external payable;
+    }
 }
 
 /// Selling 1 ETH for the pool's token.
@@ -212,7 +217,8 @@ async fn the_guard_refuses_a_tampered_swap_before_signing(b: Backend) -> anyhow:
     desk.api().wait_for_status(&first, "CONFIRMED").await?;
 
     // A router on the operator's allow list passes.
-    let allowed = format!("[\"{other}\"]");
+    let relay = desk.anvil.deploy_relay().await?;
+    let allowed = format!("[\"{other}\", \"{relay}\"]");
     let options = desk.anvil.service_options(
         "",
         &[
@@ -230,6 +236,34 @@ async fn the_guard_refuses_a_tampered_swap_before_signing(b: Backend) -> anyhow:
         .wait_for_status(&accepted(&reply)?, "CONFIRMED")
         .await?;
     assert_eq!(record["to"], other.to_checksum(None), "{record}");
+
+    // An allowed router whose call data passes the coin on to someone else: router, value
+    // and data checks pass, the simulated effects (nothing bought) do not.
+    let signed = desk.anvil.nonce(desk.wallet).await?;
+    faults.route_swaps_to(relay);
+    faults.replace_swap_data(
+        Relay::forwardCall {
+            to: Address::repeat_byte(0x66),
+        }
+        .abi_encode()
+        .into(),
+    );
+    let refused = desk.api().post("/trade/swap", &buy(&desk)).await?;
+    refused.assert_error(502, "SEND_FAILED")?;
+    assert!(
+        refused.text.contains("effects check") && refused.text.contains("less than the minimum"),
+        "{}",
+        refused.text
+    );
+    assert_eq!(
+        desk.anvil.nonce(desk.wallet).await?,
+        signed,
+        "nothing signed"
+    );
+    assert_eq!(
+        desk.anvil.balance(Address::repeat_byte(0x66)).await?,
+        U256::ZERO
+    );
     Ok(())
 }
 

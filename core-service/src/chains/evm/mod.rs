@@ -22,10 +22,12 @@ use super::{failover::evm::Failover, rpc_batch::BatchLayer};
 use crate::error::WalletOpsError;
 
 mod broadcast;
+mod simulate;
 mod tokens;
 
 use broadcast::classify;
 pub use broadcast::{BroadcastOutcome, Rejection};
+pub use simulate::Simulation;
 pub use tokens::{
     TokenQuery, TokenReading, decode_balance, erc20_allowance, erc20_approve, erc20_balance_of,
     erc20_transfer,
@@ -56,6 +58,8 @@ pub struct EvmClient {
     /// Addresses seen holding code. Code, once deployed, stays (since EIP-6780 only a
     /// contract made in the same transaction can remove its own); no code is asked again.
     contracts: moka::sync::Cache<Address, ()>,
+    /// How the node simulates a write (`simulate`).
+    simulation: Arc<simulate::Methods>,
 }
 
 /// Contract addresses remembered per node.
@@ -106,6 +110,7 @@ impl EvmClients {
             rpc,
             fees: Arc::new(Mutex::new(None)),
             contracts: moka::sync::Cache::new(CONTRACTS_KEPT),
+            simulation: Arc::default(),
         };
         clients.insert(key, client.clone());
         Ok(client)
@@ -141,6 +146,26 @@ impl EvmClients {
 /// How long a chain found without Multicall3 is read with JSON-RPC batches before it is
 /// asked again.
 const MULTICALL_RECHECK: Duration = Duration::from_secs(600);
+
+/// The refusal of a write whose gas estimate or simulation the node answered with an
+/// error: a shortfall is INSUFFICIENT_FUNDS, anything else (a revert, mostly) SEND_FAILED
+/// with the node's words and revert data.
+fn would_fail(payload: &alloy::rpc::json_rpc::ErrorPayload) -> WalletOpsError {
+    let message = payload.message.to_string();
+    match classify(&message) {
+        Rejection::InsufficientFunds(m) => WalletOpsError::InsufficientFunds(format!(
+            "the sender cannot pay for this transaction: {m}"
+        )),
+        _ => WalletOpsError::SendFailed(format!(
+            "the transaction would fail: {message}{}",
+            payload
+                .data
+                .as_ref()
+                .map(|d| format!(" (revert data {})", d.get()))
+                .unwrap_or_default()
+        )),
+    }
+}
 
 /// A node that failed to answer a read.
 fn rpc_failed(what: &str, err: impl std::fmt::Display) -> WalletOpsError {
@@ -305,22 +330,7 @@ impl EvmClient {
         .await
         {
             Ok(Ok(gas)) => Ok(gas),
-            Ok(Err(RpcError::ErrorResp(payload))) => {
-                let message = payload.message.to_string();
-                match classify(&message) {
-                    Rejection::InsufficientFunds(m) => Err(WalletOpsError::InsufficientFunds(
-                        format!("the sender cannot pay for this transaction: {m}"),
-                    )),
-                    _ => Err(WalletOpsError::SendFailed(format!(
-                        "the transaction would fail: {message}{}",
-                        payload
-                            .data
-                            .as_ref()
-                            .map(|d| format!(" (revert data {})", d.get()))
-                            .unwrap_or_default()
-                    ))),
-                }
-            }
+            Ok(Err(RpcError::ErrorResp(payload))) => Err(would_fail(&payload)),
             Ok(Err(e)) => Err(rpc_failed("simulate the transaction", e)),
             Err(_) => Err(rpc_failed("simulate the transaction", "timed out")),
         }

@@ -27,8 +27,9 @@ use super::{BroadcastLog, handed_over};
 use crate::{
     chains::{
         Chain,
-        evm::{BroadcastOutcome, EvmClient, EvmClients, Rejection, call_to},
+        evm::{BroadcastOutcome, EvmClient, EvmClients, Rejection, Simulation, call_to},
     },
+    effects::{Foreseen, evm::effects_of},
     error::{Result, WalletOpsError},
     idempotency::{Idempotency, Ticket, claimed_elsewhere, note_claimed},
     recovery::evm::{Ending, EvmRecovery, Resign, TRANSFER_GAS, evm_chain_id, held_by_node},
@@ -100,17 +101,30 @@ struct Draft {
 /// A stored transaction and what the node said to its first broadcast.
 type Sent = (OpenTransaction, BroadcastOutcome);
 
-/// Whether the token call of `intent` (a transfer or an approval) answers `false` when
-/// simulated from `from`: some tokens refuse that way instead of reverting, and the
-/// transaction would be mined and do nothing. A revert is the estimate's to report.
-async fn refused_by_token(client: &EvmClient, from: Address, intent: &EvmIntent) -> bool {
-    if intent.token.is_none() || !matches!(intent.kind, TxKind::Send | TxKind::Approve) {
-        return false;
-    }
-    client
-        .call_from(Some(from), intent.to, intent.input.clone())
-        .await
-        .is_ok_and(|answer| answer.len() == 32 && answer.iter().all(|b| *b == 0))
+/// Whether a token call of `intent` (a transfer or an approval) answered `output`: some
+/// tokens refuse by answering `false` instead of reverting, and the transaction would be
+/// mined and do nothing.
+fn refused_by_token(intent: &EvmIntent, output: &[u8]) -> bool {
+    intent.token.is_some()
+        && matches!(intent.kind, TxKind::Send | TxKind::Approve)
+        && output.len() == 32
+        && output.iter().all(|b| *b == 0)
+}
+
+/// An EVM write built, simulated and checked, not yet signed: what it will sign and what it
+/// does to its wallet.
+#[derive(Debug)]
+pub struct Prepared {
+    chain: Chain,
+    client: EvmClient,
+    wallet: DelegatedWallet,
+    from: Address,
+    /// The transaction, its nonce still to be set.
+    tx: TxEip1559,
+    /// The record, its key, nonce, hash and payload still to be set.
+    record: NewTransaction,
+    /// What the simulation says it does.
+    pub effects: Foreseen,
 }
 
 impl EvmPipeline {
@@ -140,14 +154,14 @@ impl EvmPipeline {
         self.clients.get(chain)
     }
 
-    /// Submits `intent` from `wallet` on `chain`: simulate, sign and store, broadcast.
-    pub async fn submit(
+    /// Prepares `intent` from `wallet` on `chain`: checks funds and code, estimates gas and
+    /// simulates it (one batched request to the node). Nothing is signed or stored.
+    pub async fn prepare(
         &self,
         chain: &Chain,
         wallet: &DelegatedWallet,
         intent: EvmIntent,
-        ticket: &Ticket,
-    ) -> Result<Submission> {
+    ) -> Result<Prepared> {
         let client = self.client(chain)?;
         let w = wallet.wallet();
         let WalletAddress::Evm(from) = w.address else {
@@ -194,14 +208,25 @@ impl EvmPipeline {
         let fees = client.fees().await?;
         // The balance is checked here, not left to the simulation: nodes short-cut the
         // estimate of a plain transfer (anvil answers 21000 whatever the sender holds), and
-        // the headroom below must be affordable too. Both reads go out together.
-        let (estimated, balance, refused) = tokio::join!(
+        // the headroom below must be affordable too. The three go out in one batch.
+        let (estimated, balance, simulation) = tokio::join!(
             client.estimate_gas(from, intent.to, intent.value, &intent.input, fees),
             client.balance(from),
-            refused_by_token(&client, from, &intent),
+            client.simulate(from, intent.to, intent.value, &intent.input),
         );
-        let (estimated, balance) = (estimated?, balance?);
-        if refused {
+        let (estimated, balance, simulation) = (estimated?, balance?, simulation?);
+        let (output, effects) = match simulation {
+            Simulation::Ran { output, logs } => (output, Foreseen::Known(effects_of(from, &logs))),
+            // Without a simulation the token's answer is read alone.
+            Simulation::Unavailable(why) => (
+                client
+                    .call_from(Some(from), intent.to, intent.input.clone())
+                    .await
+                    .unwrap_or_default(),
+                Foreseen::Unknown(format!("{}: {why}", chain.slug())),
+            ),
+        };
+        if refused_by_token(&intent, &output) {
             return Err(WalletOpsError::SendFailed(format!(
                 "the transaction would do nothing: token {} answers false to this {}",
                 intent.to.to_checksum(None),
@@ -227,13 +252,12 @@ impl EvmPipeline {
                 w.address
             )));
         }
-        let floor = self.nonce_floor(chain, &client, from).await?;
         let chain_id = evm_chain_id(chain)?;
-        self.signer.prepare(wallet).await?;
-        let draft = Draft {
+        Ok(Prepared {
             chain: chain.clone(),
-            client: client.clone(),
+            client,
             wallet: wallet.clone(),
+            from,
             tx: TxEip1559 {
                 chain_id,
                 nonce: 0,
@@ -245,8 +269,6 @@ impl EvmPipeline {
                 access_list: Default::default(),
                 input: intent.input.clone(),
             },
-            floor,
-            from,
             record: NewTransaction {
                 id: Uuid::now_v7(),
                 user_id: w.user_id,
@@ -263,16 +285,44 @@ impl EvmPipeline {
                 hash: String::new(),
                 nonce: None,
                 signed_payload: Vec::new(),
-                idempotency_key: Some(ticket.claim.key),
+                idempotency_key: None,
                 note: None,
                 valid_until: None,
-                held_until: Some(self.broadcasts.hold_until()),
+                held_until: None,
             },
+            effects,
+        })
+    }
+
+    /// Signs `prepared` under `ticket` (claiming its key, with what it reserves) and stores
+    /// it in its wallet's lane, then broadcasts it.
+    pub async fn execute(&self, prepared: Prepared, ticket: &Ticket) -> Result<Submission> {
+        let Prepared {
+            chain,
+            client,
+            wallet,
+            from,
+            tx,
+            mut record,
+            effects: _,
+        } = prepared;
+        let floor = self.nonce_floor(&chain, &client, from).await?;
+        self.signer.prepare(&wallet).await?;
+        record.idempotency_key = Some(ticket.claim.key);
+        record.held_until = Some(self.broadcasts.hold_until());
+        let draft = Draft {
+            chain: chain.clone(),
+            client: client.clone(),
+            wallet: wallet.clone(),
+            tx,
+            floor,
+            from,
+            record,
             claim: ticket.claim.clone(),
         };
         let (open, outcome) = self.sign_in_lane(draft).await?;
         note_claimed(ticket, open.id, &chain.submission_of(&open));
-        self.first_broadcast(chain, wallet, &client, open, outcome)
+        self.first_broadcast(&chain, &wallet, &client, open, outcome)
             .await
     }
 

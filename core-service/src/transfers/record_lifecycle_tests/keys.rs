@@ -18,7 +18,7 @@ async fn a_failed_record_mined_after_all_has_its_key_answer_from_it(store: Store
         request_hash: "h".to_owned(),
         created_at: now,
         expires_at: now + chrono::Duration::hours(1),
-        spend: None,
+        spends: Vec::new(),
     };
     let failed = "refused".to_owned();
     store

@@ -52,7 +52,7 @@ async fn claimed_records(
             request_hash: "h".to_owned(),
             created_at: at,
             expires_at: at + retention,
-            spend: None,
+            spends: Vec::new(),
         };
         store
             .insert_idempotency_key(

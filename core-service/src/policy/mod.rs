@@ -1,0 +1,170 @@
+//! Policy: the one place a write's effects are judged before it is signed. A write is built
+//! and simulated first (`Transfers::prepare_*`, `Swaps::prepare`); what the simulation says it
+//! does to the wallet, not what the request declares, is held against the caller's key here:
+//!
+//! * **Deny by default.** A key with any spend limit moves only assets it has a limit on
+//!   for the write's chain; any other outflow or grant is FORBIDDEN naming the asset.
+//! * **Grants are moves.** An allowance or delegation granted counts as moving its amount;
+//!   an unlimited one is FORBIDDEN for a limited key.
+//! * **Limits.** Per asset, everything that leaves the wallet plus what it grants is held
+//!   against the limit's most per write and 24-hour budget (`limits`); the verdict names the
+//!   spends that the signing transaction reserves, under the limit's lock.
+//! * **Thresholds.** A write whose amount on any asset passes that asset's approval
+//!   threshold is held for a person (`Approvals::hold`).
+//! * **No simulation, no limited write.** When the chain's node can simulate neither way,
+//!   a limited key's write is SERVICE_UNAVAILABLE naming the chain and what its node lacks;
+//!   a key without limits writes as before.
+
+use alloy::primitives::U256;
+use chrono::Utc;
+use walletops_domain::{Effects, Spend, SpendStanding};
+use walletops_store::Store;
+
+use crate::{
+    auth::Caller,
+    chains::Chain,
+    effects::Foreseen,
+    error::{Result, WalletOpsError},
+    limits::{BUDGET_WINDOW, over_budget, over_per_write},
+};
+
+/// What a write may do, by its effects.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// What it reserves against its key's limits: one per asset it moves or grants.
+    pub spends: Vec<Spend>,
+    /// Every spend that passes its asset's approval threshold, with that threshold: the
+    /// write then waits for a person.
+    pub holds: Vec<(Spend, U256)>,
+}
+
+/// Judges writes' effects against their keys' limits.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    store: Store,
+}
+
+impl Policy {
+    /// A policy reading limits from `store`.
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+
+    /// The verdict on a write of `caller` on `chain` that does `foreseen`: FORBIDDEN or
+    /// SERVICE_UNAVAILABLE with the reason, or what it reserves and whether it waits.
+    pub async fn judge(
+        &self,
+        caller: &Caller,
+        chain: &Chain,
+        foreseen: &Foreseen,
+    ) -> Result<Verdict> {
+        let Some(key_id) = caller.key_id().filter(|_| caller.limited()) else {
+            return Ok(Verdict::default());
+        };
+        let standings = self
+            .store
+            .spend_limits(key_id, Utc::now() - BUDGET_WINDOW)
+            .await?;
+        if standings.is_empty() {
+            return Ok(Verdict::default());
+        }
+        let effects = match foreseen {
+            Foreseen::Known(effects) => effects,
+            Foreseen::Unknown(why) => {
+                return Err(WalletOpsError::ServiceUnavailable(format!(
+                    "this key has spend limits, and what this write would move cannot be read before signing: {why}"
+                )));
+            }
+        };
+        verdict(key_id, chain.slug(), effects, &standings)
+    }
+}
+
+/// The verdict on `effects` of a write of key `key_id` on chain `chain`, whose limits now
+/// stand at `standings` (every chain's).
+fn verdict(
+    key_id: uuid::Uuid,
+    chain: &str,
+    effects: &Effects,
+    standings: &[SpendStanding],
+) -> Result<Verdict> {
+    let mut verdict = Verdict::default();
+    for asset in effects.assets_at_stake() {
+        let name = asset.name();
+        let mut amount = effects.outflow_of(asset);
+        for grant in effects.grants.iter().filter(|g| g.asset == asset) {
+            match grant.amount {
+                Some(granted) => amount = amount.saturating_add(granted),
+                None => {
+                    return Err(WalletOpsError::Forbidden(format!(
+                        "spend limit: this write grants {} an unlimited hold on {name} on {chain}; a key with spend limits may grant only bounded amounts",
+                        grant.spender
+                    )));
+                }
+            }
+        }
+        if amount.is_zero() {
+            continue;
+        }
+        let Some(standing) = standings
+            .iter()
+            .find(|s| s.limit.chain == chain && s.limit.asset == name)
+        else {
+            return Err(WalletOpsError::Forbidden(format!(
+                "spend limit: this key moves only assets it has a limit on, and this write moves {amount} of {name} on {chain}, which has none"
+            )));
+        };
+        let limit = &standing.limit;
+        if let Some(refusal) =
+            over_per_write(limit, amount).or_else(|| over_budget(limit, standing.spent_24h, amount))
+        {
+            return Err(refusal);
+        }
+        let spend = Spend {
+            key_id,
+            chain: chain.to_owned(),
+            asset: name,
+            amount,
+        };
+        if let Some(threshold) = limit.approval_above
+            && amount > threshold
+        {
+            verdict.holds.push((spend.clone(), threshold));
+        }
+        verdict.spends.push(spend);
+    }
+    Ok(verdict)
+}
+
+/// What `effects` does, in a clause for a person: each outflow and grant, or that it moves
+/// nothing out of the wallet.
+pub fn describe(effects: &Effects) -> String {
+    let mut parts: Vec<String> = effects
+        .outflows
+        .iter()
+        .map(|f| {
+            format!(
+                "sends {} of {} to {}",
+                f.amount,
+                f.asset.name(),
+                f.counterparty
+            )
+        })
+        .collect();
+    parts.extend(effects.grants.iter().map(|g| match g.amount {
+        Some(amount) => format!(
+            "lets {} take up to {amount} of {}",
+            g.spender,
+            g.asset.name()
+        ),
+        None => format!("lets {} take all of {}", g.spender, g.asset.name()),
+    }));
+    if parts.is_empty() {
+        "moves nothing out of the wallet".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,330 @@
+//! Limits judged on effects: what a write of a limited key does to its wallet, read from its
+//! simulation on the node, is what its limits hold, whatever the request says it moves. Each
+//! bypass that passed when only the request's own fields were checked is refused here with
+//! 403 FORBIDDEN before anything is signed (the wallet's nonce does not move), and balances
+//! are read on the node.
+
+use alloy::{
+    primitives::{Address, Bytes, U256, utils::parse_ether},
+    sol,
+    sol_types::SolCall,
+};
+use serde_json::{Value, json};
+use walletops_tests::{Backend, Rest, Service, anvil::Anvil, on_both_backends};
+
+const STRANGER: &str = "0x5555555555555555555555555555555555555555";
+
+sol! {
+    function transfer(address to, uint256 amount) returns (bool);
+    function approve(address spender, uint256 amount) returns (bool);
+    function transferFrom(address from, address to, uint256 amount) returns (bool);
+    function forward(address to);
+    function pull(address token, address from, address to, uint256 amount);
+    function batch(address[] targets, bytes[] data);
+}
+
+/// A service on a new anvil whose default wallet holds 1 ETH and 10,000 of a token, and a
+/// key limited to 1,000 of that token per write and per day.
+struct Setup {
+    anvil: Anvil,
+    svc: Service,
+    wallet: Address,
+    token: Address,
+    relay: Address,
+    key: String,
+    prefix: String,
+}
+
+async fn setup(b: Backend) -> anyhow::Result<Setup> {
+    let anvil = Anvil::start().await?;
+    let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
+    let wallet = anvil
+        .fund_default_wallet(&svc.rest(&svc.api_key), parse_ether("1")?)
+        .await?;
+    let token = anvil.deploy_token("WDT", 18).await?;
+    anvil.mint(token, wallet, U256::from(10_000)).await?;
+    let relay = anvil.deploy_relay().await?;
+    let key = svc.create_key("agent").await?;
+    let prefix = key.split('_').nth(1).unwrap_or_default().to_owned();
+    let token_text = token.to_string();
+    svc.limit_key(
+        &prefix,
+        &[
+            "--chain",
+            "anvil",
+            "--asset",
+            &token_text,
+            "--max-per-tx",
+            "1000",
+            "--daily",
+            "1000",
+        ],
+    )
+    .await?;
+    Ok(Setup {
+        anvil,
+        svc,
+        wallet,
+        token,
+        relay,
+        key,
+        prefix,
+    })
+}
+
+/// A contract call of `data` to `to` with `value` wei.
+fn call(to: Address, data: Vec<u8>, value: u64) -> Value {
+    json!({"chain": "anvil", "to": to.to_string(), "data": Bytes::from(data).to_string(),
+           "value": value.to_string()})
+}
+
+fn stranger() -> Address {
+    STRANGER.parse().expect("an address")
+}
+
+/// Refused 403 with words containing each of `words`, nothing signed.
+async fn refused(
+    s: &Setup,
+    api: &Rest,
+    path: &str,
+    body: &Value,
+    words: &[&str],
+) -> anyhow::Result<()> {
+    let reply = api.post(path, body).await?;
+    reply.assert_error(403, "FORBIDDEN")?;
+    for w in words {
+        assert!(
+            reply.text.to_lowercase().contains(&w.to_lowercase()),
+            "{path}: {}",
+            reply.text
+        );
+    }
+    assert_eq!(
+        s.anvil.nonce(s.wallet).await?,
+        0,
+        "{path}: nothing was signed"
+    );
+    Ok(())
+}
+
+/// The bypasses of a request-only check: a `transfer` through /contracts/send past the token
+/// limit, `approve` of the maximum to a stranger, a native coin the key has no limit on
+/// (sent plainly or forwarded by a contract's internal call). An honest contract `transfer`
+/// within the limit passes and is counted against the day's budget.
+async fn contract_calls_are_held_to_what_they_move(b: Backend) -> anyhow::Result<()> {
+    let s = setup(b).await?;
+    let api = s.svc.rest(&s.key);
+    let token = s.token.to_string().to_lowercase();
+    let over = transferCall {
+        to: stranger(),
+        amount: U256::from(5_000),
+    }
+    .abi_encode();
+    refused(
+        &s,
+        &api,
+        "/contracts/send",
+        &call(s.token, over, 0),
+        &["at most 1000", "5000", &token],
+    )
+    .await?;
+    let unlimited = approveCall {
+        spender: stranger(),
+        amount: U256::MAX,
+    }
+    .abi_encode();
+    refused(
+        &s,
+        &api,
+        "/contracts/send",
+        &call(s.token, unlimited, 0),
+        &["unlimited", STRANGER],
+    )
+    .await?;
+    refused(
+        &s,
+        &api,
+        "/send",
+        &json!({"chain": "anvil", "to": STRANGER, "asset": "native", "amount": "1"}),
+        &["native", "has none"],
+    )
+    .await?;
+    let forwarded = forwardCall { to: stranger() }.abi_encode();
+    refused(
+        &s,
+        &api,
+        "/contracts/send",
+        &call(s.relay, forwarded, 5),
+        &["native", "has none"],
+    )
+    .await?;
+    assert_eq!(
+        s.anvil.token_balance(s.token, stranger()).await?,
+        U256::ZERO
+    );
+
+    let honest = transferCall {
+        to: stranger(),
+        amount: U256::from(600),
+    }
+    .abi_encode();
+    let reply = api
+        .post("/contracts/send", &call(s.token, honest.clone(), 0))
+        .await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    api.wait_for_status(reply.body["id"].as_str().unwrap_or_default(), "CONFIRMED")
+        .await?;
+    assert_eq!(
+        s.anvil.token_balance(s.token, stranger()).await?,
+        U256::from(600)
+    );
+    // 600 of the day's 1000 are spent: another 600 passes the budget.
+    let reply = api
+        .post("/contracts/send", &call(s.token, honest, 0))
+        .await?;
+    reply.assert_error(403, "FORBIDDEN")?;
+    assert!(reply.text.contains("has 400 left"), "{}", reply.text);
+    let shown = s.svc.cli(&["keys", "limits", &s.prefix]).await?;
+    assert!(shown.stdout.contains("spent 600"), "{}", shown.stdout);
+    Ok(())
+}
+
+/// Tokens pulled out of the wallet by a contract it approved earlier (directly, and inside
+/// a batch) count as the wallet's outflow: a limited key cannot move past its limit that way.
+async fn pulls_through_an_earlier_allowance_are_outflows(b: Backend) -> anyhow::Result<()> {
+    let s = setup(b).await?;
+    // The owner's own key (no limits) lets the relay spend the wallet's tokens.
+    let owner = s.svc.rest(&s.svc.api_key);
+    let reply = owner
+        .post(
+            "/token/approve",
+            &json!({"chain": "anvil", "token": s.token.to_string(),
+                    "spender": s.relay.to_string(), "amount": "10000"}),
+        )
+        .await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    owner
+        .wait_for_status(reply.body["id"].as_str().unwrap_or_default(), "CONFIRMED")
+        .await?;
+    let signed = s.anvil.nonce(s.wallet).await?;
+    let api = s.svc.rest(&s.key);
+    let amount = U256::from(5_000);
+    let pull = pullCall {
+        token: s.token,
+        from: s.wallet,
+        to: stranger(),
+        amount,
+    }
+    .abi_encode();
+    let pulled_in_batch = batchCall {
+        targets: vec![s.token],
+        data: vec![
+            transferFromCall {
+                from: s.wallet,
+                to: stranger(),
+                amount,
+            }
+            .abi_encode()
+            .into(),
+        ],
+    }
+    .abi_encode();
+    for body in [call(s.relay, pull, 0), call(s.relay, pulled_in_batch, 0)] {
+        let reply = api.post("/contracts/send", &body).await?;
+        reply.assert_error(403, "FORBIDDEN")?;
+        assert!(
+            reply.text.contains("at most 1000") && reply.text.contains("5000"),
+            "{}",
+            reply.text
+        );
+    }
+    assert_eq!(s.anvil.nonce(s.wallet).await?, signed, "nothing was signed");
+    assert_eq!(
+        s.anvil.token_balance(s.token, stranger()).await?,
+        U256::ZERO
+    );
+
+    // A contract call whose effects pass the key's approval threshold waits for a person,
+    // who sees what it would do.
+    let token = s.token.to_string();
+    s.svc
+        .limit_key(
+            &s.prefix,
+            &[
+                "--chain",
+                "anvil",
+                "--asset",
+                &token,
+                "--max-per-tx",
+                "1000",
+                "--daily",
+                "1000",
+                "--approve-above",
+                "500",
+            ],
+        )
+        .await?;
+    let pull = pullCall {
+        token: s.token,
+        from: s.wallet,
+        to: stranger(),
+        amount: U256::from(800),
+    };
+    let held = api
+        .post("/contracts/send", &call(s.relay, pull.abi_encode(), 0))
+        .await?;
+    assert_eq!(held.status, 202, "{}", held.text);
+    let summary = held.body["approval"]["summary"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        summary.contains(&format!(
+            "simulated: sends 800 of {} to {STRANGER}",
+            token.to_lowercase()
+        )),
+        "{summary}"
+    );
+    assert_eq!(held.body["approval"]["amount"], "800");
+    assert_eq!(s.anvil.nonce(s.wallet).await?, signed, "nothing was signed");
+    Ok(())
+}
+
+/// Twenty contract `transfer`s of 100 at once under a budget of 1000 (per write 1000): the
+/// simulated outflows are reserved one after the other, and exactly ten are signed.
+async fn parallel_effects_cannot_overspend_a_budget(b: Backend) -> anyhow::Result<()> {
+    let s = setup(b).await?;
+    let api = s.svc.rest(&s.key);
+    let data = transferCall {
+        to: stranger(),
+        amount: U256::from(100),
+    }
+    .abi_encode();
+    let body = call(s.token, data, 0);
+    let replies =
+        futures::future::join_all((0..20).map(|_| api.post("/contracts/send", &body))).await;
+    let mut paid = Vec::new();
+    for reply in replies {
+        let reply = reply?;
+        if reply.status == 200 {
+            paid.push(reply.body["id"].as_str().unwrap_or_default().to_owned());
+        } else {
+            reply.assert_error(403, "FORBIDDEN")?;
+        }
+    }
+    assert_eq!(paid.len(), 10, "exactly the budget's worth was signed");
+    for id in &paid {
+        api.wait_for_status(id, "CONFIRMED").await?;
+    }
+    assert_eq!(s.anvil.nonce(s.wallet).await?, 10);
+    assert_eq!(
+        s.anvil.token_balance(s.token, stranger()).await?,
+        U256::from(1_000)
+    );
+    Ok(())
+}
+
+on_both_backends!(
+    contract_calls_are_held_to_what_they_move,
+    pulls_through_an_earlier_allowance_are_outflows,
+    parallel_effects_cannot_overspend_a_budget,
+);
