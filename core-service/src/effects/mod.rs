@@ -1,8 +1,11 @@
 //! Effects: what a write does to its wallet, read from what the chain says of it (a
 //! simulation before signing, the receipt once final) into the typed values of
 //! `walletops_domain::Effects`. The EVM's come from logs (`evm.rs`).
+//! Solana's come from the System and token instructions a transaction executes, its CPIs
+//! included (`solana.rs`).
 
 pub mod evm;
+pub mod solana;
 
 use walletops_domain::Effects;
 
