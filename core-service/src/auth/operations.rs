@@ -18,6 +18,7 @@ pub enum Operation {
     CallContract,
     GetQuote,
     Swap,
+    SimulateWrite,
     CreateApiKey,
     ListApiKeys,
     RevokeApiKey,
@@ -38,7 +39,7 @@ pub enum Operation {
 
 impl Operation {
     /// Every operation.
-    pub const ALL: [Self; 25] = [
+    pub const ALL: [Self; 26] = [
         Self::ListWallets,
         Self::GetBalances,
         Self::GetTransaction,
@@ -48,6 +49,7 @@ impl Operation {
         Self::CallContract,
         Self::GetQuote,
         Self::Swap,
+        Self::SimulateWrite,
         Self::CreateApiKey,
         Self::ListApiKeys,
         Self::RevokeApiKey,
@@ -79,7 +81,8 @@ impl Operation {
             | Self::ListWebhooks
             | Self::ListWebhookDeliveries
             | Self::ListHoldings
-            | Self::ListTransactions => Scope::Read,
+            | Self::ListTransactions
+            | Self::SimulateWrite => Scope::Read,
             Self::GetQuote => Scope::Trade,
             Self::Send
             | Self::ApproveToken
@@ -109,6 +112,7 @@ impl Operation {
             Self::CallContract => "/walletops.v1.WalletOpsService/CallContract",
             Self::GetQuote => "/walletops.v1.WalletOpsService/GetQuote",
             Self::Swap => "/walletops.v1.WalletOpsService/Swap",
+            Self::SimulateWrite => "/walletops.v1.WalletOpsService/SimulateWrite",
             Self::CreateApiKey => "/walletops.v1.ApiKeyService/CreateApiKey",
             Self::ListApiKeys => "/walletops.v1.ApiKeyService/ListApiKeys",
             Self::RevokeApiKey => "/walletops.v1.ApiKeyService/RevokeApiKey",

@@ -274,3 +274,59 @@ pub(crate) fn balance(b: crate::balances::Balance) -> pb::Balance {
         updated_at: Some(timestamp(b.updated_at)),
     }
 }
+
+/// A dry run's answer.
+pub(super) fn dry_run(run: crate::writes::DryRun) -> pb::SimulateWriteResponse {
+    use walletops_domain::{Flow, GrantKind};
+    let flow = |f: &Flow| pb::Flow {
+        asset: f.asset.name(),
+        counterparty: f.counterparty.to_string(),
+        amount: f.amount.to_string(),
+        token_id: f.token_id.map(|id| id.to_string()),
+    };
+    let effects = run.effects.known().map(|e| pb::Effects {
+        outflows: e.outflows.iter().map(flow).collect(),
+        inflows: e.inflows.iter().map(flow).collect(),
+        grants: e
+            .grants
+            .iter()
+            .map(|g| pb::Grant {
+                kind: match g.kind {
+                    GrantKind::Allowance => "allowance",
+                    GrantKind::Token => "token",
+                    GrantKind::All => "all",
+                    GrantKind::Delegation => "delegation",
+                    GrantKind::Authority => "authority",
+                }
+                .to_owned(),
+                asset: g.asset.name(),
+                spender: g.spender.to_string(),
+                amount: g.amount.map(|a| a.to_string()),
+            })
+            .collect(),
+    });
+    let verdict = &run.verdict;
+    let mut reasons: Vec<String> = verdict.reasons().map(str::to_owned).collect();
+    reasons.extend(verdict.hold_reasons());
+    pb::SimulateWriteResponse {
+        effects,
+        verdict: Some(pb::Verdict {
+            allowed: verdict.allowed(),
+            needs_approval: verdict.needs_approval(),
+            reasons,
+            reservations: verdict
+                .spends
+                .iter()
+                .map(|s| pb::Reservation {
+                    chain: s.chain.clone(),
+                    asset: s.asset.clone(),
+                    amount: s.amount.to_string(),
+                })
+                .collect(),
+        }),
+        fee: Some(pb::FeeEstimate {
+            max_fee: run.fee.max.to_string(),
+            units: run.fee.units,
+        }),
+    }
+}

@@ -194,4 +194,29 @@ impl WalletOpsService for WalletOpsApi {
             submission: Some(convert::written(written, &self.core.chains)),
         }))
     }
+
+    async fn simulate_write(
+        &self,
+        request: Request<pb::SimulateWriteRequest>,
+    ) -> Result<Response<pb::SimulateWriteResponse>, Status> {
+        use pb::simulate_write_request::Write as Asked;
+        let (metadata, _, message) = request.into_parts();
+        let write = match message.write {
+            Some(Asked::Send(m)) => Write::Send(m),
+            Some(Asked::ApproveToken(m)) => Write::Approve(m),
+            Some(Asked::CallContract(m)) => Write::Call(m),
+            Some(Asked::Swap(m)) => Write::Swap(m),
+            None => {
+                // Admitted first, as every call is, before its fields are looked at.
+                self.core.admit(&metadata, Operation::SimulateWrite).await?;
+                return Err(crate::error::WalletOpsError::invalid(
+                    "write",
+                    "is required: one of send, approve_token, call_contract, swap",
+                )
+                .into());
+            }
+        };
+        let dry_run = self.core.simulate_write(&metadata, write).await?;
+        Ok(Response::new(convert::dry_run(dry_run)))
+    }
 }

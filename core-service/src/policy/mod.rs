@@ -28,9 +28,20 @@ use crate::{
     limits::{BUDGET_WINDOW, over_budget, over_per_write},
 };
 
+/// Why a write may not be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A rule refuses it (FORBIDDEN).
+    Forbidden(String),
+    /// What it does cannot be read (SERVICE_UNAVAILABLE).
+    Unreadable(String),
+}
+
 /// What a write may do, by its effects.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Verdict {
+    /// Every reason it may not be made; empty when it may.
+    pub refusals: Vec<Refusal>,
     /// What it reserves against its key's limits: one per asset it moves or grants.
     pub spends: Vec<Spend>,
     /// Every spend that passes its asset's approval threshold, with that threshold: the
@@ -50,8 +61,8 @@ impl Policy {
         Self { store }
     }
 
-    /// The verdict on a write of `caller` on `chain` that does `foreseen`: FORBIDDEN or
-    /// SERVICE_UNAVAILABLE with the reason, or what it reserves and whether it waits.
+    /// The verdict on a write of `caller` on `chain` that does `foreseen`: every reason it may
+    /// not be made, what it reserves and whether it waits.
     pub async fn judge(
         &self,
         caller: &Caller,
@@ -68,26 +79,82 @@ impl Policy {
         if standings.is_empty() {
             return Ok(Verdict::default());
         }
-        let effects = match foreseen {
-            Foreseen::Known(effects) => effects,
-            Foreseen::Unknown(why) => {
-                return Err(WalletOpsError::ServiceUnavailable(format!(
+        Ok(match foreseen {
+            Foreseen::Known(effects) => verdict(key_id, chain.slug(), effects, &standings),
+            Foreseen::Unknown(why) => Verdict {
+                refusals: vec![Refusal::Unreadable(format!(
                     "this key has spend limits, and what this write would move cannot be read before signing: {why}"
-                )));
+                ))],
+                ..Verdict::default()
+            },
+        })
+    }
+}
+
+impl Verdict {
+    /// The error the write is refused with, if it is: FORBIDDEN with every rule it breaks,
+    /// else SERVICE_UNAVAILABLE.
+    pub fn refusal(&self) -> Option<WalletOpsError> {
+        let forbidden: Vec<&str> = self
+            .refusals
+            .iter()
+            .filter_map(|r| match r {
+                Refusal::Forbidden(why) => Some(why.as_str()),
+                Refusal::Unreadable(_) => None,
+            })
+            .collect();
+        if !forbidden.is_empty() {
+            return Some(WalletOpsError::Forbidden(forbidden.join("; ")));
+        }
+        self.refusals.first().map(|r| match r {
+            Refusal::Forbidden(why) | Refusal::Unreadable(why) => {
+                WalletOpsError::ServiceUnavailable(why.clone())
             }
+        })
+    }
+
+    /// Every reason it is refused, in words.
+    pub fn reasons(&self) -> impl Iterator<Item = &str> {
+        self.refusals.iter().map(|r| match r {
+            Refusal::Forbidden(why) | Refusal::Unreadable(why) => why.as_str(),
+        })
+    }
+
+    /// Whether it would be signed now: neither refused nor held.
+    pub fn allowed(&self) -> bool {
+        self.refusals.is_empty() && self.holds.is_empty()
+    }
+
+    /// Whether it would wait for a person (and is not refused).
+    pub fn needs_approval(&self) -> bool {
+        self.refusals.is_empty() && !self.holds.is_empty()
+    }
+
+    /// Why it would wait for a person: one sentence per threshold it passes; none when it
+    /// is refused, and never waits.
+    pub fn hold_reasons(&self) -> impl Iterator<Item = String> {
+        let holds = if self.refusals.is_empty() {
+            self.holds.as_slice()
+        } else {
+            &[]
         };
-        verdict(key_id, chain.slug(), effects, &standings)
+        holds.iter().map(|(spend, threshold)| {
+            format!(
+                "approval: this write moves {} of {} on {}, above the key's approval threshold of {threshold}; it waits for a person",
+                spend.amount, spend.asset, spend.chain
+            )
+        })
     }
 }
 
 /// The verdict on `effects` of a write of key `key_id` on chain `chain`, whose limits now
-/// stand at `standings` (every chain's).
+/// stand at `standings` (every chain's): every rule it breaks, per asset.
 fn verdict(
     key_id: uuid::Uuid,
     chain: &str,
     effects: &Effects,
     standings: &[SpendStanding],
-) -> Result<Verdict> {
+) -> Verdict {
     let mut verdict = Verdict::default();
     for asset in effects.assets_at_stake() {
         let name = asset.name();
@@ -95,12 +162,10 @@ fn verdict(
         for grant in effects.grants.iter().filter(|g| g.asset == asset) {
             match grant.amount {
                 Some(granted) => amount = amount.saturating_add(granted),
-                None => {
-                    return Err(WalletOpsError::Forbidden(format!(
-                        "spend limit: this write grants {} an unlimited hold on {name} on {chain}; a key with spend limits may grant only bounded amounts",
-                        grant.spender
-                    )));
-                }
+                None => verdict.refusals.push(Refusal::Forbidden(format!(
+                    "spend limit: this write grants {} an unlimited hold on {name} on {chain}; a key with spend limits may grant only bounded amounts",
+                    grant.spender
+                ))),
             }
         }
         if amount.is_zero() {
@@ -110,16 +175,22 @@ fn verdict(
             .iter()
             .find(|s| s.limit.chain == chain && s.limit.asset == name)
         else {
-            return Err(WalletOpsError::Forbidden(format!(
+            verdict.refusals.push(Refusal::Forbidden(format!(
                 "spend limit: this key moves only assets it has a limit on, and this write moves {amount} of {name} on {chain}, which has none"
             )));
+            continue;
         };
         let limit = &standing.limit;
-        if let Some(refusal) =
-            over_per_write(limit, amount).or_else(|| over_budget(limit, standing.spent_24h, amount))
-        {
-            return Err(refusal);
-        }
+        let broken = [
+            over_per_write(limit, amount),
+            over_budget(limit, standing.spent_24h, amount),
+        ];
+        verdict.refusals.extend(
+            broken
+                .into_iter()
+                .flatten()
+                .map(|e| Refusal::Forbidden(e.to_string())),
+        );
         let spend = Spend {
             key_id,
             chain: chain.to_owned(),
@@ -133,7 +204,7 @@ fn verdict(
         }
         verdict.spends.push(spend);
     }
-    Ok(verdict)
+    verdict
 }
 
 /// What `effects` does, in a clause for a person: each outflow and grant, or that it moves

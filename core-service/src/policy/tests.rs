@@ -42,9 +42,9 @@ fn standing(asset: Asset, per_write: u64, budget: u64, spent: u64) -> SpendStand
     }
 }
 
-fn forbidden(result: crate::error::Result<super::Verdict>) -> String {
-    match result {
-        Err(WalletOpsError::Forbidden(why)) => why,
+fn forbidden(verdict: super::Verdict) -> String {
+    match verdict.refusal() {
+        Some(WalletOpsError::Forbidden(why)) => why,
         other => panic!("expected FORBIDDEN, got {other:?}"),
     }
 }
@@ -63,7 +63,8 @@ fn every_asset_moved_is_reserved_against_its_own_limit() {
         standing(token(1), 1_000, 5_000, 0),
         standing(Asset::Native, 10, 10, 0),
     ];
-    let verdict = verdict(Uuid::nil(), CHAIN, &effects, &limits).unwrap();
+    let verdict = verdict(Uuid::nil(), CHAIN, &effects, &limits);
+    assert!(verdict.refusals.is_empty(), "{:?}", verdict.refusals);
     let spends: Vec<(String, U256)> = verdict
         .spends
         .into_iter()
@@ -112,10 +113,7 @@ fn a_grant_counts_as_moving_its_amount_and_an_unlimited_one_is_refused() {
     let why = forbidden(verdict(Uuid::nil(), CHAIN, &grant(Some(600)), &limits));
     assert!(why.contains("24-hour budget"), "{why}");
     assert_eq!(
-        verdict(Uuid::nil(), CHAIN, &grant(Some(500)), &limits)
-            .unwrap()
-            .spends[0]
-            .amount,
+        verdict(Uuid::nil(), CHAIN, &grant(Some(500)), &limits).spends[0].amount,
         U256::from(500)
     );
     let why = forbidden(verdict(Uuid::nil(), CHAIN, &grant(None), &limits));
@@ -156,8 +154,7 @@ fn a_write_passing_a_threshold_on_any_asset_is_held_for_it() {
         CHAIN,
         &effects,
         &[standing(Asset::Native, 10, 10, 0), held],
-    )
-    .unwrap();
+    );
     let (spend, threshold) = verdict.holds.first().cloned().expect("held");
     assert_eq!(
         (spend.asset, spend.amount, threshold),
@@ -171,7 +168,7 @@ fn effects_that_move_nothing_pass_and_say_so() {
         inflows: vec![out(token(3), 10)],
         ..Effects::default()
     };
-    let verdict = verdict(Uuid::nil(), CHAIN, &effects, &[standing(token(1), 1, 1, 0)]).unwrap();
+    let verdict = verdict(Uuid::nil(), CHAIN, &effects, &[standing(token(1), 1, 1, 0)]);
     assert!(verdict.spends.is_empty() && verdict.holds.is_empty());
     assert_eq!(describe(&effects), "moves nothing out of the wallet");
     let sent = Effects {
@@ -183,4 +180,32 @@ fn effects_that_move_nothing_pass_and_say_so() {
         "{}",
         describe(&sent)
     );
+}
+
+#[test]
+fn every_rule_broken_is_named_and_unknown_effects_are_unavailable() {
+    let effects = Effects {
+        outflows: vec![out(token(2), 1), out(token(1), 2_000)],
+        ..Effects::default()
+    };
+    let verdict = verdict(
+        Uuid::nil(),
+        CHAIN,
+        &effects,
+        &[standing(token(1), 1_000, 1_500, 0)],
+    );
+    assert_eq!(verdict.reasons().count(), 3, "{:?}", verdict.refusals);
+    let why = forbidden(verdict);
+    assert!(
+        why.contains("which has none") && why.contains("in one write") && why.contains("24-hour"),
+        "{why}"
+    );
+    let unknown = super::Verdict {
+        refusals: vec![super::Refusal::Unreadable("anvil lacks both".to_owned())],
+        ..super::Verdict::default()
+    };
+    assert!(matches!(
+        unknown.refusal(),
+        Some(WalletOpsError::ServiceUnavailable(why)) if why == "anvil lacks both"
+    ));
 }

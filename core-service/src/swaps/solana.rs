@@ -157,6 +157,10 @@ impl Swaps {
             unsigned: Unsigned::Built(built.transaction),
             record,
             effects: Foreseen::Known(effects),
+            fee: crate::transfers::Fee {
+                max: U256::from(cost.fee_lamports),
+                units: u64::from(cost.compute_units),
+            },
         }))
     }
 }

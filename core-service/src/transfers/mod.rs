@@ -14,6 +14,8 @@ mod record_lifecycle_tests;
 
 pub use broadcasts::BroadcastLog;
 
+use alloy::primitives::U256;
+
 use crate::{
     chains::Chain,
     effects::Foreseen,
@@ -42,12 +44,29 @@ pub enum Prepared {
     Solana(solana::Prepared),
 }
 
+/// The most a write's network fee may cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fee {
+    /// In the chain's native base units (wei, lamports).
+    pub max: U256,
+    /// The gas limit (EVM) or compute unit limit (Solana) it is priced at; 0 when not known.
+    pub units: u64,
+}
+
 impl Prepared {
     /// What it does to its wallet, as far as is known before signing.
     pub fn effects(&self) -> &Foreseen {
         match self {
             Self::Evm(p) => &p.effects,
             Self::Solana(p) => &p.effects,
+        }
+    }
+
+    /// The most its network fee may cost.
+    pub fn fee(&self) -> Fee {
+        match self {
+            Self::Evm(p) => p.fee(),
+            Self::Solana(p) => p.fee,
         }
     }
 }

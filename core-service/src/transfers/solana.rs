@@ -72,6 +72,8 @@ pub struct Prepared {
     pub(crate) record: NewTransaction,
     /// What it does.
     pub effects: Foreseen,
+    /// What its fee may cost.
+    pub(crate) fee: super::Fee,
 }
 
 /// The Solana pipeline.
@@ -265,6 +267,10 @@ impl SolanaPipeline {
             unsigned: Unsigned::Message(message, blockhash),
             record,
             effects: Foreseen::Known(effects),
+            fee: super::Fee {
+                max: U256::from(fee),
+                units: 0,
+            },
         })
     }
 
@@ -276,7 +282,7 @@ impl SolanaPipeline {
             wallet,
             unsigned,
             mut record,
-            effects: _,
+            ..
         } = prepared;
         let (chain, wallet) = (&chain, &wallet);
         record.idempotency_key = Some(ticket.claim.key);

@@ -21,6 +21,10 @@
 //! request and is not held again at step 5.
 
 pub mod approved;
+mod dry_run;
+mod parsed;
+
+pub use dry_run::DryRun;
 
 use prost::Message;
 use tonic::metadata::MetadataMap;
@@ -35,10 +39,9 @@ use crate::{
     error::{Result, WalletOpsError},
     idempotency::{Answer, Canonical, IdempotencyKey, Keyed, Ticket},
     policy::Verdict,
-    requests::{ApproveRequest, CallRequest, SendRequest, SwapRequest, WriteRequest},
-    transfers::Prepared,
 };
-use walletops_domain::{Approval, DelegatedWallet, Spend, Submission, WalletAddress};
+use parsed::Parsed;
+use walletops_domain::{Approval, Spend, Submission, WalletAddress};
 
 /// A write request as received: what a held write stores and runs again once approved.
 #[derive(Debug, Clone)]
@@ -184,71 +187,26 @@ impl Core {
             canonical,
             gate,
         };
-        let (transfers, swaps, chains) = (&self.transfers, &self.swaps, &*self.chains);
-        match &write {
-            Write::Send(m) => {
-                let request = SendRequest::parse(chains, m)?;
-                self.run(step, ticket, request, async |r, w| {
-                    transfers.prepare_send(r, w).await
-                })
-                .await
-            }
-            Write::Approve(m) => {
-                let request = ApproveRequest::parse(chains, m)?;
-                self.run(step, ticket, request, async |r, w| {
-                    transfers.prepare_approve(r, w).await
-                })
-                .await
-            }
-            Write::Call(m) => {
-                let request = CallRequest::parse(chains, m)?;
-                self.run(step, ticket, request, async |r, w| {
-                    transfers.prepare_call(r, w).await
-                })
-                .await
-            }
-            Write::Swap(m) => {
-                let request = SwapRequest::parse(chains, m)?;
-                self.run(step, ticket, request, async |r, w| {
-                    swaps.prepare(r, w).await
-                })
-                .await
-            }
-        }
+        let parsed = self.parse(caller, &write).await?;
+        self.run(step, ticket, parsed).await
     }
 
-    /// Steps 3 (the wallet) to 6 of `request`, parsed from `step.write`, built by `prepare`.
-    async fn run<R, P>(
-        &self,
-        step: Step<'_>,
-        ticket: Ticket,
-        request: R,
-        prepare: P,
-    ) -> Result<Written>
-    where
-        R: WriteRequest,
-        P: AsyncFnOnce(&R, &DelegatedWallet) -> Result<Prepared>,
-    {
-        let wallet = self
-            .wallets
-            .resolve_delegated(
-                step.caller.user_id,
-                request.chain().family(),
-                request.from(),
-                "from",
-            )
-            .await?;
+    /// Steps 4 to 6 of `parsed` under `ticket`.
+    async fn run(&self, step: Step<'_>, ticket: Ticket, parsed: Parsed) -> Result<Written> {
         self.idempotency
             .run(ticket, &self.chains, async |ticket| {
-                let prepared = prepare(&request, &wallet).await?;
+                let prepared = self.build(&parsed).await?;
                 let verdict = self
                     .policy
-                    .judge(step.caller, request.chain(), prepared.effects())
+                    .judge(step.caller, parsed.chain(), prepared.effects())
                     .await?;
+                if let Some(refusal) = verdict.refusal() {
+                    return Err(refusal);
+                }
                 if let Gate::Approved(approval) = step.gate {
                     beyond_approval(approval, &verdict)?;
                 } else if let Some((spend, threshold)) = verdict.holds.first() {
-                    let from = &wallet.wallet().address;
+                    let from = &parsed.wallet.wallet().address;
                     let approval = self
                         .approvals
                         .hold(ToHold {

@@ -211,3 +211,34 @@ impl From<SwapInput> for pb::SwapRequest {
         .into()
     }
 }
+
+/// `simulate`: exactly one of the writes, as its own tool takes it (its idempotency key is
+/// not needed and ignored).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct SimulateInput {
+    /// A `send`, simulated.
+    pub(crate) send: Option<SendInput>,
+    /// An `approve_token`, simulated.
+    pub(crate) approve_token: Option<ApproveInput>,
+    /// A `swap`, simulated.
+    pub(crate) swap: Option<SwapInput>,
+}
+
+impl SimulateInput {
+    /// The write it names, or what is wrong with it.
+    pub(crate) fn into_write(
+        self,
+    ) -> Result<pb::simulate_write_request::Write, crate::error::EdgeError> {
+        use pb::simulate_write_request::Write;
+        match (self.send, self.approve_token, self.swap) {
+            (Some(send), None, None) => Ok(Write::Send(send.into())),
+            (None, Some(approve), None) => Ok(Write::ApproveToken(approve.into())),
+            (None, None, Some(swap)) => Ok(Write::Swap(swap.into())),
+            _ => Err(crate::error::EdgeError::invalid(
+                "simulate",
+                "give exactly one of send, approveToken, swap",
+            )),
+        }
+    }
+}

@@ -40,12 +40,13 @@ use walletops_proto::{
 
 use self::inputs::{
     ApproveInput, GetApprovalInput, GetBalancesInput, GetTransactionInput, ListWalletsInput,
-    QuoteInput, SendInput, SwapInput,
+    QuoteInput, SendInput, SimulateInput, SwapInput,
 };
 use crate::{
     error::{EdgeError, ErrorBody},
     model::{
-        ApprovalJson, BalancesJson, QuoteResponseJson, SubmissionJson, TransactionJson, WalletsJson,
+        ApprovalJson, BalancesJson, DryRunJson, QuoteResponseJson, SubmissionJson, TransactionJson,
+        WalletsJson,
     },
     routes::{call, copy_headers},
 };
@@ -73,6 +74,7 @@ fn method_of(tool: &str) -> Option<&'static str> {
         "swap" => "/walletops.v1.WalletOpsService/Swap",
         "send" => "/walletops.v1.WalletOpsService/Send",
         "approve_token" => "/walletops.v1.WalletOpsService/ApproveToken",
+        "simulate" => "/walletops.v1.WalletOpsService/SimulateWrite",
         _ => return None,
     })
 }
@@ -369,6 +371,35 @@ impl Tools {
             },
         )
         .await)
+    }
+
+    #[tool(
+        description = "Check a write before you make it: give exactly one of send, \
+        approveToken or swap, with the fields its own tool takes. Nothing is signed or \
+        sent. Answers what it would do to the wallet as simulated on the chain (effects: \
+        outflows, inflows and allowances granted, per asset), whether your key's limits \
+        allow it (verdict: allowed, needsApproval, every reason), and the most its network \
+        fee may cost. Needs the read scope. Errors as the write itself would meet them \
+        before its verdict: INVALID_INPUT, INSUFFICIENT_FUNDS, SEND_FAILED (it would fail)."
+    )]
+    async fn simulate(
+        &self,
+        Parameters(input): Parameters<SimulateInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let headers = headers(&ctx);
+        let result = async {
+            let req = input
+                .into_write()
+                .map(|w| pb::SimulateWriteRequest { write: Some(w) });
+            let reply = self
+                .core
+                .clone()
+                .simulate_write(call(&headers, req)?)
+                .await?;
+            Ok(DryRunJson::from(reply.into_inner()))
+        };
+        Ok(answer(result.await, &headers))
     }
 
     #[tool(

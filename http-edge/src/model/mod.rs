@@ -11,10 +11,12 @@
 //! - `trade`: `POST /trade/quote` and `POST /trade/swap`.
 //! - `webhooks`: `/webhooks`, their secrets and deliveries.
 //! - `approvals`: `/approvals`, writes held for a person's approval.
+//! - `effects`: a write's dry run (`?dryRun=true`).
 //! - `values`: JSON values to and from protobuf `Value`s.
 
 mod approvals;
 mod balances;
+mod effects;
 mod trade;
 mod wallets;
 mod webhooks;
@@ -24,6 +26,7 @@ use walletops_proto::rest::{iso, iso_or_empty, short_name};
 
 pub(crate) use approvals::{ApprovalJson, ApprovalsJson, ApprovalsQuery, approval_state};
 pub(crate) use balances::{BalancesJson, BalancesQuery};
+pub(crate) use effects::DryRunJson;
 pub(crate) use trade::{QuoteBody, QuoteResponseJson, SwapBody};
 pub(crate) use walletops_proto::rest::TransactionJson;
 pub(crate) use wallets::{ListWalletsQuery, WalletsJson};

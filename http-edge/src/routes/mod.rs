@@ -8,7 +8,7 @@ use crate::CoreChannel;
 use axum::{
     Json,
     extract::{Path, State},
-    http::{HeaderMap, StatusCode},
+    http::HeaderMap,
     routing::get,
 };
 use tonic::metadata::{AsciiMetadataValue, BinaryMetadataValue, MetadataKey};
@@ -29,15 +29,15 @@ use walletops_proto::{
 
 mod approvals;
 mod webhooks;
+mod writes;
 
 use crate::{
     error::{EdgeError, ErrorBody},
     extract::{EdgeJson, QueryParams},
     model::{
-        ApproveBody, BalancesJson, BalancesQuery, ContractCallBody, ListWalletsQuery, QuoteBody,
-        QuoteResponseJson, SendBody, SubmissionJson, SwapBody, TransactionJson, WalletsJson,
+        BalancesJson, BalancesQuery, ListWalletsQuery, QuoteBody, QuoteResponseJson,
+        TransactionJson, WalletsJson,
     },
-    openapi::{WriteHeaders, WriteResponses},
 };
 
 /// The whole REST contract, one line per route: method and path (served under `/api/v1` and
@@ -52,11 +52,11 @@ fn v1_routes() -> OpenApiRouter<Edge> {
         .routes(at("GET /wallets/{address}/balances", routes!(get_balances_of))) // GetBalances
         .routes(at("GET /tx/{id}",                    routes!(get_transaction))) // GetTransaction
         .routes(at("GET /tx/events",                  routes!(watch_transactions))) // WatchTransactions
-        .routes(at("POST /send",                      routes!(send)))            // Send
-        .routes(at("POST /token/approve",             routes!(approve_token)))   // ApproveToken
-        .routes(at("POST /contracts/send",            routes!(call_contract)))   // CallContract
+        .routes(at("POST /send",                      routes!(writes::send)))          // Send (SimulateWrite with ?dryRun=true)
+        .routes(at("POST /token/approve",             routes!(writes::approve_token))) // ApproveToken (SimulateWrite)
+        .routes(at("POST /contracts/send",            routes!(writes::call_contract))) // CallContract (SimulateWrite)
         .routes(at("POST /trade/quote",               routes!(get_quote)))       // GetQuote
-        .routes(at("POST /trade/swap",                routes!(swap)))            // Swap
+        .routes(at("POST /trade/swap",                routes!(writes::swap)))          // Swap (SimulateWrite)
         .routes(at("POST /webhooks",                  routes!(webhooks::create_webhook))) // CreateWebhook
         .routes(at("GET /webhooks",                   routes!(webhooks::list_webhooks)))  // ListWebhooks
         .routes(at("DELETE /webhooks/{id}",           routes!(webhooks::delete_webhook))) // DeleteWebhook
@@ -371,55 +371,6 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, EdgeError> {
         .transpose()
 }
 
-#[utoipa::path(post, path = "/send", tag = "transactions", request_body = SendBody,
-    params(WriteHeaders), security(("api_key" = [])),
-    responses(WriteResponses))]
-async fn send(
-    State(mut edge): State<Edge>,
-    headers: HeaderMap,
-    body: Result<EdgeJson<SendBody>, EdgeError>,
-) -> Result<(StatusCode, Json<SubmissionJson>), EdgeError> {
-    let req = body.map(|EdgeJson(body)| body.into());
-    let resp = edge.core.send(call(&headers, req)?).await?;
-    Ok(submitted(resp.into_inner().submission))
-}
-
-#[utoipa::path(post, path = "/token/approve", tag = "transactions", request_body = ApproveBody,
-    params(WriteHeaders), security(("api_key" = [])),
-    responses(WriteResponses))]
-async fn approve_token(
-    State(mut edge): State<Edge>,
-    headers: HeaderMap,
-    body: Result<EdgeJson<ApproveBody>, EdgeError>,
-) -> Result<(StatusCode, Json<SubmissionJson>), EdgeError> {
-    let req = body.map(|EdgeJson(body)| body.into());
-    let resp = edge.core.approve_token(call(&headers, req)?).await?;
-    Ok(submitted(resp.into_inner().submission))
-}
-
-#[utoipa::path(post, path = "/contracts/send", tag = "transactions", request_body(
-        content = ContractCallBody,
-        examples(
-            ("function" = (summary = "Function and arguments", value = json!({
-                "chain": "base-sepolia", "to": "0x1111111111111111111111111111111111111111",
-                "function": "transfer(address,uint256)",
-                "args": ["0x2222222222222222222222222222222222222222", "1000000"]}))),
-            ("calldata" = (summary = "Raw calldata", value = json!({
-                "chain": "base-sepolia", "to": "0x1111111111111111111111111111111111111111",
-                "value": "0", "data": "0xd09de08a"}))),
-        )),
-    params(WriteHeaders), security(("api_key" = [])),
-    responses(WriteResponses))]
-async fn call_contract(
-    State(mut edge): State<Edge>,
-    headers: HeaderMap,
-    body: Result<EdgeJson<ContractCallBody>, EdgeError>,
-) -> Result<(StatusCode, Json<SubmissionJson>), EdgeError> {
-    let req = body.map(|EdgeJson(body)| body.into());
-    let resp = edge.core.call_contract(call(&headers, req)?).await?;
-    Ok(submitted(resp.into_inner().submission))
-}
-
 #[utoipa::path(post, path = "/trade/quote", tag = "trade", request_body = QuoteBody,
     security(("api_key" = [])),
     responses(
@@ -435,37 +386,6 @@ async fn get_quote(
     let req = body.map(|EdgeJson(body)| body.into());
     let resp = edge.core.get_quote(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().into()))
-}
-
-#[utoipa::path(post, path = "/trade/swap", tag = "trade", request_body = SwapBody,
-    params(WriteHeaders), security(("api_key" = [])),
-    responses(
-        (status = 200, description = "Accepted: the swap was signed, stored and sent; follow it with GET /tx/{id}", body = SubmissionJson),
-        (status = 400, description = "Bad input, unknown chain, INSUFFICIENT_FUNDS, or QUOTE_FAILED (the aggregator refused or failed; an ERC20 sale the router may not spend yet names the token and spender to approve). QUOTE_FAILED claims no Idempotency-Key", body = ErrorBody),
-        (status = 403, description = "Not the caller's wallet, or not delegated", body = ErrorBody),
-        (status = 409, description = "Idempotency-Key reused", body = ErrorBody),
-        (status = 502, description = "SEND_FAILED: the swap guard refused the aggregator's transaction (naming the check) or the node refused it; nothing was signed for a guard refusal", body = ErrorBody),
-        (status = 503, description = "SERVICE_UNAVAILABLE: no aggregator configured for the chain (trade.evm.api_key)", body = ErrorBody),
-    ))]
-async fn swap(
-    State(mut edge): State<Edge>,
-    headers: HeaderMap,
-    body: Result<EdgeJson<SwapBody>, EdgeError>,
-) -> Result<(StatusCode, Json<SubmissionJson>), EdgeError> {
-    let req = body.map(|EdgeJson(body)| body.into());
-    let resp = edge.core.swap(call(&headers, req)?).await?;
-    Ok(submitted(resp.into_inner().submission))
-}
-
-/// A write's answer: 200 with the submission, or 202 with the approval it is held for.
-fn submitted(submission: Option<pb::Submission>) -> (StatusCode, Json<SubmissionJson>) {
-    let json = SubmissionJson::from(submission);
-    let status = if json.is_held() {
-        StatusCode::ACCEPTED
-    } else {
-        StatusCode::OK
-    };
-    (status, Json(json))
 }
 
 async fn openapi_json(State(edge): State<Edge>) -> Json<utoipa::openapi::OpenApi> {

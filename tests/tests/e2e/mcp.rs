@@ -30,6 +30,7 @@ async fn tools_follow_the_keys_scopes(b: Backend) -> anyhow::Result<()> {
         "get_balances",
         "get_transaction",
         "list_wallets",
+        "simulate",
     ];
     let reader = connect(&svc, &key_with(&svc, "read").await?, false).await?;
     assert_eq!(tool_names(&reader).await?, reads);
@@ -41,7 +42,8 @@ async fn tools_follow_the_keys_scopes(b: Backend) -> anyhow::Result<()> {
             "get_balances",
             "get_transaction",
             "list_wallets",
-            "quote_swap"
+            "quote_swap",
+            "simulate"
         ]
     );
     let all = connect(&svc, &svc.api_key, true).await?;
@@ -57,6 +59,7 @@ async fn tools_follow_the_keys_scopes(b: Backend) -> anyhow::Result<()> {
             "list_wallets",
             "quote_swap",
             "send",
+            "simulate",
             "swap"
         ]
     );
@@ -253,7 +256,7 @@ async fn the_stdio_bridge_serves_the_tools_and_a_retried_call_pays_once() -> any
     let listed = io.answer(2).await?;
     assert_eq!(
         listed["result"]["tools"].as_array().map(Vec::len),
-        Some(8),
+        Some(9),
         "{listed}"
     );
     let payment = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {

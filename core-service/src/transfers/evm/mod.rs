@@ -127,6 +127,16 @@ pub struct Prepared {
     pub effects: Foreseen,
 }
 
+impl Prepared {
+    /// The most its fee may cost: its gas limit at its maximum fee per gas.
+    pub fn fee(&self) -> super::Fee {
+        super::Fee {
+            max: U256::from(self.tx.gas_limit).saturating_mul(U256::from(self.tx.max_fee_per_gas)),
+            units: self.tx.gas_limit,
+        }
+    }
+}
+
 impl EvmPipeline {
     /// A pipeline signing with `signer`, claiming keys with `idempotency`, noting broadcasts
     /// in `broadcasts` and handing refused records to `recovery`.

@@ -1,0 +1,50 @@
+//! The dry run (`?dryRun=true`, `SimulateWrite`, the MCP `simulate` tool): a write parsed,
+//! built, simulated and judged exactly as `Core::write` would, answered with what it would
+//! do, the verdict with every reason, and its fee. Nothing is signed, claimed or stored, no
+//! idempotency key is needed, and it counts as a read.
+
+use tonic::metadata::MetadataMap;
+
+use super::Write;
+use crate::{
+    Core,
+    auth::Operation,
+    effects::Foreseen,
+    error::{Result, WalletOpsError},
+    policy::{Refusal, Verdict},
+    transfers::Fee,
+};
+
+/// What a write would do, and whether it would be made.
+#[derive(Debug, Clone)]
+pub struct DryRun {
+    /// What its simulation says it does to the wallet.
+    pub effects: Foreseen,
+    /// The verdict of the caller's scopes and limits.
+    pub verdict: Verdict,
+    /// The most its network fee may cost.
+    pub fee: Fee,
+}
+
+impl Core {
+    /// The dry run of `write` for the caller of `metadata`. An error the write would meet
+    /// before its verdict (a bad field, a revert, a shortfall) is this one's too.
+    pub async fn simulate_write(&self, metadata: &MetadataMap, write: Write) -> Result<DryRun> {
+        let caller = self.admit(metadata, Operation::SimulateWrite).await?;
+        let parsed = self.parse(&caller, &write).await?;
+        let prepared = self.build(&parsed).await?;
+        let mut verdict = self
+            .policy
+            .judge(&caller, parsed.chain(), prepared.effects())
+            .await?;
+        // The write's own scope is the first thing the write would be refused for.
+        if let Err(WalletOpsError::Forbidden(why)) = caller.require(write.operation().scope()) {
+            verdict.refusals.insert(0, Refusal::Forbidden(why));
+        }
+        Ok(DryRun {
+            effects: prepared.effects().clone(),
+            fee: prepared.fee(),
+            verdict,
+        })
+    }
+}

@@ -1,0 +1,85 @@
+//! A write parsed and its wallet resolved (steps 3 of the write path), then built and
+//! simulated on its chain (step 4): shared by `Core::write` and the dry run, so a dry run
+//! answers for exactly the transaction the write would sign.
+
+use super::Write;
+use crate::{
+    Core,
+    auth::Caller,
+    chains::Chain,
+    error::Result,
+    requests::{ApproveRequest, CallRequest, SendRequest, SwapRequest, WriteRequest},
+    transfers::Prepared,
+};
+use walletops_domain::DelegatedWallet;
+
+/// A write's request, parsed into typed values.
+#[derive(Debug)]
+enum Request {
+    Send(SendRequest),
+    Approve(ApproveRequest),
+    Call(CallRequest),
+    Swap(SwapRequest),
+}
+
+impl Request {
+    fn parsed(&self) -> &dyn WriteRequest {
+        match self {
+            Self::Send(r) => r,
+            Self::Approve(r) => r,
+            Self::Call(r) => r,
+            Self::Swap(r) => r,
+        }
+    }
+}
+
+/// A write parsed, its wallet resolved with its ownership, link and delegation checks.
+#[derive(Debug)]
+pub(super) struct Parsed {
+    request: Request,
+    /// The wallet it acts on.
+    pub(super) wallet: DelegatedWallet,
+}
+
+impl Parsed {
+    /// The chain it writes to.
+    pub(super) fn chain(&self) -> &Chain {
+        self.request.parsed().chain()
+    }
+}
+
+impl Core {
+    /// Parses every field of `write` (all violations in one INVALID_INPUT) and resolves the
+    /// wallet it acts on for `caller`.
+    pub(super) async fn parse(&self, caller: &Caller, write: &Write) -> Result<Parsed> {
+        let chains = &*self.chains;
+        let request = match write {
+            Write::Send(m) => Request::Send(SendRequest::parse(chains, m)?),
+            Write::Approve(m) => Request::Approve(ApproveRequest::parse(chains, m)?),
+            Write::Call(m) => Request::Call(CallRequest::parse(chains, m)?),
+            Write::Swap(m) => Request::Swap(SwapRequest::parse(chains, m)?),
+        };
+        let parsed = request.parsed();
+        let wallet = self
+            .wallets
+            .resolve_delegated(
+                caller.user_id,
+                parsed.chain().family(),
+                parsed.from(),
+                "from",
+            )
+            .await?;
+        Ok(Parsed { request, wallet })
+    }
+
+    /// Builds `parsed` on its chain and simulates it: nothing is signed.
+    pub(super) async fn build(&self, parsed: &Parsed) -> Result<Prepared> {
+        let wallet = &parsed.wallet;
+        match &parsed.request {
+            Request::Send(r) => self.transfers.prepare_send(r, wallet).await,
+            Request::Approve(r) => self.transfers.prepare_approve(r, wallet).await,
+            Request::Call(r) => self.transfers.prepare_call(r, wallet).await,
+            Request::Swap(r) => self.swaps.prepare(r, wallet).await,
+        }
+    }
+}
