@@ -474,3 +474,60 @@ impl Anvil {
         Ok(out)
     }
 }
+
+/// A service on its own anvil, its default wallet funded with 1 ETH, and a second API key of
+/// its first user, to be limited: the set-up of the spend-limit and effects tests.
+pub struct KeyedWallet {
+    /// The node.
+    pub anvil: Anvil,
+    /// The service.
+    pub svc: crate::Service,
+    /// Its default EVM wallet.
+    pub wallet: Address,
+    /// The second key.
+    pub key: String,
+    /// The key's prefix, as the CLI names it.
+    pub prefix: String,
+}
+
+impl KeyedWallet {
+    /// Starts it on `backend`.
+    pub async fn start(backend: crate::Backend) -> anyhow::Result<Self> {
+        Self::on(Anvil::start().await?, backend, None).await
+    }
+
+    /// Starts it on `anvil`, the service reaching the node through `via` when given (a
+    /// gateway in front of it, say).
+    pub async fn on(
+        anvil: Anvil,
+        backend: crate::Backend,
+        via: Option<&str>,
+    ) -> anyhow::Result<Self> {
+        let options = anvil.service_options_via(via.unwrap_or(anvil.url()), "", &[]);
+        let svc = crate::Service::start_with(backend, options).await?;
+        let wallet = anvil
+            .fund_default_wallet(
+                &svc.rest(&svc.api_key),
+                alloy::primitives::utils::parse_ether("1")?,
+            )
+            .await?;
+        let key = svc.create_key("agent").await?;
+        let prefix = key.split('_').nth(1).unwrap_or_default().to_owned();
+        Ok(Self {
+            anvil,
+            svc,
+            wallet,
+            key,
+            prefix,
+        })
+    }
+
+    /// Deploys a test token whose 10,000 base units the wallet holds; its address.
+    pub async fn token(&self) -> anyhow::Result<Address> {
+        let token = self.anvil.deploy_token("WDT", 18).await?;
+        self.anvil
+            .mint(token, self.wallet, U256::from(10_000))
+            .await?;
+        Ok(token)
+    }
+}

@@ -39,6 +39,8 @@ pub struct Limits {
     /// Receipts and transactions by hash are answered with null, as by a node a block
     /// behind the one that answers the nonces.
     pub behind: bool,
+    /// Methods answered as a provider answers one it does not serve (-32601).
+    pub without: Vec<&'static str>,
 }
 
 /// A JSON-RPC gateway in front of a node, as hosted providers run them: it passes every call
@@ -66,11 +68,19 @@ impl Gateway {
         let one = move |call: Value| {
             let (node, http, kept) = (node.clone(), http.clone(), kept.clone());
             let mode = *mode.lock().expect("gateway mode");
-            let (limited_call, behind) = {
+            let (limited_call, behind, without) = {
                 let limits = limited.lock().expect("gateway limits");
-                (limits.limited_call, limits.behind)
+                (limits.limited_call, limits.behind, limits.without.clone())
             };
             async move {
+                if let Some(method) = call["method"].as_str()
+                    && without.contains(&method)
+                {
+                    return Ok(
+                        json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": -32601,
+                        "message": format!("the method {method} does not exist/is not available")}}),
+                    );
+                }
                 if behind
                     && (call["method"] == "eth_getTransactionReceipt"
                         || call["method"] == "eth_getTransactionByHash")

@@ -5,12 +5,17 @@
 //! are read on the node.
 
 use alloy::{
-    primitives::{Address, Bytes, U256, utils::parse_ether},
+    primitives::{Address, Bytes, U256},
     sol,
     sol_types::SolCall,
 };
 use serde_json::{Value, json};
-use walletops_tests::{Backend, Rest, Service, anvil::Anvil, on_both_backends};
+use walletops_tests::{
+    Backend, Rest, Service,
+    anvil::{Anvil, KeyedWallet},
+    gateway::{Gateway, Limits},
+    on_both_backends,
+};
 
 const STRANGER: &str = "0x5555555555555555555555555555555555555555";
 
@@ -36,16 +41,16 @@ struct Setup {
 }
 
 async fn setup(b: Backend) -> anyhow::Result<Setup> {
-    let anvil = Anvil::start().await?;
-    let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
-    let wallet = anvil
-        .fund_default_wallet(&svc.rest(&svc.api_key), parse_ether("1")?)
-        .await?;
-    let token = anvil.deploy_token("WDT", 18).await?;
-    anvil.mint(token, wallet, U256::from(10_000)).await?;
+    let keyed = KeyedWallet::start(b).await?;
+    let token = keyed.token().await?;
+    let KeyedWallet {
+        anvil,
+        svc,
+        wallet,
+        key,
+        prefix,
+    } = keyed;
     let relay = anvil.deploy_relay().await?;
-    let key = svc.create_key("agent").await?;
-    let prefix = key.split('_').nth(1).unwrap_or_default().to_owned();
     let token_text = token.to_string();
     svc.limit_key(
         &prefix,
@@ -323,8 +328,91 @@ async fn parallel_effects_cannot_overspend_a_budget(b: Backend) -> anyhow::Resul
     Ok(())
 }
 
+/// A node without `eth_simulateV1` is asked `debug_traceCall`, whose call frames show the
+/// same outflows; one with neither leaves a limited key's writes refused 503 naming the chain
+/// and the methods, while a key without limits writes as before.
+async fn nodes_without_simulate_fall_back_then_refuse_limited_keys(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let gateway = Gateway::start(anvil.url()).await?;
+    gateway.limit(Limits {
+        without: vec!["eth_simulateV1"],
+        ..Limits::default()
+    });
+    let keyed = KeyedWallet::on(anvil, b, Some(gateway.url())).await?;
+    let token = keyed.token().await?;
+    let KeyedWallet {
+        anvil,
+        svc,
+        wallet,
+        key,
+        prefix,
+    } = keyed;
+    let owner = svc.rest(&svc.api_key);
+    let lower = token.to_string().to_lowercase();
+    svc.limit_key(
+        &prefix,
+        &[
+            "--chain",
+            "anvil",
+            "--asset",
+            &lower,
+            "--max-per-tx",
+            "1000",
+        ],
+    )
+    .await?;
+    let api = svc.rest(&key);
+    let over = transferCall {
+        to: stranger(),
+        amount: U256::from(5_000),
+    }
+    .abi_encode();
+    let reply = api
+        .post("/contracts/send", &call(token, over.clone(), 0))
+        .await?;
+    reply.assert_error(403, "FORBIDDEN")?;
+    assert!(reply.text.contains("at most 1000"), "{}", reply.text);
+    let within = transferCall {
+        to: stranger(),
+        amount: U256::from(600),
+    }
+    .abi_encode();
+    let reply = api
+        .post("/contracts/send", &call(token, within.clone(), 0))
+        .await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    api.wait_for_status(reply.body["id"].as_str().unwrap_or_default(), "CONFIRMED")
+        .await?;
+
+    gateway.limit(Limits {
+        without: vec!["eth_simulateV1", "debug_traceCall"],
+        ..Limits::default()
+    });
+    let signed = anvil.nonce(wallet).await?;
+    let reply = api
+        .post("/contracts/send", &call(token, within.clone(), 0))
+        .await?;
+    reply.assert_error(503, "SERVICE_UNAVAILABLE")?;
+    assert!(
+        reply.text.contains("anvil") && reply.text.contains("debug_traceCall"),
+        "{}",
+        reply.text
+    );
+    assert_eq!(anvil.nonce(wallet).await?, signed, "nothing was signed");
+    let reply = owner.post("/contracts/send", &call(token, over, 0)).await?;
+    assert_eq!(
+        reply.status, 200,
+        "a key without limits writes: {}",
+        reply.text
+    );
+    Ok(())
+}
+
 on_both_backends!(
     contract_calls_are_held_to_what_they_move,
     pulls_through_an_earlier_allowance_are_outflows,
     parallel_effects_cannot_overspend_a_budget,
+    nodes_without_simulate_fall_back_then_refuse_limited_keys,
 );

@@ -2,44 +2,17 @@
 //! FORBIDDEN naming it, over REST, gRPC and MCP alike, and concurrent writes cannot
 //! overspend a budget together: each is reserved in the transaction that signs it.
 
-use alloy::primitives::{Address, U256, utils::parse_ether};
+use alloy::primitives::{Address, U256};
 use serde_json::json;
 use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
 use walletops_tests::{
-    Backend, Service,
-    anvil::Anvil,
+    Backend,
+    anvil::KeyedWallet,
     mcp::{call, connect},
     on_both_backends, reason, write_request,
 };
 
 const RECIPIENT: &str = "0x1111111111111111111111111111111111111111";
-
-/// A service on a new anvil, its default wallet funded: the node, the service, the wallet,
-/// and a new key of the first user with its prefix.
-struct Limited {
-    anvil: Anvil,
-    svc: Service,
-    wallet: Address,
-    key: String,
-    prefix: String,
-}
-
-async fn limited(b: Backend) -> anyhow::Result<Limited> {
-    let anvil = Anvil::start().await?;
-    let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
-    let wallet = anvil
-        .fund_default_wallet(&svc.rest(&svc.api_key), parse_ether("1")?)
-        .await?;
-    let key = svc.create_key("agent").await?;
-    let prefix = key.split('_').nth(1).unwrap_or_default().to_owned();
-    Ok(Limited {
-        anvil,
-        svc,
-        wallet,
-        key,
-        prefix,
-    })
-}
 
 fn native(amount: &str) -> serde_json::Value {
     json!({"chain": "anvil", "to": RECIPIENT, "asset": "native", "amount": amount})
@@ -48,13 +21,13 @@ fn native(amount: &str) -> serde_json::Value {
 /// Twenty sends of 1000 wei at once under a 24-hour budget of 5000: exactly five are signed
 /// and paid, the others refused naming the budget.
 async fn concurrent_writes_cannot_overspend_a_budget(b: Backend) -> anyhow::Result<()> {
-    let Limited {
+    let KeyedWallet {
         anvil,
         svc,
         wallet,
         key,
         prefix,
-    } = limited(b).await?;
+    } = KeyedWallet::start(b).await?;
     svc.limit_key(&prefix, &["--chain", "anvil", "--daily", "5000"])
         .await?;
     let api = svc.rest(&key);
@@ -101,13 +74,13 @@ async fn concurrent_writes_cannot_overspend_a_budget(b: Backend) -> anyhow::Resu
 /// A write over the per-write maximum is refused over REST, gRPC and MCP, before anything
 /// is signed; one at the maximum passes. A token's limit is the token's.
 async fn the_maximum_per_write_holds_on_every_surface(b: Backend) -> anyhow::Result<()> {
-    let Limited {
+    let KeyedWallet {
         anvil,
         svc,
         wallet,
         key,
         prefix,
-    } = limited(b).await?;
+    } = KeyedWallet::start(b).await?;
     let token = anvil.deploy_token("LIM", 18).await?;
     svc.limit_key(&prefix, &["--chain", "anvil", "--max-per-tx", "100"])
         .await?;
