@@ -33,6 +33,11 @@ impl Refusal {
     fn new(check: &'static str, why: String) -> Self {
         Self { check, why }
     }
+
+    /// The effects check's refusal of a swap whose effects cannot be read.
+    pub fn unreadable(why: &str) -> Self {
+        Self::new("effects", format!("what it does cannot be read: {why}"))
+    }
 }
 
 /// A refused swap is SEND_FAILED: the request was fine, the transaction built for it is not.

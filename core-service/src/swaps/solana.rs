@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{
     Swaps,
-    guard::{self, SolanaTerms},
+    guard::{self, SolanaTerms, SwapEffects},
     record_request,
 };
 use alloy::primitives::U256;
@@ -23,7 +23,7 @@ use crate::{
         solana::{self, Unsigned},
     },
 };
-use walletops_domain::{Asset, DelegatedWallet, Effects, Flow, SwapTerms, TxKind, WalletAddress};
+use walletops_domain::{Asset, DelegatedWallet, SwapTerms, TxKind, WalletAddress};
 use walletops_store::NewTransaction;
 
 /// The programs a swap transaction invokes around its route: the route's own program is the
@@ -136,27 +136,37 @@ impl Swaps {
             valid_until: Some(valid_until),
             held_until: None,
         };
-        // What the quote sells; read from a simulation once the Solana node is asked.
-        let sold = if sells_sol {
-            Asset::Native
-        } else {
-            Asset::Token(WalletAddress::Solana(quote.input_mint))
+        // What the route does to the wallet, read from its simulation: exactly the amount
+        // sold leaves, at least the minimum comes in, nothing else moves or changes hands.
+        let effects = client.simulate(&from, &built.transaction).await?;
+        let asset = |mint: Pubkey| {
+            if mint == WRAPPED_SOL_MINT {
+                Asset::Native
+            } else {
+                Asset::Token(WalletAddress::Solana(mint))
+            }
         };
-        let effects = Effects {
-            outflows: vec![Flow {
-                asset: sold,
-                counterparty: WalletAddress::Solana(route),
-                amount: U256::from(quote.in_amount),
-                token_id: None,
-            }],
-            ..Effects::default()
-        };
+        match &effects {
+            Foreseen::Known(seen) => guard::check_effects(
+                seen,
+                &SwapEffects {
+                    sold: (asset(quote.input_mint), U256::from(quote.in_amount)),
+                    bought: (
+                        asset(quote.output_mint),
+                        U256::from(quote.other_amount_threshold),
+                    ),
+                },
+            )?,
+            Foreseen::Unknown(why) => {
+                return Err(guard::Refusal::unreadable(why).into());
+            }
+        }
         Ok(Prepared::Solana(solana::Prepared {
             chain: chain.clone(),
             wallet: wallet.clone(),
             unsigned: Unsigned::Built(built.transaction),
             record,
-            effects: Foreseen::Known(effects),
+            effects,
             fee: crate::transfers::Fee {
                 max: U256::from(cost.fee_lamports),
                 units: u64::from(cost.compute_units),

@@ -32,9 +32,10 @@ use crate::{
     signer::Signer,
 };
 use alloy::primitives::U256;
+use solana_message::VersionedMessage;
+use solana_signature::Signature;
 use walletops_domain::{
-    Asset, DelegatedWallet, Effects, Flow, OpenTransaction, Submission, TxKind, TxStatus,
-    WalletAddress,
+    DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress,
 };
 use walletops_store::{NewTransaction, Store};
 
@@ -251,22 +252,20 @@ impl SolanaPipeline {
             valid_until: Some(valid_until),
             held_until: None,
         };
-        // The service built these instructions itself: they move exactly this.
-        let effects = Effects {
-            outflows: vec![Flow {
-                asset: token.map_or(Asset::Native, |m| Asset::Token(WalletAddress::Solana(m))),
-                counterparty: WalletAddress::Solana(intent.to),
-                amount: U256::from(intent.amount),
-                token_id: None,
-            }],
-            ..Effects::default()
+        let unsigned = VersionedTransaction {
+            signatures: vec![
+                Signature::default();
+                usize::from(message.header.num_required_signatures)
+            ],
+            message: VersionedMessage::Legacy(message.clone()),
         };
+        let effects = client.simulate(&from, &unsigned).await?;
         Ok(Prepared {
             chain: chain.clone(),
             wallet: wallet.clone(),
             unsigned: Unsigned::Message(message, blockhash),
             record,
-            effects: Foreseen::Known(effects),
+            effects,
             fee: super::Fee {
                 max: U256::from(fee),
                 units: 0,

@@ -14,7 +14,7 @@ use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 use walletops_core::trade::WRAPPED_SOL_MINT;
 use walletops_tests::{
     Backend, Options, Rest, Service,
-    fakes::jupiter::JupiterFake,
+    fakes::jupiter::{Extra, JupiterFake, STRANGER},
     on_both_backends,
     solana_node::{self as node, SolanaNode},
 };
@@ -307,7 +307,56 @@ async fn twenty_identical_solana_swaps_give_one_swap(b: Backend) -> anyhow::Resu
     Ok(())
 }
 
+/// A route that does more than the swap (pays a stranger from the wallet in SOL or in the
+/// token, delegates or hands over the wallet's token account, closes it to a stranger, or
+/// assigns the wallet to another program) passes the programs check, since it uses only
+/// System and Token; its simulated effects refuse it, and nothing is signed.
+async fn a_route_that_does_more_than_the_swap_is_refused(b: Backend) -> anyhow::Result<()> {
+    let desk = SolDesk::open(b, "").await?;
+    // An honest swap first, so the wallet holds the token and its account.
+    let reply = desk
+        .api()
+        .post("/trade/swap", &desk.buy("NATIVE", SOL))
+        .await?;
+    anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
+    let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
+    desk.api().wait_for_status(&id, "CONFIRMED").await?;
+    let before = desk.balances(&desk.wallet).await?;
+    for (extra, words) in [
+        (Extra::SolTransfer, "it takes 1001000000 of native"),
+        (Extra::TokenTransfer, "also sends"),
+        (Extra::Approve, "lets"),
+        (Extra::SetOwner, "lets"),
+        (Extra::Close, ""),
+        (Extra::Assign, "lets"),
+    ] {
+        desk.fake.faults().add_to_swaps(extra);
+        let reply = desk
+            .api()
+            .post("/trade/swap", &desk.buy("NATIVE", SOL))
+            .await?;
+        reply
+            .assert_error(502, "SEND_FAILED")
+            .map_err(|e| e.context(format!("{extra:?}")))?;
+        // Closing an account that holds tokens fails on the node itself: refused all the same.
+        assert!(
+            (reply.text.contains("effects check") && reply.text.contains(words))
+                || (extra == Extra::Close && reply.text.contains("would fail")),
+            "{extra:?}: {}",
+            reply.text
+        );
+        assert_eq!(
+            desk.balances(&desk.wallet).await?,
+            before,
+            "{extra:?}: nothing signed"
+        );
+    }
+    assert_eq!(desk.rpc.get_balance(&STRANGER).await?, 0);
+    Ok(())
+}
+
 on_both_backends!(
+    a_route_that_does_more_than_the_swap_is_refused,
     twenty_identical_solana_swaps_give_one_swap,
     a_solana_quote_resolves_native_and_prices_as_jupiter,
     a_solana_swap_moves_the_quoted_amounts_and_replays_without_sending,

@@ -1,6 +1,7 @@
 //! The Solana chain client over the Solana RPC client: SOL and SPL balances (Token and
 //! Token-2022, one `getTokenAccountsByOwner` per token program), mints, blockhashes, fees,
-//! sending with its outcome classified, and signature statuses.
+//! a write's simulation read into its effects (`simulate.rs`), sending with its outcome
+//! classified, and signature statuses.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -29,6 +30,8 @@ use solana_transaction::{Transaction, versioned::VersionedTransaction};
 use spl_token_2022_interface::{extension::StateWithExtensions, state::Mint};
 
 use super::failover::solana::Failover;
+
+mod simulate;
 use crate::error::WalletOpsError;
 
 /// The two SPL token programs.

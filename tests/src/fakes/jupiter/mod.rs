@@ -16,13 +16,11 @@
 //! when told to), `CIRCULAR_ARBITRAGE_IS_DISABLED` for equal mints; and on request a 500 or
 //! a stall (`JupiterFaults`).
 
-use std::{
-    collections::{HashMap, HashSet},
-    net::SocketAddr,
-    str::FromStr,
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+mod faults;
+
+pub use faults::{Extra, JupiterFaults, STRANGER};
+
+use std::{collections::HashMap, net::SocketAddr, str::FromStr, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use axum::{
@@ -158,59 +156,6 @@ impl JupiterFake {
     /// The switches for its failures.
     pub fn faults(&self) -> &JupiterFaults {
         &self.faults
-    }
-}
-
-/// Failures the fake shows on request. Shared: every clone switches the same fake.
-#[derive(Debug, Clone, Default)]
-pub struct JupiterFaults(Arc<Mutex<FaultState>>);
-
-#[derive(Debug, Default)]
-struct FaultState {
-    untradable: HashSet<Pubkey>,
-    no_route: bool,
-    fail: u32,
-    stall: u32,
-    requests: u64,
-}
-
-impl JupiterFaults {
-    fn lock(&self) -> std::sync::MutexGuard<'_, FaultState> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Quotes and swaps with `mint` on either side answer 400 `TOKEN_NOT_TRADABLE`.
-    pub fn not_tradable(&self, mint: Pubkey) {
-        self.lock().untradable.insert(mint);
-    }
-
-    /// Every quote and swap answers 400 `COULD_NOT_FIND_ANY_ROUTE` while `on`.
-    pub fn no_route(&self, on: bool) {
-        self.lock().no_route = on;
-    }
-
-    /// The next `count` requests answer HTTP 500.
-    pub fn fail_next(&self, count: u32) {
-        self.lock().fail = count;
-    }
-
-    /// The next `count` requests get no answer for a minute.
-    pub fn stall_next(&self, count: u32) {
-        self.lock().stall = count;
-    }
-
-    /// Clears every switch.
-    pub fn clear(&self) {
-        let mut state = self.lock();
-        state.untradable.clear();
-        state.no_route = false;
-        state.fail = 0;
-        state.stall = 0;
-    }
-
-    /// How many requests arrived so far, faulted ones included.
-    pub fn requests(&self) -> u64 {
-        self.lock().requests
     }
 }
 
@@ -450,7 +395,11 @@ async fn swap(State(venue): State<Shared>, body: Bytes) -> Result<Json<Value>, J
     let trade = venue.trade(quoted(quote, "inputMint")?, quoted(quote, "outputMint")?)?;
     let in_amount: u64 = quoted(quote, "inAmount")?;
     let out_amount: u64 = quoted(quote, "outAmount")?;
-    let instructions = venue.swap_instructions(&user, &trade, in_amount, out_amount)?;
+    let mut instructions = venue.swap_instructions(&user, &trade, in_amount, out_amount)?;
+    let extra = venue.faults.lock().extra;
+    if let Some(extra) = extra {
+        instructions.push(venue.extra(&user, extra)?);
+    }
     let (blockhash, last_valid_block_height) = venue
         .rpc
         .get_latest_blockhash_with_commitment(venue.rpc.commitment())

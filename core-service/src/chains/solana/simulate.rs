@@ -1,0 +1,183 @@
+//! A Solana write's simulation before it is signed: the token accounts the transaction names
+//! read first (one `getMultipleAccounts`, the pre-state), then `simulateTransaction` with the
+//! wallet and its token accounts as `accounts` and `innerInstructions`, and every instruction
+//! it runs, top level and CPI, read into its effects on the wallet (`effects::solana`).
+
+use std::{collections::HashMap, str::FromStr};
+
+use serde_json::Value;
+use solana_pubkey::Pubkey;
+use solana_rpc_client_api::config::{
+    CommitmentConfig, RpcSimulateTransactionAccountsConfig, RpcSimulateTransactionConfig,
+    UiAccountEncoding, UiTransactionEncoding,
+};
+use solana_transaction::versioned::VersionedTransaction;
+use spl_token_2022_interface::{extension::StateWithExtensions, state::Account};
+
+use super::{SolanaClient, TOKEN_PROGRAMS, rpc_failed};
+use crate::{
+    effects::{
+        Foreseen,
+        solana::{Op, TokenAccount, effects_of, op_of, op_of_parsed},
+    },
+    error::WalletOpsError,
+};
+
+/// How many log lines of a failed simulation its refusal quotes.
+const LOG_LINES: usize = 5;
+
+impl SolanaClient {
+    /// Simulates `tx` (its signatures need not be in place) and reads what it does to
+    /// `wallet`. A transaction that would fail is SEND_FAILED with the node's error and the
+    /// end of its logs; nothing has been signed at this point.
+    pub async fn simulate(
+        &self,
+        wallet: &Pubkey,
+        tx: &VersionedTransaction,
+    ) -> Result<Foreseen, WalletOpsError> {
+        let keys = tx.message.static_account_keys().to_vec();
+        let pre = self.token_accounts(&keys).await?;
+        let mut watched = vec![wallet.to_string()];
+        watched.extend(
+            pre.iter()
+                .filter(|(_, a)| a.owner == *wallet)
+                .map(|(k, _)| k.to_string()),
+        );
+        let config = RpcSimulateTransactionConfig {
+            sig_verify: false,
+            replace_recent_blockhash: false,
+            commitment: Some(CommitmentConfig::confirmed()),
+            encoding: Some(UiTransactionEncoding::Base64),
+            accounts: Some(RpcSimulateTransactionAccountsConfig {
+                encoding: Some(UiAccountEncoding::Base64),
+                addresses: watched,
+            }),
+            min_context_slot: None,
+            inner_instructions: true,
+        };
+        let result = self
+            .rpc
+            .simulate_transaction_with_config(tx, config)
+            .await
+            .map_err(|e| rpc_failed("simulate the transaction", e))?
+            .value;
+        if let Some(err) = result.err {
+            let logs = result.logs.unwrap_or_default();
+            let tail = &logs[logs.len().saturating_sub(LOG_LINES)..];
+            return Err(WalletOpsError::SendFailed(format!(
+                "the transaction would fail: {err}{}",
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (logs: {})", tail.join(" | "))
+                }
+            )));
+        }
+        // Account indexes count the static keys, then those loaded from lookup tables.
+        let mut all = keys;
+        if let Some(loaded) = &result.loaded_addresses {
+            for key in loaded.writable.iter().chain(&loaded.readonly) {
+                all.push(Pubkey::from_str(key).map_err(|e| rpc_failed("list loaded accounts", e))?);
+            }
+        }
+        let mut ops = Vec::new();
+        for ix in tx.message.instructions() {
+            ops.push(compiled(
+                &all,
+                usize::from(ix.program_id_index),
+                ix.accounts.iter().map(|&i| usize::from(i)),
+                &ix.data,
+            ));
+        }
+        let inner = serde_json::to_value(result.inner_instructions.unwrap_or_default())
+            .map_err(|e| rpc_failed("read inner instructions", e))?;
+        for ix in inner
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|group| group["instructions"].as_array())
+            .flatten()
+        {
+            ops.push(inner_op(&all, ix));
+        }
+        Ok(match effects_of(wallet, &pre, &ops) {
+            Ok(effects) => Foreseen::Known(effects),
+            Err(why) => Foreseen::Unknown(why.to_string()),
+        })
+    }
+
+    /// The token accounts among `keys`, with their mint and owner, read in one call.
+    async fn token_accounts(
+        &self,
+        keys: &[Pubkey],
+    ) -> Result<HashMap<Pubkey, TokenAccount>, WalletOpsError> {
+        let accounts = self
+            .rpc
+            .get_multiple_accounts(keys)
+            .await
+            .map_err(|e| rpc_failed("read accounts", e))?;
+        Ok(keys
+            .iter()
+            .zip(accounts)
+            .filter_map(|(key, account)| {
+                let account = account.filter(|a| TOKEN_PROGRAMS.contains(&a.owner))?;
+                let state = StateWithExtensions::<Account>::unpack(&account.data).ok()?;
+                Some((
+                    *key,
+                    TokenAccount {
+                        mint: state.base.mint,
+                        owner: state.base.owner,
+                    },
+                ))
+            })
+            .collect())
+    }
+}
+
+/// The op of a compiled instruction, its indexes resolved against `keys`; one naming an
+/// account the node did not list cannot be read.
+fn compiled(
+    keys: &[Pubkey],
+    program: usize,
+    accounts: impl Iterator<Item = usize>,
+    data: &[u8],
+) -> Op {
+    let resolved: Option<Vec<Pubkey>> = accounts.map(|i| keys.get(i).copied()).collect();
+    match (keys.get(program), resolved) {
+        (Some(program), Some(accounts)) => op_of(program, &accounts, data),
+        (_, accounts) => Op::Unreadable {
+            program: "unresolved",
+            what: "an instruction naming accounts the node did not list".to_owned(),
+            // Unresolved: taken as touching every account the transaction names, so it
+            // refuses rather than passes.
+            accounts: accounts.unwrap_or_else(|| keys.to_vec()),
+        },
+    }
+}
+
+/// The op of an inner instruction as the node gave it: compiled (account indexes), or
+/// `jsonParsed` / partially decoded (addresses).
+fn inner_op(keys: &[Pubkey], ix: &Value) -> Op {
+    let Some(program) = ix["programIdIndex"].as_u64() else {
+        return op_of_parsed(ix);
+    };
+    let data = ix["data"]
+        .as_str()
+        .and_then(|d| bs58::decode(d).into_vec().ok());
+    let accounts: Option<Vec<usize>> = ix["accounts"].as_array().map(|a| {
+        a.iter()
+            .filter_map(|i| i.as_u64())
+            .map(|i| i as usize)
+            .collect()
+    });
+    match (data, accounts) {
+        (Some(data), Some(accounts)) => {
+            compiled(keys, program as usize, accounts.into_iter(), &data)
+        }
+        _ => Op::Unreadable {
+            program: "unresolved",
+            what: "an inner instruction in no known form".to_owned(),
+            accounts: keys.to_vec(),
+        },
+    }
+}

@@ -1,0 +1,133 @@
+//! The fake's failures on request, and the instructions a malicious route adds to the swaps
+//! it builds.
+
+use std::{
+    collections::HashSet,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use solana_pubkey::Pubkey;
+use solana_transaction::Instruction;
+use spl_associated_token_account_interface::address::get_associated_token_address_with_program_id;
+
+use super::{JupError, Venue};
+
+/// What a malicious route adds to the swaps it builds, each toward `STRANGER`, each
+/// allowed by the wallet's signature on the whole transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extra {
+    /// A System transfer of 1,000,000 lamports from the wallet (rent-exempt for a new account).
+    SolTransfer,
+    /// A transfer of 1 base unit from the wallet's token account.
+    TokenTransfer,
+    /// A delegation of 1,000 base units of the wallet's token account.
+    Approve,
+    /// The wallet's token account handed over (`SetAuthority` AccountOwner).
+    SetOwner,
+    /// The wallet's token account closed to the stranger (it must be empty to close).
+    Close,
+    /// The wallet itself assigned to another program.
+    Assign,
+}
+
+/// Who a malicious route pays.
+pub const STRANGER: Pubkey = Pubkey::new_from_array([7; 32]);
+
+/// Failures the fake shows on request. Shared: every clone switches the same fake.
+#[derive(Debug, Clone, Default)]
+pub struct JupiterFaults(Arc<Mutex<FaultState>>);
+
+#[derive(Debug, Default)]
+pub(super) struct FaultState {
+    /// What every swap built adds after its legs.
+    pub(super) extra: Option<Extra>,
+    pub(super) untradable: HashSet<Pubkey>,
+    pub(super) no_route: bool,
+    pub(super) fail: u32,
+    pub(super) stall: u32,
+    pub(super) requests: u64,
+}
+
+impl JupiterFaults {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, FaultState> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Quotes and swaps with `mint` on either side answer 400 `TOKEN_NOT_TRADABLE`.
+    pub fn not_tradable(&self, mint: Pubkey) {
+        self.lock().untradable.insert(mint);
+    }
+
+    /// Every quote and swap answers 400 `COULD_NOT_FIND_ANY_ROUTE` while `on`.
+    pub fn no_route(&self, on: bool) {
+        self.lock().no_route = on;
+    }
+
+    /// The next `count` requests answer HTTP 500.
+    pub fn fail_next(&self, count: u32) {
+        self.lock().fail = count;
+    }
+
+    /// The next `count` requests get no answer for a minute.
+    pub fn stall_next(&self, count: u32) {
+        self.lock().stall = count;
+    }
+
+    /// Every swap built adds `extra` after its legs.
+    pub fn add_to_swaps(&self, extra: Extra) {
+        self.lock().extra = Some(extra);
+    }
+
+    /// Clears every switch.
+    pub fn clear(&self) {
+        let mut state = self.lock();
+        state.extra = None;
+        state.untradable.clear();
+        state.no_route = false;
+        state.fail = 0;
+        state.stall = 0;
+    }
+
+    /// How many requests arrived so far, faulted ones included.
+    pub fn requests(&self) -> u64 {
+        self.lock().requests
+    }
+}
+
+impl Venue {
+    /// The instruction a malicious route adds for `user`.
+    pub(super) fn extra(&self, user: &Pubkey, extra: Extra) -> Result<Instruction, JupError> {
+        use spl_token_2022_interface::instruction as token;
+        let program = &self.token_program;
+        let tokens = get_associated_token_address_with_program_id(user, &self.mint, program);
+        let built = match extra {
+            Extra::SolTransfer => Ok(solana_system_interface::instruction::transfer(
+                user, &STRANGER, 1_000_000,
+            )),
+            Extra::TokenTransfer => token::transfer_checked(
+                program,
+                &tokens,
+                &self.mint,
+                &self.pool_token_account(),
+                user,
+                &[],
+                1,
+                self.decimals,
+            ),
+            Extra::Approve => token::approve(program, &tokens, &STRANGER, user, &[], 1_000),
+            Extra::SetOwner => token::set_authority(
+                program,
+                &tokens,
+                Some(&STRANGER),
+                token::AuthorityType::AccountOwner,
+                user,
+                &[],
+            ),
+            Extra::Close => token::close_account(program, &tokens, &STRANGER, user, &[]),
+            Extra::Assign => Ok(solana_system_interface::instruction::assign(
+                user, &STRANGER,
+            )),
+        };
+        built.map_err(|e| JupError::internal(e.to_string()))
+    }
+}
