@@ -204,16 +204,17 @@ impl WalletOpsError {
     /// Whether a write refused this way, before anything was signed, leaves its
     /// Idempotency-Key free: the refusal came from outside the request (an aggregator that
     /// refused or failed, the wallet provider failing, a part the operator has not
-    /// configured), so the same request may succeed later, and its key with it. Every other
-    /// refusal spends the key. No arm is a catch-all: a new variant must say which it is.
+    /// configured) or from the key's limits (which the owner may raise), so the same request
+    /// may succeed later, and its key with it. Every other refusal spends the key. No arm is
+    /// a catch-all: a new variant must say which it is.
     pub fn leaves_key_free(&self) -> bool {
         match self {
-            Self::QuoteFailed(_) | Self::ServiceUnavailable(_) | Self::WalletProviderError(_) => {
-                true
-            }
+            Self::QuoteFailed(_)
+            | Self::ServiceUnavailable(_)
+            | Self::WalletProviderError(_)
+            | Self::Forbidden(_) => true,
             Self::Unauthorized(_)
             | Self::NotSignedIn(_)
-            | Self::Forbidden(_)
             | Self::NotFound(_)
             | Self::RateLimited { .. }
             | Self::Throttled { .. }

@@ -64,10 +64,34 @@ pub struct Log {
 /// of the events above, or does not decode as one, moves nothing of the wallet's.
 pub fn effects_of(wallet: Address, logs: &[Log]) -> Effects {
     let mut effects = Effects::default();
-    for log in logs {
-        read(wallet, log, &mut effects);
+    for (i, log) in logs.iter().enumerate() {
+        if !spent_allowance(wallet, logs, i) {
+            read(wallet, log, &mut effects);
+        }
     }
     effects
+}
+
+/// Whether log `i` is the ERC-20 `Approval` a `transferFrom` emits for what is left of the
+/// wallet's allowance it spends (OpenZeppelin before v5 does, right before or after the
+/// `Transfer` out of the wallet): a smaller allowance, not a grant. The wallet itself grants
+/// one only by calling `approve`, which emits no `Transfer`.
+fn spent_allowance(wallet: Address, logs: &[Log], i: usize) -> bool {
+    let log = &logs[i];
+    let erc20 = |l: &Log, event: B256| l.topics.len() == 3 && l.topics[0] == event;
+    if !erc20(log, Erc20::Approval::SIGNATURE_HASH)
+        || log.topics[1] != B256::left_padding_from(wallet.as_slice())
+    {
+        return false;
+    }
+    let pulled_out = |j: usize| {
+        logs.get(j).is_some_and(|t| {
+            t.address == log.address
+                && erc20(t, Erc20::Transfer::SIGNATURE_HASH)
+                && t.topics[1] == log.topics[1]
+        })
+    };
+    (i > 0 && pulled_out(i - 1)) || pulled_out(i + 1)
 }
 
 fn evm(a: Address) -> WalletAddress {

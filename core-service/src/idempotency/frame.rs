@@ -172,17 +172,11 @@ impl Idempotency {
                 continue;
             }
             // In order: a batch's earlier writes of a key count against its later ones. A
-            // write refused on one asset reserves nothing of its others either: the signing
-            // transaction of a batch is rolled back and the batch made again without it.
-            for spend in &claim.spends {
-                match crate::limits::reserve(&self.store, conn, spend, id).await {
-                    Ok(()) => {}
-                    Err(e @ WalletOpsError::Forbidden(_)) => {
-                        refused.push((i, e));
-                        break;
-                    }
-                    Err(e) => return Err(e),
-                }
+            // write refused on one asset reserves none of its others.
+            match crate::limits::reserve(&self.store, conn, &claim.spends, id).await {
+                Ok(()) => {}
+                Err(e @ WalletOpsError::Forbidden(_)) => refused.push((i, e)),
+                Err(e) => return Err(e),
             }
         }
         Ok(refused)

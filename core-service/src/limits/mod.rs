@@ -80,37 +80,45 @@ pub(crate) fn over_budget(limit: &SpendLimit, spent: U256, amount: U256) -> Opti
     })
 }
 
-/// Reserves `spend` against its key's limit, in `conn`'s transaction, for record
-/// `transaction_id`: FORBIDDEN naming the limit it would pass (per write, or the budget of
-/// the last 24 hours), and then nothing is reserved. The write's verdict (`policy`) found
-/// the limit; one removed since is no longer a permission: deny by default.
+/// Reserves `spends` (a write's, one per asset) against their key's limits, in `conn`'s
+/// transaction, for record `transaction_id`: all of them, or none with FORBIDDEN naming the
+/// limit one would pass (per write, or the budget of the last 24 hours). The limits are
+/// locked in one order (chain, asset) for every write, so two writes of a key never wait on
+/// each other's locks. The write's verdict (`policy`) found each limit; one removed since is
+/// no longer a permission: deny by default.
 pub(crate) async fn reserve<C: Conn>(
     store: &Store,
     conn: &C,
-    spend: &Spend,
+    spends: &[Spend],
     transaction_id: Uuid,
 ) -> Result<()> {
-    let Some(limit) = store.lock_spend_limit(conn, spend).await? else {
-        return Err(WalletOpsError::Forbidden(format!(
-            "spend limit: this key's limit on {} on {} was removed while the write was made; it moves only assets it has a limit on",
-            spend.asset, spend.chain
-        )));
-    };
-    let refusal = match over_per_write(&limit, spend.amount) {
-        Some(refusal) => Some(refusal),
-        None if limit.daily_budget.is_some() => {
-            let spent = store
-                .reserved_since(conn, spend, Utc::now() - BUDGET_WINDOW)
-                .await?;
-            over_budget(&limit, spent, spend.amount)
+    let mut ordered: Vec<&Spend> = spends.iter().collect();
+    ordered.sort_by(|a, b| (&a.chain, &a.asset).cmp(&(&b.chain, &b.asset)));
+    for spend in &ordered {
+        let Some(limit) = store.lock_spend_limit(conn, spend).await? else {
+            return Err(WalletOpsError::Forbidden(format!(
+                "spend limit: this key's limit on {} on {} was removed while the write was made; it moves only assets it has a limit on",
+                spend.asset, spend.chain
+            )));
+        };
+        let refusal = match over_per_write(&limit, spend.amount) {
+            Some(refusal) => Some(refusal),
+            None if limit.daily_budget.is_some() => {
+                let spent = store
+                    .reserved_since(conn, spend, Utc::now() - BUDGET_WINDOW)
+                    .await?;
+                over_budget(&limit, spent, spend.amount)
+            }
+            None => None,
+        };
+        if let Some(refusal) = refusal {
+            return Err(refusal);
         }
-        None => None,
-    };
-    if let Some(refusal) = refusal {
-        return Err(refusal);
     }
-    store
-        .insert_reservation(conn, spend, transaction_id)
-        .await?;
+    for spend in ordered {
+        store
+            .insert_reservation(conn, spend, transaction_id)
+            .await?;
+    }
     Ok(())
 }

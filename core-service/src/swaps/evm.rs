@@ -10,6 +10,7 @@ use super::{
     minimum, record_request,
 };
 use crate::{
+    effects::Foreseen,
     error::{Result, WalletOpsError},
     requests::SwapRequest,
     trade::{EvmChainId, EvmQuoteRequest, EvmSwapRequest, NATIVE_TOKEN, TradeError},
@@ -123,23 +124,25 @@ impl Swaps {
             request: record_request(chain, wallet, req.slippage, &terms),
         };
         let prepared = self.transfers.evm.prepare(chain, wallet, intent).await?;
-        // A node that cannot simulate leaves the checks on the transaction above alone.
-        if let Some(effects) = prepared.effects.known() {
-            let asset = |token: Address| {
-                if token == NATIVE_TOKEN {
-                    Asset::Native
-                } else {
-                    Asset::Token(WalletAddress::Evm(token))
-                }
-            };
-            guard::check_effects(
-                effects,
-                &SwapEffects {
-                    sold: (asset(pair.src), pair.amount),
-                    bought: (asset(pair.dst), minimum(built.dst_amount, req.slippage)),
-                },
-            )?;
-        }
+        // A swap signs only on effects that show it is the swap asked for.
+        let effects = match &prepared.effects {
+            Foreseen::Known(effects) => effects,
+            Foreseen::Unknown(why) => return Err(guard::Refusal::unreadable(why).into()),
+        };
+        let asset = |token: Address| {
+            if token == NATIVE_TOKEN {
+                Asset::Native
+            } else {
+                Asset::Token(WalletAddress::Evm(token))
+            }
+        };
+        guard::check_effects(
+            effects,
+            &SwapEffects {
+                sold: (asset(pair.src), pair.amount),
+                bought: (asset(pair.dst), minimum(built.dst_amount, req.slippage)),
+            },
+        )?;
         Ok(Prepared::Evm(prepared))
     }
 }

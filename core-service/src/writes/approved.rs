@@ -80,7 +80,12 @@ impl Core {
         let ended = match outcome {
             Ok(Written::Submitted(submission)) => Ok(submission.id),
             Ok(Written::Held(_)) => Err("held again, which an approved write never is".to_owned()),
-            Err(e) if e.leaves_key_free() && passing(approval) => {
+            // A refusal by the key's limits is final for a write a person approved.
+            Err(e)
+                if e.leaves_key_free()
+                    && !matches!(e, WalletOpsError::Forbidden(_))
+                    && passing(approval) =>
+            {
                 tracing::warn!(approval = %approval.id, error = %e, "approved write refused for now; trying again");
                 return Ok(self
                     .store

@@ -191,6 +191,38 @@ async fn contract_calls_are_held_to_what_they_move(b: Backend) -> anyhow::Result
     assert!(reply.text.contains("has 400 left"), "{}", reply.text);
     let shown = s.svc.cli(&["keys", "limits", &s.prefix]).await?;
     assert!(shown.stdout.contains("spent 600"), "{}", shown.stdout);
+
+    // A refusal by the key's limits claims no Idempotency-Key: once the owner raises them,
+    // the same request under the same key is made.
+    let idempotency_key = uuid::Uuid::new_v4().to_string();
+    let over = transferCall {
+        to: stranger(),
+        amount: U256::from(2_000),
+    }
+    .abi_encode();
+    let body = call(s.token, over, 0).to_string();
+    api.post_with_key("/contracts/send", &idempotency_key, &body)
+        .await?
+        .assert_error(403, "FORBIDDEN")?;
+    s.svc
+        .limit_key(
+            &s.prefix,
+            &[
+                "--chain",
+                "anvil",
+                "--asset",
+                &token,
+                "--max-per-tx",
+                "5000",
+                "--daily",
+                "5000",
+            ],
+        )
+        .await?;
+    let reply = api
+        .post_with_key("/contracts/send", &idempotency_key, &body)
+        .await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
     Ok(())
 }
 

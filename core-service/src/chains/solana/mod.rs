@@ -91,6 +91,15 @@ pub struct Holding {
     pub decimals: u8,
 }
 
+/// One token account of an owner.
+#[derive(Debug, Clone, Copy)]
+struct Owned {
+    account: Pubkey,
+    mint: Pubkey,
+    amount: u64,
+    decimals: u8,
+}
+
 /// A client of one Solana cluster.
 #[derive(Clone)]
 pub struct SolanaClient {
@@ -172,34 +181,12 @@ impl SolanaClient {
             .map_err(|e| rpc_failed("read a balance", e))
     }
 
-    /// Every token holding of `owner` under both token programs, summed per mint: one
-    /// `getTokenAccountsByOwner` (jsonParsed) per program.
+    /// Every token holding of `owner` under both token programs, summed per mint.
     pub async fn holdings(&self, owner: &Pubkey) -> Result<Vec<Holding>, WalletOpsError> {
         let mut by_mint: BTreeMap<Pubkey, (u64, u8)> = BTreeMap::new();
-        for program in TOKEN_PROGRAMS {
-            let accounts = self
-                .rpc
-                .get_token_accounts_by_owner(owner, TokenAccountsFilter::ProgramId(program))
-                .await
-                .map_err(|e| rpc_failed("read token accounts", e))?;
-            for keyed in accounts {
-                let data = serde_json::to_value(&keyed.account.data)
-                    .map_err(|e| rpc_failed("decode a token account", e))?;
-                let info = data
-                    .pointer("/parsed/info")
-                    .ok_or_else(|| rpc_failed("decode a token account", "not jsonParsed"))?;
-                let mint = info["mint"]
-                    .as_str()
-                    .and_then(|m| Pubkey::from_str(m).ok())
-                    .ok_or_else(|| rpc_failed("decode a token account", "no mint"))?;
-                let amount: u64 = info["tokenAmount"]["amount"]
-                    .as_str()
-                    .and_then(|a| a.parse().ok())
-                    .ok_or_else(|| rpc_failed("decode a token account", "no amount"))?;
-                let decimals = info["tokenAmount"]["decimals"].as_u64().unwrap_or(0) as u8;
-                let entry = by_mint.entry(mint).or_insert((0, decimals));
-                entry.0 = entry.0.saturating_add(amount);
-            }
+        for owned in self.token_accounts_of(owner).await? {
+            let entry = by_mint.entry(owned.mint).or_insert((0, owned.decimals));
+            entry.0 = entry.0.saturating_add(owned.amount);
         }
         Ok(by_mint
             .into_iter()
@@ -209,6 +196,38 @@ impl SolanaClient {
                 decimals,
             })
             .collect())
+    }
+
+    /// Every token account of `owner` under both token programs: one
+    /// `getTokenAccountsByOwner` (jsonParsed) per program.
+    async fn token_accounts_of(&self, owner: &Pubkey) -> Result<Vec<Owned>, WalletOpsError> {
+        let mut found = Vec::new();
+        for program in TOKEN_PROGRAMS {
+            let accounts = self
+                .rpc
+                .get_token_accounts_by_owner(owner, TokenAccountsFilter::ProgramId(program))
+                .await
+                .map_err(|e| rpc_failed("read token accounts", e))?;
+            for keyed in accounts {
+                let bad = |what: &str| rpc_failed("decode a token account", what);
+                let data =
+                    serde_json::to_value(&keyed.account.data).map_err(|e| bad(&e.to_string()))?;
+                let info = data
+                    .pointer("/parsed/info")
+                    .ok_or_else(|| bad("not jsonParsed"))?;
+                let key = |v: &serde_json::Value| v.as_str().and_then(|m| Pubkey::from_str(m).ok());
+                found.push(Owned {
+                    account: Pubkey::from_str(&keyed.pubkey).map_err(|_| bad("no address"))?,
+                    mint: key(&info["mint"]).ok_or_else(|| bad("no mint"))?,
+                    amount: info["tokenAmount"]["amount"]
+                        .as_str()
+                        .and_then(|a| a.parse().ok())
+                        .ok_or_else(|| bad("no amount"))?,
+                    decimals: info["tokenAmount"]["decimals"].as_u64().unwrap_or(0) as u8,
+                });
+            }
+        }
+        Ok(found)
     }
 
     /// The program and decimals of each of `mints` (`None` where it is not a mint), in one

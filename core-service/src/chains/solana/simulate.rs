@@ -36,13 +36,26 @@ impl SolanaClient {
         tx: &VersionedTransaction,
     ) -> Result<Foreseen, WalletOpsError> {
         let keys = tx.message.static_account_keys().to_vec();
-        let pre = self.token_accounts(&keys).await?;
+        let mut pre = self.token_accounts(&keys).await?;
+        // Every token account of the wallet, not only those the transaction names outright:
+        // one loaded from a lookup table would otherwise pass for somebody else's.
+        for owned in self.token_accounts_of(wallet).await? {
+            pre.insert(
+                owned.account,
+                TokenAccount {
+                    mint: owned.mint,
+                    owner: *wallet,
+                },
+            );
+        }
+        // The node takes at most as many addresses as the transaction names.
         let mut watched = vec![wallet.to_string()];
         watched.extend(
             pre.iter()
-                .filter(|(_, a)| a.owner == *wallet)
+                .filter(|(k, a)| a.owner == *wallet && keys.contains(k))
                 .map(|(k, _)| k.to_string()),
         );
+        watched.truncate(keys.len());
         let config = RpcSimulateTransactionConfig {
             sig_verify: false,
             replace_recent_blockhash: false,
@@ -89,8 +102,14 @@ impl SolanaClient {
                 &ix.data,
             ));
         }
-        let inner = serde_json::to_value(result.inner_instructions.unwrap_or_default())
-            .map_err(|e| rpc_failed("read inner instructions", e))?;
+        let Some(inner) = result.inner_instructions else {
+            // Without them, what the programs it calls do in turn is not seen.
+            return Ok(Foreseen::Unknown(
+                "the Solana node answered the simulation without its inner instructions".to_owned(),
+            ));
+        };
+        let inner =
+            serde_json::to_value(inner).map_err(|e| rpc_failed("read inner instructions", e))?;
         for ix in inner
             .as_array()
             .into_iter()

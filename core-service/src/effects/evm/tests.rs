@@ -177,3 +177,30 @@ fn permit2_allowances_are_read_only_from_permit2() {
             .is_empty()
     );
 }
+
+#[test]
+fn the_allowance_left_after_a_transfer_from_is_no_grant() {
+    let left = |value: u64| {
+        log(
+            TOKEN,
+            &Erc20::Approval {
+                owner: WALLET,
+                spender: STRANGER,
+                value: U256::from(value),
+            },
+        )
+    };
+    // OpenZeppelin v4 emits what is left of the allowance before the transfer, older
+    // versions after it: either way, a router spent the wallet's allowance.
+    for logs in [
+        vec![left(9_000), erc20(WALLET, OTHER, 1_000)],
+        vec![erc20(WALLET, OTHER, 1_000), left(9_000)],
+    ] {
+        let effects = effects_of(WALLET, &logs);
+        assert!(effects.grants.is_empty(), "{effects:?}");
+        assert_eq!(effects.outflow_of(token()), U256::from(1_000));
+    }
+    // Apart from a transfer out of the wallet, an approval is a grant.
+    let alone = effects_of(WALLET, &[left(9_000), erc20(OTHER, WALLET, 5)]);
+    assert_eq!(alone.grants.len(), 1);
+}

@@ -132,8 +132,13 @@ fn system(accounts: &[Pubkey], data: &[u8]) -> Result<Op, String> {
                 owner,
             }
         }
-        // Nonce advance and setup, allocation: nothing leaves or changes hands.
-        4 | 6 | 8 | 9 | 12 => Op::Harmless,
+        // Nonce advance and upgrade: nothing leaves or changes hands.
+        4 | 12 => Op::Harmless,
+        // Allocating the wallet bricks it (System transfers refuse an account with data), and
+        // a nonce set up on it hands its lamports to the nonce's authority: never let through.
+        6 => return Err("instruction 6 (InitializeNonceAccount)".to_owned()),
+        8 => return Err("instruction 8 (Allocate)".to_owned()),
+        9 => return Err("instruction 9 (AllocateWithSeed)".to_owned()),
         // 5 and 11 move lamports of accounts the signer controls but that are not the
         // wallet's own, 7 and 10 hand such accounts over: not read, so never let through.
         5 => return Err("instruction 5 (WithdrawNonceAccount)".to_owned()),
@@ -331,9 +336,8 @@ fn parsed_system(kind: &str, info: &Value) -> Option<Op> {
             account: k("account")?,
             owner: k("owner")?,
         },
-        "advanceNonce" | "initializeNonce" | "upgradeNonce" | "allocate" | "allocateWithSeed" => {
-            Op::Harmless
-        }
+        // Allocating the wallet, or a nonce set up on it, hands it over (see `op_of`).
+        "advanceNonce" | "upgradeNonce" => Op::Harmless,
         _ => return None,
     })
 }
