@@ -213,7 +213,8 @@ fn sol(key: Pubkey) -> WalletAddress {
     WalletAddress::Solana(key)
 }
 
-fn asset(mint: Pubkey) -> Asset {
+/// The asset a mint stands for: wrapped SOL counts as SOL itself.
+pub fn asset(mint: Pubkey) -> Asset {
     if mint == WRAPPED_SOL {
         Asset::Native
     } else {

@@ -14,7 +14,7 @@ use super::{
 use alloy::primitives::U256;
 
 use crate::{
-    effects::Foreseen,
+    effects::{Foreseen, solana::asset},
     error::{Result, WalletOpsError},
     requests::SwapRequest,
     trade::{SolanaQuoteRequest, WRAPPED_SOL_MINT},
@@ -23,7 +23,7 @@ use crate::{
         solana::{self, Unsigned},
     },
 };
-use walletops_domain::{Asset, DelegatedWallet, SwapTerms, TxKind, WalletAddress};
+use walletops_domain::{DelegatedWallet, SwapTerms, TxKind};
 use walletops_store::NewTransaction;
 
 /// The programs a swap transaction invokes around its route: the route's own program is the
@@ -139,13 +139,6 @@ impl Swaps {
         // What the route does to the wallet, read from its simulation: exactly the amount
         // sold leaves, at least the minimum comes in, nothing else moves or changes hands.
         let effects = client.simulate(&from, &built.transaction).await?;
-        let asset = |mint: Pubkey| {
-            if mint == WRAPPED_SOL_MINT {
-                Asset::Native
-            } else {
-                Asset::Token(WalletAddress::Solana(mint))
-            }
-        };
         match &effects {
             Foreseen::Known(seen) => guard::check_effects(
                 seen,

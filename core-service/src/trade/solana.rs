@@ -10,8 +10,7 @@ use super::{Slippage, TradeError};
 
 /// The wrapped SOL mint: what the spec's `NATIVE` resolves to on Solana, and how aggregators
 /// name native SOL.
-pub const WRAPPED_SOL_MINT: Pubkey =
-    solana_pubkey::pubkey!("So11111111111111111111111111111111111111112");
+pub const WRAPPED_SOL_MINT: Pubkey = crate::effects::solana::WRAPPED_SOL;
 
 /// A price request: sell `amount` of `input_mint` for `output_mint`.
 #[derive(Debug, Clone, PartialEq, Eq)]
