@@ -12,6 +12,7 @@ mod account;
 mod approval;
 mod chain;
 mod effects;
+mod key_policy;
 mod spend;
 mod transaction;
 mod wallet;
@@ -23,6 +24,7 @@ pub use account::{
 pub use approval::{Approval, ApprovalState, Decision, HeldWrite};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
 pub use effects::{Asset, Effects, Flow, Grant, GrantKind};
+pub use key_policy::{Allowed, PolicyRule, RuleKind};
 pub use spend::{NATIVE_ASSET, Spend, SpendLimit, SpendStanding, asset_name};
 pub use transaction::{
     ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,

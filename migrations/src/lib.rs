@@ -23,6 +23,7 @@ mod m20261129_000016_webhooks;
 mod m20261130_000017_spend_limits;
 mod m20261201_000018_approvals;
 mod m20261202_000019_limited_keys;
+mod m20261203_000020_key_policies;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -50,6 +51,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000017_spend_limits::Migration),
             Box::new(m20261201_000018_approvals::Migration),
             Box::new(m20261202_000019_limited_keys::Migration),
+            Box::new(m20261203_000020_key_policies::Migration),
         ]
     }
 }

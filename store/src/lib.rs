@@ -14,6 +14,7 @@ mod error;
 mod events;
 mod evm_nonces;
 mod idempotency;
+mod key_policies;
 mod leases;
 mod provider_links;
 mod records;

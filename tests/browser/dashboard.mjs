@@ -151,6 +151,24 @@ try {
   await limit.locator("button:has-text('Remove')").click();
   await page.waitForURL(/\/limits\?removed=/);
   assert.equal(await page.locator('#limits tr[data-limit="anvil native"]').count(), 0);
+  // So is its policy: a bad address is named, a good rule is listed and removed.
+  await page.selectOption("#rule-kind", "recipient");
+  await page.fill("#rule-chain", "anvil");
+  await page.fill("#rule-address", "0x1234");
+  await page.click("button:has-text('Add rule')");
+  assert.match(await page.textContent("#limit-error"), /address/);
+  await page.selectOption("#rule-kind", "recipient");
+  await page.fill("#rule-chain", "anvil");
+  await page.fill("#rule-address", WALLET);
+  await page.click("button:has-text('Add rule')");
+  await page.waitForURL(/\/limits\?allowed=/);
+  const rule = page.locator(`#policy tr[data-rule^="recipient anvil"]`);
+  assert.match(await rule.textContent(), /Recipient\s*anvil/);
+  await assertLabelled(page);
+  await shot(page, "policy");
+  await rule.locator("button:has-text('Remove')").click();
+  await page.waitForURL(/\/limits\?disallowed=/);
+  assert.equal(await page.locator(`#policy tr[data-rule^="recipient anvil"]`).count(), 0);
 
   // A read-only key reads and is refused a send, naming the scope.
   assert.equal(await generate(page, "reader", { scopes: ["read"] }), 200);

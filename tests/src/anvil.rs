@@ -83,6 +83,12 @@ fn chain_toml(url: &str) -> String {
     chain_toml_with(&format!("rpc_url = \"{url}\""))
 }
 
+/// The body of `POST /contracts/send` on `anvil`: a call of `data` to `to` with `value` wei.
+pub fn call_body(to: Address, data: Vec<u8>, value: u64) -> serde_json::Value {
+    serde_json::json!({"chain": "anvil", "to": to.to_string(), "data": Bytes::from(data).to_string(),
+           "value": value.to_string()})
+}
+
 /// The chain `anvil` reached as `rpc` (its `rpc_url` or `rpc_urls` line) says.
 fn chain_toml_with(rpc: &str) -> String {
     format!(

@@ -3,7 +3,7 @@
 //! the configured database directly, not through a running core.
 
 use walletops_core::{Config, Core, auth::KeyState};
-use walletops_domain::{ApiKey, Scopes, Wallet};
+use walletops_domain::{ApiKey, RuleKind, Scopes, Wallet};
 
 use anyhow::Context;
 
@@ -186,6 +186,41 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             }
             print_limits(&core, user.id, &key).await?;
         }
+        KeysCommand::Allow {
+            user,
+            key,
+            chain,
+            recipient,
+            contract,
+            function,
+            spender,
+            remove,
+        } => {
+            let user = core.find_user(&user).await?;
+            let chain = core.chains.resolve(&chain)?;
+            let (kind, address) = match (recipient, contract, spender) {
+                (Some(a), _, _) => (RuleKind::Recipient, Some(a)),
+                (_, Some(a), _) => (RuleKind::Contract, Some(a)),
+                (_, _, Some(a)) => (RuleKind::Spender, Some(a)),
+                _ => (RuleKind::Chain, None),
+            };
+            let given = walletops_core::limits::RuleText {
+                kind,
+                address: address.as_deref(),
+                selector: function.as_deref(),
+            };
+            if remove {
+                core.limits.disallow(user.id, &key, chain, given).await?;
+                println!("Removed the rule.");
+            } else {
+                core.limits.allow(user.id, &key, chain, given).await?;
+            }
+            print_policy(&core, user.id, &key).await?;
+        }
+        KeysCommand::Policy { user, key } => {
+            let user = core.find_user(&user).await?;
+            print_policy(&core, user.id, &key).await?;
+        }
         KeysCommand::Limits { user, key } => {
             let user = core.find_user(&user).await?;
             print_limits(&core, user.id, &key).await?;
@@ -250,6 +285,19 @@ pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::
                     .await?,
             );
         }
+    }
+    Ok(())
+}
+
+/// Prints the policy of `user`'s key `key`, one rule a line.
+async fn print_policy(core: &Core, user: uuid::Uuid, key: &str) -> anyhow::Result<()> {
+    let key = core.limits.owned(user, key).await?;
+    let rules = core.limits.rules_of(key.id).await?;
+    if rules.is_empty() {
+        println!("Key {} has no policy rules.", key.prefix);
+    }
+    for rule in rules {
+        println!("{} allows {rule}", key.prefix);
     }
     Ok(())
 }

@@ -244,6 +244,44 @@ pub(crate) enum KeysCommand {
         #[arg(long, conflicts_with_all = ["max_per_tx", "daily", "approve_above"])]
         remove: bool,
     },
+    /// Add a rule to a key's policy, or remove it (`--remove`). With `--recipient`,
+    /// `--contract` or `--spender` the rule allows that account on the chain; with none, it
+    /// allows the chain itself. A key with any rule of a kind may do only what that kind's
+    /// rules allow.
+    Allow {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Key id or 4-character prefix.
+        key: String,
+        /// Chain slug.
+        #[arg(long)]
+        chain: String,
+        /// An account the key's writes may send to (read from their effects).
+        #[arg(long, group = "target")]
+        recipient: Option<String>,
+        /// A contract the key's contract calls may call (EVM).
+        #[arg(long, group = "target")]
+        contract: Option<String>,
+        /// Only this function of `--contract`: a selector (0xa9059cbb) or a signature
+        /// (`transfer(address,uint256)`).
+        #[arg(long, requires = "contract")]
+        function: Option<String>,
+        /// An account the key's writes may grant an allowance, delegation or authority.
+        #[arg(long, group = "target")]
+        spender: Option<String>,
+        /// Remove the rule instead.
+        #[arg(long)]
+        remove: bool,
+    },
+    /// Show a key's policy: the chains, recipients, contracts and spenders it allows.
+    Policy {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Key id or 4-character prefix.
+        key: String,
+    },
     /// Show a key's spend limits with what is spent and left of each.
     Limits {
         /// Owner: user name or id.

@@ -24,6 +24,8 @@ pub enum Operation {
     RevokeApiKey,
     SetSpendLimit,
     RemoveSpendLimit,
+    AddPolicyRule,
+    RemovePolicyRule,
     ListApprovals,
     GetApproval,
     DecideApproval,
@@ -39,7 +41,7 @@ pub enum Operation {
 
 impl Operation {
     /// Every operation.
-    pub const ALL: [Self; 26] = [
+    pub const ALL: [Self; 28] = [
         Self::ListWallets,
         Self::GetBalances,
         Self::GetTransaction,
@@ -55,6 +57,8 @@ impl Operation {
         Self::RevokeApiKey,
         Self::SetSpendLimit,
         Self::RemoveSpendLimit,
+        Self::AddPolicyRule,
+        Self::RemovePolicyRule,
         Self::ListApprovals,
         Self::GetApproval,
         Self::DecideApproval,
@@ -92,6 +96,8 @@ impl Operation {
             | Self::RevokeApiKey
             | Self::SetSpendLimit
             | Self::RemoveSpendLimit
+            | Self::AddPolicyRule
+            | Self::RemovePolicyRule
             | Self::DecideApproval
             | Self::CreateWebhook
             | Self::DeleteWebhook
@@ -118,6 +124,8 @@ impl Operation {
             Self::RevokeApiKey => "/walletops.v1.ApiKeyService/RevokeApiKey",
             Self::SetSpendLimit => "/walletops.v1.ApiKeyService/SetSpendLimit",
             Self::RemoveSpendLimit => "/walletops.v1.ApiKeyService/RemoveSpendLimit",
+            Self::AddPolicyRule => "/walletops.v1.ApiKeyService/AddPolicyRule",
+            Self::RemovePolicyRule => "/walletops.v1.ApiKeyService/RemovePolicyRule",
             Self::ListApprovals => "/walletops.v1.ApprovalService/ListApprovals",
             Self::GetApproval => "/walletops.v1.ApprovalService/GetApproval",
             Self::DecideApproval => "/walletops.v1.ApprovalService/DecideApproval",

@@ -5,7 +5,12 @@ use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, api_key_service_server::ApiKeyService};
 
 use super::convert;
-use crate::{Core, auth::Expiration, auth::Operation, limits::LimitText};
+use crate::{
+    Core,
+    auth::{Expiration, Operation},
+    limits::{LimitText, RuleText},
+};
+use walletops_domain::ApiKey;
 
 /// The gRPC face of `ApiKeyService`.
 #[derive(Debug, Clone)]
@@ -33,6 +38,49 @@ fn expiration(e: pb::KeyExpiration) -> Expiration {
 
 #[tonic::async_trait]
 impl ApiKeyService for ApiKeyApi {
+    async fn add_policy_rule(
+        &self,
+        request: Request<pb::AddPolicyRuleRequest>,
+    ) -> Result<Response<pb::AddPolicyRuleResponse>, Status> {
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::AddPolicyRule)
+            .await?;
+        let req = request.into_inner();
+        let (chain, given) = Self::rule_text(req.rule.as_ref())?;
+        let chain = crate::requests::chain(&self.core.chains, chain)?;
+        let rule = self
+            .core
+            .limits
+            .allow_as(&caller, &req.key_id, chain, given)
+            .await?;
+        tracing::info!(%rule, "policy rule added");
+        Ok(Response::new(pb::AddPolicyRuleResponse {
+            api_key: Some(self.key_with_limits(caller.user_id, &req.key_id).await?),
+        }))
+    }
+
+    async fn remove_policy_rule(
+        &self,
+        request: Request<pb::RemovePolicyRuleRequest>,
+    ) -> Result<Response<pb::RemovePolicyRuleResponse>, Status> {
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::RemovePolicyRule)
+            .await?;
+        let req = request.into_inner();
+        let (chain, given) = Self::rule_text(req.rule.as_ref())?;
+        let chain = crate::requests::chain(&self.core.chains, chain)?;
+        self.core
+            .limits
+            .disallow_as(&caller, &req.key_id, chain, given)
+            .await?;
+        tracing::info!(key = %req.key_id, "policy rule removed");
+        Ok(Response::new(pb::RemovePolicyRuleResponse {
+            api_key: Some(self.key_with_limits(caller.user_id, &req.key_id).await?),
+        }))
+    }
+
     async fn create_api_key(
         &self,
         request: Request<pb::CreateApiKeyRequest>,
@@ -76,8 +124,7 @@ impl ApiKeyService for ApiKeyApi {
         let keys = self.core.keys.list(caller.user_id).await?;
         let mut api_keys = Vec::with_capacity(keys.len());
         for key in keys {
-            let limits = self.core.limits.of_key(key.id).await?;
-            api_keys.push(convert::with_limits(convert::api_key(key, now), limits));
+            api_keys.push(self.described(key, now).await?);
         }
         Ok(Response::new(pb::ListApiKeysResponse { api_keys }))
     }
@@ -166,16 +213,42 @@ impl ApiKeyService for ApiKeyApi {
 }
 
 impl ApiKeyApi {
-    /// `user_id`'s key `id_or_prefix`, with its limits.
+    /// `key` with its limits and, if it has ever been limited, its policy.
+    async fn described(
+        &self,
+        key: ApiKey,
+        now: chrono::DateTime<Utc>,
+    ) -> crate::error::Result<pb::ApiKey> {
+        let limits = self.core.limits.of_key(key.id).await?;
+        let rules = if key.limited {
+            self.core.limits.rules_of(key.id).await?
+        } else {
+            Vec::new()
+        };
+        let described = convert::with_limits(convert::api_key(key, now), limits);
+        Ok(convert::with_rules(described, rules))
+    }
+
+    /// `user_id`'s key `id_or_prefix`, with its limits and policy.
     async fn key_with_limits(
         &self,
         user_id: uuid::Uuid,
         id_or_prefix: &str,
     ) -> crate::error::Result<pb::ApiKey> {
-        let (key, limits) = self.core.limits.of_owned_key(user_id, id_or_prefix).await?;
-        Ok(convert::with_limits(
-            convert::api_key(key, Utc::now()),
-            limits,
+        let key = self.core.limits.owned(user_id, id_or_prefix).await?;
+        self.described(key, Utc::now()).await
+    }
+
+    /// The rule of `rule`, as given over the API.
+    fn rule_text(rule: Option<&pb::PolicyRule>) -> crate::error::Result<(&str, RuleText<'_>)> {
+        let rule = rule.ok_or_else(|| crate::WalletOpsError::invalid("rule", "required"))?;
+        Ok((
+            rule.chain.as_str(),
+            RuleText {
+                kind: convert::rule_kind(rule.kind)?,
+                address: rule.address.as_deref(),
+                selector: rule.selector.as_deref(),
+            },
         ))
     }
 }

@@ -8,8 +8,8 @@ use walletops_proto::{
 
 use crate::{auth::KeyState, chains::Registry, writes::Written};
 use walletops_domain::{
-    ApiKey, Approval, ApprovalState, Scope, Scopes, Submission, TransactionRecord, TxKind,
-    TxStatus, User, Wallet,
+    ApiKey, Approval, ApprovalState, PolicyRule, RuleKind, Scope, Scopes, Submission,
+    TransactionRecord, TxKind, TxStatus, User, Wallet,
 };
 
 /// `t` to the millisecond, as the REST contract's ISO 8601 times are: both surfaces then
@@ -51,6 +51,7 @@ pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
         created_by: k.created_by.map(|id| id.to_string()),
         scopes: scope_values(k.scopes),
         spend_limits: Vec::new(),
+        policy_rules: Vec::new(),
     }
 }
 
@@ -72,6 +73,43 @@ pub(crate) fn with_limits(
         })
         .collect();
     key
+}
+
+/// `key` with its policy's rules.
+pub(crate) fn with_rules(mut key: pb::ApiKey, rules: Vec<PolicyRule>) -> pb::ApiKey {
+    key.policy_rules = rules.into_iter().map(policy_rule).collect();
+    key
+}
+
+/// `rule` as the API shows it: addresses as the chain writes them, a contract's selector as
+/// `0x` and 8 hex digits.
+pub(crate) fn policy_rule(rule: PolicyRule) -> pb::PolicyRule {
+    let kind = match rule.allowed.kind() {
+        RuleKind::Chain => pb::PolicyRuleKind::Chain,
+        RuleKind::Recipient => pb::PolicyRuleKind::Recipient,
+        RuleKind::Contract => pb::PolicyRuleKind::Contract,
+        RuleKind::Spender => pb::PolicyRuleKind::Spender,
+    };
+    pb::PolicyRule {
+        kind: kind.into(),
+        chain: rule.chain,
+        address: rule.allowed.address().map(|a| a.to_string()),
+        selector: rule.allowed.selector().map(|s| s.to_string()),
+    }
+}
+
+/// The kind of a rule given over the API.
+pub(crate) fn rule_kind(kind: i32) -> crate::error::Result<RuleKind> {
+    match pb::PolicyRuleKind::try_from(kind) {
+        Ok(pb::PolicyRuleKind::Chain) => Ok(RuleKind::Chain),
+        Ok(pb::PolicyRuleKind::Recipient) => Ok(RuleKind::Recipient),
+        Ok(pb::PolicyRuleKind::Contract) => Ok(RuleKind::Contract),
+        Ok(pb::PolicyRuleKind::Spender) => Ok(RuleKind::Spender),
+        _ => Err(crate::WalletOpsError::invalid(
+            "rule.kind",
+            "one of CHAIN, RECIPIENT, CONTRACT, SPENDER",
+        )),
+    }
 }
 
 /// `scopes` as proto enum values.

@@ -11,6 +11,7 @@
 //! writes of one key are counted one after the other and cannot overspend together. Only the
 //! owner sets them (a dashboard session or the CLI; `Core::admit_owner`).
 
+mod rules;
 mod settings;
 
 use alloy::primitives::U256;
@@ -24,6 +25,7 @@ use crate::{
     error::{Result, WalletOpsError},
 };
 
+pub use rules::RuleText;
 pub use settings::{LimitText, limit_asset};
 
 /// The window of a daily budget.
@@ -48,7 +50,7 @@ impl Limits {
 fn may_set(caller: &Caller) -> Result<()> {
     match caller.credential {
         Credential::Key { .. } => Err(WalletOpsError::Forbidden(
-            "spend limits are changed in the dashboard or with the CLI, never with an API key"
+            "spend limits and key policies are changed in the dashboard or with the CLI, never with an API key"
                 .to_owned(),
         )),
         Credential::Session { .. } => Ok(()),

@@ -51,7 +51,7 @@ pub struct LimitText<'a> {
 
 impl Limits {
     /// `user_id`'s key `id_or_prefix`.
-    async fn owned_key(&self, user_id: Uuid, id_or_prefix: &str) -> Result<ApiKey> {
+    pub async fn owned(&self, user_id: Uuid, id_or_prefix: &str) -> Result<ApiKey> {
         let wanted = id_or_prefix.trim();
         self.store
             .list_api_keys(user_id)
@@ -70,7 +70,7 @@ impl Limits {
         chain: &Chain,
         given: LimitText<'_>,
     ) -> Result<SpendLimit> {
-        let key = self.owned_key(user_id, id_or_prefix).await?;
+        let key = self.owned(user_id, id_or_prefix).await?;
         let kind = match chain.family() {
             ChainFamily::Evm => AmountKind::Uint256,
             ChainFamily::Solana => AmountKind::U64,
@@ -144,7 +144,7 @@ impl Limits {
         chain: &Chain,
         asset: &str,
     ) -> Result<()> {
-        let key = self.owned_key(user_id, id_or_prefix).await?;
+        let key = self.owned(user_id, id_or_prefix).await?;
         let asset = limit_asset(chain, asset).map_err(|e| WalletOpsError::invalid("asset", e))?;
         if self
             .store
@@ -174,7 +174,7 @@ impl Limits {
         user_id: Uuid,
         id_or_prefix: &str,
     ) -> Result<(ApiKey, Vec<SpendStanding>)> {
-        let key = self.owned_key(user_id, id_or_prefix).await?;
+        let key = self.owned(user_id, id_or_prefix).await?;
         let limits = self.of_key(key.id).await?;
         Ok((key, limits))
     }

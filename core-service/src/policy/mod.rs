@@ -11,13 +11,19 @@
 //!   spends that the signing transaction reserves, under the limit's lock.
 //! * **Thresholds.** A write whose amount on any asset passes that asset's approval
 //!   threshold is held for a person (`Approvals::hold`).
+//! * **Key policies** (`rules`). Allowed chains, contracts (with optional selectors),
+//!   recipients and spenders: a key with any rule of a kind may do only what that kind's
+//!   rules allow. Recipients and spenders are read from the effects, never from the request.
+//!   A limited key may grant an unlimited hold only to a spender its policy names.
 //! * **No simulation, no limited write.** When the chain's node can simulate neither way,
-//!   a limited key's write is SERVICE_UNAVAILABLE naming the chain and what its node lacks;
-//!   a key without limits writes as before.
+//!   the write of a key with limits, recipients or spenders is SERVICE_UNAVAILABLE naming
+//!   the chain and what its node lacks; a key without them writes as before.
 
-use alloy::primitives::U256;
+mod rules;
+
+use alloy::primitives::{Selector, U256};
 use chrono::Utc;
-use walletops_domain::{Effects, Spend, SpendStanding};
+use walletops_domain::{Effects, Spend, SpendStanding, WalletAddress};
 use walletops_store::Store;
 
 use crate::{
@@ -35,6 +41,23 @@ pub enum Refusal {
     Forbidden(String),
     /// What it does cannot be read (SERVICE_UNAVAILABLE).
     Unreadable(String),
+}
+
+/// What a write is, as the policy's rules tell writes apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// A send or an approval: judged by its effects alone.
+    Transfer,
+    /// A contract call of `contract`, of the function `selector` (none: calldata shorter than
+    /// a selector).
+    Call {
+        /// The contract called.
+        contract: WalletAddress,
+        /// The calldata's first four bytes.
+        selector: Option<Selector>,
+    },
+    /// A swap: its sold amount goes to its route, which the swap guard checks.
+    Swap,
 }
 
 /// What a write may do, by its effects.
@@ -61,33 +84,43 @@ impl Policy {
         Self { store }
     }
 
-    /// The verdict on a write of `caller` on `chain` that does `foreseen`: every reason it may
-    /// not be made, what it reserves and whether it waits.
+    /// The verdict on a write `act` of `caller` on `chain` that does `foreseen`: every reason
+    /// it may not be made, what it reserves and whether it waits.
     pub async fn judge(
         &self,
         caller: &Caller,
         chain: &Chain,
+        act: Act,
         foreseen: &Foreseen,
     ) -> Result<Verdict> {
         let Some(key_id) = caller.key_id().filter(|_| caller.limited()) else {
             return Ok(Verdict::default());
         };
-        let standings = self
-            .store
-            .spend_limits(key_id, Utc::now() - BUDGET_WINDOW)
-            .await?;
-        if standings.is_empty() {
-            return Ok(Verdict::default());
+        let (standings, rules) = tokio::try_join!(
+            self.store.spend_limits(key_id, Utc::now() - BUDGET_WINDOW),
+            self.store.policy_rules(key_id),
+        )?;
+        let rules = rules::Rules::new(&rules, chain.slug());
+        let mut verdict = Verdict {
+            refusals: rules.broken(&act, foreseen.known()),
+            ..Verdict::default()
+        };
+        if standings.is_empty() && !rules.need_effects() {
+            return Ok(verdict);
         }
-        Ok(match foreseen {
-            Foreseen::Known(effects) => verdict(key_id, chain.slug(), effects, &standings),
-            Foreseen::Unknown(why) => Verdict {
-                refusals: vec![Refusal::Unreadable(format!(
-                    "this key has spend limits, and what this write would move cannot be read before signing: {why}"
-                ))],
-                ..Verdict::default()
-            },
-        })
+        match foreseen {
+            Foreseen::Known(_) if standings.is_empty() => {}
+            Foreseen::Known(effects) => {
+                let limited = verdict_on_limits(key_id, chain.slug(), effects, &standings, &rules);
+                verdict.refusals.extend(limited.refusals);
+                verdict.spends = limited.spends;
+                verdict.holds = limited.holds;
+            }
+            Foreseen::Unknown(why) => verdict.refusals.push(Refusal::Unreadable(format!(
+                "this key has spend limits or a policy on recipients or spenders, and what this write would do cannot be read before signing: {why}"
+            ))),
+        }
+        Ok(verdict)
     }
 }
 
@@ -148,12 +181,14 @@ impl Verdict {
 }
 
 /// The verdict on `effects` of a write of key `key_id` on chain `chain`, whose limits now
-/// stand at `standings` (every chain's): every rule it breaks, per asset.
-fn verdict(
+/// stand at `standings` (every chain's): every limit it breaks, per asset. An unlimited
+/// hold granted to a spender the key's `rules` name is no move; any other is refused.
+fn verdict_on_limits(
     key_id: uuid::Uuid,
     chain: &str,
     effects: &Effects,
     standings: &[SpendStanding],
+    rules: &rules::Rules<'_>,
 ) -> Verdict {
     let mut verdict = Verdict::default();
     for asset in effects.assets_at_stake() {
@@ -162,8 +197,9 @@ fn verdict(
         for grant in effects.grants.iter().filter(|g| g.asset == asset) {
             match grant.amount {
                 Some(granted) => amount = amount.saturating_add(granted),
+                None if rules.names_spender(&grant.spender) => {}
                 None => verdict.refusals.push(Refusal::Forbidden(format!(
-                    "spend limit: this write grants {} an unlimited hold on {name} on {chain}; a key with spend limits may grant only bounded amounts",
+                    "spend limit: this write grants {} an unlimited hold on {name} on {chain}; a key with spend limits may grant only bounded amounts, or any to a spender its policy allows",
                     grant.spender
                 ))),
             }

@@ -1,13 +1,19 @@
 //! The verdict on effects, rule by rule.
 
-use alloy::primitives::{Address, U256};
+use alloy::primitives::{Address, Selector, U256};
 use uuid::Uuid;
 use walletops_domain::{
-    Asset, Effects, Flow, Grant, GrantKind, SpendLimit, SpendStanding, WalletAddress,
+    Allowed, Asset, Effects, Flow, Grant, GrantKind, PolicyRule, SpendLimit, SpendStanding,
+    WalletAddress,
 };
 
-use super::{describe, verdict};
+use super::{Act, Refusal, Verdict, describe, rules::Rules, verdict_on_limits};
 use crate::error::WalletOpsError;
+
+/// The verdict of limits alone: a key without a policy.
+fn verdict(key: Uuid, chain: &str, effects: &Effects, standings: &[SpendStanding]) -> Verdict {
+    verdict_on_limits(key, chain, effects, standings, &Rules::new(&[], chain))
+}
 
 const CHAIN: &str = "ethereum";
 
@@ -208,4 +214,120 @@ fn every_rule_broken_is_named_and_unknown_effects_are_unavailable() {
         unknown.refusal(),
         Some(WalletOpsError::ServiceUnavailable(why)) if why == "anvil lacks both"
     ));
+}
+
+fn rule(chain: &str, allowed: Allowed) -> PolicyRule {
+    PolicyRule {
+        key_id: Uuid::nil(),
+        chain: chain.to_owned(),
+        allowed,
+    }
+}
+
+fn broken(rules: &[PolicyRule], act: Act, effects: &Effects) -> Vec<String> {
+    Rules::new(rules, CHAIN)
+        .broken(&act, Some(effects))
+        .into_iter()
+        .map(|r| match r {
+            Refusal::Forbidden(why) | Refusal::Unreadable(why) => why,
+        })
+        .collect()
+}
+
+fn friend() -> WalletAddress {
+    WalletAddress::Evm(Address::repeat_byte(0xaa))
+}
+
+#[test]
+fn recipients_are_read_from_the_effects_on_every_chain() {
+    let pays = |to: WalletAddress| Effects {
+        outflows: vec![Flow {
+            counterparty: to,
+            ..out(token(1), 5)
+        }],
+        ..Effects::default()
+    };
+    let rules = [rule(CHAIN, Allowed::Recipient(friend()))];
+    assert!(broken(&rules, Act::Transfer, &pays(friend())).is_empty());
+    let why = broken(&rules, Act::Transfer, &pays(stranger()));
+    assert!(
+        why.len() == 1
+            && why[0].contains("allowed recipients")
+            && why[0].contains(&stranger().to_string()),
+        "{why:?}"
+    );
+    // A recipient allowed on another chain is no permission here.
+    let elsewhere = [rule("base", Allowed::Recipient(stranger()))];
+    assert_eq!(
+        broken(&elsewhere, Act::Transfer, &pays(stranger())).len(),
+        1
+    );
+    // A swap's sold amount is the swap guard's to judge.
+    assert!(broken(&rules, Act::Swap, &pays(stranger())).is_empty());
+}
+
+#[test]
+fn chains_and_contracts_are_allow_lists() {
+    let nothing = Effects::default();
+    let on_base = [rule("base", Allowed::Chain)];
+    let why = broken(&on_base, Act::Transfer, &nothing);
+    assert!(
+        why[0].contains("allowed chains") && why[0].contains(CHAIN),
+        "{why:?}"
+    );
+    assert!(broken(&[rule(CHAIN, Allowed::Chain)], Act::Transfer, &nothing).is_empty());
+
+    let transfer: Selector = [0xa9, 0x05, 0x9c, 0xbb].into();
+    let call = |contract, selector| Act::Call { contract, selector };
+    let rules = [rule(CHAIN, Allowed::Contract(friend(), Some(transfer)))];
+    assert!(broken(&rules, call(friend(), Some(transfer)), &nothing).is_empty());
+    let why = broken(&rules, call(stranger(), Some(transfer)), &nothing);
+    assert!(why[0].contains(&stranger().to_string()), "{why:?}");
+    let why = broken(&rules, call(friend(), Some([1, 2, 3, 4].into())), &nothing);
+    assert!(
+        why[0].contains("0x01020304") && why[0].contains("0xa9059cbb"),
+        "{why:?}"
+    );
+    assert_eq!(broken(&rules, call(friend(), None), &nothing).len(), 1);
+    let any = [rule(CHAIN, Allowed::Contract(friend(), None))];
+    assert!(broken(&any, call(friend(), None), &nothing).is_empty());
+    // Contract rules judge contract calls; a send is judged by its effects.
+    assert!(broken(&rules, Act::Transfer, &nothing).is_empty());
+}
+
+#[test]
+fn spenders_are_an_allow_list_and_the_exception_for_unlimited_grants() {
+    let grant = |spender| Effects {
+        grants: vec![Grant {
+            kind: GrantKind::Allowance,
+            asset: token(1),
+            spender,
+            amount: None,
+        }],
+        ..Effects::default()
+    };
+    let rules = [rule(CHAIN, Allowed::Spender(friend()))];
+    assert!(broken(&rules, Act::Transfer, &grant(friend())).is_empty());
+    let why = broken(&rules, Act::Transfer, &grant(stranger()));
+    assert!(why[0].contains("allowed spenders"), "{why:?}");
+    let limits = [standing(token(1), 1_000, 5_000, 0)];
+    let allowed = verdict_on_limits(
+        Uuid::nil(),
+        CHAIN,
+        &grant(friend()),
+        &limits,
+        &Rules::new(&rules, CHAIN),
+    );
+    assert!(
+        allowed.refusals.is_empty() && allowed.spends.is_empty(),
+        "{allowed:?}"
+    );
+    let refused = verdict_on_limits(
+        Uuid::nil(),
+        CHAIN,
+        &grant(stranger()),
+        &limits,
+        &Rules::new(&rules, CHAIN),
+    );
+    assert!(forbidden(refused).contains("unlimited"));
 }

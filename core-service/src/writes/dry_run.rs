@@ -35,7 +35,7 @@ impl Core {
         let prepared = self.build(&parsed).await?;
         let mut verdict = self
             .policy
-            .judge(&caller, parsed.chain(), prepared.effects())
+            .judge(&caller, parsed.chain(), parsed.act(), prepared.effects())
             .await?;
         // The write's own scope is the first thing the write would be refused for.
         if let Err(WalletOpsError::Forbidden(why)) = caller.require(write.operation().scope()) {

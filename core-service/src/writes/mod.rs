@@ -198,7 +198,12 @@ impl Core {
                 let prepared = self.build(&parsed).await?;
                 let verdict = self
                     .policy
-                    .judge(step.caller, parsed.chain(), prepared.effects())
+                    .judge(
+                        step.caller,
+                        parsed.chain(),
+                        parsed.act(),
+                        prepared.effects(),
+                    )
                     .await?;
                 if let Some(refusal) = verdict.refusal() {
                     return Err(refusal);

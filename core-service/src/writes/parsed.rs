@@ -8,10 +8,12 @@ use crate::{
     auth::Caller,
     chains::Chain,
     error::Result,
+    policy::Act,
     requests::{ApproveRequest, CallRequest, SendRequest, SwapRequest, WriteRequest},
     transfers::Prepared,
 };
-use walletops_domain::DelegatedWallet;
+use alloy::primitives::Selector;
+use walletops_domain::{DelegatedWallet, WalletAddress};
 
 /// A write's request, parsed into typed values.
 #[derive(Debug)]
@@ -45,6 +47,18 @@ impl Parsed {
     /// The chain it writes to.
     pub(super) fn chain(&self) -> &Chain {
         self.request.parsed().chain()
+    }
+
+    /// What it is, as key policies tell writes apart.
+    pub(super) fn act(&self) -> Act {
+        match &self.request {
+            Request::Send(_) | Request::Approve(_) => Act::Transfer,
+            Request::Call(r) => Act::Call {
+                contract: WalletAddress::Evm(r.to),
+                selector: r.input.get(..4).map(Selector::from_slice),
+            },
+            Request::Swap(_) => Act::Swap,
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! A key's spend limits: the page that lists them with what is spent and left (and above
-//! what a write waits for approval), sets one and removes one. Only a session may change them (the core refuses every API key).
+//! what a write waits for approval), sets one and removes one, and shows the key's policy
+//! (`policy` changes it). Only a session may change either (the core refuses every API key).
 
 use askama::Template;
 use axum::{
@@ -46,6 +47,7 @@ struct LimitsView {
     current: &'static str,
     key: KeyRow,
     limits: Vec<LimitRow>,
+    rules: Vec<super::policy::RuleRow>,
     notice: Option<String>,
     error: Option<String>,
 }
@@ -54,6 +56,8 @@ struct LimitsView {
 pub(crate) struct LimitsQuery {
     saved: Option<String>,
     removed: Option<String>,
+    allowed: Option<String>,
+    disallowed: Option<String>,
 }
 
 /// `GET /dashboard/keys/{id}/limits`.
@@ -63,15 +67,20 @@ pub(crate) async fn show(
     Path(id): Path<String>,
     Query(q): Query<LimitsQuery>,
 ) -> Page {
-    let notice = match (q.saved, q.removed) {
-        (Some(what), _) => Some(format!("The limit on {what} is set.")),
-        (None, Some(what)) => Some(format!("The limit on {what} is removed.")),
-        _ => None,
+    let notice = if let Some(what) = q.saved {
+        Some(format!("The limit on {what} is set."))
+    } else if let Some(what) = q.removed {
+        Some(format!("The limit on {what} is removed."))
+    } else if let Some(what) = q.allowed {
+        Some(format!("The policy now allows {what}."))
+    } else {
+        q.disallowed
+            .map(|what| format!("The policy no longer allows {what}."))
     };
     view(&mut dashboard, &visit, &id, StatusCode::OK, (notice, None)).await
 }
 
-async fn view(
+pub(super) async fn view(
     dashboard: &mut Dashboard,
     visit: &Visit,
     id: &str,
@@ -96,12 +105,17 @@ async fn view(
         .into_iter()
         .map(LimitRow::from)
         .collect();
+    let rules = std::mem::take(&mut key.policy_rules)
+        .into_iter()
+        .map(super::policy::RuleRow::from)
+        .collect();
     let view = LimitsView {
-        title: "Spend limits",
+        title: "Spend limits and policy",
         signed: Some(signed),
         current: "keys",
         key: key.into(),
         limits,
+        rules,
         notice,
         error,
     };
@@ -189,7 +203,7 @@ pub(crate) async fn remove(
 
 /// The page after a change: back to the limits, saying what was done, or the page again
 /// with the core's refusal.
-async fn after(
+pub(super) async fn after(
     dashboard: &mut Dashboard,
     visit: &Visit,
     id: &str,

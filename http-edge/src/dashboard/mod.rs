@@ -11,6 +11,7 @@
 //! - `auth`: sign-in, the one-time sign-in link, sign-out.
 //! - `keys`: the API Keys section.
 //! - `limits`: a key's spend limits and approval thresholds.
+//! - `policy`: a key's policy rules, shown on its limits page.
 //! - `approvals`: writes held for approval, approved or rejected here.
 //! - `views`: the wallets and transactions pages.
 //! - `format`: amounts, times and labels as the pages show them.
@@ -20,6 +21,7 @@ mod auth;
 mod format;
 mod keys;
 mod limits;
+mod policy;
 mod views;
 
 use std::net::SocketAddr;
@@ -97,6 +99,11 @@ pub(crate) fn router(core: CoreChannel, secure_cookies: bool) -> Router {
         .route(
             "/keys/{id}/limits/remove",
             axum::routing::post(limits::remove),
+        )
+        .route("/keys/{id}/policy", axum::routing::post(policy::add))
+        .route(
+            "/keys/{id}/policy/remove",
+            axum::routing::post(policy::remove),
         )
         .route("/wallets", get(views::wallets))
         .route("/transactions", get(views::transactions))

@@ -6,6 +6,7 @@ pub(crate) mod approvals;
 pub(crate) mod dashboard_sessions;
 pub(crate) mod evm_nonces;
 pub(crate) mod idempotency_keys;
+pub(crate) mod key_policy_rules;
 pub(crate) mod keystore_check;
 pub(crate) mod sign_in_links;
 pub(crate) mod signer_keys;

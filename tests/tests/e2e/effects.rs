@@ -5,14 +5,14 @@
 //! are read on the node.
 
 use alloy::{
-    primitives::{Address, Bytes, U256},
+    primitives::{Address, U256},
     sol,
     sol_types::SolCall,
 };
 use serde_json::{Value, json};
 use walletops_tests::{
     Backend, Rest, Service,
-    anvil::{Anvil, KeyedWallet},
+    anvil::{Anvil, KeyedWallet, call_body},
     gateway::{Gateway, Limits},
     on_both_backends,
 };
@@ -77,12 +77,6 @@ async fn setup(b: Backend) -> anyhow::Result<Setup> {
     })
 }
 
-/// A contract call of `data` to `to` with `value` wei.
-fn call(to: Address, data: Vec<u8>, value: u64) -> Value {
-    json!({"chain": "anvil", "to": to.to_string(), "data": Bytes::from(data).to_string(),
-           "value": value.to_string()})
-}
-
 fn stranger() -> Address {
     STRANGER.parse().expect("an address")
 }
@@ -129,7 +123,7 @@ async fn contract_calls_are_held_to_what_they_move(b: Backend) -> anyhow::Result
         &s,
         &api,
         "/contracts/send",
-        &call(s.token, over, 0),
+        &call_body(s.token, over, 0),
         &["at most 1000", "5000", &token],
     )
     .await?;
@@ -142,7 +136,7 @@ async fn contract_calls_are_held_to_what_they_move(b: Backend) -> anyhow::Result
         &s,
         &api,
         "/contracts/send",
-        &call(s.token, unlimited, 0),
+        &call_body(s.token, unlimited, 0),
         &["unlimited", STRANGER],
     )
     .await?;
@@ -159,7 +153,7 @@ async fn contract_calls_are_held_to_what_they_move(b: Backend) -> anyhow::Result
         &s,
         &api,
         "/contracts/send",
-        &call(s.relay, forwarded, 5),
+        &call_body(s.relay, forwarded, 5),
         &["native", "has none"],
     )
     .await?;
@@ -174,7 +168,7 @@ async fn contract_calls_are_held_to_what_they_move(b: Backend) -> anyhow::Result
     }
     .abi_encode();
     let reply = api
-        .post("/contracts/send", &call(s.token, honest.clone(), 0))
+        .post("/contracts/send", &call_body(s.token, honest.clone(), 0))
         .await?;
     assert_eq!(reply.status, 200, "{}", reply.text);
     api.wait_for_status(reply.body["id"].as_str().unwrap_or_default(), "CONFIRMED")
@@ -185,7 +179,7 @@ async fn contract_calls_are_held_to_what_they_move(b: Backend) -> anyhow::Result
     );
     // 600 of the day's 1000 are spent: another 600 passes the budget.
     let reply = api
-        .post("/contracts/send", &call(s.token, honest, 0))
+        .post("/contracts/send", &call_body(s.token, honest, 0))
         .await?;
     reply.assert_error(403, "FORBIDDEN")?;
     assert!(reply.text.contains("has 400 left"), "{}", reply.text);
@@ -200,7 +194,7 @@ async fn contract_calls_are_held_to_what_they_move(b: Backend) -> anyhow::Result
         amount: U256::from(2_000),
     }
     .abi_encode();
-    let body = call(s.token, over, 0).to_string();
+    let body = call_body(s.token, over, 0).to_string();
     api.post_with_key("/contracts/send", &idempotency_key, &body)
         .await?
         .assert_error(403, "FORBIDDEN")?;
@@ -266,7 +260,10 @@ async fn pulls_through_an_earlier_allowance_are_outflows(b: Backend) -> anyhow::
         ],
     }
     .abi_encode();
-    for body in [call(s.relay, pull, 0), call(s.relay, pulled_in_batch, 0)] {
+    for body in [
+        call_body(s.relay, pull, 0),
+        call_body(s.relay, pulled_in_batch, 0),
+    ] {
         let reply = api.post("/contracts/send", &body).await?;
         reply.assert_error(403, "FORBIDDEN")?;
         assert!(
@@ -308,7 +305,7 @@ async fn pulls_through_an_earlier_allowance_are_outflows(b: Backend) -> anyhow::
         amount: U256::from(800),
     };
     let held = api
-        .post("/contracts/send", &call(s.relay, pull.abi_encode(), 0))
+        .post("/contracts/send", &call_body(s.relay, pull.abi_encode(), 0))
         .await?;
     assert_eq!(held.status, 202, "{}", held.text);
     let summary = held.body["approval"]["summary"]
@@ -336,7 +333,7 @@ async fn parallel_effects_cannot_overspend_a_budget(b: Backend) -> anyhow::Resul
         amount: U256::from(100),
     }
     .abi_encode();
-    let body = call(s.token, data, 0);
+    let body = call_body(s.token, data, 0);
     let replies =
         futures::future::join_all((0..20).map(|_| api.post("/contracts/send", &body))).await;
     let mut paid = Vec::new();
@@ -402,7 +399,7 @@ async fn nodes_without_simulate_fall_back_then_refuse_limited_keys(
     }
     .abi_encode();
     let reply = api
-        .post("/contracts/send", &call(token, over.clone(), 0))
+        .post("/contracts/send", &call_body(token, over.clone(), 0))
         .await?;
     reply.assert_error(403, "FORBIDDEN")?;
     assert!(reply.text.contains("at most 1000"), "{}", reply.text);
@@ -412,7 +409,7 @@ async fn nodes_without_simulate_fall_back_then_refuse_limited_keys(
     }
     .abi_encode();
     let reply = api
-        .post("/contracts/send", &call(token, within.clone(), 0))
+        .post("/contracts/send", &call_body(token, within.clone(), 0))
         .await?;
     assert_eq!(reply.status, 200, "{}", reply.text);
     api.wait_for_status(reply.body["id"].as_str().unwrap_or_default(), "CONFIRMED")
@@ -424,7 +421,7 @@ async fn nodes_without_simulate_fall_back_then_refuse_limited_keys(
     });
     let signed = anvil.nonce(wallet).await?;
     let reply = api
-        .post("/contracts/send", &call(token, within.clone(), 0))
+        .post("/contracts/send", &call_body(token, within.clone(), 0))
         .await?;
     reply.assert_error(503, "SERVICE_UNAVAILABLE")?;
     assert!(
@@ -433,7 +430,9 @@ async fn nodes_without_simulate_fall_back_then_refuse_limited_keys(
         reply.text
     );
     assert_eq!(anvil.nonce(wallet).await?, signed, "nothing was signed");
-    let reply = owner.post("/contracts/send", &call(token, over, 0)).await?;
+    let reply = owner
+        .post("/contracts/send", &call_body(token, over, 0))
+        .await?;
     assert_eq!(
         reply.status, 200,
         "a key without limits writes: {}",

@@ -18,6 +18,7 @@ mod fuzz;
 mod keystore;
 mod mcp;
 mod metrics;
+mod policies;
 mod provider;
 mod rate_limits;
 mod request_ids;

@@ -102,4 +102,89 @@ async fn a_session_sets_limits_and_the_key_cannot(b: Backend) -> anyhow::Result<
     Ok(())
 }
 
-on_both_backends!(a_session_sets_limits_and_the_key_cannot);
+/// A session adds and removes policy rules over `ApiKeyService`; no key may, and a bad rule
+/// is named.
+async fn a_session_sets_policies_and_the_key_cannot(b: Backend) -> anyhow::Result<()> {
+    let (_anvil, svc, _wallet) = funded(b).await?;
+    let agent = svc.create_key("agent").await?;
+    let prefix = agent.split('_').nth(1).unwrap_or_default().to_owned();
+    let (session, csrf) =
+        redeem(&svc, &mut DashboardServiceClient::new(svc.channel().await?)).await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    let rule = pb::PolicyRule {
+        kind: pb::PolicyRuleKind::Contract.into(),
+        chain: "anvil".to_owned(),
+        address: Some("0x1111111111111111111111111111111111111111".to_owned()),
+        selector: Some("approve(address,uint256)".to_owned()),
+    };
+    let add = pb::AddPolicyRuleRequest {
+        key_id: prefix.clone(),
+        rule: Some(rule.clone()),
+    };
+    let key = keys
+        .add_policy_rule(session_call(add.clone(), &session, Some(&csrf))?)
+        .await?
+        .into_inner()
+        .api_key
+        .expect("the key");
+    assert_eq!(key.policy_rules.len(), 1, "{key:?}");
+    assert_eq!(key.policy_rules[0].selector.as_deref(), Some("0x095ea7b3"));
+    for caller in [&agent, &svc.api_key] {
+        let refused = keys
+            .add_policy_rule(with_key(add.clone(), caller)?)
+            .await
+            .expect_err("a key");
+        assert_eq!(
+            reason(&refused).as_deref(),
+            Some("FORBIDDEN"),
+            "{refused:?}"
+        );
+    }
+    let bad = pb::AddPolicyRuleRequest {
+        key_id: prefix.clone(),
+        rule: Some(pb::PolicyRule {
+            kind: pb::PolicyRuleKind::Recipient.into(),
+            address: Some("nobody".to_owned()),
+            selector: Some("0x01".to_owned()),
+            ..rule.clone()
+        }),
+    };
+    let refused = keys
+        .add_policy_rule(session_call(bad, &session, Some(&csrf))?)
+        .await
+        .expect_err("not a rule");
+    assert!(
+        refused.message().contains("address") && refused.message().contains("selector"),
+        "{refused:?}"
+    );
+    let listed = keys
+        .list_api_keys(session_call(pb::ListApiKeysRequest {}, &session, None)?)
+        .await?
+        .into_inner()
+        .api_keys;
+    let shown = listed
+        .iter()
+        .find(|k| k.prefix == prefix)
+        .expect("the agent's key");
+    assert_eq!(shown.policy_rules, key.policy_rules);
+    let removed = keys
+        .remove_policy_rule(session_call(
+            pb::RemovePolicyRuleRequest {
+                key_id: prefix,
+                rule: Some(rule),
+            },
+            &session,
+            Some(&csrf),
+        )?)
+        .await?
+        .into_inner()
+        .api_key
+        .expect("the key");
+    assert!(removed.policy_rules.is_empty());
+    Ok(())
+}
+
+on_both_backends!(
+    a_session_sets_limits_and_the_key_cannot,
+    a_session_sets_policies_and_the_key_cannot,
+);

@@ -1,0 +1,132 @@
+//! A key's policy rules judged against a write: the chain it is on, the contract it calls,
+//! and, from its effects, whom it pays and whom it grants a hold. A key with any rule of a
+//! kind may do only what that kind's rules allow, on every chain.
+
+use std::collections::BTreeSet;
+
+use walletops_domain::{Allowed, Effects, PolicyRule, RuleKind, WalletAddress};
+
+use super::{Act, Refusal};
+
+/// A key's rules, read for one write on one chain.
+pub(super) struct Rules<'a> {
+    rules: &'a [PolicyRule],
+    chain: &'a str,
+}
+
+impl<'a> Rules<'a> {
+    pub(super) fn new(rules: &'a [PolicyRule], chain: &'a str) -> Self {
+        Self { rules, chain }
+    }
+
+    /// Whether the key has any rule of `kind`, on any chain.
+    fn has(&self, kind: RuleKind) -> bool {
+        self.rules.iter().any(|r| r.allowed.kind() == kind)
+    }
+
+    /// What the rules allow on the write's chain.
+    fn here(&self) -> impl Iterator<Item = &'a Allowed> {
+        let chain = self.chain;
+        self.rules
+            .iter()
+            .filter(move |r| r.chain == chain)
+            .map(|r| &r.allowed)
+    }
+
+    /// Whether judging needs the write's effects: recipients and spenders are read there.
+    pub(super) fn need_effects(&self) -> bool {
+        self.has(RuleKind::Recipient) || self.has(RuleKind::Spender)
+    }
+
+    /// Whether `spender` may be granted a hold here: no spender rule, or one naming it.
+    pub(super) fn spender_allowed(&self, spender: &WalletAddress) -> bool {
+        !self.has(RuleKind::Spender)
+            || self
+                .here()
+                .any(|a| matches!(a, Allowed::Spender(s) if s == spender))
+    }
+
+    /// Whether `spender` is named by a spender rule here (which lets a limited key grant it
+    /// an unlimited hold).
+    pub(super) fn names_spender(&self, spender: &WalletAddress) -> bool {
+        self.has(RuleKind::Spender) && self.spender_allowed(spender)
+    }
+
+    /// Every rule `act` breaks, with `effects` when they are known.
+    pub(super) fn broken(&self, act: &Act, effects: Option<&Effects>) -> Vec<Refusal> {
+        let mut refusals = Vec::new();
+        let mut refuse = |why: String| refusals.push(Refusal::Forbidden(why));
+        let chain = self.chain;
+        if self.has(RuleKind::Chain) && !self.here().any(|a| *a == Allowed::Chain) {
+            let allowed: BTreeSet<&str> = self
+                .rules
+                .iter()
+                .filter(|r| r.allowed == Allowed::Chain)
+                .map(|r| r.chain.as_str())
+                .collect();
+            refuse(format!(
+                "policy (allowed chains): this key writes only on {}; this write is on {chain}",
+                allowed.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if let Act::Call { contract, selector } = act
+            && self.has(RuleKind::Contract)
+        {
+            let entries: Vec<Option<_>> = self
+                .here()
+                .filter_map(|a| match a {
+                    Allowed::Contract(c, s) if c == contract => Some(*s),
+                    _ => None,
+                })
+                .collect();
+            if entries.is_empty() {
+                refuse(format!(
+                    "policy (allowed contracts): this key calls only its allowed contracts on {chain}, and {contract} is not one"
+                ));
+            } else if !entries.contains(&None)
+                && !selector.is_some_and(|s| entries.contains(&Some(s)))
+            {
+                let functions: Vec<String> =
+                    entries.iter().flatten().map(ToString::to_string).collect();
+                refuse(format!(
+                    "policy (allowed contracts): this key calls {contract} on {chain} only through {}; this call's function is {}",
+                    functions.join(", "),
+                    selector.map_or_else(
+                        || "none (calldata shorter than a selector)".to_owned(),
+                        |s| s.to_string()
+                    ),
+                ));
+            }
+        }
+        let Some(effects) = effects else {
+            return refusals;
+        };
+        // A swap's sold amount goes to its route, which the swap guard holds to the quote.
+        if self.has(RuleKind::Recipient) && !matches!(act, Act::Swap) {
+            let mut named = BTreeSet::new();
+            for flow in &effects.outflows {
+                let allowed = self
+                    .here()
+                    .any(|a| matches!(a, Allowed::Recipient(r) if *r == flow.counterparty));
+                if !allowed && named.insert(flow.counterparty.to_string()) {
+                    refuse(format!(
+                        "policy (allowed recipients): this write sends {} of {} on {chain} to {}, which is not an allowed recipient of this key",
+                        flow.amount,
+                        flow.asset.name(),
+                        flow.counterparty
+                    ));
+                }
+            }
+        }
+        for grant in &effects.grants {
+            if !self.spender_allowed(&grant.spender) {
+                refuse(format!(
+                    "policy (allowed spenders): this write grants {} a hold on {} on {chain}, which is not an allowed spender of this key",
+                    grant.spender,
+                    grant.asset.name()
+                ));
+            }
+        }
+        refusals
+    }
+}
