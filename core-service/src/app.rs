@@ -176,7 +176,11 @@ impl Core {
             transfers,
             evm_recovery,
             solana_recovery,
-            quotes: Quotes::new(aggregators, evm_clients.clone(), wallets),
+            quotes: Quotes::new(
+                (aggregators, config.trade.clone()),
+                evm_clients.clone(),
+                wallets,
+            ),
             swaps,
             balances: Balances::new(evm_clients.clone(), solana_clients.clone()),
             evm_clients,

@@ -11,7 +11,7 @@ use crate::{
     chains::evm::EvmClients,
     error::{Result, WalletOpsError},
     requests::{QuoteRequest, TradePair},
-    trade::{Aggregators, EvmChainId, NATIVE_TOKEN},
+    trade::{Aggregators, EvmChainId, NATIVE_TOKEN, TradeConfig},
     wallets::Wallets,
 };
 use uuid::Uuid;
@@ -47,15 +47,23 @@ pub struct Approval {
 #[derive(Debug, Clone)]
 pub struct Quotes {
     aggregators: Aggregators,
+    /// Which routers a quote may name as spender (`TradeConfig::evm_routers`).
+    trade: TradeConfig,
     evm_clients: Arc<EvmClients>,
     wallets: Wallets,
 }
 
 impl Quotes {
-    /// Quotes from `aggregators`, allowances read through `evm_clients`.
-    pub fn new(aggregators: Aggregators, evm_clients: Arc<EvmClients>, wallets: Wallets) -> Self {
+    /// Quotes from `aggregators`, whose spenders must be routers `trade` allows, allowances
+    /// read through `evm_clients`.
+    pub fn new(
+        (aggregators, trade): (Aggregators, TradeConfig),
+        evm_clients: Arc<EvmClients>,
+        wallets: Wallets,
+    ) -> Self {
         Self {
             aggregators,
+            trade,
             evm_clients,
             wallets,
         }
@@ -85,6 +93,11 @@ impl Quotes {
                     match owner {
                         Some(owner) if pair.src != NATIVE_TOKEN => {
                             let spender = aggregator.spender(id).await?;
+                            if !self.trade.evm_routers(id.get()).contains(&spender) {
+                                return Err(WalletOpsError::QuoteFailed(format!(
+                                    "the aggregator names {spender} as its router, which is neither a built-in router of this chain (1inch v6) nor on trade.evm.allowed_routers: it is not shown as a spender to approve"
+                                )));
+                            }
                             let client = self.evm_clients.get(&req.chain)?;
                             let allowance = client
                                 .allowance(pair.src, owner, spender)

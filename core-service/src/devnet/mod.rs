@@ -269,6 +269,7 @@ impl Playground {
         config.trade.local_evm.push(LocalEvmAggregator {
             chain_id: ANVIL_CHAIN_ID.unsigned_abs(),
             base_url: venue.url.parse().context("the dev aggregator's URL")?,
+            router: contracts.pool,
         });
         let solana = DevNode::start_solana().await?;
         match &solana {

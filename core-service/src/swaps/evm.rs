@@ -49,6 +49,8 @@ impl Swaps {
         })?;
         let client = self.evm_clients.get(chain)?;
         let spender = aggregator.spender(id).await?;
+        let routers = self.limits.evm_routers(id.get());
+        guard::check_spender(spender, &routers)?;
         // Read before the aggregator is asked: a short balance is the caller's
         // INSUFFICIENT_FUNDS, and a missing allowance names what to approve, whatever words
         // the aggregator would have used.
@@ -101,7 +103,7 @@ impl Swaps {
                 src: pair.src,
                 amount: pair.amount,
                 spender,
-                allowed_routers: &self.limits.evm.allowed_routers,
+                routers: &routers,
             },
         )?;
         let terms = SwapTerms {

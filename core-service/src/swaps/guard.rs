@@ -22,7 +22,7 @@ use crate::{
 /// A check the aggregator's transaction failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// The check: `from`, `router`, `value`, `data`, `effects`, `fee payer`, `signatures`,
+    /// The check: `from`, `spender`, `router`, `value`, `data`, `effects`, `fee payer`, `signatures`,
     /// `programs`, `compute budget` or `fee`.
     pub check: &'static str,
     /// What the transaction does instead.
@@ -61,12 +61,27 @@ pub struct EvmTerms<'a> {
     pub amount: U256,
     /// The router the aggregator names as spender for the request's chain.
     pub spender: Address,
-    /// Routers the operator allows besides (`trade.evm.allowed_routers`).
-    pub allowed_routers: &'a [Address],
+    /// The routers allowed on the chain: built in, on `trade.evm.allowed_routers`, or the
+    /// chain's own aggregator's (`TradeConfig::evm_routers`).
+    pub routers: &'a [Address],
 }
 
-/// Checks an EVM swap transaction: built for the wallet, calling the aggregator's router (or
-/// an allowed one) with call data, sending the amount sold when that is the native coin and
+/// Refuses a spender the aggregator names that is not an allowed router: a wallet would be
+/// told to approve it, and a swap would let it take the tokens sold.
+pub fn check_spender(spender: Address, routers: &[Address]) -> Result<(), Refusal> {
+    if routers.contains(&spender) {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        "spender",
+        format!(
+            "the aggregator names {spender} as its router, which is neither a built-in router of this chain (1inch v6) nor on trade.evm.allowed_routers"
+        ),
+    ))
+}
+
+/// Checks an EVM swap transaction: built for the wallet, its spender and the contract it
+/// calls both allowed routers, with call data, sending the amount sold when that is the native coin and
 /// nothing otherwise. The chain needs no check of the transaction: the service signs it with
 /// the request's chain id (EIP-155), so it cannot be valid anywhere else.
 pub fn check_evm(tx: &EvmSwapTx, terms: &EvmTerms<'_>) -> Result<(), Refusal> {
@@ -79,12 +94,13 @@ pub fn check_evm(tx: &EvmSwapTx, terms: &EvmTerms<'_>) -> Result<(), Refusal> {
             ),
         ));
     }
-    if tx.to != terms.spender && !terms.allowed_routers.contains(&tx.to) {
+    check_spender(terms.spender, terms.routers)?;
+    if !terms.routers.contains(&tx.to) {
         return Err(Refusal::new(
             "router",
             format!(
-                "it calls {}, which is neither the aggregator's router for this chain ({}) nor on trade.evm.allowed_routers",
-                tx.to, terms.spender
+                "it calls {}, which is neither a built-in router of this chain (1inch v6) nor on trade.evm.allowed_routers",
+                tx.to
             ),
         ));
     }

@@ -31,7 +31,7 @@ fn evm_terms(src: Address) -> EvmTerms<'static> {
         src,
         amount: U256::from(5),
         spender: ROUTER,
-        allowed_routers: &[TOKEN],
+        routers: &[ROUTER, TOKEN],
     }
 }
 
@@ -56,6 +56,17 @@ fn an_evm_swap_must_call_the_router_with_the_right_value_for_the_wallet() {
         ..evm_tx()
     };
     assert_eq!(check(&elsewhere, &evm_terms(NATIVE_TOKEN)), Some("router"));
+    // The aggregator's own word for its router is no permission.
+    let named = EvmTerms {
+        spender: WALLET,
+        ..evm_terms(NATIVE_TOKEN)
+    };
+    assert_eq!(check(&evm_tx(), &named), Some("spender"));
+    let unlisted = EvmTerms {
+        routers: &[TOKEN],
+        ..evm_terms(NATIVE_TOKEN)
+    };
+    assert_eq!(check(&evm_tx(), &unlisted), Some("spender"));
     let other_sender = EvmSwapTx {
         from: ROUTER,
         ..evm_tx()

@@ -27,8 +27,32 @@ pub struct LocalEvmAggregator {
     pub chain_id: u64,
     /// Where it listens; the service appends `/swap/v6.0/{chainId}/...` as for 1inch.
     pub base_url: url::Url,
+    /// The router its swaps call and its approvals name: allowed on its chain only.
+    pub router: alloy::primitives::Address,
 }
 
+/// The 1inch Aggregation Router v6, deployed at this address on every chain 1inch serves
+/// (its published deployments): the router an EVM swap may call and a quote may name as
+/// spender without the operator listing it.
+pub const ONEINCH_V6_ROUTER: alloy::primitives::Address =
+    alloy::primitives::address!("0x111111125421cA6dc452d289314280a0f8842A65");
+
+impl TradeConfig {
+    /// The routers EVM swaps on chain `chain_id` may call and approve: the built-in 1inch v6
+    /// router, those on `trade.evm.allowed_routers`, and the router of the chain's own
+    /// aggregator.
+    pub fn evm_routers(&self, chain_id: u64) -> Vec<alloy::primitives::Address> {
+        let local = self
+            .local_evm
+            .iter()
+            .filter(|l| l.chain_id == chain_id)
+            .map(|l| l.router);
+        std::iter::once(ONEINCH_V6_ROUTER)
+            .chain(self.evm.allowed_routers.iter().copied())
+            .chain(local)
+            .collect()
+    }
+}
 /// The 1inch Classic Swap API.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -38,7 +62,8 @@ pub struct EvmTradeConfig {
     /// The API key, sent as `Authorization: Bearer`. Empty: EVM quotes and swaps answer
     /// SERVICE_UNAVAILABLE (the API refuses every call without one).
     pub api_key: Secret,
-    /// Router addresses a swap may call besides the spender the aggregator names.
+    /// Router addresses a swap may call and a quote may name as spender, besides the built-in
+    /// 1inch v6 router (`ONEINCH_V6_ROUTER`).
     pub allowed_routers: Vec<alloy::primitives::Address>,
 }
 

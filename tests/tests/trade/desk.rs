@@ -35,6 +35,9 @@ pub(crate) struct Desk {
     _server: JoinHandle<std::io::Result<()>>,
 }
 
+/// The option that lists the routers a swap may call besides the built-in ones.
+pub(crate) const ALLOWED_ROUTERS: &str = "WALLETOPS_TRADE__EVM__ALLOWED_ROUTERS";
+
 impl Desk {
     /// `env` and the aggregator's API key (`None`: not configured) go to the service.
     pub(crate) async fn open(
@@ -50,6 +53,12 @@ impl Desk {
         let server = tokio::spawn(aggregator.clone().serve(listener));
         let mut env = env.to_vec();
         env.push(("WALLETOPS_TRADE__EVM__BASE_URL", url.as_str()));
+        // The desk's pool is no built-in router: the operator lists it, unless the test
+        // sets the list itself.
+        let routers = format!("[\"{pool}\"]");
+        if !env.iter().any(|(k, _)| *k == ALLOWED_ROUTERS) {
+            env.push((ALLOWED_ROUTERS, routers.as_str()));
+        }
         if let Some(key) = api_key {
             env.push(("WALLETOPS_TRADE__EVM__API_KEY", key));
         }

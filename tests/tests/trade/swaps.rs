@@ -218,13 +218,13 @@ async fn the_guard_refuses_a_tampered_swap_before_signing(b: Backend) -> anyhow:
 
     // A router on the operator's allow list passes.
     let relay = desk.anvil.deploy_relay().await?;
-    let allowed = format!("[\"{other}\", \"{relay}\"]");
+    let allowed = format!("[\"{other}\", \"{relay}\", \"{}\"]", desk.pool);
     let options = desk.anvil.service_options(
         "",
         &[
             ("WALLETOPS_TRADE__EVM__BASE_URL", desk.url.as_str()),
             ("WALLETOPS_TRADE__EVM__API_KEY", API_KEY),
-            ("WALLETOPS_TRADE__EVM__ALLOWED_ROUTERS", allowed.as_str()),
+            (super::desk::ALLOWED_ROUTERS, allowed.as_str()),
         ],
     );
     desk.svc.kill().await?;
@@ -401,7 +401,34 @@ async fn grpc_quotes_and_swaps_as_rest_does(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A router the aggregator names is no permission: a pool neither built in nor on
+/// `trade.evm.allowed_routers` is not shown as a spender to approve, and no swap of it is
+/// signed.
+async fn a_spender_not_on_the_router_list_is_refused(b: Backend) -> anyhow::Result<()> {
+    let desk = Desk::open(b, &[(super::desk::ALLOWED_ROUTERS, "[]")], Some(API_KEY)).await?;
+    let quote = desk
+        .api()
+        .post(
+            "/trade/quote",
+            &json!({"chain": "anvil", "fromToken": desk.token.to_string(), "toToken": "NATIVE",
+                    "amount": "100", "from": desk.wallet.to_string()}),
+        )
+        .await?;
+    quote.assert_error(400, "QUOTE_FAILED")?;
+    assert!(
+        quote.text.contains(&desk.pool.to_checksum(None)) && quote.text.contains("allowed_routers"),
+        "{}",
+        quote.text
+    );
+    let refused = desk.api().post("/trade/swap", &buy(&desk)).await?;
+    refused.assert_error(502, "SEND_FAILED")?;
+    assert!(refused.text.contains("spender check"), "{}", refused.text);
+    assert_eq!(desk.anvil.nonce(desk.wallet).await?, 0, "nothing signed");
+    Ok(())
+}
+
 on_both_backends!(
+    a_spender_not_on_the_router_list_is_refused,
     grpc_quotes_and_swaps_as_rest_does,
     a_swap_pays_what_the_pool_computes_and_replays_without_sending,
     twenty_identical_swaps_give_one_swap_on_chain,

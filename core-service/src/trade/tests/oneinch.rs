@@ -430,6 +430,7 @@ fn a_local_aggregator_serves_its_chain_without_a_key() {
         local_evm: vec![LocalEvmAggregator {
             chain_id: 31337,
             base_url: "http://127.0.0.1:9".parse().expect("a URL"),
+            router: alloy::primitives::Address::repeat_byte(7),
         }],
         ..TradeConfig::default()
     };

@@ -73,7 +73,9 @@ async fn a_swap_from_a_provider_wallet_is_signed_by_the_provider(b: Backend) -> 
     let linked = Linked::on(
         b,
         anvil_first,
-        &format!("[trade.evm]\nbase_url = \"{url}\"\napi_key = \"any\"\n"),
+        &format!(
+            "[trade.evm]\nbase_url = \"{url}\"\napi_key = \"any\"\nallowed_routers = [\"{pool}\"]\n"
+        ),
         |_| {},
     )
     .await?;
