@@ -44,6 +44,9 @@ pub const SWEEP_SECONDS: &str = "walletops_monitor_sweep_duration_seconds";
 /// Records the monitor leased, by whether each needed calls of its own (`followed`: `full`,
 /// `waiting`).
 pub const RECORDS_SWEPT: &str = "walletops_monitor_records_swept_total";
+/// Final transactions whose effects on chain differ from their simulation, by `chain` and
+/// `kind`.
+pub const EFFECTS_DIFFERED: &str = "walletops_effects_differed_total";
 /// Writes held for approval and what became of them, by `outcome` (`held`, `approved`,
 /// `rejected`, `expired`, `submitted`, `failed`).
 pub const APPROVALS: &str = "walletops_approvals_total";
@@ -75,6 +78,10 @@ pub fn describe() {
         "transactions re-sent with a higher fee or a new nonce, by chain and reason"
     );
     describe_counter!(NONCE_GAPS_FILLED, "nonce gaps filled, by chain");
+    describe_counter!(
+        EFFECTS_DIFFERED,
+        "final transactions whose effects on chain differ from their simulation, by chain and kind"
+    );
     describe_counter!(FEE_CAPS, "records whose fee reached the cap, by chain");
     describe_counter!(
         APPROVALS,
@@ -140,6 +147,12 @@ pub(crate) fn settled(
     } else if status.is_final() {
         write_settled(&open.chain, open.kind.as_str(), status.as_str());
     }
+}
+
+/// A final record of `kind` on `chain` did otherwise than its simulation showed. Called
+/// after the commit that keeps the difference on the record.
+pub(crate) fn effects_differed(chain: &str, kind: walletops_domain::TxKind) {
+    counter!(EFFECTS_DIFFERED, "chain" => chain.to_owned(), "kind" => kind.as_str()).increment(1);
 }
 
 /// A record of `kind` on `chain` ended `status`.

@@ -69,7 +69,8 @@ pub(crate) fn parse_evm_address(raw: &str) -> Result<Address, String> {
 
 /// An address of a known family. Its text (`Display`) is the canonical form the contract
 /// answers with and the store keeps: EIP-55 checksummed 0x-hex, or base58.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum WalletAddress {
     /// An EVM account.
     Evm(Address),
@@ -116,6 +117,20 @@ impl FromStr for WalletAddress {
         family
             .parse_address(raw)
             .map_err(|_| "must be an EVM or Solana address".to_owned())
+    }
+}
+
+impl From<WalletAddress> for String {
+    fn from(a: WalletAddress) -> Self {
+        a.to_string()
+    }
+}
+
+impl TryFrom<String> for WalletAddress {
+    type Error = String;
+
+    fn try_from(raw: String) -> Result<Self, String> {
+        raw.parse()
     }
 }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use solana_signature::Signature;
 use uuid::Uuid;
 
-use super::WalletAddress;
+use super::{Effects, WalletAddress};
 
 /// Where a transaction is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,6 +163,12 @@ pub struct TransactionRecord {
     pub created_at: DateTime<Utc>,
     /// Last changed at.
     pub updated_at: DateTime<Utc>,
+    /// What its simulation showed it does to the wallet, before it was signed.
+    pub simulated_effects: Option<Effects>,
+    /// What it did, read from the chain once final.
+    pub final_effects: Option<Effects>,
+    /// How the two differ; `None` when they agree or one is not known.
+    pub effects_difference: Option<String>,
 }
 
 /// An open transaction as the write pipeline and the monitor see it.
@@ -201,6 +207,8 @@ pub struct OpenTransaction {
     /// The record's revision as read: every change of status, history or payload is
     /// conditional on it.
     pub revision: i64,
+    /// What its simulation showed it does to the wallet, to compare with what it did.
+    pub simulated_effects: Option<Effects>,
 }
 
 /// The submission result of a write, as the contract gives it (its `status` is always

@@ -24,6 +24,7 @@ mod m20261130_000017_spend_limits;
 mod m20261201_000018_approvals;
 mod m20261202_000019_limited_keys;
 mod m20261203_000020_key_policies;
+mod m20261204_000021_transaction_effects;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -52,6 +53,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000018_approvals::Migration),
             Box::new(m20261202_000019_limited_keys::Migration),
             Box::new(m20261203_000020_key_policies::Migration),
+            Box::new(m20261204_000021_transaction_effects::Migration),
         ]
     }
 }

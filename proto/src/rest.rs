@@ -96,6 +96,83 @@ pub struct TransactionJson {
     /// Swaps only: the least the caller accepted (`dstAmount` less the slippage).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_dst_amount: Option<String>,
+    /// What its simulation showed it does to the wallet, before it was signed; null when
+    /// not read.
+    pub simulated_effects: Option<EffectsJson>,
+    /// What it did to the wallet, read from the chain once final; null until then. A
+    /// reverted or failed transaction moved nothing (its fee aside).
+    pub final_effects: Option<EffectsJson>,
+    /// How the two differ, per asset; null when they agree or either is not known.
+    pub effects_difference: Option<String>,
+}
+
+/// What a transaction does to its wallet, per asset.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EffectsJson {
+    /// What leaves the wallet, in the order it happens.
+    pub outflows: Vec<FlowJson>,
+    /// What comes in.
+    pub inflows: Vec<FlowJson>,
+    /// Holds on the wallet's assets granted to another account.
+    pub grants: Vec<GrantJson>,
+}
+
+/// One move of an asset.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlowJson {
+    /// `native`, a token's address (lowercase) or a mint.
+    #[schema(example = "native")]
+    pub asset: String,
+    /// The receiver of an outflow, the sender of an inflow.
+    pub counterparty: String,
+    /// Base units (1 per non-fungible token).
+    #[schema(example = "1000")]
+    pub amount: String,
+    /// A non-fungible token's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+}
+
+/// A hold granted on the wallet's assets.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantJson {
+    /// `allowance`, `token`, `all`, `delegation` or `authority`.
+    #[schema(example = "allowance")]
+    pub kind: String,
+    /// The asset held.
+    pub asset: String,
+    /// Who gets it.
+    pub spender: String,
+    /// Base units; null when unlimited.
+    pub amount: Option<String>,
+}
+
+impl From<pb::Effects> for EffectsJson {
+    fn from(e: pb::Effects) -> Self {
+        let flow = |f: pb::Flow| FlowJson {
+            asset: f.asset,
+            counterparty: f.counterparty,
+            amount: f.amount,
+            token_id: f.token_id,
+        };
+        Self {
+            outflows: e.outflows.into_iter().map(flow).collect(),
+            inflows: e.inflows.into_iter().map(flow).collect(),
+            grants: e
+                .grants
+                .into_iter()
+                .map(|g| GrantJson {
+                    kind: g.kind,
+                    asset: g.asset,
+                    spender: g.spender,
+                    amount: g.amount,
+                })
+                .collect(),
+        }
+    }
 }
 
 fn status_name(s: i32) -> String {
@@ -143,6 +220,9 @@ impl From<pb::Transaction> for TransactionJson {
             src_amount: t.src_amount,
             dst_amount: t.dst_amount,
             min_dst_amount: t.min_dst_amount,
+            simulated_effects: t.simulated_effects.map(EffectsJson::from),
+            final_effects: t.final_effects.map(EffectsJson::from),
+            effects_difference: t.effects_difference,
         }
     }
 }

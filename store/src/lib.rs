@@ -367,6 +367,7 @@ pub mod testing {
             note: None,
             valid_until: None,
             held_until: None,
+            simulated_effects: None,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use crate::error::{Result, StoreError};
 use walletops_domain::{
-    ChainFamily, OpenTransaction, SealedKey, TransactionRecord, TxHash, TxKind, TxStatus,
+    ChainFamily, Effects, OpenTransaction, SealedKey, TransactionRecord, TxHash, TxKind, TxStatus,
     WalletAddress,
 };
 
@@ -22,6 +22,11 @@ fn status_and_kind(m: &txs::Model) -> Result<(TxStatus, TxKind)> {
     let kind = serde_json::from_value(serde_json::Value::String(m.kind.clone()))
         .map_err(|_| corrupt(m.id, "kind"))?;
     Ok((status, kind))
+}
+
+/// Stored effects, if any.
+fn effects(text: Option<&str>) -> serde_json::Result<Option<Effects>> {
+    text.map(serde_json::from_str).transpose()
 }
 
 impl TryFrom<txs::Model> for TransactionRecord {
@@ -53,6 +58,11 @@ impl TryFrom<txs::Model> for TransactionRecord {
             error: m.error,
             created_at: m.created_at,
             updated_at: m.updated_at,
+            simulated_effects: effects(m.simulated_effects.as_deref())
+                .map_err(|_| corrupt("simulated_effects"))?,
+            final_effects: effects(m.final_effects.as_deref())
+                .map_err(|_| corrupt("final_effects"))?,
+            effects_difference: m.effects_difference,
         })
     }
 }
@@ -95,6 +105,8 @@ impl TryFrom<txs::Model> for OpenTransaction {
                 .map(|n| u64::try_from(n).map_err(|_| corrupt("valid_until_height")))
                 .transpose()?,
             revision: m.revision,
+            simulated_effects: effects(m.simulated_effects.as_deref())
+                .map_err(|_| corrupt("simulated_effects"))?,
         })
     }
 }

@@ -15,7 +15,7 @@ use alloy::primitives::Address;
 use crate::Conn;
 use crate::error::{Result, StoreError};
 use walletops_domain::{
-    OpenTransaction, StatusChange, TransactionRecord, TxKind, TxStatus, WalletAddress,
+    Effects, OpenTransaction, StatusChange, TransactionRecord, TxKind, TxStatus, WalletAddress,
 };
 
 /// A signed transaction about to be stored, before its first broadcast.
@@ -59,6 +59,8 @@ pub struct NewTransaction {
     pub valid_until: Option<u64>,
     /// Until when the request storing it holds it (`REQUEST_HOLD`); none: the monitor's at once.
     pub held_until: Option<DateTime<Utc>>,
+    /// What its simulation showed it does to the wallet, if that was read.
+    pub simulated_effects: Option<Effects>,
 }
 
 fn enum_text<T: serde::Serialize>(v: T) -> String {
@@ -145,6 +147,14 @@ impl Store {
                     lease_until: new.held_until,
                     valid_until_height: new.valid_until.map(to_i64).transpose()?,
                     revision: 0,
+                    simulated_effects: new
+                        .simulated_effects
+                        .as_ref()
+                        .map(serde_json::to_string)
+                        .transpose()
+                        .map_err(|e| StoreError::corrupt(format!("effects as JSON: {e}")))?,
+                    final_effects: None,
+                    effects_difference: None,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -290,6 +300,26 @@ impl Store {
         let conn = conn.sea();
         self.settle_as_seen(conn, open, still_as_seen(open), status, error, note, hash)
             .await
+    }
+
+    /// Keeps on record `id` the effects read from the chain once it was final, and how they
+    /// differ from its simulated ones (`None`: they agree), in `conn`'s transaction.
+    pub async fn set_final_effects<C: Conn>(
+        &self,
+        conn: &C,
+        id: Uuid,
+        landed: &Effects,
+        difference: Option<String>,
+    ) -> Result<()> {
+        let landed = serde_json::to_string(landed)
+            .map_err(|e| StoreError::corrupt(format!("effects as JSON: {e}")))?;
+        txs::Entity::update_many()
+            .col_expr(txs::Column::FinalEffects, Expr::value(landed))
+            .col_expr(txs::Column::EffectsDifference, Expr::value(difference))
+            .filter(txs::Column::Id.eq(id))
+            .exec(conn.sea())
+            .await?;
+        Ok(())
     }
 
     /// Ends `open` as `status` (FAILED or DROPPED) with `error`, in `conn`'s transaction.

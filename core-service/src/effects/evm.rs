@@ -72,6 +72,28 @@ pub fn effects_of(wallet: Address, logs: &[Log]) -> Effects {
     effects
 }
 
+/// The effects on `wallet` of its mined transaction that sent `value` to `to` (`None`: it
+/// created a contract) and emitted `logs`: nothing when it reverted. A wallet's coins leave
+/// it only as the value of its own transaction, so that is its native outflow.
+pub fn landed(wallet: Address, (to, value): (Option<Address>, U256), logs: &[Log]) -> Effects {
+    let mut all = Vec::with_capacity(logs.len() + 1);
+    if let Some(to) = to
+        && !value.is_zero()
+    {
+        all.push(Log {
+            address: NATIVE_TRANSFERS,
+            topics: vec![
+                Erc20::Transfer::SIGNATURE_HASH,
+                wallet.into_word(),
+                to.into_word(),
+            ],
+            data: value.to_be_bytes::<32>().to_vec().into(),
+        });
+    }
+    all.extend_from_slice(logs);
+    effects_of(wallet, &all)
+}
+
 /// Whether log `i` is the ERC-20 `Approval` a `transferFrom` emits for what is left of the
 /// wallet's allowance it spends (OpenZeppelin before v5 does, right before or after the
 /// `Transfer` out of the wallet): a smaller allowance, not a grant. The wallet itself grants

@@ -296,6 +296,9 @@ pub(crate) fn transaction(t: TransactionRecord, chains: &Registry) -> pb::Transa
         src_amount: swap.as_ref().map(|s| s.src_amount.clone()),
         dst_amount: swap.as_ref().map(|s| s.dst_amount.clone()),
         min_dst_amount: swap.map(|s| s.min_dst_amount),
+        simulated_effects: t.simulated_effects.as_ref().map(effects),
+        final_effects: t.final_effects.as_ref().map(effects),
+        effects_difference: t.effects_difference,
     }
 }
 
@@ -313,8 +316,8 @@ pub(crate) fn balance(b: crate::balances::Balance) -> pb::Balance {
     }
 }
 
-/// A dry run's answer.
-pub(super) fn dry_run(run: crate::writes::DryRun) -> pb::SimulateWriteResponse {
+/// What a transaction does to its wallet, as the API shows it.
+pub(crate) fn effects(e: &walletops_domain::Effects) -> pb::Effects {
     use walletops_domain::{Flow, GrantKind};
     let flow = |f: &Flow| pb::Flow {
         asset: f.asset.name(),
@@ -322,7 +325,7 @@ pub(super) fn dry_run(run: crate::writes::DryRun) -> pb::SimulateWriteResponse {
         amount: f.amount.to_string(),
         token_id: f.token_id.map(|id| id.to_string()),
     };
-    let effects = run.effects.known().map(|e| pb::Effects {
+    pb::Effects {
         outflows: e.outflows.iter().map(flow).collect(),
         inflows: e.inflows.iter().map(flow).collect(),
         grants: e
@@ -342,7 +345,12 @@ pub(super) fn dry_run(run: crate::writes::DryRun) -> pb::SimulateWriteResponse {
                 amount: g.amount.map(|a| a.to_string()),
             })
             .collect(),
-    });
+    }
+}
+
+/// A dry run's answer.
+pub(super) fn dry_run(run: crate::writes::DryRun) -> pb::SimulateWriteResponse {
+    let effects = run.effects.known().map(effects);
     let verdict = &run.verdict;
     let mut reasons: Vec<String> = verdict.reasons().map(str::to_owned).collect();
     reasons.extend(verdict.hold_reasons());

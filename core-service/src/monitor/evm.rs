@@ -10,12 +10,13 @@ use super::{
     Monitor, REFUSED_STUCK_TIMES, Settlement,
     bump::{MIN_BUMP_PERCENT, raise, replacement_fees},
 };
+use crate::effects::evm::{self, Log};
 use crate::{
     chains::evm::{BroadcastOutcome, Fees, Rejection},
     error::{Result, WalletOpsError},
     recovery::evm::{Ending, Resign, decode_payload, sender},
 };
-use walletops_domain::{ChainFamily, OpenTransaction, TxHash, TxKind, TxStatus};
+use walletops_domain::{ChainFamily, Effects, OpenTransaction, TxHash, TxKind, TxStatus};
 
 /// The final state a mined transaction's `receipt` gives its record.
 fn outcome_of(receipt: &alloy::rpc::types::TransactionReceipt) -> (TxStatus, Option<String>) {
@@ -24,6 +25,35 @@ fn outcome_of(receipt: &alloy::rpc::types::TransactionReceipt) -> (TxStatus, Opt
     } else {
         (TxStatus::Reverted, Some("execution reverted".to_owned()))
     }
+}
+
+/// What `open`, mined as `receipt` with `status`, did to its wallet: read from the receipt's
+/// logs and the payload's value; nothing when it reverted. None for a nonce filler, which
+/// was never simulated, or a payload that does not decode.
+fn landed(
+    open: &OpenTransaction,
+    status: TxStatus,
+    receipt: &alloy::rpc::types::TransactionReceipt,
+) -> Option<Effects> {
+    if open.kind == TxKind::NonceFill {
+        return None;
+    }
+    if status != TxStatus::Confirmed {
+        return Some(Effects::default());
+    }
+    let wallet = open.from.evm()?;
+    let tx = decode_payload(&open.signed_payload).ok()?;
+    let logs: Vec<Log> = receipt
+        .inner
+        .logs()
+        .iter()
+        .map(|l| Log {
+            address: l.address(),
+            topics: l.topics().to_vec(),
+            data: l.data().data.clone(),
+        })
+        .collect();
+    Some(evm::landed(wallet, (tx.to.to().copied(), tx.value), &logs))
 }
 
 /// Whether block `block` is its chain's `confirmations` deep. A receipt is the node's
@@ -95,12 +125,14 @@ impl Monitor {
                 }
                 let (status, error) = outcome_of(&receipt);
                 let note = Some(included);
+                let landed = landed(&open, status, &receipt);
                 return Ok(Some(Settlement {
                     hash: hash.to_string(),
                     open,
                     status,
                     error,
                     note,
+                    landed,
                 }));
             }
         }

@@ -32,7 +32,7 @@ use crate::{
     recovery::{evm::EvmRecovery, solana::SolanaRecovery},
     wallets::Wallets,
 };
-use walletops_domain::{OpenTransaction, TxStatus};
+use walletops_domain::{Effects, OpenTransaction, TxStatus};
 use walletops_store::Store;
 
 mod bump;
@@ -60,6 +60,8 @@ struct Settlement {
     note: Option<String>,
     /// The hash that was included.
     hash: String,
+    /// What it did to the wallet, read from the chain; `None`: not read.
+    landed: Option<Effects>,
 }
 
 /// Stuck times a record a node took before is kept open while every send of it is refused,
@@ -312,6 +314,7 @@ impl Monitor {
         if !settled.is_empty() {
             let txn = self.store.begin().await?;
             let mut changed = Vec::new();
+            let mut differed = Vec::new();
             for s in settled {
                 let id = s.open.id;
                 if self
@@ -319,6 +322,20 @@ impl Monitor {
                     .settle_transaction(&txn, &s.open, s.status, s.error, s.note, Some(&s.hash))
                     .await?
                 {
+                    if let Some(landed) = &s.landed {
+                        let difference = s
+                            .open
+                            .simulated_effects
+                            .as_ref()
+                            .and_then(|simulated| simulated.difference(landed));
+                        if let Some(what) = &difference {
+                            tracing::warn!(%id, %what, "a transaction did otherwise than simulated");
+                            differed.push((s.open.chain.clone(), s.open.kind));
+                        }
+                        self.store
+                            .set_final_effects(&txn, id, landed, difference)
+                            .await?;
+                    }
                     changed.push((s.open, s.status));
                 } else {
                     tracing::debug!(%id, "changed by another worker before it was settled");
@@ -327,6 +344,9 @@ impl Monitor {
             txn.commit().await?;
             for (open, status) in &changed {
                 crate::metrics::settled(open, *status);
+            }
+            for (chain, kind) in &differed {
+                crate::metrics::effects_differed(chain, *kind);
             }
         }
         Ok(())

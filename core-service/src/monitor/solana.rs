@@ -40,12 +40,17 @@ impl Monitor {
                 SignatureState::Processed => return Ok(None),
                 SignatureState::Unseen => continue,
             };
+            let landed = match state {
+                SignatureState::Succeeded => self.landed(&client, &open, hash).await,
+                _ => Some(walletops_domain::Effects::default()),
+            };
             return Ok(Some(Settlement {
                 hash: hash.to_string(),
                 open,
                 status,
                 error,
                 note: None,
+                landed,
             }));
         }
         let expired = open.valid_until.is_some_and(|valid| height > valid);
@@ -109,6 +114,29 @@ impl Monitor {
             self.send_solana(&client, open.id).await?;
         }
         Ok(None)
+    }
+
+    /// What `open`, final as `hash`, did to its wallet, read from the chain; `None` when it
+    /// cannot be read now (the record settles all the same).
+    async fn landed(
+        &self,
+        client: &crate::chains::solana::SolanaClient,
+        open: &OpenTransaction,
+        hash: &walletops_domain::TxHash,
+    ) -> Option<walletops_domain::Effects> {
+        let (walletops_domain::TxHash::Solana(signature), Some(wallet)) =
+            (hash, open.from.solana())
+        else {
+            return None;
+        };
+        let tx = decode(&open.signed_payload).ok()?;
+        match client.landed(&wallet, signature, &tx).await {
+            Ok(landed) => landed,
+            Err(e) => {
+                tracing::warn!(id = %open.id, error = %e, "reading what a final transaction did failed");
+                None
+            }
+        }
     }
 
     /// Sends the current payload of Solana record `id`.

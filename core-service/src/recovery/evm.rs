@@ -391,6 +391,7 @@ impl EvmRecovery {
                     note: Some(note),
                     valid_until: None,
                     held_until: None,
+                    simulated_effects: None,
                 },
             )
             .await?;

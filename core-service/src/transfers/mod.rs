@@ -114,9 +114,16 @@ impl Transfers {
 
     /// Signs, stores (claiming `ticket`'s key) and sends `prepared`.
     pub async fn execute(&self, prepared: Prepared, ticket: &Ticket) -> Result<Submission> {
+        // The record keeps what the simulation showed, to be compared with what it did.
         match prepared {
-            Prepared::Evm(p) => self.evm.execute(p, ticket).await,
-            Prepared::Solana(p) => self.solana.execute(p, ticket).await,
+            Prepared::Evm(mut p) => {
+                p.record.simulated_effects = p.effects.known().cloned();
+                self.evm.execute(p, ticket).await
+            }
+            Prepared::Solana(mut p) => {
+                p.record.simulated_effects = p.effects.known().cloned();
+                self.solana.execute(p, ticket).await
+            }
         }
     }
 }

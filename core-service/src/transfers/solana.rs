@@ -251,6 +251,7 @@ impl SolanaPipeline {
             )),
             valid_until: Some(valid_until),
             held_until: None,
+            simulated_effects: None,
         };
         let unsigned = VersionedTransaction {
             signatures: vec![

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use utoipa::ToSchema;
-use walletops_proto::v1 as pb;
+use walletops_proto::{rest::EffectsJson, v1 as pb};
 
 /// The answer of a write's dry run.
 #[derive(Debug, Serialize, ToSchema)]
@@ -15,50 +15,6 @@ pub(crate) struct DryRunJson {
     pub(crate) verdict: VerdictJson,
     /// The most the network fee may cost.
     pub(crate) fee: FeeJson,
-}
-
-/// What a transaction does to its wallet, per asset.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct EffectsJson {
-    /// What leaves the wallet, in the order it happens.
-    pub(crate) outflows: Vec<FlowJson>,
-    /// What comes in.
-    pub(crate) inflows: Vec<FlowJson>,
-    /// Holds on the wallet's assets granted to another account.
-    pub(crate) grants: Vec<GrantJson>,
-}
-
-/// One move of an asset.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct FlowJson {
-    /// `native`, a token's address (lowercase) or a mint.
-    #[schema(example = "native")]
-    pub(crate) asset: String,
-    /// The receiver of an outflow, the sender of an inflow.
-    pub(crate) counterparty: String,
-    /// Base units (1 per non-fungible token).
-    #[schema(example = "1000")]
-    pub(crate) amount: String,
-    /// A non-fungible token's id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) token_id: Option<String>,
-}
-
-/// A hold granted on the wallet's assets.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct GrantJson {
-    /// `allowance`, `token`, `all`, `delegation` or `authority`.
-    #[schema(example = "allowance")]
-    pub(crate) kind: String,
-    /// The asset held.
-    pub(crate) asset: String,
-    /// Who gets it.
-    pub(crate) spender: String,
-    /// Base units; null when unlimited.
-    pub(crate) amount: Option<String>,
 }
 
 /// The verdict of the caller's scopes and limits.
@@ -97,34 +53,12 @@ pub(crate) struct FeeJson {
     pub(crate) units: u64,
 }
 
-fn flow(f: pb::Flow) -> FlowJson {
-    FlowJson {
-        asset: f.asset,
-        counterparty: f.counterparty,
-        amount: f.amount,
-        token_id: f.token_id,
-    }
-}
-
 impl From<pb::SimulateWriteResponse> for DryRunJson {
     fn from(r: pb::SimulateWriteResponse) -> Self {
         let verdict = r.verdict.unwrap_or_default();
         let fee = r.fee.unwrap_or_default();
         Self {
-            effects: r.effects.map(|e| EffectsJson {
-                outflows: e.outflows.into_iter().map(flow).collect(),
-                inflows: e.inflows.into_iter().map(flow).collect(),
-                grants: e
-                    .grants
-                    .into_iter()
-                    .map(|g| GrantJson {
-                        kind: g.kind,
-                        asset: g.asset,
-                        spender: g.spender,
-                        amount: g.amount,
-                    })
-                    .collect(),
-            }),
+            effects: r.effects.map(EffectsJson::from),
             verdict: VerdictJson {
                 allowed: verdict.allowed,
                 needs_approval: verdict.needs_approval,

@@ -32,6 +32,9 @@ pub(crate) struct Model {
     pub(crate) lease_until: Option<DateTimeUtc>,
     pub(crate) valid_until_height: Option<i64>,
     pub(crate) revision: i64,
+    pub(crate) simulated_effects: Option<String>,
+    pub(crate) final_effects: Option<String>,
+    pub(crate) effects_difference: Option<String>,
     pub(crate) created_at: DateTimeUtc,
     pub(crate) updated_at: DateTimeUtc,
 }

@@ -185,6 +185,19 @@ async fn sol_and_spl_sends_move_exactly_the_amount(b: Backend) -> anyhow::Result
     assert_eq!(s.rpc.get_balance(&to).await?, 12_345_678);
     assert_eq!(tx["chainId"], -3);
     assert_eq!(tx["asset"], "native");
+    // The record keeps its simulated effects and, final, those read from the chain.
+    let outflow = &tx["simulatedEffects"]["outflows"][0];
+    assert_eq!(
+        (
+            &outflow["asset"],
+            &outflow["amount"],
+            &outflow["counterparty"]
+        ),
+        (&json!("native"), &json!("12345678"), &json!(to.to_string())),
+        "{tx}"
+    );
+    assert_eq!(tx["finalEffects"], tx["simulatedEffects"], "{tx}");
+    assert!(tx["effectsDifference"].is_null(), "{tx}");
     let signature = tx["hash"].as_str().expect("signature");
     assert!(
         tx["explorerUrl"]
@@ -206,6 +219,9 @@ async fn sol_and_spl_sends_move_exactly_the_amount(b: Backend) -> anyhow::Result
                 .await?;
             let tx = s.wait_for(&id, "CONFIRMED").await?;
             assert_eq!(tx["token"], mint.to_string());
+            let outflow = &tx["finalEffects"]["outflows"][0];
+            assert_eq!(outflow["counterparty"], to.to_string(), "{tx}");
+            assert_eq!(tx["finalEffects"], tx["simulatedEffects"], "{tx}");
             assert_eq!(client::token_balance(&s.rpc, &to, &mint).await?, expected);
         }
         assert_eq!(

@@ -7,6 +7,7 @@ mod desk;
 mod evm;
 mod mcp;
 mod quotes;
+mod records;
 mod solana;
 mod solana_swaps;
 mod swaps;

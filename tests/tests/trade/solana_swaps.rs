@@ -136,6 +136,14 @@ async fn a_solana_swap_moves_the_quoted_amounts_and_replays_without_sending(
     let record = desk.api().wait_for_status(id, "CONFIRMED").await?;
     assert_eq!(record["type"], "swap", "{record}");
     assert_eq!(
+        record["finalEffects"], record["simulatedEffects"],
+        "{record}"
+    );
+    assert!(
+        record["finalEffects"]["inflows"][0]["amount"].is_string(),
+        "{record}"
+    );
+    assert_eq!(
         record["fromToken"],
         WRAPPED_SOL_MINT.to_string(),
         "{record}"

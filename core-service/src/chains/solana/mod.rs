@@ -31,6 +31,7 @@ use spl_token_2022_interface::{extension::StateWithExtensions, state::Mint};
 
 use super::failover::solana::Failover;
 
+mod landed;
 mod simulate;
 use crate::error::WalletOpsError;
 

@@ -86,43 +86,23 @@ impl SolanaClient {
                 }
             )));
         }
-        // Account indexes count the static keys, then those loaded from lookup tables.
-        let mut all = keys;
-        if let Some(loaded) = &result.loaded_addresses {
-            for key in loaded.writable.iter().chain(&loaded.readonly) {
-                all.push(Pubkey::from_str(key).map_err(|e| rpc_failed("list loaded accounts", e))?);
-            }
-        }
-        let mut ops = Vec::new();
-        for ix in tx.message.instructions() {
-            ops.push(compiled(
-                &all,
-                usize::from(ix.program_id_index),
-                ix.accounts.iter().map(|&i| usize::from(i)),
-                &ix.data,
-            ));
-        }
-        let Some(inner) = result.inner_instructions else {
-            // Without them, what the programs it calls do in turn is not seen.
-            return Ok(Foreseen::Unknown(
-                "the Solana node answered the simulation without its inner instructions".to_owned(),
-            ));
-        };
-        let inner =
-            serde_json::to_value(inner).map_err(|e| rpc_failed("read inner instructions", e))?;
-        for ix in inner
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|group| group["instructions"].as_array())
-            .flatten()
-        {
-            ops.push(inner_op(&all, ix));
-        }
-        Ok(match effects_of(wallet, &pre, &ops) {
-            Ok(effects) => Foreseen::Known(effects),
-            Err(why) => Foreseen::Unknown(why.to_string()),
-        })
+        let loaded = result
+            .loaded_addresses
+            .as_ref()
+            .map(|l| {
+                l.writable
+                    .iter()
+                    .chain(&l.readonly)
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let inner = result
+            .inner_instructions
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|e| rpc_failed("read inner instructions", e))?;
+        read_effects(wallet, tx, keys, &loaded, inner.as_ref(), &pre)
     }
 
     /// The token accounts among `keys`, with their mint and owner, read in one call.
@@ -151,6 +131,50 @@ impl SolanaClient {
             })
             .collect())
     }
+}
+
+/// What `tx` does to `wallet`, read from its instructions (account indexes counting `keys`,
+/// then those `loaded` from lookup tables) and the `inner` instructions the node ran for it
+/// (`None`: the node did not say), with the token accounts `pre` knows.
+pub(super) fn read_effects(
+    wallet: &Pubkey,
+    tx: &VersionedTransaction,
+    mut all: Vec<Pubkey>,
+    loaded: &[String],
+    inner: Option<&Value>,
+    pre: &HashMap<Pubkey, TokenAccount>,
+) -> Result<Foreseen, WalletOpsError> {
+    for key in loaded {
+        all.push(Pubkey::from_str(key).map_err(|e| rpc_failed("list loaded accounts", e))?);
+    }
+    let mut ops = Vec::new();
+    for ix in tx.message.instructions() {
+        ops.push(compiled(
+            &all,
+            usize::from(ix.program_id_index),
+            ix.accounts.iter().map(|&i| usize::from(i)),
+            &ix.data,
+        ));
+    }
+    let Some(inner) = inner else {
+        // Without them, what the programs it calls do in turn is not seen.
+        return Ok(Foreseen::Unknown(
+            "the Solana node answered without the inner instructions".to_owned(),
+        ));
+    };
+    for ix in inner
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|group| group["instructions"].as_array())
+        .flatten()
+    {
+        ops.push(inner_op(&all, ix));
+    }
+    Ok(match effects_of(wallet, pre, &ops) {
+        Ok(effects) => Foreseen::Known(effects),
+        Err(why) => Foreseen::Unknown(why.to_string()),
+    })
 }
 
 /// The op of a compiled instruction, its indexes resolved against `keys`; one naming an

@@ -122,7 +122,7 @@ pub struct Prepared {
     /// The transaction, its nonce still to be set.
     tx: TxEip1559,
     /// The record, its key, nonce, hash and payload still to be set.
-    record: NewTransaction,
+    pub(crate) record: NewTransaction,
     /// What the simulation says it does.
     pub effects: Foreseen,
 }
@@ -299,6 +299,7 @@ impl EvmPipeline {
                 note: None,
                 valid_until: None,
                 held_until: None,
+                simulated_effects: None,
             },
             effects,
         })
