@@ -120,9 +120,14 @@ impl FromStr for WalletAddress {
     }
 }
 
+/// The stored form: an EVM address in lowercase hex (a checksum costs a hash; answers
+/// format addresses with `Display`), a Solana key in base58. `FromStr` reads either.
 impl From<WalletAddress> for String {
     fn from(a: WalletAddress) -> Self {
-        a.to_string()
+        match a {
+            WalletAddress::Evm(a) => format!("{a:#x}"),
+            WalletAddress::Solana(k) => k.to_string(),
+        }
     }
 }
 

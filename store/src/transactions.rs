@@ -18,6 +18,9 @@ use walletops_domain::{
     Effects, OpenTransaction, StatusChange, TransactionRecord, TxKind, TxStatus, WalletAddress,
 };
 
+/// A record's change of status: the status, why (for failures), and a history note.
+struct Change(TxStatus, Option<String>, Option<String>);
+
 /// A signed transaction about to be stored, before its first broadcast.
 #[derive(Debug, Clone)]
 pub struct NewTransaction {
@@ -298,28 +301,34 @@ impl Store {
         hash: Option<&str>,
     ) -> Result<bool> {
         let conn = conn.sea();
-        self.settle_as_seen(conn, open, still_as_seen(open), status, error, note, hash)
+        let change = Change(status, error, note);
+        self.settle_as_seen(conn, open, still_as_seen(open), change, hash, None)
             .await
     }
 
-    /// Keeps on record `id` the effects read from the chain once it was final, and how they
-    /// differ from its simulated ones (`None`: they agree), in `conn`'s transaction.
-    pub async fn set_final_effects<C: Conn>(
+    /// `settle_transaction`, keeping in the same statement what the transaction did to its
+    /// wallet (`landed`, read from the chain) and how that differs from its simulation.
+    pub async fn settle_with_effects<C: Conn>(
         &self,
         conn: &C,
-        id: Uuid,
+        open: &OpenTransaction,
+        (status, error, note): (TxStatus, Option<String>, Option<String>),
+        hash: &str,
         landed: &Effects,
         difference: Option<String>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let landed = serde_json::to_string(landed)
             .map_err(|e| StoreError::corrupt(format!("effects as JSON: {e}")))?;
-        txs::Entity::update_many()
-            .col_expr(txs::Column::FinalEffects, Expr::value(landed))
-            .col_expr(txs::Column::EffectsDifference, Expr::value(difference))
-            .filter(txs::Column::Id.eq(id))
-            .exec(conn.sea())
-            .await?;
-        Ok(())
+        let change = Change(status, error, note);
+        self.settle_as_seen(
+            conn.sea(),
+            open,
+            still_as_seen(open),
+            change,
+            Some(hash),
+            Some((landed, difference)),
+        )
+        .await
     }
 
     /// Ends `open` as `status` (FAILED or DROPPED) with `error`, in `conn`'s transaction.
@@ -343,7 +352,14 @@ impl Store {
             seen = seen.add(txs::Column::LastBroadcastAt.is_null());
         }
         let failed = self
-            .settle_as_seen(conn, open, seen, status, Some(error), None, None)
+            .settle_as_seen(
+                conn,
+                open,
+                seen,
+                Change(status, Some(error), None),
+                None,
+                None,
+            )
             .await?;
         if failed && let Some(detail) = answered {
             self.fail_claim_of(conn, open, detail).await?;
@@ -394,7 +410,14 @@ impl Store {
             .add(txs::Column::Revision.eq(dropped.revision));
         let txn = self.begin_sea().await?;
         let settled = self
-            .settle_as_seen(&txn, dropped, seen, status, error, Some(note), Some(hash))
+            .settle_as_seen(
+                &txn,
+                dropped,
+                seen,
+                Change(status, error, Some(note)),
+                Some(hash),
+                None,
+            )
             .await?;
         if settled {
             self.unfail_claim_of(&txn, dropped).await?;
@@ -410,10 +433,9 @@ impl Store {
         conn: &C,
         open: &OpenTransaction,
         seen: Condition,
-        status: TxStatus,
-        error: Option<String>,
-        note: Option<String>,
+        Change(status, error, note): Change,
         hash: Option<&str>,
+        effects: Option<(String, Option<String>)>,
     ) -> Result<bool> {
         let now = Utc::now();
         let mut update = txs::Entity::update_many()
@@ -427,6 +449,11 @@ impl Store {
             .col_expr(txs::Column::Revision, Expr::value(open.revision + 1));
         if let Some(hash) = hash {
             update = update.col_expr(txs::Column::Hash, Expr::value(hash));
+        }
+        if let Some((landed, difference)) = effects {
+            update = update
+                .col_expr(txs::Column::FinalEffects, Expr::value(landed))
+                .col_expr(txs::Column::EffectsDifference, Expr::value(difference));
         }
         let updated = update.filter(seen).exec(conn).await?.rows_affected == 1;
         if updated && status != open.status {

@@ -317,24 +317,35 @@ impl Monitor {
             let mut differed = Vec::new();
             for s in settled {
                 let id = s.open.id;
-                if self
-                    .store
-                    .settle_transaction(&txn, &s.open, s.status, s.error, s.note, Some(&s.hash))
-                    .await?
-                {
-                    if let Some(landed) = &s.landed {
-                        let difference = s
-                            .open
-                            .simulated_effects
-                            .as_ref()
-                            .and_then(|simulated| simulated.difference(landed));
-                        if let Some(what) = &difference {
-                            tracing::warn!(%id, %what, "a transaction did otherwise than simulated");
-                            differed.push((s.open.chain.clone(), s.open.kind));
-                        }
+                let difference = s.landed.as_ref().and_then(|landed| {
+                    let simulated = s.open.simulated_effects.as_ref()?;
+                    simulated.difference(landed)
+                });
+                let settled = match &s.landed {
+                    Some(landed) => {
+                        let change = (s.status, s.error, s.note);
+                        let difference = difference.clone();
                         self.store
-                            .set_final_effects(&txn, id, landed, difference)
-                            .await?;
+                            .settle_with_effects(&txn, &s.open, change, &s.hash, landed, difference)
+                            .await?
+                    }
+                    None => {
+                        self.store
+                            .settle_transaction(
+                                &txn,
+                                &s.open,
+                                s.status,
+                                s.error,
+                                s.note,
+                                Some(&s.hash),
+                            )
+                            .await?
+                    }
+                };
+                if settled {
+                    if let Some(what) = &difference {
+                        tracing::warn!(%id, %what, "a transaction did otherwise than simulated");
+                        differed.push((s.open.chain.clone(), s.open.kind));
                     }
                     changed.push((s.open, s.status));
                 } else {
