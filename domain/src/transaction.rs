@@ -207,8 +207,9 @@ pub struct OpenTransaction {
     /// The record's revision as read: every change of status, history or payload is
     /// conditional on it.
     pub revision: i64,
-    /// What its simulation showed it does to the wallet, to compare with what it did.
-    pub simulated_effects: Option<Effects>,
+    /// What its simulation showed it does to the wallet, as stored (JSON `Effects`): read
+    /// only when the record settles, not at every sweep that leases it.
+    pub simulated_effects: Option<String>,
 }
 
 /// The submission result of a write, as the contract gives it (its `status` is always

@@ -105,8 +105,7 @@ impl TryFrom<txs::Model> for OpenTransaction {
                 .map(|n| u64::try_from(n).map_err(|_| corrupt("valid_until_height")))
                 .transpose()?,
             revision: m.revision,
-            simulated_effects: effects(m.simulated_effects.as_deref())
-                .map_err(|_| corrupt("simulated_effects"))?,
+            simulated_effects: m.simulated_effects,
         })
     }
 }

@@ -254,11 +254,11 @@ impl Monitor {
         // waiting as they should (see `waiting`) not at all.
         let follow_all = async {
             let waiting = self.waiting(&leased).await;
-            crate::metrics::records_swept(leased.len() - waiting.len(), waiting.len());
+            let counts = (leased.len() - waiting.len(), waiting.len());
             let followed = leased
                 .into_iter()
                 .filter(|open| !waiting.contains(&open.id));
-            futures::stream::iter(followed)
+            let settled = futures::stream::iter(followed)
                 .map(|open| async move {
                     let id = open.id;
                     match self.follow(open).await {
@@ -279,12 +279,13 @@ impl Monitor {
                 .buffer_unordered(FOLLOWERS)
                 .filter_map(std::future::ready)
                 .collect::<Vec<Settlement>>()
-                .await
+                .await;
+            (settled, counts)
         };
         // A sweep slowed by its nodes past the lease (the wallets' nonces included) would let
         // another core follow the same records at once: the lease is renewed every third of
         // it while the sweep lasts.
-        let settled = while_renewing(
+        let (settled, counts) = while_renewing(
             follow_all,
             lease.to_std().unwrap_or_default() / 3,
             || async {
@@ -318,7 +319,8 @@ impl Monitor {
             for s in settled {
                 let id = s.open.id;
                 let difference = s.landed.as_ref().and_then(|landed| {
-                    let simulated = s.open.simulated_effects.as_ref()?;
+                    let stored = s.open.simulated_effects.as_deref()?;
+                    let simulated: Effects = serde_json::from_str(stored).ok()?;
                     simulated.difference(landed)
                 });
                 let settled = match &s.landed {
@@ -360,6 +362,9 @@ impl Monitor {
                 crate::metrics::effects_differed(chain, *kind);
             }
         }
+        // Counted as the sweep ends, beside its duration (`run`): a scrape between the two
+        // would see a sweep's records without the sweep.
+        crate::metrics::records_swept(counts.0, counts.1);
         Ok(())
     }
 
