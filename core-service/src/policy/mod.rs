@@ -193,11 +193,20 @@ fn verdict_on_limits(
     let mut verdict = Verdict::default();
     for asset in effects.assets_at_stake() {
         let name = asset.name();
+        let standing = standings
+            .iter()
+            .find(|s| s.limit.chain == chain && s.limit.asset == name);
         let mut amount = effects.outflow_of(asset);
         for grant in effects.grants.iter().filter(|g| g.asset == asset) {
             match grant.amount {
                 Some(granted) => amount = amount.saturating_add(granted),
-                None if rules.names_spender(&grant.spender) => {}
+                // Only on an asset the key may move at all: the exception widens a limit,
+                // it does not make one.
+                None if standing.is_some() && rules.names_spender(&grant.spender) => {}
+                None if standing.is_none() => verdict.refusals.push(Refusal::Forbidden(format!(
+                    "spend limit: this key moves only assets it has a limit on, and this write grants {} an unlimited hold on {name} on {chain}, which has none",
+                    grant.spender
+                ))),
                 None => verdict.refusals.push(Refusal::Forbidden(format!(
                     "spend limit: this write grants {} an unlimited hold on {name} on {chain}; a key with spend limits may grant only bounded amounts, or any to a spender its policy allows",
                     grant.spender
@@ -207,10 +216,7 @@ fn verdict_on_limits(
         if amount.is_zero() {
             continue;
         }
-        let Some(standing) = standings
-            .iter()
-            .find(|s| s.limit.chain == chain && s.limit.asset == name)
-        else {
+        let Some(standing) = standing else {
             verdict.refusals.push(Refusal::Forbidden(format!(
                 "spend limit: this key moves only assets it has a limit on, and this write moves {amount} of {name} on {chain}, which has none"
             )));

@@ -38,12 +38,26 @@ impl<'a> Rules<'a> {
         self.has(RuleKind::Recipient) || self.has(RuleKind::Spender)
     }
 
-    /// Whether `spender` may be granted a hold here: no spender rule, or one naming it.
+    /// The rule kind that judges a grant's spender: spender rules, or else recipient rules
+    /// (a hold is a payment its spender takes later); none when the key has neither.
+    fn spenders_judged_by(&self) -> Option<RuleKind> {
+        [RuleKind::Spender, RuleKind::Recipient]
+            .into_iter()
+            .find(|kind| self.has(*kind))
+    }
+
+    /// Whether `spender` may be granted a hold here: allowed by the rules of the kind that
+    /// judges spenders, or by no rule when the key has neither kind.
     pub(super) fn spender_allowed(&self, spender: &WalletAddress) -> bool {
-        !self.has(RuleKind::Spender)
-            || self
+        match self.spenders_judged_by() {
+            None => true,
+            Some(RuleKind::Spender) => self
                 .here()
-                .any(|a| matches!(a, Allowed::Spender(s) if s == spender))
+                .any(|a| matches!(a, Allowed::Spender(s) if s == spender)),
+            Some(_) => self
+                .here()
+                .any(|a| matches!(a, Allowed::Recipient(r) if r == spender)),
+        }
     }
 
     /// Whether `spender` is named by a spender rule here (which lets a limited key grant it
@@ -120,8 +134,15 @@ impl<'a> Rules<'a> {
         }
         for grant in &effects.grants {
             if !self.spender_allowed(&grant.spender) {
+                let (rule, what) = match self.spenders_judged_by() {
+                    Some(RuleKind::Spender) => ("allowed spenders", "an allowed spender"),
+                    _ => (
+                        "allowed recipients",
+                        "an allowed recipient (a key with recipient rules and no spender rules grants holds only to its recipients)",
+                    ),
+                };
                 refuse(format!(
-                    "policy (allowed spenders): this write grants {} a hold on {} on {chain}, which is not an allowed spender of this key",
+                    "policy ({rule}): this write grants {} a hold on {} on {chain}, which is not {what} of this key",
                     grant.spender,
                     grant.asset.name()
                 ));

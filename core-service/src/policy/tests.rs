@@ -331,3 +331,58 @@ fn spenders_are_an_allow_list_and_the_exception_for_unlimited_grants() {
     );
     assert!(forbidden(refused).contains("unlimited"));
 }
+
+#[test]
+fn an_allowed_spender_gives_no_unlimited_hold_on_an_asset_without_a_limit() {
+    let grant = Effects {
+        grants: vec![Grant {
+            kind: GrantKind::Allowance,
+            asset: token(2),
+            spender: friend(),
+            amount: None,
+        }],
+        ..Effects::default()
+    };
+    let rules = [rule(CHAIN, Allowed::Spender(friend()))];
+    let limits = [standing(token(1), 1_000, 5_000, 0)];
+    let why = forbidden(verdict_on_limits(
+        Uuid::nil(),
+        CHAIN,
+        &grant,
+        &limits,
+        &Rules::new(&rules, CHAIN),
+    ));
+    assert!(
+        why.contains("has none") && why.contains(&token(2).name()),
+        "{why}"
+    );
+}
+
+#[test]
+fn without_spender_rules_recipient_rules_judge_grants() {
+    let grant = |spender| Effects {
+        grants: vec![Grant {
+            kind: GrantKind::Allowance,
+            asset: token(1),
+            spender,
+            amount: Some(U256::from(5)),
+        }],
+        ..Effects::default()
+    };
+    let rules = [rule(CHAIN, Allowed::Recipient(friend()))];
+    assert!(broken(&rules, Act::Transfer, &grant(friend())).is_empty());
+    let why = broken(&rules, Act::Transfer, &grant(stranger()));
+    assert!(
+        why.len() == 1
+            && why[0].contains("allowed recipients")
+            && why[0].contains(&stranger().to_string()),
+        "{why:?}"
+    );
+    // Spender rules, once there, judge spenders alone.
+    let both = [
+        rule(CHAIN, Allowed::Recipient(friend())),
+        rule(CHAIN, Allowed::Spender(stranger())),
+    ];
+    assert!(broken(&both, Act::Transfer, &grant(stranger())).is_empty());
+    assert!(broken(&both, Act::Transfer, &grant(friend()))[0].contains("allowed spenders"));
+}
