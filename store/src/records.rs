@@ -24,9 +24,12 @@ fn status_and_kind(m: &txs::Model) -> Result<(TxStatus, TxKind)> {
     Ok((status, kind))
 }
 
-/// Stored effects, if any.
-fn effects(text: Option<&str>) -> serde_json::Result<Option<Effects>> {
-    text.map(serde_json::from_str).transpose()
+/// Stored effects of record `id`, if any. What a write did is shown beside the record, not
+/// part of it: an unreadable one is logged and shown as none, the record still read.
+fn effects(id: Uuid, what: &str, text: Option<&str>) -> Option<Effects> {
+    serde_json::from_str(text?)
+        .inspect_err(|e| tracing::error!(%id, error = %e, "unreadable {what}; shown as none"))
+        .ok()
 }
 
 impl TryFrom<txs::Model> for TransactionRecord {
@@ -58,10 +61,8 @@ impl TryFrom<txs::Model> for TransactionRecord {
             error: m.error,
             created_at: m.created_at,
             updated_at: m.updated_at,
-            simulated_effects: effects(m.simulated_effects.as_deref())
-                .map_err(|_| corrupt("simulated_effects"))?,
-            final_effects: effects(m.final_effects.as_deref())
-                .map_err(|_| corrupt("final_effects"))?,
+            simulated_effects: effects(id, "simulated effects", m.simulated_effects.as_deref()),
+            final_effects: effects(id, "final effects", m.final_effects.as_deref()),
             effects_difference: m.effects_difference,
         })
     }

@@ -318,10 +318,16 @@ impl Monitor {
             let mut differed = Vec::new();
             for s in settled {
                 let id = s.open.id;
+                // A write that failed on chain moved nothing, and its status says so: only a
+                // confirmed one is compared. An EVM receipt shows no coin received through an
+                // internal call (a token sold for ETH), so native inflows are left out there.
                 let difference = s.landed.as_ref().and_then(|landed| {
+                    if s.status != TxStatus::Confirmed {
+                        return None;
+                    }
                     let stored = s.open.simulated_effects.as_deref()?;
                     let simulated: Effects = serde_json::from_str(stored).ok()?;
-                    simulated.difference(landed)
+                    simulated.difference(landed, s.open.from.evm().is_none())
                 });
                 let settled = match &s.landed {
                     Some(landed) => {
