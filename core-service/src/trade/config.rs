@@ -37,6 +37,20 @@ pub struct LocalEvmAggregator {
 pub const ONEINCH_V6_ROUTER: alloy::primitives::Address =
     alloy::primitives::address!("0x111111125421cA6dc452d289314280a0f8842A65");
 
+/// 1inch v6's router on zkSync Era (chain 324), the one chain where it was deployed at
+/// another address.
+pub const ONEINCH_V6_ROUTER_ZKSYNC: alloy::primitives::Address =
+    alloy::primitives::address!("0x6fd4383cB451173D5f9304F041C7BCBf27d561fF");
+
+/// 1inch v6's published router on chain `chain_id`.
+pub fn oneinch_v6_router(chain_id: u64) -> alloy::primitives::Address {
+    if chain_id == 324 {
+        ONEINCH_V6_ROUTER_ZKSYNC
+    } else {
+        ONEINCH_V6_ROUTER
+    }
+}
+
 impl TradeConfig {
     /// The routers EVM swaps on chain `chain_id` may call and approve: the built-in 1inch v6
     /// router, those on `trade.evm.allowed_routers`, and the router of the chain's own
@@ -47,7 +61,7 @@ impl TradeConfig {
             .iter()
             .filter(|l| l.chain_id == chain_id)
             .map(|l| l.router);
-        std::iter::once(ONEINCH_V6_ROUTER)
+        std::iter::once(oneinch_v6_router(chain_id))
             .chain(self.evm.allowed_routers.iter().copied())
             .chain(local)
             .collect()
@@ -63,7 +77,7 @@ pub struct EvmTradeConfig {
     /// SERVICE_UNAVAILABLE (the API refuses every call without one).
     pub api_key: Secret,
     /// Router addresses a swap may call and a quote may name as spender, besides the built-in
-    /// 1inch v6 router (`ONEINCH_V6_ROUTER`).
+    /// 1inch v6 router (`oneinch_v6_router`).
     pub allowed_routers: Vec<alloy::primitives::Address>,
 }
 
