@@ -278,6 +278,32 @@ impl Anvil {
         Ok(self.provider.get_transaction_count(address).await?)
     }
 
+    /// Posts `body` to `path` with `api` and asserts it is refused 403 `FORBIDDEN` in words
+    /// containing each of `words` (in any case), `wallet` having signed nothing.
+    pub async fn assert_forbidden(
+        &self,
+        wallet: Address,
+        api: &Rest,
+        (path, body): (&str, &Value),
+        words: &[&str],
+    ) -> anyhow::Result<()> {
+        let signed = self.nonce(wallet).await?;
+        let reply = api.post(path, body).await?;
+        reply.assert_error(403, "FORBIDDEN")?;
+        for w in words {
+            anyhow::ensure!(
+                reply.text.to_lowercase().contains(&w.to_lowercase()),
+                "{path}: no {w:?} in {}",
+                reply.text
+            );
+        }
+        anyhow::ensure!(
+            self.nonce(wallet).await? == signed,
+            "{path}: a refused write was signed"
+        );
+        Ok(())
+    }
+
     /// Waits until `address` has `n` or more mined transactions; `what` names the wait.
     pub async fn wait_for_nonce(&self, what: &str, address: Address, n: u64) -> anyhow::Result<()> {
         poll_until(what, || async {

@@ -83,52 +83,44 @@ impl RuleForm {
 
 /// `POST /dashboard/keys/{id}/policy`: adds a rule.
 pub(crate) async fn add(
-    State(mut dashboard): State<Dashboard>,
+    State(dashboard): State<Dashboard>,
     visit: Visit,
     Path(id): Path<String>,
     Form(form): Form<RuleForm>,
 ) -> Page {
-    let (rule, what) = form.rule();
-    let req = pb::AddPolicyRuleRequest {
-        key_id: id.clone(),
-        rule: Some(rule),
-    };
-    let answer = dashboard
-        .keys
-        .add_policy_rule(visit.call(req, Some(&form.csrf)))
-        .await;
-    super::limits::after(
-        &mut dashboard,
-        &visit,
-        &id,
-        answer.map(|_| ()),
-        ("allowed", &what),
-    )
-    .await
+    change(dashboard, visit, id, form, false).await
 }
 
 /// `POST /dashboard/keys/{id}/policy/remove`: removes a rule.
 pub(crate) async fn remove(
-    State(mut dashboard): State<Dashboard>,
+    State(dashboard): State<Dashboard>,
     visit: Visit,
     Path(id): Path<String>,
     Form(form): Form<RuleForm>,
 ) -> Page {
+    change(dashboard, visit, id, form, true).await
+}
+
+/// Adds the form's rule to key `id`, or removes it when `removing`.
+async fn change(
+    mut dashboard: Dashboard,
+    visit: Visit,
+    id: String,
+    form: RuleForm,
+    removing: bool,
+) -> Page {
     let (rule, what) = form.rule();
-    let req = pb::RemovePolicyRuleRequest {
-        key_id: id.clone(),
-        rule: Some(rule),
+    let (key_id, rule) = (id.clone(), Some(rule));
+    let csrf = Some(form.csrf.as_str());
+    let answer = if removing {
+        let req = pb::RemovePolicyRuleRequest { key_id, rule };
+        let call = dashboard.keys.remove_policy_rule(visit.call(req, csrf));
+        call.await.map(|_| ())
+    } else {
+        let req = pb::AddPolicyRuleRequest { key_id, rule };
+        let call = dashboard.keys.add_policy_rule(visit.call(req, csrf));
+        call.await.map(|_| ())
     };
-    let answer = dashboard
-        .keys
-        .remove_policy_rule(visit.call(req, Some(&form.csrf)))
-        .await;
-    super::limits::after(
-        &mut dashboard,
-        &visit,
-        &id,
-        answer.map(|_| ()),
-        ("disallowed", &what),
-    )
-    .await
+    let done = if removing { "disallowed" } else { "allowed" };
+    super::limits::after(&mut dashboard, &visit, &id, answer, (done, &what)).await
 }

@@ -9,9 +9,9 @@ use alloy::{
     sol,
     sol_types::SolCall,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use walletops_tests::{
-    Backend, Rest, Service,
+    Backend, Service,
     anvil::{Anvil, KeyedWallet, call_body},
     gateway::{Gateway, Limits},
     on_both_backends,
@@ -81,31 +81,6 @@ fn stranger() -> Address {
     STRANGER.parse().expect("an address")
 }
 
-/// Refused 403 with words containing each of `words`, nothing signed.
-async fn refused(
-    s: &Setup,
-    api: &Rest,
-    path: &str,
-    body: &Value,
-    words: &[&str],
-) -> anyhow::Result<()> {
-    let reply = api.post(path, body).await?;
-    reply.assert_error(403, "FORBIDDEN")?;
-    for w in words {
-        assert!(
-            reply.text.to_lowercase().contains(&w.to_lowercase()),
-            "{path}: {}",
-            reply.text
-        );
-    }
-    assert_eq!(
-        s.anvil.nonce(s.wallet).await?,
-        0,
-        "{path}: nothing was signed"
-    );
-    Ok(())
-}
-
 /// The bypasses of a request-only check: a `transfer` through /contracts/send past the token
 /// limit, `approve` of the maximum to a stranger, a native coin the key has no limit on
 /// (sent plainly or forwarded by a contract's internal call). An honest contract `transfer`
@@ -119,44 +94,47 @@ async fn contract_calls_are_held_to_what_they_move(b: Backend) -> anyhow::Result
         amount: U256::from(5_000),
     }
     .abi_encode();
-    refused(
-        &s,
-        &api,
-        "/contracts/send",
-        &call_body(s.token, over, 0),
-        &["at most 1000", "5000", &token],
-    )
-    .await?;
+    s.anvil
+        .assert_forbidden(
+            s.wallet,
+            &api,
+            ("/contracts/send", &call_body(s.token, over, 0)),
+            &["at most 1000", "5000", &token],
+        )
+        .await?;
     let unlimited = approveCall {
         spender: stranger(),
         amount: U256::MAX,
     }
     .abi_encode();
-    refused(
-        &s,
-        &api,
-        "/contracts/send",
-        &call_body(s.token, unlimited, 0),
-        &["unlimited", STRANGER],
-    )
-    .await?;
-    refused(
-        &s,
-        &api,
-        "/send",
-        &json!({"chain": "anvil", "to": STRANGER, "asset": "native", "amount": "1"}),
-        &["native", "has none"],
-    )
-    .await?;
+    s.anvil
+        .assert_forbidden(
+            s.wallet,
+            &api,
+            ("/contracts/send", &call_body(s.token, unlimited, 0)),
+            &["unlimited", STRANGER],
+        )
+        .await?;
+    s.anvil
+        .assert_forbidden(
+            s.wallet,
+            &api,
+            (
+                "/send",
+                &json!({"chain": "anvil", "to": STRANGER, "asset": "native", "amount": "1"}),
+            ),
+            &["native", "has none"],
+        )
+        .await?;
     let forwarded = forwardCall { to: stranger() }.abi_encode();
-    refused(
-        &s,
-        &api,
-        "/contracts/send",
-        &call_body(s.relay, forwarded, 5),
-        &["native", "has none"],
-    )
-    .await?;
+    s.anvil
+        .assert_forbidden(
+            s.wallet,
+            &api,
+            ("/contracts/send", &call_body(s.relay, forwarded, 5)),
+            &["native", "has none"],
+        )
+        .await?;
     assert_eq!(
         s.anvil.token_balance(s.token, stranger()).await?,
         U256::ZERO

@@ -72,27 +72,6 @@ async fn allow(svc: &Service, prefix: &str, args: &[&str]) -> anyhow::Result<Str
     Ok(out.stdout)
 }
 
-/// Refused 403 with words containing each of `words`, nothing signed.
-async fn refused(
-    (anvil, wallet): (&Anvil, Address),
-    api: &Rest,
-    (path, body): (&str, &Value),
-    words: &[&str],
-) -> anyhow::Result<()> {
-    let signed = anvil.nonce(wallet).await?;
-    let reply = api.post(path, body).await?;
-    reply.assert_error(403, "FORBIDDEN")?;
-    for w in words {
-        assert!(
-            reply.text.to_lowercase().contains(&w.to_lowercase()),
-            "{path}: {w}: {}",
-            reply.text
-        );
-    }
-    assert_eq!(anvil.nonce(wallet).await?, signed, "{path}: nothing signed");
-    Ok(())
-}
-
 /// Made and mined.
 async fn made(api: &Rest, path: &str, body: &Value) -> anyhow::Result<()> {
     let reply = api.post(path, body).await?;
@@ -122,16 +101,16 @@ async fn recipients_and_spenders_are_read_from_effects(b: Backend) -> anyhow::Re
         "{shown}"
     );
     let api = svc.rest(&key);
-    let node = (&anvil, wallet);
     let send = |to: &str| json!({"chain": "anvil", "to": to, "asset": "native", "amount": "7"});
     made(&api, "/send", &send(FRIEND)).await?;
-    refused(
-        node,
-        &api,
-        ("/send", &send(STRANGER)),
-        &["allowed recipients", STRANGER],
-    )
-    .await?;
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            ("/send", &send(STRANGER)),
+            &["allowed recipients", STRANGER],
+        )
+        .await?;
     let pay = |to: &str| {
         transferCall {
             to: address(to),
@@ -139,26 +118,28 @@ async fn recipients_and_spenders_are_read_from_effects(b: Backend) -> anyhow::Re
         }
         .abi_encode()
     };
-    refused(
-        node,
-        &api,
-        ("/contracts/send", &call_body(token, pay(STRANGER), 0)),
-        &["allowed recipients", STRANGER],
-    )
-    .await?;
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            ("/contracts/send", &call_body(token, pay(STRANGER), 0)),
+            &["allowed recipients", STRANGER],
+        )
+        .await?;
     made(&api, "/contracts/send", &call_body(token, pay(FRIEND), 0)).await?;
     // The coin goes to the relay, whatever it does with it next.
     let forwarded = forwardCall {
         to: address(FRIEND),
     }
     .abi_encode();
-    refused(
-        node,
-        &api,
-        ("/contracts/send", &call_body(relay, forwarded, 5)),
-        &["allowed recipients", &relay.to_string()],
-    )
-    .await?;
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            ("/contracts/send", &call_body(relay, forwarded, 5)),
+            &["allowed recipients", &relay.to_string()],
+        )
+        .await?;
     assert_eq!(anvil.balance(address(STRANGER)).await?, U256::ZERO);
     assert_eq!(anvil.balance(address(FRIEND)).await?, U256::from(7));
     assert_eq!(
@@ -177,24 +158,26 @@ async fn recipients_and_spenders_are_read_from_effects(b: Backend) -> anyhow::Re
             0,
         )
     };
-    refused(
-        node,
-        &api,
-        ("/contracts/send", &approve(STRANGER, U256::from(1))),
-        &["allowed spenders", STRANGER],
-    )
-    .await?;
-    refused(
-        node,
-        &api,
-        (
-            "/token/approve",
-            &json!({"chain": "anvil", "token": token.to_string(), "spender": STRANGER,
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            ("/contracts/send", &approve(STRANGER, U256::from(1))),
+            &["allowed spenders", STRANGER],
+        )
+        .await?;
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            (
+                "/token/approve",
+                &json!({"chain": "anvil", "token": token.to_string(), "spender": STRANGER,
                     "amount": "1"}),
-        ),
-        &["allowed spenders", STRANGER],
-    )
-    .await?;
+            ),
+            &["allowed spenders", STRANGER],
+        )
+        .await?;
     // A limited key may grant an unlimited allowance only to a spender its policy allows.
     svc.limit_key(
         &prefix,
@@ -244,7 +227,6 @@ async fn contracts_and_chains_are_allow_lists(b: Backend) -> anyhow::Result<()> 
     .await?;
     assert!(shown.contains("0xa9059cbb"), "{shown}");
     let api = svc.rest(&key);
-    let node = (&anvil, wallet);
     let pay = transferCall {
         to: address(FRIEND),
         amount: U256::from(5),
@@ -256,24 +238,26 @@ async fn contracts_and_chains_are_allow_lists(b: Backend) -> anyhow::Result<()> 
         amount: U256::from(5),
     }
     .abi_encode();
-    refused(
-        node,
-        &api,
-        ("/contracts/send", &call_body(token, grant.clone(), 0)),
-        &["allowed contracts", "0xa9059cbb", "0x095ea7b3"],
-    )
-    .await?;
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            ("/contracts/send", &call_body(token, grant.clone(), 0)),
+            &["allowed contracts", "0xa9059cbb", "0x095ea7b3"],
+        )
+        .await?;
     let forwarded = forwardCall {
         to: address(FRIEND),
     }
     .abi_encode();
-    refused(
-        node,
-        &api,
-        ("/contracts/send", &call_body(relay, forwarded, 1)),
-        &["allowed contracts", &relay.to_string()],
-    )
-    .await?;
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            ("/contracts/send", &call_body(relay, forwarded, 1)),
+            &["allowed contracts", &relay.to_string()],
+        )
+        .await?;
     // The owner's key has no policy: the same call is made.
     made(
         &svc.rest(&svc.api_key),
@@ -284,13 +268,14 @@ async fn contracts_and_chains_are_allow_lists(b: Backend) -> anyhow::Result<()> 
 
     allow(&svc, &prefix, &["--chain", "base"]).await?;
     let send = json!({"chain": "anvil", "to": FRIEND, "asset": "native", "amount": "1"});
-    refused(
-        node,
-        &api,
-        ("/send", &send),
-        &["allowed chains", "base", "anvil"],
-    )
-    .await?;
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            ("/send", &send),
+            &["allowed chains", "base", "anvil"],
+        )
+        .await?;
     allow(&svc, &prefix, &["--chain", "anvil"]).await?;
     made(&api, "/send", &send).await?;
     // A bad rule is named and changes nothing.
@@ -314,7 +299,9 @@ async fn contracts_and_chains_are_allow_lists(b: Backend) -> anyhow::Result<()> 
         .cli(&["keys", "allow", &prefix, "--chain", "anvil", "--remove"])
         .await?;
     assert!(out.success, "{}", out.stderr);
-    refused(node, &api, ("/send", &send), &["allowed chains"]).await?;
+    anvil
+        .assert_forbidden(wallet, &api, ("/send", &send), &["allowed chains"])
+        .await?;
     Ok(())
 }
 

@@ -10,7 +10,10 @@ use solana_rpc_client_api::request::RpcRequest;
 use solana_signature::Signature;
 use solana_transaction::versioned::VersionedTransaction;
 
-use super::{SolanaClient, rpc_failed, simulate::read_effects};
+use super::{
+    SolanaClient, rpc_failed,
+    simulate::{read_effects, with_loaded},
+};
 use crate::{
     effects::{Foreseen, solana::TokenAccount},
     error::WalletOpsError,
@@ -45,19 +48,12 @@ impl SolanaClient {
         if !meta["err"].is_null() {
             return Ok(Some(Effects::default()));
         }
-        let keys = tx.message.static_account_keys().to_vec();
-        let loaded: Vec<String> = ["writable", "readonly"]
+        let loaded = ["writable", "readonly"]
             .iter()
-            .flat_map(|k| {
-                meta["loadedAddresses"][k]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect();
-        let mut all = keys.clone();
-        all.extend(loaded.iter().filter_map(|k| Pubkey::from_str(k).ok()));
+            .filter_map(|k| meta["loadedAddresses"][k].as_array())
+            .flatten()
+            .filter_map(Value::as_str);
+        let all = with_loaded(tx.message.static_account_keys().to_vec(), loaded)?;
         let mut accounts = HashMap::new();
         for balance in ["preTokenBalances", "postTokenBalances"]
             .iter()
@@ -77,14 +73,12 @@ impl SolanaClient {
             }
         }
         let inner = meta.get("innerInstructions").filter(|v| !v.is_null());
-        Ok(
-            match read_effects(wallet, tx, keys, &loaded, inner, &accounts)? {
-                Foreseen::Known(effects) => Some(effects),
-                Foreseen::Unknown(why) => {
-                    tracing::debug!(%signature, %why, "the final effects cannot be read");
-                    None
-                }
-            },
-        )
+        Ok(match read_effects(wallet, tx, &all, inner, &accounts)? {
+            Foreseen::Known(effects) => Some(effects),
+            Foreseen::Unknown(why) => {
+                tracing::debug!(%signature, %why, "the final effects cannot be read");
+                None
+            }
+        })
     }
 }

@@ -86,23 +86,20 @@ impl SolanaClient {
                 }
             )));
         }
-        let loaded = result
-            .loaded_addresses
-            .as_ref()
-            .map(|l| {
-                l.writable
-                    .iter()
-                    .chain(&l.readonly)
-                    .cloned()
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
+        let loaded = result.loaded_addresses.as_ref().map(|l| {
+            l.writable
+                .iter()
+                .chain(&l.readonly)
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+        });
+        let all = with_loaded(keys, loaded.into_iter().flatten())?;
         let inner = result
             .inner_instructions
             .map(serde_json::to_value)
             .transpose()
             .map_err(|e| rpc_failed("read inner instructions", e))?;
-        read_effects(wallet, tx, keys, &loaded, inner.as_ref(), &pre)
+        read_effects(wallet, tx, &all, inner.as_ref(), &pre)
     }
 
     /// The token accounts among `keys`, with their mint and owner, read in one call.
@@ -133,24 +130,32 @@ impl SolanaClient {
     }
 }
 
-/// What `tx` does to `wallet`, read from its instructions (account indexes counting `keys`,
-/// then those `loaded` from lookup tables) and the `inner` instructions the node ran for it
-/// (`None`: the node did not say), with the token accounts `pre` knows.
+/// A transaction's account list: its static `keys`, then those `loaded` from lookup tables
+/// as the node names them (the order its account indexes count).
+pub(super) fn with_loaded<'a>(
+    mut keys: Vec<Pubkey>,
+    loaded: impl Iterator<Item = &'a str>,
+) -> Result<Vec<Pubkey>, WalletOpsError> {
+    for key in loaded {
+        keys.push(Pubkey::from_str(key).map_err(|e| rpc_failed("list loaded accounts", e))?);
+    }
+    Ok(keys)
+}
+
+/// What `tx` does to `wallet`, read from its instructions (account indexes counting `all`,
+/// as `with_loaded` lists them) and the `inner` instructions the node ran for it (`None`: the
+/// node did not say), with the token accounts `pre` knows.
 pub(super) fn read_effects(
     wallet: &Pubkey,
     tx: &VersionedTransaction,
-    mut all: Vec<Pubkey>,
-    loaded: &[String],
+    all: &[Pubkey],
     inner: Option<&Value>,
     pre: &HashMap<Pubkey, TokenAccount>,
 ) -> Result<Foreseen, WalletOpsError> {
-    for key in loaded {
-        all.push(Pubkey::from_str(key).map_err(|e| rpc_failed("list loaded accounts", e))?);
-    }
     let mut ops = Vec::new();
     for ix in tx.message.instructions() {
         ops.push(compiled(
-            &all,
+            all,
             usize::from(ix.program_id_index),
             ix.accounts.iter().map(|&i| usize::from(i)),
             &ix.data,
@@ -169,7 +174,7 @@ pub(super) fn read_effects(
         .filter_map(|group| group["instructions"].as_array())
         .flatten()
     {
-        ops.push(inner_op(&all, ix));
+        ops.push(inner_op(all, ix));
     }
     Ok(match effects_of(wallet, pre, &ops) {
         Ok(effects) => Foreseen::Known(effects),
