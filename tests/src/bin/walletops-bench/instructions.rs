@@ -7,9 +7,10 @@
 
 use std::{path::Path, process::Stdio};
 
+use alloy::primitives::Address;
 use anyhow::{Context, ensure};
 use tokio::process::Command;
-use walletops_tests::{Rest, anvil::Anvil, first_api_key, launch_logging_to, walletops_bin};
+use walletops_tests::{Rest, anvil::Anvil, first_api_key, gateway::Gateway, launch_logging_to};
 
 use crate::{
     ETH,
@@ -21,7 +22,7 @@ use crate::{
 /// Untimed sends before the counters are zeroed, at the run's concurrency: a long-running
 /// service has every pooled connection open and its statements prepared, which ten sends
 /// one at a time left to the measured ones.
-const WARMUP: u64 = 100;
+pub(crate) const WARMUP: u64 = 100;
 
 /// The newest callgrind dump in `dir`, and its total.
 fn dumped_total(dir: &Path) -> anyhow::Result<(std::path::PathBuf, u64)> {
@@ -55,79 +56,136 @@ async fn control(pid: u32, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Instructions the service executes per REST send on SQLite, and per cached balance read
-/// over REST, over `n` of each at `concurrency` on `anvil`; the profiles are copied to `keep`
+/// A service of one binary on SQLite, reaching the node through a gateway that counts its
+/// requests, its default wallet funded and `WARMUP` sends made and mined.
+pub(crate) struct Served {
+    launched: walletops_tests::Launched,
+    pub(crate) api: Rest,
+    pub(crate) wallet: Address,
+    pub(crate) gateway: Gateway,
+    dir: tempfile::TempDir,
+}
+
+impl Served {
+    /// Starts `bin` (under `valgrind`'s callgrind when given, its dumps in its data folder's
+    /// parent) on `anvil` and warms it up at `concurrency`.
+    pub(crate) async fn start(
+        anvil: &Anvil,
+        bin: &Path,
+        valgrind: Option<&Path>,
+        concurrency: usize,
+    ) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let gateway = Gateway::start(anvil.url()).await?;
+        let config = dir.path().join("walletops.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "{}\n[rate_limits]\nwrites_per_minute = 1000000\nreads_per_minute = 1000000\n[monitor]\nstuck_after_secs = 60\n",
+                anvil.chain_toml().replace(anvil.url(), gateway.url())
+            ),
+        )?;
+        let mut cmd = match valgrind {
+            Some(valgrind) => {
+                let mut cmd = Command::new(valgrind);
+                cmd.arg("--tool=callgrind")
+                    .arg(format!(
+                        "--callgrind-out-file={}/callgrind.out.%p",
+                        dir.path().display()
+                    ))
+                    .arg(bin);
+                cmd
+            }
+            None => Command::new(bin),
+        };
+        cmd.args(["serve", "--config"])
+            .arg(&config)
+            .env("WALLETOPS_DATA_DIR", dir.path().join("data"))
+            .env("WALLETOPS_HTTP_ADDR", "127.0.0.1:0")
+            .env("WALLETOPS_GRPC_ADDR", "127.0.0.1:0")
+            .env("RUST_LOG", "warn")
+            .env_remove("DATABASE_URL")
+            .env_remove("WALLETOPS_DATABASE_URL");
+        let launched = launch_logging_to(
+            cmd,
+            &["REST listening on ", "gRPC listening on "],
+            Stdio::null(),
+        )
+        .await?;
+        let api = Rest::new(&launched.http()?, &first_api_key(&dir.path().join("data"))?);
+        let wallet = anvil
+            .fund_default_wallet(&api, alloy::primitives::U256::from(1000 * ETH))
+            .await?;
+        let served = Self {
+            launched,
+            api,
+            wallet,
+            gateway,
+            dir,
+        };
+        served.sends(anvil, 0, WARMUP, concurrency).await?;
+        Ok(served)
+    }
+
+    /// The service's process id.
+    pub(crate) fn pid(&self) -> anyhow::Result<u32> {
+        self.launched.child.id().context("the service exited")
+    }
+
+    /// `n` REST sends at `concurrency` after `before` of the wallet's, mined.
+    pub(crate) async fn sends(
+        &self,
+        anvil: &Anvil,
+        before: u64,
+        n: u64,
+        concurrency: usize,
+    ) -> anyhow::Result<()> {
+        let sender = Sender::Rest(self.api.clone());
+        let (_, results) = drive(n, concurrency, move |_| {
+            let sender = sender.clone();
+            async move { sender.send().await }
+        })
+        .await?;
+        all_ok(results, "sends")?;
+        anvil
+            .wait_for_nonce("the sends to be mined", self.wallet, before + n)
+            .await
+    }
+}
+
+/// What a send and a cached read cost the service, counted under callgrind.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Counted {
+    pub(crate) per_send: f64,
+    pub(crate) per_read: f64,
+    /// HTTP requests the service made to the node a send, from the first send until the
+    /// last is mined (a JSON-RPC batch is one).
+    pub(crate) node_requests_per_send: f64,
+}
+
+/// Instructions `bin` executes per REST send on SQLite, and per cached balance read over
+/// REST, over `n` of each at `concurrency` on `anvil`; the profiles are copied to `keep`
 /// (the sends') and `keep` with `.reads` added (read them with
 /// `callgrind_annotate --inclusive=yes`).
 pub(crate) async fn per_send_and_read(
     anvil: &Anvil,
-    n: u64,
-    concurrency: usize,
+    bin: &Path,
+    (n, concurrency): (u64, usize),
     keep: Option<&Path>,
-) -> anyhow::Result<(f64, f64)> {
+) -> anyhow::Result<Counted> {
     let valgrind = installed("valgrind", "valgrind").await?;
-    let dir = tempfile::tempdir()?;
-    let config = dir.path().join("walletops.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "{}\n[rate_limits]\nwrites_per_minute = 1000000\nreads_per_minute = 1000000\n[monitor]\nstuck_after_secs = 60\n",
-            anvil.chain_toml()
-        ),
-    )?;
-    let data = dir.path().join("data");
-    let mut cmd = Command::new(valgrind);
-    cmd.arg("--tool=callgrind")
-        .arg(format!(
-            "--callgrind-out-file={}/callgrind.out.%p",
-            dir.path().display()
-        ))
-        .arg(walletops_bin()?)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("WALLETOPS_DATA_DIR", &data)
-        .env("WALLETOPS_HTTP_ADDR", "127.0.0.1:0")
-        .env("WALLETOPS_GRPC_ADDR", "127.0.0.1:0")
-        .env("RUST_LOG", "warn")
-        .env_remove("DATABASE_URL")
-        .env_remove("WALLETOPS_DATABASE_URL");
-    let launched = launch_logging_to(
-        cmd,
-        &["REST listening on ", "gRPC listening on "],
-        Stdio::null(),
-    )
-    .await?;
-    let pid = launched.child.id().context("callgrind exited")?;
-    let api = Rest::new(&launched.http()?, &first_api_key(&data)?);
-    let wallet = anvil
-        .fund_default_wallet(&api, alloy::primitives::U256::from(1000 * ETH))
-        .await?;
-    let reader = api.clone();
-    let sender = Sender::Rest(api);
-    let warm = sender.clone();
-    let (_, results) = drive(WARMUP, concurrency, move |_| {
-        let sender = warm.clone();
-        async move { sender.send().await }
-    })
-    .await?;
-    all_ok(results, "warm-up sends")?;
-    anvil
-        .wait_for_nonce("the warm-up sends to be mined", wallet, WARMUP)
-        .await?;
+    let served = Served::start(anvil, bin, Some(&valgrind), concurrency).await?;
+    let pid = served.pid()?;
+    let dumps = served.dir.path().to_owned();
     control(pid, &["-z"]).await?;
-    let (_, results) = drive(n, concurrency, move |_| {
-        let sender = sender.clone();
-        async move { sender.send().await }
-    })
-    .await?;
-    all_ok(results, "sends under callgrind")?;
-    anvil
-        .wait_for_nonce("the sends under callgrind to be mined", wallet, WARMUP + n)
-        .await?;
+    let asked = served.gateway.requests();
+    served.sends(anvil, WARMUP, n, concurrency).await?;
+    let asked = served.gateway.requests() - asked;
     control(pid, &["-d"]).await?;
-    let (dump, sends) = dumped_total(dir.path())?;
+    let (dump, sends) = dumped_total(&dumps)?;
     keep_profile(&dump, keep, "")?;
     // The first read fills the balance cache; the measured ones find it there.
+    let reader = served.api.clone();
     read(&reader).await?;
     control(pid, &["-z"]).await?;
     let (_, results) = drive(n, concurrency, move |_| {
@@ -137,10 +195,14 @@ pub(crate) async fn per_send_and_read(
     .await?;
     all_ok(results, "reads under callgrind")?;
     control(pid, &["-d"]).await?;
-    let (dump, reads) = dumped_total(dir.path())?;
+    let (dump, reads) = dumped_total(&dumps)?;
     keep_profile(&dump, keep, ".reads")?;
-    drop(launched);
-    Ok((sends as f64 / n as f64, reads as f64 / n as f64))
+    drop(served);
+    Ok(Counted {
+        per_send: sends as f64 / n as f64,
+        per_read: reads as f64 / n as f64,
+        node_requests_per_send: asked as f64 / n as f64,
+    })
 }
 
 /// One cached balance read, which must succeed.

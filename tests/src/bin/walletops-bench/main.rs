@@ -15,6 +15,7 @@
 //! goal is only reported.
 
 mod backlog;
+mod compare;
 mod cpu;
 mod drive;
 mod instructions;
@@ -85,6 +86,10 @@ struct Args {
     /// Keep the callgrind profile of those sends in this file.
     #[arg(long)]
     callgrind_out: Option<std::path::PathBuf>,
+    /// A walletops binary of an earlier build: a send's instructions, CPU and node requests
+    /// are also measured on it, beside this build's.
+    #[arg(long)]
+    before: Option<std::path::PathBuf>,
     /// Open records held unmined when the monitor's sweeps are measured, ascending; none:
     /// skip.
     #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
@@ -346,22 +351,41 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let raw = raw_sends(&anvil, n, concurrency, probe).await?;
     println!("  {:.1} sends/s", raw.rate());
 
+    let counted = (args.callgrind_sends, concurrency);
     let instructions = if args.callgrind_sends > 0 {
         println!(
             "instructions: {} REST sends and as many cached balance reads to a service under callgrind ...",
             args.callgrind_sends
         );
-        Some(
-            instructions::per_send_and_read(
-                &anvil,
-                args.callgrind_sends,
-                concurrency,
-                args.callgrind_out.as_deref(),
-            )
-            .await?,
-        )
+        let bin = walletops_bin()?;
+        let keep = args.callgrind_out.as_deref();
+        Some(instructions::per_send_and_read(&anvil, &bin, counted, keep).await?)
     } else {
         None
+    };
+    let compared = match (&args.before, instructions) {
+        (Some(before_bin), Some(now)) => {
+            println!(
+                "before: the same sends to {} under callgrind, then {n} sends to each build for its CPU ...",
+                before_bin.display()
+            );
+            let before = instructions::per_send_and_read(&anvil, before_bin, counted, None).await?;
+            let sends = (n, concurrency);
+            let before_cpu = compare::cpu_per_send(&anvil, before_bin, sends).await?;
+            let now_cpu = compare::cpu_per_send(&anvil, &walletops_bin()?, sends).await?;
+            Some(compare::Compared {
+                before_bin: before_bin.clone(),
+                before: compare::Side {
+                    counted: before,
+                    cpu: before_cpu,
+                },
+                now: compare::Side {
+                    counted: now,
+                    cpu: now_cpu,
+                },
+            })
+        }
+        _ => None,
     };
 
     let mut backlog = Vec::new();
@@ -415,7 +439,8 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         low_load_sends: args.latency_sends,
         read_load,
         idle_cpu,
-        instructions: instructions.map(|(send, read)| (send, read, args.callgrind_sends)),
+        instructions: instructions.map(|counted| (counted, args.callgrind_sends)),
+        compared,
         signature,
         backlog,
         memory: Memory {

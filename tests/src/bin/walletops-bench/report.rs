@@ -209,7 +209,9 @@ pub(crate) struct Report {
     pub(crate) idle_cpu: Option<f64>,
     /// Instructions per REST send on SQLite under callgrind, and over how many sends.
     /// Per send and per cached read, and how many of each were made.
-    pub(crate) instructions: Option<(f64, f64, u64)>,
+    pub(crate) instructions: Option<(crate::instructions::Counted, u64)>,
+    /// A send's cost beside an earlier build's (`--before`).
+    pub(crate) compared: Option<crate::compare::Compared>,
     /// One send's signature in the bench's process: the floor of the service's CPU per send
     /// on this machine.
     pub(crate) signature: Duration,
@@ -289,12 +291,16 @@ impl Report {
                 verdict(cpu <= CPU_PER_SEND_GOAL_MS)
             );
         }
-        if let Some((per_send, per_read, n)) = self.instructions {
+        if let Some((counted, n)) = self.instructions {
             println!(
-                "instructions per REST send on SQLite {:.2} million, per cached balance read {:.0} thousand (callgrind, {n} of each)",
-                per_send / 1e6,
-                per_read / 1e3
+                "instructions per REST send on SQLite {:.2} million, per cached balance read {:.0} thousand (callgrind, {n} of each); node HTTP requests per send {:.2}",
+                counted.per_send / 1e6,
+                counted.per_read / 1e3,
+                counted.node_requests_per_send
             );
+        }
+        if let Some(compared) = &self.compared {
+            compared.print();
         }
         if let Some(cpu) = self.postgres.rest.service_ms() {
             println!("service and PostgreSQL CPU per REST send on PostgreSQL {cpu:.3} ms");
@@ -434,8 +440,10 @@ impl Report {
                 "node_p99_ms": ms(node.p99),
             },
             "idle_cpu_percent": self.idle_cpu,
-            "instructions_per_rest_send": self.instructions.map(|(i, _, _)| i),
-            "instructions_per_cached_read": self.instructions.map(|(_, r, _)| r),
+            "instructions_per_rest_send": self.instructions.map(|(c, _)| c.per_send),
+            "instructions_per_cached_read": self.instructions.map(|(c, _)| c.per_read),
+            "node_requests_per_send": self.instructions.map(|(c, _)| c.node_requests_per_send),
+            "before": self.compared.as_ref().map(crate::compare::Compared::json),
             "signature_ms": ms(self.signature),
             "monitor_backlog": self.backlog.iter().map(Backlog::json).collect::<Vec<_>>(),
             "memory_mb": {
