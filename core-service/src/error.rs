@@ -255,6 +255,10 @@ impl From<walletops_store::StoreError> for WalletOpsError {
             ),
             E::Full(max) => Self::Forbidden(format!("at most {max} may be held: remove one first")),
             E::MakerInactive => Self::Unauthorized("key revoked or expired"),
+            E::NotInLine => Self::Forbidden(
+                "an API key may revoke only itself and the keys made with it (and theirs); the dashboard and the CLI revoke any"
+                    .to_owned(),
+            ),
             E::RotatedAway => Self::ServiceUnavailable(ROTATED_AWAY.to_owned()),
             E::NoKeystoreCheck => Self::invalid(
                 "database",

@@ -25,6 +25,7 @@ mod m20261201_000018_approvals;
 mod m20261202_000019_limited_keys;
 mod m20261203_000020_key_policies;
 mod m20261204_000021_transaction_effects;
+mod m20261205_000022_key_lineage;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -54,6 +55,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000019_limited_keys::Migration),
             Box::new(m20261203_000020_key_policies::Migration),
             Box::new(m20261204_000021_transaction_effects::Migration),
+            Box::new(m20261205_000022_key_lineage::Migration),
         ]
     }
 }

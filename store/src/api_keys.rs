@@ -83,16 +83,16 @@ impl Store {
         super::users::lock_user(&txn, key.user_id).await?;
         // Its maker was checked when the request came in: revoked since (under this same
         // lock, so before or after, never during), it makes nothing.
-        if let Some(maker) = key.created_by {
-            let active = api_keys::Entity::find_by_id(maker)
-                .filter(active_at(now))
-                .one(&txn)
-                .await?
-                .is_some();
-            if !active {
-                return Err(StoreError::MakerInactive);
-            }
-        }
+        let maker = match key.created_by {
+            Some(maker) => Some(
+                api_keys::Entity::find_by_id(maker)
+                    .filter(active_at(now))
+                    .one(&txn)
+                    .await?
+                    .ok_or(StoreError::MakerInactive)?,
+            ),
+            None => None,
+        };
         let active = api_keys::Entity::find()
             .filter(api_keys::Column::UserId.eq(key.user_id))
             .filter(active_at(now))
@@ -113,10 +113,14 @@ impl Store {
             last_used_at: Set(None),
             created_by: Set(key.created_by),
             scopes: Set(key.scopes.to_string()),
-            limited: Set(false),
+            limited: Set(maker.as_ref().is_some_and(|m| m.limited)),
+            lineage_id: Set(maker.as_ref().map(super::lineage::lineage_of)),
         };
         match row.insert(&txn).await {
             Ok(m) => {
+                if let Some(maker) = &maker {
+                    super::lineage::inherit(&txn, maker, m.id).await?;
+                }
                 txn.commit().await?;
                 Ok(Some(m.into()))
             }
@@ -151,11 +155,10 @@ impl Store {
     }
 
     /// Revokes the key of `user_id` whose id or prefix is `id_or_prefix`, and with it every
-    /// key created with it (and theirs) but the line of `by`, the key the revocation is made
-    /// with, in one transaction that holds the user's lock, as key creation does. A key that
-    /// revokes itself takes none along: rotating is making a key with the old one, then
-    /// revoking the old one with itself or with the new one. A key revoked before keeps its
-    /// first revocation time. `None` when the user has no such key.
+    /// key created with it (and theirs), in one transaction that holds the user's lock, as
+    /// key creation does. `by`, the key the revocation is made with, may revoke only itself
+    /// and the keys made from it (`NotInLine` otherwise); `None` (the owner) any. A key
+    /// revoked before keeps its first revocation time. `None` when the user has no such key.
     pub async fn revoke_api_key(
         &self,
         user_id: Uuid,
@@ -177,10 +180,14 @@ impl Store {
         else {
             return Ok(None);
         };
+        if let Some(by) = by
+            && !super::lineage::descends_from(&txn, key.id, by).await?
+        {
+            return Err(StoreError::NotInLine);
+        }
         // Generation by generation: the key, the keys it created, theirs, and so on, through
         // keys revoked before too (a key made with a leaked one, then revoked, may have made
         // others that live on).
-        let cascade = by != Some(key.id);
         let mut seen = std::collections::HashSet::from([key.id]);
         let mut generation = vec![key.id];
         while !generation.is_empty() {
@@ -190,9 +197,6 @@ impl Store {
                 .filter(api_keys::Column::RevokedAt.is_null())
                 .exec(&txn)
                 .await?;
-            if !cascade {
-                break;
-            }
             generation = api_keys::Entity::find()
                 .filter(api_keys::Column::UserId.eq(user_id))
                 .filter(api_keys::Column::CreatedBy.is_in(generation))
@@ -200,7 +204,7 @@ impl Store {
                 .await?
                 .into_iter()
                 .map(|m| m.id)
-                .filter(|id| Some(*id) != by && seen.insert(*id))
+                .filter(|id| seen.insert(*id))
                 .collect();
         }
         let revoked = api_keys::Entity::find_by_id(key.id).one(&txn).await?;

@@ -29,6 +29,9 @@ pub enum StoreError {
     /// The key that makes a new key was revoked or expired meanwhile.
     #[error("the making key is revoked or expired")]
     MakerInactive,
+    /// A key may revoke only itself and the keys made from it.
+    #[error("the key is not of the revoking key's line")]
+    NotInLine,
     /// The database's master key was rotated away from this core's: what it seals now would
     /// never be re-sealed.
     #[error("rotated away")]

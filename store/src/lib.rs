@@ -16,6 +16,7 @@ mod evm_nonces;
 mod idempotency;
 mod key_policies;
 mod leases;
+mod lineage;
 mod provider_links;
 mod records;
 mod rotation;

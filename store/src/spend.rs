@@ -39,17 +39,17 @@ fn limit_of(m: limits::Model) -> Result<SpendLimit> {
     })
 }
 
-/// What the unreleased reservations of `(key, chain, asset)` since `since` hold, read in
-/// `conn`.
+/// What the unreleased reservations of `(chain, asset)` by the keys of line `lineage` since
+/// `since` hold, read in `conn`: a line shares its budgets.
 async fn reserved_since<C: ConnectionTrait>(
     conn: &C,
-    (key, chain, asset): (Uuid, &str, &str),
+    (lineage, chain, asset): (Uuid, &str, &str),
     since: DateTime<Utc>,
 ) -> Result<U256> {
     let amounts: Vec<String> = reservations::Entity::find()
         .select_only()
         .column(reservations::Column::Amount)
-        .filter(reservations::Column::KeyId.eq(key))
+        .filter(super::lineage::of_line(reservations::Column::KeyId, lineage))
         .filter(reservations::Column::Chain.eq(chain))
         .filter(reservations::Column::Asset.eq(asset))
         .filter(reservations::Column::CreatedAt.gt(since))
@@ -122,6 +122,10 @@ impl Store {
         since: DateTime<Utc>,
     ) -> Result<Vec<SpendStanding>> {
         let mut standings = Vec::new();
+        let lineage = api_keys::Entity::find_by_id(key_id)
+            .one(self.sea())
+            .await?
+            .map_or(key_id, |key| super::lineage::lineage_of(&key));
         for m in limits::Entity::find()
             .filter(limits::Column::KeyId.eq(key_id))
             .order_by_asc(limits::Column::Chain)
@@ -131,7 +135,7 @@ impl Store {
         {
             let limit = limit_of(m)?;
             let spent_24h =
-                reserved_since(self.sea(), (key_id, &limit.chain, &limit.asset), since).await?;
+                reserved_since(self.sea(), (lineage, &limit.chain, &limit.asset), since).await?;
             standings.push(SpendStanding { limit, spent_24h });
         }
         Ok(standings)
@@ -169,20 +173,16 @@ impl Store {
             .transpose()
     }
 
-    /// What the unreleased reservations of `spend`'s key, chain and asset made after `since`
-    /// hold, read in `conn`'s transaction.
+    /// What the unreleased reservations of `spend`'s chain and asset by the keys of line
+    /// `lineage` (`lock_lineage`) made after `since` hold, read in `conn`'s transaction.
     pub async fn reserved_since<C: Conn>(
         &self,
         conn: &C,
+        lineage: Uuid,
         spend: &Spend,
         since: DateTime<Utc>,
     ) -> Result<U256> {
-        reserved_since(
-            conn.sea(),
-            (spend.key_id, &spend.chain, &spend.asset),
-            since,
-        )
-        .await
+        reserved_since(conn.sea(), (lineage, &spend.chain, &spend.asset), since).await
     }
 
     /// Reserves `spend`'s amount, in `conn`'s transaction, for record `transaction_id`.

@@ -93,7 +93,11 @@ impl ApiKeyService for ApiKeyApi {
         let lifetime = pb::KeyExpiration::try_from(req.expiration).map_err(|_| {
             crate::WalletOpsError::invalid("expiration", "unknown expiration value")
         })?;
-        let scopes = convert::scopes("scopes", &req.scopes)?;
+        // Made with a key, none asked: the maker's own, which is all it may give.
+        let scopes = match caller.key_id() {
+            Some(_) if req.scopes.is_empty() => caller.scopes,
+            _ => convert::scopes("scopes", &req.scopes)?,
+        };
         let (key, secret) = self
             .core
             .keys

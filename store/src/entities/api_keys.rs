@@ -19,6 +19,7 @@ pub(crate) struct Model {
     pub(crate) created_by: Option<Uuid>,
     pub(crate) scopes: String,
     pub(crate) limited: bool,
+    pub(crate) lineage_id: Option<Uuid>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

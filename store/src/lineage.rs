@@ -1,0 +1,232 @@
+//! A key's line: the keys made through `ApiKeyService` from one key the owner made. A key
+//! made with a key is born with its maker's limits, policy and limited mark (copied in the
+//! transaction that stores it), and the whole line shares each daily budget: what any of
+//! its keys reserves counts against every other's. Writes of a line reserve one at a time,
+//! under the lock of the line's first key's row.
+
+use chrono::Utc;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
+    QuerySelect, sea_query::Query,
+};
+use uuid::Uuid;
+
+use super::{
+    Conn,
+    entities::{api_keys, key_policy_rules as rules, spend_limits as limits},
+};
+use crate::error::Result;
+
+/// The line of key `m`: its first key's id.
+pub(super) fn lineage_of(m: &api_keys::Model) -> Uuid {
+    m.lineage_id.unwrap_or(m.id)
+}
+
+/// Whether `column` (a key id) names a key of line `lineage`: the line's first key, or one
+/// made from it.
+pub(super) fn of_line(column: impl ColumnTrait, lineage: Uuid) -> sea_orm::Condition {
+    let made_from = Query::select()
+        .column(api_keys::Column::Id)
+        .from(api_keys::Entity)
+        .and_where(api_keys::Column::LineageId.eq(lineage))
+        .to_owned();
+    sea_orm::Condition::any()
+        .add(column.eq(lineage))
+        .add(column.in_subquery(made_from))
+}
+
+/// Gives key `child`, just stored in `conn`'s transaction, what its maker `maker` is held
+/// to: every spend limit, every policy rule and the limited mark.
+pub(super) async fn inherit<C: ConnectionTrait>(
+    conn: &C,
+    maker: &api_keys::Model,
+    child: Uuid,
+) -> Result<()> {
+    let now = Utc::now();
+    for m in limits::Entity::find()
+        .filter(limits::Column::KeyId.eq(maker.id))
+        .all(conn)
+        .await?
+    {
+        limits::ActiveModel {
+            key_id: Set(child),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ..m.into()
+        }
+        .insert(conn)
+        .await?;
+    }
+    for m in rules::Entity::find()
+        .filter(rules::Column::KeyId.eq(maker.id))
+        .all(conn)
+        .await?
+    {
+        rules::ActiveModel {
+            key_id: Set(child),
+            created_at: Set(now),
+            ..m.into()
+        }
+        .insert(conn)
+        .await?;
+    }
+    Ok(())
+}
+
+impl super::Store {
+    /// The line of key `key_id`, its first key's row locked in `conn`'s transaction
+    /// (PostgreSQL; SQLite's writer lock serializes it there), so the reservations of every
+    /// key of the line are counted one write after the other. A key without a row is a line
+    /// of its own.
+    pub async fn lock_lineage<C: Conn>(&self, conn: &C, key_id: Uuid) -> Result<Uuid> {
+        let conn = conn.sea();
+        let lineage = api_keys::Entity::find_by_id(key_id)
+            .one(conn)
+            .await?
+            .map_or(key_id, |key| lineage_of(&key));
+        api_keys::Entity::find_by_id(lineage)
+            .select_only()
+            .column(api_keys::Column::Id)
+            .lock_exclusive()
+            .into_tuple::<Uuid>()
+            .one(conn)
+            .await?;
+        Ok(lineage)
+    }
+}
+
+/// Whether key `key_id` is `ancestor` or was made, through any number of keys, with it, read
+/// in `conn`.
+pub(super) async fn descends_from<C: ConnectionTrait>(
+    conn: &C,
+    key_id: Uuid,
+    ancestor: Uuid,
+) -> Result<bool> {
+    let mut at = Some(key_id);
+    // A line is a tree: each step goes one maker up, and ends at a key the owner made.
+    while let Some(id) = at {
+        if id == ancestor {
+            return Ok(true);
+        }
+        at = api_keys::Entity::find_by_id(id)
+            .one(conn)
+            .await?
+            .and_then(|m| m.created_by);
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::{Address, U256};
+    use chrono::Utc;
+    use uuid::Uuid;
+    use walletops_domain::{Allowed, PolicyRule, Scopes, Spend, SpendLimit, WalletAddress};
+
+    use crate::{NewApiKey, Store, error::StoreError, on_both_backends};
+
+    async fn key(store: &Store, user: Uuid, prefix: &str, maker: Option<Uuid>) -> Uuid {
+        let new = NewApiKey {
+            user_id: user,
+            name: prefix.to_owned(),
+            prefix: prefix.to_owned(),
+            secret_hash: prefix.to_owned(),
+            expires_at: None,
+            created_by: maker,
+            scopes: Scopes::ALL,
+        };
+        let made = store.insert_api_key(new, 10, Utc::now()).await;
+        made.expect("stored").expect("prefix free").id
+    }
+
+    /// A key made with a key is born with its maker's limits and rules, and the line shares
+    /// one budget; a key revokes only its own line's keys, and takes the keys made from it
+    /// along.
+    async fn a_line_inherits_shares_and_is_revoked_downwards(store: Store) {
+        let user = store.insert_user("alice").await.expect("user").id;
+        let maker = key(&store, user, "mkr1", None).await;
+        store
+            .set_spend_limit(&SpendLimit {
+                key_id: maker,
+                chain: "anvil".to_owned(),
+                asset: "native".to_owned(),
+                max_per_transaction: None,
+                daily_budget: Some(U256::from(10u64)),
+                approval_above: Some(U256::from(4u64)),
+            })
+            .await
+            .expect("limit");
+        let rule = PolicyRule {
+            key_id: maker,
+            chain: "anvil".to_owned(),
+            allowed: Allowed::Recipient(WalletAddress::Evm(Address::repeat_byte(1))),
+        };
+        store.add_policy_rule(&rule).await.expect("rule");
+        let child = key(&store, user, "chd1", Some(maker)).await;
+        let grandchild = key(&store, user, "gch1", Some(child)).await;
+        let day = Utc::now() - chrono::Duration::hours(24);
+        let limits = store.spend_limits(grandchild, day).await.expect("limits");
+        assert_eq!(limits[0].limit.approval_above, Some(U256::from(4u64)));
+        let rules = store.policy_rules(grandchild).await.expect("rules");
+        assert_eq!(rules[0].allowed, rule.allowed);
+        let (read, _) = store
+            .find_api_key_by_prefix("gch1")
+            .await
+            .expect("read")
+            .expect("found");
+        assert!(read.limited && read.created_by == Some(child));
+        let spend = |key_id| Spend {
+            key_id,
+            chain: "anvil".to_owned(),
+            asset: "native".to_owned(),
+            amount: U256::from(3u64),
+        };
+        for k in [child, maker] {
+            store
+                .insert_reservation(store.db(), &spend(k), Uuid::new_v4())
+                .await
+                .expect("reserved");
+        }
+        let lineage = store
+            .lock_lineage(store.db(), grandchild)
+            .await
+            .expect("line");
+        assert_eq!(lineage, maker);
+        for k in [maker, child, grandchild] {
+            let standing = store.spend_limits(k, day).await.expect("limits");
+            assert_eq!(standing[0].spent_24h, U256::from(6u64), "one budget");
+        }
+        // Another line of the user's is apart.
+        let other = key(&store, user, "oth1", None).await;
+        assert_eq!(
+            store.lock_lineage(store.db(), other).await.expect("line"),
+            other
+        );
+        for (target, by) in [("mkr1", child), ("oth1", child), ("chd1", grandchild)] {
+            let refused = store
+                .revoke_api_key(user, target, Some(by), Utc::now())
+                .await;
+            assert!(matches!(refused, Err(StoreError::NotInLine)), "{target}");
+        }
+        let revoked = store
+            .revoke_api_key(user, "chd1", Some(child), Utc::now())
+            .await
+            .expect("revoked")
+            .expect("found");
+        assert!(revoked.revoked_at.is_some());
+        let (last, _) = store
+            .find_api_key_by_prefix("gch1")
+            .await
+            .expect("read")
+            .expect("found");
+        assert!(last.revoked_at.is_some(), "taken along");
+        let (first, _) = store
+            .find_api_key_by_prefix("mkr1")
+            .await
+            .expect("read")
+            .expect("found");
+        assert!(first.revoked_at.is_none(), "its maker lives on");
+    }
+
+    on_both_backends!(a_line_inherits_shares_and_is_revoked_downwards);
+}
