@@ -91,6 +91,8 @@ pub struct Config {
     /// balancers): failed authentication is counted per client address, and any other peer
     /// is counted by its own address. Loopback is always believed.
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// MCP sessions one API key may hold open at `/mcp` at once.
+    pub mcp_sessions_per_key: usize,
 }
 
 /// How the monitor follows open transactions.
@@ -164,6 +166,7 @@ impl Default for Config {
             public_url: None,
             first_key_scopes: Scopes::ALL,
             trusted_proxies: Vec::new(),
+            mcp_sessions_per_key: 10,
             tls: TlsConfig::default(),
         }
     }
@@ -326,6 +329,7 @@ impl Config {
                 u64::from(self.rate_limits.reads_per_minute),
                 1,
             ),
+            ("mcp_sessions_per_key", self.mcp_sessions_per_key as u64, 1),
             (
                 "rate_limits.failed_auth_per_minute",
                 u64::from(self.rate_limits.failed_auth_per_minute),

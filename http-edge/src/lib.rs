@@ -55,6 +55,8 @@ pub struct EdgeConfig {
     pub secure_cookies: bool,
     /// TLS on the listener; none: plain HTTP.
     pub tls: Option<std::sync::Arc<walletops_tls::ServerTls>>,
+    /// MCP sessions one API key may hold open at once.
+    pub mcp_sessions_per_key: usize,
 }
 
 /// How the edge reaches a core at an `https` URL.
@@ -157,7 +159,7 @@ pub fn router(core: CoreChannel, config: &EdgeConfig) -> Router {
             "/dashboard",
             dashboard::router(core.clone(), config.secure_cookies),
         )
-        .nest_service("/mcp", mcp::service(core))
+        .nest_service("/mcp", mcp::service(core, config.mcp_sessions_per_key))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))

@@ -4,10 +4,13 @@
 //! and answers the REST JSON: scopes, rate limits, idempotency, ownership, delegation and
 //! the swap guard are the core's, unchanged. A key sees only the tools its scopes allow.
 //!
+//! - `gate`: the door: a valid key on every request (401 with a challenge otherwise), and
+//!   at most so many sessions per key.
 //! - `inputs`: the tools' typed inputs, their schemas, and the core requests they become.
 //! - `stdio`: `walletops mcp`, a stdio server for desktop agents that calls a service's
 //!   `/mcp`.
 
+mod gate;
 mod inputs;
 pub(crate) mod stdio;
 
@@ -29,7 +32,7 @@ use rmcp::{
 };
 use serde::Serialize;
 use walletops_proto::{
-    API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, TOOL_CALL_HEADER,
+    IDEMPOTENCY_KEY_HEADER, TOOL_CALL_HEADER,
     request_id::REQUEST_ID_HEADER,
     v1::{
         self as pb, api_key_service_client::ApiKeyServiceClient,
@@ -83,20 +86,12 @@ fn method_of(tool: &str) -> Option<&'static str> {
 /// token counts as `x-api-key`; no `Idempotency-Key` (writes take theirs from their input).
 /// Over stdio there is no request: no headers, no key.
 fn headers(ctx: &RequestContext<RoleServer>) -> HeaderMap {
-    let mut headers = ctx
-        .extensions
-        .get::<Parts>()
-        .map(|p| p.headers.clone())
-        .unwrap_or_default();
-    if !headers.contains_key(API_KEY_HEADER)
-        && let Some(token) = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .and_then(|t| HeaderValue::from_str(t.trim()).ok())
-    {
-        headers.insert(API_KEY_HEADER, token);
-    }
+    let mut headers = gate::keyed(
+        ctx.extensions
+            .get::<Parts>()
+            .map(|p| p.headers.clone())
+            .unwrap_or_default(),
+    );
     headers.remove(IDEMPOTENCY_KEY_HEADER);
     headers.remove(TOOL_CALL_HEADER);
     headers
@@ -104,7 +99,9 @@ fn headers(ctx: &RequestContext<RoleServer>) -> HeaderMap {
 
 /// The header that keys a write: the input's idempotency key as `Idempotency-Key`, or, with
 /// none, the tool call it came in (the session, the JSON-RPC id, the tool and its arguments)
-/// as `TOOL_CALL_HEADER`, from which the core derives the key.
+/// as `TOOL_CALL_HEADER`, from which the core derives the key. A client without a session
+/// must give one: its JSON-RPC ids repeat from request to request, and a key derived from
+/// them would take a second, intended payment for a retry of the first.
 fn keyed_by(
     given: Option<&str>,
     ctx: &RequestContext<RoleServer>,
@@ -116,12 +113,17 @@ fn keyed_by(
             .map_err(|_| EdgeError::invalid("idempotencyKey", "not a UUID"))?;
         return Ok((IDEMPOTENCY_KEY_HEADER, key));
     }
-    let session = ctx
+    let Some(session) = ctx
         .extensions
         .get::<Parts>()
         .and_then(|p| p.headers.get("mcp-session-id"))
         .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    else {
+        return Err(EdgeError::invalid(
+            "idempotencyKey",
+            "required without an MCP session: give a new UUID for each payment you mean, and the same one when you retry it",
+        ));
+    };
     let id = match &ctx.id {
         RequestId::Number(n) => n.to_string(),
         RequestId::String(s) => s.to_string(),
@@ -523,13 +525,19 @@ impl ServerHandler for Tools {
     }
 }
 
-/// The MCP endpoint over `core`, for `/mcp`.
-pub(crate) fn service(core: CoreChannel) -> StreamableHttpService<Tools, LocalSessionManager> {
-    StreamableHttpService::new(
+/// The MCP endpoint over `core`, for `/mcp`, behind its gate: a key on every request, at
+/// most `sessions_per_key` sessions open per key.
+pub(crate) fn service(core: CoreChannel, sessions_per_key: usize) -> axum::Router {
+    let sessions = std::sync::Arc::new(LocalSessionManager::default());
+    let gate = gate::Gate::new(core.clone(), sessions.clone(), sessions_per_key);
+    let mcp = StreamableHttpService::new(
         move || Ok(Tools::new(core.clone())),
-        LocalSessionManager::default().into(),
+        sessions,
         // Every call carries an API key the core checks, so no Host allowlist: the listener
         // is reached by whatever name the operator gives it.
         StreamableHttpServerConfig::default().disable_allowed_hosts(),
-    )
+    );
+    axum::Router::new()
+        .fallback_service(mcp)
+        .layer(axum::middleware::from_fn_with_state(gate, gate::admit))
 }
