@@ -73,7 +73,24 @@ async fn metrics_count_what_was_done(b: Backend) -> anyhow::Result<()> {
     for id in &ids {
         api.wait_for_status(id, "CONFIRMED").await?;
     }
+    // Paths no service serves are counted under one label, whatever they are.
+    let h2 = reqwest::Client::builder().http2_prior_knowledge().build()?;
+    for path in ["walletops.v1.Nope/A1", "x/B2"] {
+        let reply = h2
+            .post(format!("http://{}/{path}", svc.grpc_addr))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(vec![0u8; 5])
+            .send()
+            .await?;
+        assert_eq!(
+            reply.headers().get("grpc-status").map(|v| v.as_bytes()),
+            Some(&b"12"[..])
+        );
+    }
     let done = scrape(&svc).await?;
+    let unknown = [("rpc", "unknown"), ("code", "UNIMPLEMENTED")];
+    assert_eq!(value(&done, "walletops_requests_total", &unknown), 2.0);
     let sends = [("rpc", SEND), ("code", "OK")];
     assert_eq!(value(&done, "walletops_requests_total", &sends), 4.0);
     let invalid = [("rpc", SEND), ("code", "INVALID_INPUT")];
@@ -102,7 +119,10 @@ async fn metrics_count_what_was_done(b: Backend) -> anyhow::Result<()> {
     for sample in &done.samples {
         for (_, label) in sample.labels.iter() {
             assert!(
-                !label.starts_with("0x") && !label.contains(&svc.api_key) && label != "owner",
+                !label.starts_with("0x")
+                    && !label.contains(&svc.api_key)
+                    && label != "owner"
+                    && !label.contains("Nope"),
                 "{}: {label}",
                 sample.metric
             );
