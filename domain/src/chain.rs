@@ -58,11 +58,20 @@ impl fmt::Display for ChainFamily {
 
 /// Parses `^0x[a-fA-F0-9]{40}$` exactly as the spec writes it (alloy alone would also take
 /// the address without its `0x`).
+/// Written in mixed case, it must carry a valid EIP-55 checksum: mixed case says it was
+/// checksummed, and a typo in it would otherwise pass for another account.
 pub(crate) fn parse_evm_address(raw: &str) -> Result<Address, String> {
     const RULE: &str = "must be a 0x-prefixed 40-hex-digit EVM address";
     let hex = raw.strip_prefix("0x").ok_or_else(|| RULE.to_owned())?;
     if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(RULE.to_owned());
+    }
+    let mixed =
+        hex.bytes().any(|b| b.is_ascii_uppercase()) && hex.bytes().any(|b| b.is_ascii_lowercase());
+    if mixed {
+        return Address::parse_checksummed(raw, None).map_err(|_| {
+            "is in mixed case but its EIP-55 checksum is wrong: check the address (or write it all in lowercase)".to_owned()
+        });
     }
     Address::from_str(raw).map_err(|_| RULE.to_owned())
 }
@@ -100,6 +109,14 @@ impl WalletAddress {
         match self {
             Self::Solana(k) => Some(*k),
             Self::Evm(_) => None,
+        }
+    }
+
+    /// Whether it is its family's zero address (all zero bytes), whose key no one holds.
+    pub fn is_zero(&self) -> bool {
+        match self {
+            Self::Evm(a) => a.is_zero(),
+            Self::Solana(k) => *k == Pubkey::default(),
         }
     }
 }
@@ -206,6 +223,18 @@ mod tests {
             .parse_address("0xd8da6bf26964af9d7eed9e03e53415d37aa96045")
             .expect("valid");
         assert_eq!(a.to_string(), "0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045");
+        assert!(
+            ChainFamily::Evm
+                .parse_address("0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045")
+                .is_ok()
+        );
+        assert!(
+            ChainFamily::Evm
+                .parse_address("0xD8DA6BF26964AF9D7EED9E03E53415D37AA96045")
+                .is_ok()
+        );
+        let typo = ChainFamily::Evm.parse_address("0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96046");
+        assert!(typo.is_err_and(|e| e.contains("EIP-55")));
         for bad in [
             "d8da6bf26964af9d7eed9e03e53415d37aa96045",
             "0xd8da6bf26964af9d7eed9e03e53415d37aa9604",

@@ -61,6 +61,21 @@ fn evm_chain<'a>(chains: &'a Registry, slug: &str) -> Result<&'a Chain> {
     Ok(chain)
 }
 
+/// `parsed`, unless it is its family's zero address: no one holds its key, and what is sent
+/// or granted there is lost.
+fn not_zero(parsed: Result<WalletAddress, String>) -> Result<WalletAddress, String> {
+    parsed.and_then(|a| {
+        if a.is_zero() {
+            Err(
+                "must not be the zero address: no one holds its key, and what goes there is lost"
+                    .to_owned(),
+            )
+        } else {
+            Ok(a)
+        }
+    })
+}
+
 /// The wallet an optional field names, parsed for `family`; absent or empty: `None`.
 fn optional_address(
     v: &mut Violations,

@@ -4,7 +4,7 @@ use alloy::primitives::{Address, Bytes, U256};
 use solana_pubkey::Pubkey;
 use walletops_proto::v1 as pb;
 
-use super::{chain, evm_chain, non_empty, optional_address};
+use super::{chain, evm_chain, non_empty, not_zero, optional_address};
 use crate::{
     chains::{Chain, Registry},
     error::{Result, Violations},
@@ -80,7 +80,7 @@ impl SendRequest {
                 None
             }
         };
-        let to = v.check("to", family.parse_address(&req.to));
+        let to = v.check("to", not_zero(family.parse_address(&req.to)));
         // `Some(None)`: the native coin; `None`: not known (a violation is recorded).
         let token = match (asset, non_empty(req.token.as_ref())) {
             (Some(pb::Asset::Native), Some(_)) => {
@@ -146,7 +146,12 @@ impl ApproveRequest {
         let mut v = Violations::default();
         let evm = |raw: &str| ChainFamily::Evm.parse_address(raw).map(|a| a.evm());
         let token = v.check("token", evm(&req.token)).flatten();
-        let spender = v.check("spender", evm(&req.spender)).flatten();
+        let spender = v
+            .check(
+                "spender",
+                not_zero(ChainFamily::Evm.parse_address(&req.spender)),
+            )
+            .and_then(|a| a.evm());
         let amount = v.check("amount", parse_amount(&req.amount, AmountKind::Uint256));
         let from = optional_address(&mut v, ChainFamily::Evm, "from", req.from.as_ref());
         let built = token
@@ -187,7 +192,7 @@ impl CallRequest {
         let chain = evm_chain(chains, &req.chain)?;
         let mut v = Violations::default();
         let to = v
-            .check("to", ChainFamily::Evm.parse_address(&req.to))
+            .check("to", not_zero(ChainFamily::Evm.parse_address(&req.to)))
             .and_then(|a| a.evm());
         let value = match non_empty(req.value.as_ref()) {
             Some(value) => v.check("value", parse_amount(value, AmountKind::Uint256)),

@@ -44,6 +44,16 @@ async fn malformed_requests_are_invalid_input_naming_the_field(b: Backend) -> an
             "ammount",
         ),
         ("bad address", on_base("0x123", "native", "1"), "to"),
+        (
+            "the zero address",
+            on_base("0x0000000000000000000000000000000000000000", "native", "1"),
+            "to",
+        ),
+        (
+            "a mixed-case address with a wrong checksum",
+            on_base("0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96046", "native", "1"),
+            "to",
+        ),
         ("negative amount", on_base(SOME_EVM, "native", "-1"), "amount"),
         (
             "amount past uint256",
