@@ -89,6 +89,8 @@ pub struct Parts {
     pub approvals: Approvals,
     /// Judges writes' effects against their keys' limits.
     pub policy: Policy,
+    /// The event streams open on this core.
+    pub streams: crate::streams::Streams,
 }
 
 impl Deref for Core {
@@ -164,6 +166,7 @@ impl Core {
         );
         let wallets = Wallets::new(store.clone(), keystore.clone(), provider);
         Ok(Self(Arc::new(Parts {
+            streams: crate::streams::Streams::new(config.streams),
             keys: ApiKeys::new(store.clone()),
             limits: Limits::new(store.clone()),
             sessions: Sessions::new(store.clone()),

@@ -107,6 +107,9 @@ pub enum WalletOpsError {
         /// When an attempt will be admitted again.
         retry_after: Duration,
     },
+    /// The caller holds as many of something open at once (event streams) as it may.
+    #[error("{0}")]
+    Crowded(String),
     /// One or more request fields are invalid.
     #[error("{}", describe_violations(.0))]
     InvalidInput(Vec<FieldViolation>),
@@ -183,7 +186,9 @@ impl WalletOpsError {
             Self::Unauthorized(_) | Self::NotSignedIn(_) => ErrorCode::Unauthorized,
             Self::Forbidden(_) => ErrorCode::Forbidden,
             Self::NotFound(_) => ErrorCode::NotFound,
-            Self::RateLimited { .. } | Self::Throttled { .. } => ErrorCode::RateLimited,
+            Self::RateLimited { .. } | Self::Throttled { .. } | Self::Crowded(_) => {
+                ErrorCode::RateLimited
+            }
             Self::InvalidInput(_) => ErrorCode::InvalidInput,
             Self::IdempotentBodyMismatch(_) => ErrorCode::IdempotentBodyMismatch,
             Self::IdempotentReplay(_) => ErrorCode::IdempotentReplay,
@@ -218,6 +223,7 @@ impl WalletOpsError {
             | Self::NotFound(_)
             | Self::RateLimited { .. }
             | Self::Throttled { .. }
+            | Self::Crowded(_)
             | Self::InvalidInput(_)
             | Self::IdempotentBodyMismatch(_)
             | Self::IdempotentReplay(_)

@@ -40,13 +40,18 @@ const WATCH_EVERY: Duration = Duration::from_millis(200);
 /// Events read at once for a watcher.
 const WATCH_BATCH: u64 = 100;
 
-/// How much a watcher may leave unread, and for how long.
+/// How much a watcher may leave unread, for how long, and how long it may watch.
 #[derive(Debug, Clone, Copy)]
 pub struct WatchLimits {
     /// Events a watcher may leave unread: its memory, bounded.
     pub buffer: usize,
     /// How long a watcher may leave its buffer full before it is cut off.
     pub slow_after: Duration,
+    /// The longest a watch lasts; the watcher resumes after its last event.
+    pub lifetime: Duration,
+    /// How often the watcher's credential is checked again: a revoked key or an ended
+    /// session ends its watches within this.
+    pub recheck_every: Duration,
 }
 
 impl Default for WatchLimits {
@@ -54,9 +59,15 @@ impl Default for WatchLimits {
         Self {
             buffer: 64,
             slow_after: Duration::from_secs(10),
+            lifetime: Duration::from_secs(3600),
+            recheck_every: Duration::from_secs(5),
         }
     }
 }
+
+/// Checks again that the watcher may still watch (its key or session still stands).
+pub type Recheck =
+    Box<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), WalletOpsError>> + Send + Sync>;
 
 /// How a watch ended, when not by its watcher leaving.
 #[derive(Debug)]
@@ -66,8 +77,15 @@ pub enum WatchEnd {
         /// The last event put in its buffer.
         last_sent: u64,
     },
-    /// Reading the events failed.
+    /// Reading the events failed, or the watcher's credential no longer stands.
     Failed(WalletOpsError),
+    /// The watch lasted its longest; the watcher resumes after `last_sent`.
+    Lifetime {
+        /// The last event put in its buffer.
+        last_sent: u64,
+        /// How long it lasted.
+        lifetime: Duration,
+    },
 }
 
 /// One event for a watcher: the change, and the record as it is now.
@@ -85,12 +103,20 @@ pub struct Watch {
 /// Streams the events `req` asks for of `user_id`'s records, in commit order, each with its
 /// record as it is when sent, until the receiver is dropped or the watch ends (`Watch::end`
 /// says why). At most `limits.buffer` events wait unread: a watcher that leaves them so for
-/// `limits.slow_after` is cut off, its buffered events still readable.
-pub fn watch(store: Store, user_id: Uuid, req: WatchRequest, limits: WatchLimits) -> Watch {
+/// `limits.slow_after` is cut off, its buffered events still readable. Every
+/// `limits.recheck_every` `recheck` says whether the watcher may still watch, and the watch
+/// ends after `limits.lifetime`.
+pub fn watch(
+    store: Store,
+    user_id: Uuid,
+    req: WatchRequest,
+    limits: WatchLimits,
+    recheck: Recheck,
+) -> Watch {
     let (tx, events) = tokio::sync::mpsc::channel(limits.buffer.max(1));
     let (ended, end) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        if let Err(why) = feed(&store, user_id, &req, limits.slow_after, &tx).await {
+        if let Err(why) = feed(&store, user_id, &req, (limits, &recheck), &tx).await {
             // The events already buffered stay readable; the end is read after them.
             let _ = ended.send(why);
         }
@@ -102,9 +128,12 @@ async fn feed(
     store: &Store,
     user_id: Uuid,
     req: &WatchRequest,
-    slow_after: Duration,
+    (limits, recheck): (WatchLimits, &Recheck),
     tx: &tokio::sync::mpsc::Sender<Watched>,
 ) -> Result<(), WatchEnd> {
+    let slow_after = limits.slow_after;
+    let started = tokio::time::Instant::now();
+    let mut checked = started;
     let mut after = match req.after {
         Some(after) => after,
         None => store
@@ -119,6 +148,16 @@ async fn feed(
         tokio::select! {
             _ = tick.tick() => {}
             () = tx.closed() => return Ok(()),
+        }
+        if checked.elapsed() >= limits.recheck_every {
+            recheck().await.map_err(WatchEnd::Failed)?;
+            checked = tokio::time::Instant::now();
+        }
+        if started.elapsed() >= limits.lifetime {
+            return Err(WatchEnd::Lifetime {
+                last_sent: after,
+                lifetime: limits.lifetime,
+            });
         }
         let events = store
             .events_after(user_id, after, filter, WATCH_BATCH)
@@ -178,13 +217,20 @@ mod tests {
             let limits = WatchLimits {
                 buffer: 2,
                 slow_after: Duration::from_millis(200),
+                ..WatchLimits::default()
             };
             let req = WatchRequest {
                 transaction_id: None,
                 chain: None,
                 after: Some(0),
             };
-            let mut watch = watch(store, user, req, limits);
+            let mut watch = watch(
+                store,
+                user,
+                req,
+                limits,
+                Box::new(|| Box::pin(async { Ok(()) })),
+            );
             // Unread, the watch ends on its own: the feeder lets go of the channel.
             let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
             while !watch.events.is_closed() {

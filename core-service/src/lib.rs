@@ -27,6 +27,7 @@ pub mod ratelimit;
 pub mod recovery;
 pub mod requests;
 pub mod signer;
+pub mod streams;
 pub mod swaps;
 pub mod trade;
 pub mod transactions;

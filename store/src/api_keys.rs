@@ -141,6 +141,14 @@ impl Store {
             }))
     }
 
+    /// The key with id `id`.
+    pub async fn api_key(&self, id: Uuid) -> Result<Option<ApiKey>> {
+        Ok(api_keys::Entity::find_by_id(id)
+            .one(self.sea())
+            .await?
+            .map(Into::into))
+    }
+
     /// Every key of `user_id`, newest first.
     pub async fn list_api_keys(&self, user_id: Uuid) -> Result<Vec<ApiKey>> {
         Ok(api_keys::Entity::find()

@@ -80,7 +80,15 @@ impl Store {
         Ok(row.insert(self.sea()).await?.into())
     }
 
-    /// The session whose token hashes to `token_hash`, ended or not.
+    /// The session with id `id`.
+    pub async fn session(&self, id: Uuid) -> Result<Option<DashboardSession>> {
+        Ok(dashboard_sessions::Entity::find_by_id(id)
+            .one(self.sea())
+            .await?
+            .map(Into::into))
+    }
+
+    /// The session whose token hashes to `token_hash`.
     pub async fn find_session(&self, token_hash: &str) -> Result<Option<DashboardSession>> {
         Ok(dashboard_sessions::Entity::find()
             .filter(dashboard_sessions::Column::TokenHash.eq(token_hash))

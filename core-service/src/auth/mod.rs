@@ -11,6 +11,7 @@ mod operations;
 pub mod passwords;
 mod secret;
 pub mod sessions;
+mod standing;
 
 use chrono::{DateTime, Duration, Utc};
 use subtle::ConstantTimeEq;
@@ -354,8 +355,8 @@ impl ApiKeys {
     }
 
     /// Revokes `user_id`'s key with id or prefix `id_or_prefix`, for good, with the keys made
-    /// with it (see `Store::revoke_api_key`: not when `caller` revokes its own key, nor the
-    /// line of `caller`'s key).
+    /// from it (see `Store::revoke_api_key`): a key `caller` holds may revoke only itself and
+    /// the keys made from it.
     pub async fn revoke(
         &self,
         user_id: Uuid,

@@ -105,14 +105,20 @@ impl WalletOpsService for WalletOpsApi {
             .admit(request.metadata(), Operation::WatchTransactions)
             .await?;
         let req = WatchRequest::parse(&self.core.chains, request.get_ref())?;
-        let watch = crate::events::watch(
-            self.core.store.clone(),
-            caller.user_id,
-            req,
-            crate::events::WatchLimits::default(),
-        );
+        let slot = self.core.streams.open(caller.user_id, caller.key_id())?;
+        let (core, user_id, watcher) = (self.core.clone(), caller.user_id, caller);
+        let recheck: crate::events::Recheck = Box::new(move || {
+            let (core, caller) = (core.clone(), watcher.clone());
+            Box::pin(async move { core.keys.still_stands(&caller).await })
+        });
+        let limits = crate::events::WatchLimits {
+            lifetime: self.core.config.streams.lifetime(),
+            ..Default::default()
+        };
+        let watch = crate::events::watch(self.core.store.clone(), user_id, req, limits, recheck);
         let chains = self.core.chains.clone();
-        let stream = futures::stream::unfold(watch, move |mut watch| {
+        // The slot goes with the stream: dropped when the watcher leaves or the stream ends.
+        let stream = futures::stream::unfold((watch, slot), move |(mut watch, slot)| {
             let chains = chains.clone();
             async move {
                 let sent = match watch.events.recv().await {
@@ -128,9 +134,18 @@ impl WalletOpsService for WalletOpsApi {
                             )))
                         }
                         WatchEnd::Failed(e) => Err(Status::from(e)),
+                        WatchEnd::Lifetime {
+                            last_sent,
+                            lifetime,
+                        } => Err(Status::from(
+                            crate::error::WalletOpsError::ServiceUnavailable(format!(
+                                "this stream has been open {} s, the longest a stream lasts (streams.max_lifetime_secs); reconnect with after_event_id {last_sent} (Last-Event-ID over REST)",
+                                lifetime.as_secs()
+                            )),
+                        )),
                     },
                 };
-                Some((sent, watch))
+                Some((sent, (watch, slot)))
             }
         });
         Ok(Response::new(Box::pin(stream)))

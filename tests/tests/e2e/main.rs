@@ -27,6 +27,7 @@ mod request_ids;
 mod secrets;
 mod solana;
 mod spend_limits;
+mod streams;
 mod surfaces;
 mod tls;
 mod wallets;
