@@ -258,8 +258,10 @@ impl Core {
         }
     }
 
-    /// `admit` for a call any key may make, whatever its scopes (asking what the key may
-    /// do): drawn from the read budget.
+    /// `admit` for a call any key may make, whatever its scopes (asking who the caller is
+    /// and what it may do), drawn from no budget: it costs what authenticating any request
+    /// costs, and the MCP gate asks it before each request it lets through, which must not
+    /// spend the caller's reads twice. Failed authentication is still counted.
     pub async fn admit_any(&self, metadata: &MetadataMap) -> Result<Caller> {
         self.admit_for(metadata, None).await
     }
@@ -273,10 +275,13 @@ impl Core {
             caller.require(scope)?;
         }
         let budget = match scope {
-            None | Some(Scope::Read) => Budget::Read,
-            Some(Scope::Trade | Scope::Write) => Budget::Write,
+            None => None,
+            Some(Scope::Read) => Some(Budget::Read),
+            Some(Scope::Trade | Scope::Write) => Some(Budget::Write),
         };
-        self.limiter.admit(caller.user_id, budget).await?;
+        if let Some(budget) = budget {
+            self.limiter.admit(caller.user_id, budget).await?;
+        }
         if let Some(why) = metadata.get_bin(UNREADABLE_HEADER) {
             return Err(unreadable(why.to_bytes().ok().as_deref()));
         }

@@ -2,7 +2,8 @@
 //! `Authorization: Bearer`), checked by the core before the MCP server reads a byte; one
 //! without is 401 with a `WWW-Authenticate` challenge, as the MCP authorization spec asks.
 //! A key holds at most `sessions_per_key` MCP sessions open at once: the session a request
-//! would open beyond them is closed at once and the request refused 429.
+//! would open beyond them is closed at once and the request refused 429. A session is its
+//! key's: a request naming one that is not open, or another key's, is 404.
 
 use std::{
     collections::HashMap,
@@ -33,8 +34,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 pub(crate) struct Gate {
     keys: ApiKeyServiceClient<CoreChannel>,
     sessions: Arc<LocalSessionManager>,
-    /// The sessions each key opened, by key id; pruned of closed ones as keys open more.
-    opened: Arc<Mutex<HashMap<String, Vec<SessionId>>>>,
+    /// The key (id) that opened each session; pruned of closed ones as sessions open.
+    owners: Arc<Mutex<HashMap<SessionId, String>>>,
     sessions_per_key: usize,
 }
 
@@ -47,7 +48,7 @@ impl Gate {
         Self {
             keys: ApiKeyServiceClient::new(core),
             sessions,
-            opened: Arc::default(),
+            owners: Arc::default(),
             sessions_per_key,
         }
     }
@@ -56,14 +57,20 @@ impl Gate {
     /// key holds its most already.
     async fn counted(&self, key: String, session: SessionId) -> bool {
         let live = self.sessions.sessions.read().await;
-        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
-        let held = opened.entry(key).or_default();
-        held.retain(|s| live.contains_key(s));
-        if held.len() >= self.sessions_per_key {
+        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        owners.retain(|s, _| live.contains_key(s));
+        if owners.values().filter(|k| **k == key).count() >= self.sessions_per_key {
             return false;
         }
-        held.push(session);
+        owners.insert(session, key);
         true
+    }
+
+    /// Whether `session` is open and key `key`'s.
+    async fn owns(&self, key: &str, session: &SessionId) -> bool {
+        let live = self.sessions.sessions.read().await.contains_key(session);
+        let owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        live && owners.get(session).is_some_and(|k| k == key)
     }
 }
 
@@ -90,27 +97,45 @@ pub(super) async fn admit(State(gate): State<Gate>, req: Request, next: Next) ->
         Err(e) => return e.into_response(),
     };
     let key = match gate.keys.clone().get_current_api_key(asked).await {
-        Ok(reply) => reply.into_inner().api_key.map(|k| k.id),
-        Err(status) => {
-            let unauthenticated = status.code() == tonic::Code::Unauthenticated;
-            let mut refused = EdgeError::from(status).into_response();
-            if unauthenticated {
-                refused.headers_mut().insert(
-                    WWW_AUTHENTICATE,
-                    HeaderValue::from_static(r#"Bearer realm="walletops""#),
-                );
+        Ok(reply) => match reply.into_inner().api_key {
+            Some(key) => key.id,
+            None => {
+                return challenge(EdgeError::Local {
+                    code: ErrorCode::Unauthorized,
+                    message: "an API key is required (x-api-key or Authorization: Bearer)"
+                        .to_owned(),
+                    status: None,
+                });
             }
-            return refused;
+        },
+        Err(status) if status.code() == tonic::Code::Unauthenticated => {
+            return challenge(EdgeError::from(status));
         }
+        Err(status) => return EdgeError::from(status).into_response(),
     };
-    let opening = !req.headers().contains_key(SESSION_HEADER);
+    let named = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(SessionId::from);
+    if let Some(session) = &named
+        && !gate.owns(&key, session).await
+    {
+        return EdgeError::Local {
+            code: ErrorCode::NotFound,
+            message: "no such MCP session of this API key: initialize a new one".to_owned(),
+            status: None,
+        }
+        .into_response();
+    }
+    let opening = named.is_none();
     let answer = next.run(req).await;
     let opened = answer
         .headers()
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(SessionId::from);
-    let (true, Some(key), Some(session)) = (opening, key, opened) else {
+    let (true, Some(session)) = (opening, opened) else {
         return answer;
     };
     if gate.counted(key, session.clone()).await {
@@ -128,4 +153,14 @@ pub(super) async fn admit(State(gate): State<Gate>, req: Request, next: Next) ->
         status: None,
     }
     .into_response()
+}
+
+/// `refusal`, 401, with the challenge the MCP authorization spec asks for.
+fn challenge(refusal: EdgeError) -> Response {
+    let mut refused = refusal.into_response();
+    refused.headers_mut().insert(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_static(r#"Bearer realm="walletops""#),
+    );
+    refused
 }

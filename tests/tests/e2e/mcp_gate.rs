@@ -89,12 +89,17 @@ async fn a_key_holds_at_most_so_many_sessions(b: Backend) -> anyhow::Result<()> 
             .as_str()
             .is_some_and(|e| e.contains("2 MCP sessions"))
     );
-    // Another key has sessions of its own.
+    // Another key has sessions of its own, and no use of this key's; a session no one
+    // opened is no session.
     let other = svc.create_key("other").await?;
-    assert_eq!(
-        post(&svc, Some(&other), &[], &initialize()).await?.status(),
-        200
-    );
+    let theirs = post(&svc, Some(&other), &[], &initialize()).await?;
+    assert_eq!(theirs.status(), 200);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let first = sessions[0].to_str()?.to_owned();
+    for (key, session) in [(&other, first.as_str()), (&svc.api_key, "made-up")] {
+        let reply = post(&svc, Some(key), &[("mcp-session-id", session)], &list).await?;
+        assert_eq!(reply.status(), 404, "{session}");
+    }
     // One ended, the key may open one again.
     let ended = reqwest::Client::new()
         .delete(format!("{}/mcp", svc.http))
