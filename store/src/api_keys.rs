@@ -193,28 +193,15 @@ impl Store {
         {
             return Err(StoreError::NotInLine);
         }
-        // Generation by generation: the key, the keys it created, theirs, and so on, through
-        // keys revoked before too (a key made with a leaked one, then revoked, may have made
-        // others that live on).
-        let mut seen = std::collections::HashSet::from([key.id]);
-        let mut generation = vec![key.id];
-        while !generation.is_empty() {
-            api_keys::Entity::update_many()
-                .col_expr(api_keys::Column::RevokedAt, Expr::value(now))
-                .filter(api_keys::Column::Id.is_in(generation.clone()))
-                .filter(api_keys::Column::RevokedAt.is_null())
-                .exec(&txn)
-                .await?;
-            generation = api_keys::Entity::find()
-                .filter(api_keys::Column::UserId.eq(user_id))
-                .filter(api_keys::Column::CreatedBy.is_in(generation))
-                .all(&txn)
-                .await?
-                .into_iter()
-                .map(|m| m.id)
-                .filter(|id| seen.insert(*id))
-                .collect();
-        }
+        // The key, the keys it created, theirs, and so on, through keys revoked before too (a
+        // key made with a leaked one, then revoked, may have made others that live on).
+        let line = super::lineage::with_descendants(&txn, key.id).await?;
+        api_keys::Entity::update_many()
+            .col_expr(api_keys::Column::RevokedAt, Expr::value(now))
+            .filter(api_keys::Column::Id.is_in(line))
+            .filter(api_keys::Column::RevokedAt.is_null())
+            .exec(&txn)
+            .await?;
         let revoked = api_keys::Entity::find_by_id(key.id).one(&txn).await?;
         txn.commit().await?;
         Ok(revoked.map(Into::into))

@@ -55,53 +55,60 @@ fn rule_of(m: rules::Model) -> Result<PolicyRule> {
 
 impl Store {
     /// Adds `rule` to its key's policy (a rule already there stays as it is), and marks the
-    /// key limited in the same transaction.
+    /// key limited, in one transaction, for the key and every key made from it.
     pub async fn add_policy_rule(&self, rule: &PolicyRule) -> Result<()> {
         let txn = self.begin_sea().await?;
+        let keys = super::lineage::with_descendants(&txn, rule.key_id).await?;
         api_keys::Entity::update_many()
             .col_expr(api_keys::Column::Limited, Expr::value(true))
-            .filter(api_keys::Column::Id.eq(rule.key_id))
+            .filter(api_keys::Column::Id.is_in(keys.clone()))
             .exec(&txn)
             .await?;
         let (kind, target, selector) = columns(&rule.allowed);
-        rules::Entity::insert(rules::ActiveModel {
-            key_id: Set(rule.key_id),
+        let now = Utc::now();
+        let rows = keys.into_iter().map(|key_id| rules::ActiveModel {
+            key_id: Set(key_id),
             chain: Set(rule.chain.clone()),
             rule: Set(kind.to_owned()),
-            target: Set(target),
-            selector: Set(selector),
-            created_at: Set(Utc::now()),
-        })
-        .on_conflict(
-            OnConflict::columns([
-                rules::Column::KeyId,
-                rules::Column::Chain,
-                rules::Column::Rule,
-                rules::Column::Target,
-                rules::Column::Selector,
-            ])
-            .do_nothing()
-            .to_owned(),
-        )
-        .exec_without_returning(&txn)
-        .await?;
+            target: Set(target.clone()),
+            selector: Set(selector.clone()),
+            created_at: Set(now),
+        });
+        rules::Entity::insert_many(rows)
+            .on_conflict(
+                OnConflict::columns([
+                    rules::Column::KeyId,
+                    rules::Column::Chain,
+                    rules::Column::Rule,
+                    rules::Column::Target,
+                    rules::Column::Selector,
+                ])
+                .do_nothing()
+                .to_owned(),
+            )
+            .exec_without_returning(&txn)
+            .await?;
         txn.commit().await?;
         Ok(())
     }
 
-    /// Removes `rule` from its key's policy; whether it was there.
+    /// Removes `rule` from its key's policy, and from those of the keys made from it;
+    /// whether it was there.
     pub async fn remove_policy_rule(&self, rule: &PolicyRule) -> Result<bool> {
         let (kind, target, selector) = columns(&rule.allowed);
-        Ok(rules::Entity::delete_many()
-            .filter(rules::Column::KeyId.eq(rule.key_id))
+        let txn = self.begin_sea().await?;
+        let keys = super::lineage::with_descendants(&txn, rule.key_id).await?;
+        let removed = rules::Entity::delete_many()
+            .filter(rules::Column::KeyId.is_in(keys))
             .filter(rules::Column::Chain.eq(rule.chain.as_str()))
             .filter(rules::Column::Rule.eq(kind))
             .filter(rules::Column::Target.eq(target))
             .filter(rules::Column::Selector.eq(selector))
-            .exec(self.sea())
+            .exec(&txn)
             .await?
-            .rows_affected
-            > 0)
+            .rows_affected;
+        txn.commit().await?;
+        Ok(removed > 0)
     }
 
     /// A key's policy: every rule, by chain, kind and account.

@@ -35,6 +35,25 @@ pub(super) fn of_line(column: impl ColumnTrait, lineage: Uuid) -> sea_orm::Condi
         .add(column.in_subquery(made_from))
 }
 
+/// `key` and every key made from it, through any number of keys (revoked ones too), read
+/// in `conn`: what the owner sets on a key holds for the keys made from it.
+pub(super) async fn with_descendants<C: ConnectionTrait>(conn: &C, key: Uuid) -> Result<Vec<Uuid>> {
+    let mut all = vec![key];
+    let mut generation = vec![key];
+    while !generation.is_empty() {
+        generation = api_keys::Entity::find()
+            .select_only()
+            .column(api_keys::Column::Id)
+            .filter(api_keys::Column::CreatedBy.is_in(generation))
+            .into_tuple::<Uuid>()
+            .all(conn)
+            .await?;
+        generation.retain(|id| !all.contains(id));
+        all.extend(&generation);
+    }
+    Ok(all)
+}
+
 /// Gives key `child`, just stored in `conn`'s transaction, what its maker `maker` is held
 /// to: every spend limit, every policy rule and the limited mark.
 pub(super) async fn inherit<C: ConnectionTrait>(
@@ -74,6 +93,32 @@ pub(super) async fn inherit<C: ConnectionTrait>(
 }
 
 impl super::Store {
+    /// The lines of `keys`, their first keys' rows locked in `conn`'s transaction in one
+    /// order (by id): a transaction reserving for writes of several lines (a signing batch)
+    /// never waits on another that locked the same lines in another order.
+    pub async fn lock_lines<C: Conn>(&self, conn: &C, keys: &[Uuid]) -> Result<()> {
+        let conn = conn.sea();
+        let mut lines: Vec<Uuid> = api_keys::Entity::find()
+            .filter(api_keys::Column::Id.is_in(keys.iter().copied()))
+            .all(conn)
+            .await?
+            .iter()
+            .map(lineage_of)
+            .collect();
+        lines.sort();
+        lines.dedup();
+        for line in lines {
+            api_keys::Entity::find_by_id(line)
+                .select_only()
+                .column(api_keys::Column::Id)
+                .lock_exclusive()
+                .into_tuple::<Uuid>()
+                .one(conn)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// The line of key `key_id`, its first key's row locked in `conn`'s transaction
     /// (PostgreSQL; SQLite's writer lock serializes it there), so the reservations of every
     /// key of the line are counted one write after the other. A key without a row is a line
@@ -169,6 +214,30 @@ mod tests {
         assert_eq!(limits[0].limit.approval_above, Some(U256::from(4u64)));
         let rules = store.policy_rules(grandchild).await.expect("rules");
         assert_eq!(rules[0].allowed, rule.allowed);
+        // What the owner sets on a key later holds for the keys made from it.
+        let later = SpendLimit {
+            key_id: child,
+            chain: "base".to_owned(),
+            asset: "native".to_owned(),
+            max_per_transaction: Some(U256::from(1u64)),
+            daily_budget: None,
+            approval_above: None,
+        };
+        store.set_spend_limit(&later).await.expect("limit");
+        let limits = store.spend_limits(grandchild, day).await.expect("limits");
+        assert_eq!(limits.len(), 2, "{limits:?}");
+        assert_eq!(
+            store.spend_limits(maker, day).await.expect("limits").len(),
+            1
+        );
+        store.remove_policy_rule(&rule).await.expect("removed");
+        assert!(
+            store
+                .policy_rules(grandchild)
+                .await
+                .expect("rules")
+                .is_empty()
+        );
         let (read, _) = store
             .find_api_key_by_prefix("gch1")
             .await
@@ -228,5 +297,68 @@ mod tests {
         assert!(first.revoked_at.is_none(), "its maker lives on");
     }
 
-    on_both_backends!(a_line_inherits_shares_and_is_revoked_downwards);
+    /// Keys made with keys before lines existed are given their line and what their makers
+    /// are held to when the migration runs, makers first.
+    async fn the_migration_gives_earlier_keys_their_line(store: Store) {
+        use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
+        use walletops_migrations::MigratorTrait;
+
+        use crate::entities::{api_keys, spend_limits};
+
+        let user = store.insert_user("bob").await.expect("user").id;
+        let maker = key(&store, user, "old1", None).await;
+        let child = key(&store, user, "old2", Some(maker)).await;
+        let grandchild = key(&store, user, "old3", Some(child)).await;
+        store
+            .set_spend_limit(&SpendLimit {
+                key_id: maker,
+                chain: "anvil".to_owned(),
+                asset: "native".to_owned(),
+                max_per_transaction: Some(U256::from(7u64)),
+                daily_budget: None,
+                approval_above: None,
+            })
+            .await
+            .expect("limit");
+        // As they were made before: nothing of their maker's, each a line of its own.
+        let made = [child, grandchild];
+        spend_limits::Entity::delete_many()
+            .filter(spend_limits::Column::KeyId.is_in(made))
+            .exec(&store.db)
+            .await
+            .expect("limits gone");
+        api_keys::Entity::update_many()
+            .col_expr(api_keys::Column::Limited, Expr::value(false))
+            .filter(api_keys::Column::Id.is_in(made))
+            .exec(&store.db)
+            .await
+            .expect("unmarked");
+        walletops_migrations::Migrator::down(&store.db, Some(1))
+            .await
+            .expect("down");
+        walletops_migrations::Migrator::up(&store.db, None)
+            .await
+            .expect("up");
+        assert_eq!(
+            store
+                .lock_lineage(store.db(), grandchild)
+                .await
+                .expect("line"),
+            maker
+        );
+        let day = Utc::now() - chrono::Duration::hours(24);
+        let limits = store.spend_limits(grandchild, day).await.expect("limits");
+        assert_eq!(limits[0].limit.max_per_transaction, Some(U256::from(7u64)));
+        let (read, _) = store
+            .find_api_key_by_prefix("old3")
+            .await
+            .expect("read")
+            .expect("found");
+        assert!(read.limited);
+    }
+
+    on_both_backends!(
+        a_line_inherits_shares_and_is_revoked_downwards,
+        the_migration_gives_earlier_keys_their_line,
+    );
 }

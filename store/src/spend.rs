@@ -49,7 +49,10 @@ async fn reserved_since<C: ConnectionTrait>(
     let amounts: Vec<String> = reservations::Entity::find()
         .select_only()
         .column(reservations::Column::Amount)
-        .filter(super::lineage::of_line(reservations::Column::KeyId, lineage))
+        .filter(super::lineage::of_line(
+            reservations::Column::KeyId,
+            lineage,
+        ))
         .filter(reservations::Column::Chain.eq(chain))
         .filter(reservations::Column::Asset.eq(asset))
         .filter(reservations::Column::CreatedAt.gt(since))
@@ -64,17 +67,19 @@ async fn reserved_since<C: ConnectionTrait>(
 
 impl Store {
     /// Sets (or replaces) a key's limit on one asset of one chain, and marks the key limited
-    /// (for good) in the same transaction.
+    /// (for good), in one transaction, for the key and every key made from it: a key made
+    /// with a key stays held as its maker is.
     pub async fn set_spend_limit(&self, limit: &SpendLimit) -> Result<()> {
         let now = Utc::now();
         let txn = self.begin_sea().await?;
+        let keys = super::lineage::with_descendants(&txn, limit.key_id).await?;
         api_keys::Entity::update_many()
             .col_expr(api_keys::Column::Limited, Expr::value(true))
-            .filter(api_keys::Column::Id.eq(limit.key_id))
+            .filter(api_keys::Column::Id.is_in(keys.clone()))
             .exec(&txn)
             .await?;
-        limits::Entity::insert(limits::ActiveModel {
-            key_id: Set(limit.key_id),
+        let rows = keys.into_iter().map(|key_id| limits::ActiveModel {
+            key_id: Set(key_id),
             chain: Set(limit.chain.clone()),
             asset: Set(limit.asset.clone()),
             max_per_transaction: Set(limit.max_per_transaction.map(|a| a.to_string())),
@@ -82,37 +87,42 @@ impl Store {
             approval_above: Set(limit.approval_above.map(|a| a.to_string())),
             created_at: Set(now),
             updated_at: Set(now),
-        })
-        .on_conflict(
-            OnConflict::columns([
-                limits::Column::KeyId,
-                limits::Column::Chain,
-                limits::Column::Asset,
-            ])
-            .update_columns([
-                limits::Column::MaxPerTransaction,
-                limits::Column::DailyBudget,
-                limits::Column::ApprovalAbove,
-                limits::Column::UpdatedAt,
-            ])
-            .to_owned(),
-        )
-        .exec_without_returning(&txn)
-        .await?;
+        });
+        limits::Entity::insert_many(rows)
+            .on_conflict(
+                OnConflict::columns([
+                    limits::Column::KeyId,
+                    limits::Column::Chain,
+                    limits::Column::Asset,
+                ])
+                .update_columns([
+                    limits::Column::MaxPerTransaction,
+                    limits::Column::DailyBudget,
+                    limits::Column::ApprovalAbove,
+                    limits::Column::UpdatedAt,
+                ])
+                .to_owned(),
+            )
+            .exec_without_returning(&txn)
+            .await?;
         txn.commit().await?;
         Ok(())
     }
 
-    /// Removes a key's limit on one asset of one chain; whether there was one.
+    /// Removes a key's limit on one asset of one chain, and that of every key made from it;
+    /// whether there was one.
     pub async fn remove_spend_limit(&self, key_id: Uuid, chain: &str, asset: &str) -> Result<bool> {
-        Ok(limits::Entity::delete_many()
-            .filter(limits::Column::KeyId.eq(key_id))
+        let txn = self.begin_sea().await?;
+        let keys = super::lineage::with_descendants(&txn, key_id).await?;
+        let removed = limits::Entity::delete_many()
+            .filter(limits::Column::KeyId.is_in(keys))
             .filter(limits::Column::Chain.eq(chain))
             .filter(limits::Column::Asset.eq(asset))
-            .exec(self.sea())
+            .exec(&txn)
             .await?
-            .rows_affected
-            > 0)
+            .rows_affected;
+        txn.commit().await?;
+        Ok(removed > 0)
     }
 
     /// A key's limits, each with what its reservations made after `since` hold.

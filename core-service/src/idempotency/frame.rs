@@ -165,6 +165,15 @@ impl Idempotency {
             })
             .collect();
         let won: HashSet<(Uuid, Uuid)> = self.store.insert_idempotency_keys(conn, rows).await?;
+        // Every line reserved for is locked first, in one order: lanes of two chains whose
+        // batches hold writes of the same lines never wait on each other.
+        let limited: Vec<Uuid> = claims
+            .iter()
+            .filter_map(|(claim, _, _)| claim.spends.first().map(|s| s.key_id))
+            .collect();
+        if !limited.is_empty() {
+            self.store.lock_lines(conn, &limited).await?;
+        }
         let mut refused = Vec::new();
         for (i, &(claim, id, _)) in claims.iter().enumerate() {
             if !won.contains(&(claim.user, claim.key)) {
