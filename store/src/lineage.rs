@@ -4,6 +4,8 @@
 //! its keys reserves counts against every other's. Writes of a line reserve one at a time,
 //! under the lock of the line's first key's row.
 
+use std::collections::HashMap;
+
 use chrono::Utc;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
@@ -92,22 +94,38 @@ pub(super) async fn inherit<C: ConnectionTrait>(
     Ok(())
 }
 
+/// The line of each of `keys`, read in `conn`: its first key's id (a key without a row is a
+/// line of its own).
+pub(super) async fn lines_of<C: ConnectionTrait>(
+    conn: &C,
+    keys: &[Uuid],
+) -> Result<HashMap<Uuid, Uuid>> {
+    let mut lines: HashMap<Uuid, Uuid> = keys.iter().map(|&k| (k, k)).collect();
+    for m in api_keys::Entity::find()
+        .filter(api_keys::Column::Id.is_in(keys.iter().copied()))
+        .all(conn)
+        .await?
+    {
+        lines.insert(m.id, lineage_of(&m));
+    }
+    Ok(lines)
+}
+
 impl super::Store {
-    /// The lines of `keys`, their first keys' rows locked in `conn`'s transaction in one
-    /// order (by id): a transaction reserving for writes of several lines (a signing batch)
-    /// never waits on another that locked the same lines in another order.
-    pub async fn lock_lines<C: Conn>(&self, conn: &C, keys: &[Uuid]) -> Result<()> {
+    /// The line of each of `keys`, each line's first key's row locked in `conn`'s
+    /// transaction (PostgreSQL; SQLite's writer lock serializes it there), in one order (by
+    /// id): the reservations of a line's keys are counted one write after the other, and a
+    /// transaction reserving for writes of several lines (a signing batch) never waits on
+    /// another that locked the same lines in another order.
+    pub async fn lock_lines<C: Conn>(
+        &self,
+        conn: &C,
+        keys: &[Uuid],
+    ) -> Result<HashMap<Uuid, Uuid>> {
         let conn = conn.sea();
-        let mut lines: Vec<Uuid> = api_keys::Entity::find()
-            .filter(api_keys::Column::Id.is_in(keys.iter().copied()))
-            .all(conn)
-            .await?
-            .iter()
-            .map(lineage_of)
-            .collect();
-        lines.sort();
-        lines.dedup();
-        for line in lines {
+        let lines = lines_of(conn, keys).await?;
+        let ordered: std::collections::BTreeSet<Uuid> = lines.values().copied().collect();
+        for line in ordered {
             api_keys::Entity::find_by_id(line)
                 .select_only()
                 .column(api_keys::Column::Id)
@@ -116,27 +134,7 @@ impl super::Store {
                 .one(conn)
                 .await?;
         }
-        Ok(())
-    }
-
-    /// The line of key `key_id`, its first key's row locked in `conn`'s transaction
-    /// (PostgreSQL; SQLite's writer lock serializes it there), so the reservations of every
-    /// key of the line are counted one write after the other. A key without a row is a line
-    /// of its own.
-    pub async fn lock_lineage<C: Conn>(&self, conn: &C, key_id: Uuid) -> Result<Uuid> {
-        let conn = conn.sea();
-        let lineage = api_keys::Entity::find_by_id(key_id)
-            .one(conn)
-            .await?
-            .map_or(key_id, |key| lineage_of(&key));
-        api_keys::Entity::find_by_id(lineage)
-            .select_only()
-            .column(api_keys::Column::Id)
-            .lock_exclusive()
-            .into_tuple::<Uuid>()
-            .one(conn)
-            .await?;
-        Ok(lineage)
+        Ok(lines)
     }
 }
 
@@ -257,9 +255,9 @@ mod tests {
                 .expect("reserved");
         }
         let lineage = store
-            .lock_lineage(store.db(), grandchild)
+            .lock_lines(store.db(), &[grandchild])
             .await
-            .expect("line");
+            .expect("line")[&grandchild];
         assert_eq!(lineage, maker);
         for k in [maker, child, grandchild] {
             let standing = store.spend_limits(k, day).await.expect("limits");
@@ -268,7 +266,7 @@ mod tests {
         // Another line of the user's is apart.
         let other = key(&store, user, "oth1", None).await;
         assert_eq!(
-            store.lock_lineage(store.db(), other).await.expect("line"),
+            store.lock_lines(store.db(), &[other]).await.expect("line")[&other],
             other
         );
         for (target, by) in [("mkr1", child), ("oth1", child), ("chd1", grandchild)] {
@@ -341,9 +339,9 @@ mod tests {
             .expect("up");
         assert_eq!(
             store
-                .lock_lineage(store.db(), grandchild)
+                .lock_lines(store.db(), &[grandchild])
                 .await
-                .expect("line"),
+                .expect("line")[&grandchild],
             maker
         );
         let day = Utc::now() - chrono::Duration::hours(24);

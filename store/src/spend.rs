@@ -132,10 +132,7 @@ impl Store {
         since: DateTime<Utc>,
     ) -> Result<Vec<SpendStanding>> {
         let mut standings = Vec::new();
-        let lineage = api_keys::Entity::find_by_id(key_id)
-            .one(self.sea())
-            .await?
-            .map_or(key_id, |key| super::lineage::lineage_of(&key));
+        let lineage = super::lineage::lines_of(self.sea(), &[key_id]).await?[&key_id];
         for m in limits::Entity::find()
             .filter(limits::Column::KeyId.eq(key_id))
             .order_by_asc(limits::Column::Chain)
@@ -184,7 +181,7 @@ impl Store {
     }
 
     /// What the unreleased reservations of `spend`'s chain and asset by the keys of line
-    /// `lineage` (`lock_lineage`) made after `since` hold, read in `conn`'s transaction.
+    /// `lineage` (`lock_lines`) made after `since` hold, read in `conn`'s transaction.
     pub async fn reserved_since<C: Conn>(
         &self,
         conn: &C,

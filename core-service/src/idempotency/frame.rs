@@ -1,7 +1,7 @@
 //! The frame every write runs in: open the request under its key (an answered key replays),
 //! run it, and claim the key inside the signing transaction.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use uuid::Uuid;
 
@@ -171,9 +171,11 @@ impl Idempotency {
             .iter()
             .filter_map(|(claim, _, _)| claim.spends.first().map(|s| s.key_id))
             .collect();
-        if !limited.is_empty() {
-            self.store.lock_lines(conn, &limited).await?;
-        }
+        let lines = if limited.is_empty() {
+            HashMap::new()
+        } else {
+            self.store.lock_lines(conn, &limited).await?
+        };
         let mut refused = Vec::new();
         for (i, &(claim, id, _)) in claims.iter().enumerate() {
             if !won.contains(&(claim.user, claim.key)) {
@@ -182,7 +184,10 @@ impl Idempotency {
             }
             // In order: a batch's earlier writes of a key count against its later ones. A
             // write refused on one asset reserves none of its others.
-            match crate::limits::reserve(&self.store, conn, &claim.spends, id).await {
+            let Some(line) = claim.spends.first().and_then(|s| lines.get(&s.key_id)) else {
+                continue;
+            };
+            match crate::limits::reserve(&self.store, conn, (&claim.spends, *line), id).await {
                 Ok(()) => {}
                 Err(e @ WalletOpsError::Forbidden(_)) => refused.push((i, e)),
                 Err(e) => return Err(e),

@@ -84,23 +84,19 @@ pub(crate) fn over_budget(limit: &SpendLimit, spent: U256, amount: U256) -> Opti
 
 /// Reserves `spends` (a write's, one per asset) against their key's limits, in `conn`'s
 /// transaction, for record `transaction_id`: all of them, or none with FORBIDDEN naming the
-/// limit one would pass (per write, or the budget of the last 24 hours). The limits are
-/// locked in one order (the key's line, then chain and asset) for every write, so two writes
-/// of a line never wait on each other's locks; a line's keys share each budget. The write's verdict (`policy`) found each limit; one removed since is
-/// no longer a permission: deny by default.
+/// limit one would pass (per write, or the budget of the last 24 hours, which the keys of
+/// the key's line `lineage` share). The caller has locked the line (`Store::lock_lines`);
+/// the limits are locked after it in one order (chain, asset) for every write, so two writes
+/// of a line never wait on each other's locks. The write's verdict (`policy`) found each
+/// limit; one removed since is no longer a permission: deny by default.
 pub(crate) async fn reserve<C: Conn>(
     store: &Store,
     conn: &C,
-    spends: &[Spend],
+    (spends, lineage): (&[Spend], Uuid),
     transaction_id: Uuid,
 ) -> Result<()> {
     let mut ordered: Vec<&Spend> = spends.iter().collect();
     ordered.sort_by(|a, b| (&a.chain, &a.asset).cmp(&(&b.chain, &b.asset)));
-    let Some(first) = ordered.first() else {
-        return Ok(());
-    };
-    // The line's lock first: its keys share each budget, and reserve one after the other.
-    let lineage = store.lock_lineage(conn, first.key_id).await?;
     for spend in &ordered {
         let Some(limit) = store.lock_spend_limit(conn, spend).await? else {
             return Err(WalletOpsError::Forbidden(format!(
