@@ -27,7 +27,14 @@ use walletops_proto::{
 use crate::{CoreChannel, error::EdgeError, routes::call};
 
 /// The header naming an MCP session.
-const SESSION_HEADER: &str = "mcp-session-id";
+pub(super) const SESSION_HEADER: &str = "mcp-session-id";
+
+/// What the core said the admitted key may call (`GetCurrentApiKey`'s `operations`), put
+/// in the request's extensions for the tools: `tools/list` shows those and asks no more.
+#[derive(Debug, Clone)]
+pub(super) struct Admitted {
+    pub(super) operations: Vec<String>,
+}
 
 /// What the door knows: the core that checks keys, the sessions open, and whose they are.
 #[derive(Clone)]
@@ -90,16 +97,23 @@ pub(super) fn keyed(mut headers: HeaderMap) -> HeaderMap {
 }
 
 /// Admits a request to `/mcp` whose key the core accepts, and counts the sessions it opens.
-pub(super) async fn admit(State(gate): State<Gate>, req: Request, next: Next) -> Response {
+pub(super) async fn admit(State(gate): State<Gate>, mut req: Request, next: Next) -> Response {
     let headers = keyed(req.headers().clone());
     let asked = match call(&headers, Ok(pb::GetCurrentApiKeyRequest {})) {
         Ok(asked) => asked,
         Err(e) => return e.into_response(),
     };
     let key = match gate.keys.clone().get_current_api_key(asked).await {
-        Ok(reply) => match reply.into_inner().api_key {
-            Some(key) => key.id,
-            None => {
+        Ok(reply) => match reply.into_inner() {
+            pb::GetCurrentApiKeyResponse {
+                api_key: Some(key),
+                operations,
+                ..
+            } => {
+                req.extensions_mut().insert(Admitted { operations });
+                key.id
+            }
+            _ => {
                 return challenge(EdgeError::Local {
                     code: ErrorCode::Unauthorized,
                     message: "an API key is required (x-api-key or Authorization: Bearer)"

@@ -35,8 +35,7 @@ use walletops_proto::{
     IDEMPOTENCY_KEY_HEADER, TOOL_CALL_HEADER,
     request_id::REQUEST_ID_HEADER,
     v1::{
-        self as pb, api_key_service_client::ApiKeyServiceClient,
-        approval_service_client::ApprovalServiceClient,
+        self as pb, approval_service_client::ApprovalServiceClient,
         wallet_ops_service_client::WalletOpsServiceClient,
     },
 };
@@ -58,7 +57,6 @@ use crate::{
 #[derive(Clone)]
 pub(crate) struct Tools {
     core: WalletOpsServiceClient<CoreChannel>,
-    keys: ApiKeyServiceClient<CoreChannel>,
     approvals: ApprovalServiceClient<CoreChannel>,
     tool_router: ToolRouter<Self>,
 }
@@ -116,7 +114,7 @@ fn keyed_by(
     let Some(session) = ctx
         .extensions
         .get::<Parts>()
-        .and_then(|p| p.headers.get("mcp-session-id"))
+        .and_then(|p| p.headers.get(gate::SESSION_HEADER))
         .and_then(|v| v.to_str().ok())
     else {
         return Err(EdgeError::invalid(
@@ -179,8 +177,7 @@ impl Tools {
     fn new(core: CoreChannel) -> Self {
         Self {
             core: WalletOpsServiceClient::new(core.clone()),
-            approvals: ApprovalServiceClient::new(core.clone()),
-            keys: ApiKeyServiceClient::new(core),
+            approvals: ApprovalServiceClient::new(core),
             tool_router: Self::tool_router(),
         }
     }
@@ -499,20 +496,13 @@ impl ServerHandler for Tools {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let headers = headers(&ctx);
-        let req = call(&headers, Ok(pb::GetCurrentApiKeyRequest {}))
-            .map_err(|_| ErrorData::invalid_request("unreadable request", None))?;
-        let operations = match self.keys.clone().get_current_api_key(req).await {
-            Ok(reply) => reply.into_inner().operations,
-            Err(status) => {
-                let told = EdgeError::from(status).told();
-                let (code, message) = (told.code, told.message);
-                return Err(ErrorData::invalid_request(
-                    format!("{}: {message}", code.as_str()),
-                    None,
-                ));
-            }
-        };
+        // The gate asked the core what the key may call before the request came here.
+        let operations = ctx
+            .extensions
+            .get::<Parts>()
+            .and_then(|p| p.extensions.get::<gate::Admitted>())
+            .map(|a| a.operations.as_slice())
+            .unwrap_or_default();
         let tools = self
             .tool_router
             .list_all()
