@@ -131,6 +131,16 @@ impl Service {
         Ok(out.stdout)
     }
 
+    /// Adds a rule to the policy of the key with prefix `prefix` with the CLI (`keys allow
+    /// <prefix> <args>`); what it printed.
+    pub async fn allow_key(&self, prefix: &str, args: &[&str]) -> anyhow::Result<String> {
+        let mut all = vec!["keys", "allow", prefix];
+        all.extend_from_slice(args);
+        let out = self.cli(&all).await?;
+        anyhow::ensure!(out.success, "keys allow {prefix}: {}", out.stderr);
+        Ok(out.stdout)
+    }
+
     /// Turns the delegation of `wallet` to the server signer on or off with the CLI
     /// (`wallets delegate <wallet> on|off`).
     pub async fn delegate(&self, wallet: &str, on: bool) -> anyhow::Result<()> {

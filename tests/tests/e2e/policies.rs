@@ -63,15 +63,6 @@ async fn setup(b: Backend) -> anyhow::Result<Setup> {
     })
 }
 
-/// Adds a rule to key `prefix`'s policy with the CLI.
-async fn allow(svc: &Service, prefix: &str, args: &[&str]) -> anyhow::Result<String> {
-    let mut all = vec!["keys", "allow", prefix];
-    all.extend_from_slice(args);
-    let out = svc.cli(&all).await?;
-    anyhow::ensure!(out.success, "keys allow {prefix}: {}", out.stderr);
-    Ok(out.stdout)
-}
-
 /// Made and mined.
 async fn made(api: &Rest, path: &str, body: &Value) -> anyhow::Result<()> {
     let reply = api.post(path, body).await?;
@@ -94,8 +85,11 @@ async fn recipients_and_spenders_are_read_from_effects(b: Backend) -> anyhow::Re
         token,
         relay,
     } = setup(b).await?;
-    allow(&svc, &prefix, &["--chain", "anvil", "--recipient", FRIEND]).await?;
-    let shown = allow(&svc, &prefix, &["--chain", "anvil", "--spender", FRIEND]).await?;
+    svc.allow_key(&prefix, &["--chain", "anvil", "--recipient", FRIEND])
+        .await?;
+    let shown = svc
+        .allow_key(&prefix, &["--chain", "anvil", "--spender", FRIEND])
+        .await?;
     assert!(
         shown.contains("recipient on anvil") && shown.contains("spender on anvil"),
         "{shown}"
@@ -212,19 +206,19 @@ async fn contracts_and_chains_are_allow_lists(b: Backend) -> anyhow::Result<()> 
         relay,
     } = setup(b).await?;
     let token_text = token.to_string();
-    let shown = allow(
-        &svc,
-        &prefix,
-        &[
-            "--chain",
-            "anvil",
-            "--contract",
-            &token_text,
-            "--function",
-            "transfer(address,uint256)",
-        ],
-    )
-    .await?;
+    let shown = svc
+        .allow_key(
+            &prefix,
+            &[
+                "--chain",
+                "anvil",
+                "--contract",
+                &token_text,
+                "--function",
+                "transfer(address,uint256)",
+            ],
+        )
+        .await?;
     assert!(shown.contains("0xa9059cbb"), "{shown}");
     let api = svc.rest(&key);
     let pay = transferCall {
@@ -266,7 +260,7 @@ async fn contracts_and_chains_are_allow_lists(b: Backend) -> anyhow::Result<()> 
     )
     .await?;
 
-    allow(&svc, &prefix, &["--chain", "base"]).await?;
+    svc.allow_key(&prefix, &["--chain", "base"]).await?;
     let send = json!({"chain": "anvil", "to": FRIEND, "asset": "native", "amount": "1"});
     anvil
         .assert_forbidden(
@@ -276,7 +270,7 @@ async fn contracts_and_chains_are_allow_lists(b: Backend) -> anyhow::Result<()> 
             &["allowed chains", "base", "anvil"],
         )
         .await?;
-    allow(&svc, &prefix, &["--chain", "anvil"]).await?;
+    svc.allow_key(&prefix, &["--chain", "anvil"]).await?;
     made(&api, "/send", &send).await?;
     // A bad rule is named and changes nothing.
     let out = svc
