@@ -119,7 +119,7 @@ impl Core {
             LocalSigner::new(keystore.clone(), store.clone()),
             provider.clone(),
         ));
-        let evm_clients = Arc::new(EvmClients::default());
+        let evm_clients = Arc::new(EvmClients::new(config.monitor.fee_caps()));
         let solana_clients = Arc::new(SolanaClients::default());
         let idempotency = Idempotency::new(
             store.clone(),
@@ -132,11 +132,8 @@ impl Core {
             None => RateLimiter::new(config.rate_limits.clone()),
         };
         let broadcasts = BroadcastLog::start(store.clone(), config.request_timeout());
-        let evm_recovery = EvmRecovery::new(
-            store.clone(),
-            signer.clone(),
-            config.monitor.max_fee_per_gas_wei(),
-        );
+        let evm_recovery =
+            EvmRecovery::new(store.clone(), signer.clone(), config.monitor.fee_caps());
         let solana_recovery = SolanaRecovery::new(store.clone(), signer.clone());
         let transfers = Transfers {
             evm: EvmPipeline::new(

@@ -284,12 +284,26 @@ impl Anvil {
         &self,
         wallet: Address,
         api: &Rest,
+        request: (&str, &Value),
+        words: &[&str],
+    ) -> anyhow::Result<()> {
+        self.assert_refused(wallet, api, request, (403, "FORBIDDEN"), words)
+            .await
+    }
+
+    /// Posts `body` to `path` with `api` and asserts it is refused with `status` and `code`
+    /// in words containing each of `words` (in any case), `wallet` having signed nothing.
+    pub async fn assert_refused(
+        &self,
+        wallet: Address,
+        api: &Rest,
         (path, body): (&str, &Value),
+        (status, code): (u16, &str),
         words: &[&str],
     ) -> anyhow::Result<()> {
         let signed = self.nonce(wallet).await?;
         let reply = api.post(path, body).await?;
-        reply.assert_error(403, "FORBIDDEN")?;
+        reply.assert_error(status, code)?;
         for w in words {
             anyhow::ensure!(
                 reply.text.to_lowercase().contains(&w.to_lowercase()),

@@ -27,6 +27,14 @@ pub enum Fault {
     /// Answers as a node stuck at the block current when the fault began: the block
     /// number, nonces and balances of that block, no receipt or transaction mined since.
     Stale,
+    /// Answers fee reads (`eth_feeHistory`, `eth_gasPrice`, `eth_maxPriorityFeePerGas`) as
+    /// a node whose base fee and tips are these, in gwei; passes the rest on.
+    Fees {
+        /// The base fee of every block in the history.
+        base_gwei: u64,
+        /// Every tip percentile of every block.
+        tip_gwei: u64,
+    },
 }
 
 /// How long `Fault::Stall` holds a request.
@@ -180,21 +188,84 @@ async fn answer(
             let full = pass_on(body).await?;
             reply(200, full.slice(..full.len() / 2))
         }
-        Fault::Stale => {
-            let calls: Value = serde_json::from_slice(&body)?;
-            let answers = match calls {
-                Value::Array(calls) => {
-                    let mut answers = Vec::new();
-                    for call in calls {
-                        answers.push(stale(call, stuck_at, &pass_on).await?);
-                    }
-                    Value::Array(answers)
-                }
-                call => stale(call, stuck_at, &pass_on).await?,
-            };
-            reply(200, serde_json::to_vec(&answers)?)
+        Fault::Stale => reply(
+            200,
+            each_call(&body, |call| stale(call, stuck_at, &pass_on)).await?,
+        ),
+        Fault::Fees {
+            base_gwei,
+            tip_gwei,
+        } => {
+            let fees = |call| fee_answer(call, base_gwei, tip_gwei, &pass_on);
+            reply(200, each_call(&body, fees).await?)
         }
     })
+}
+
+/// The answer to a JSON-RPC `body` (one call or a batch), each call answered by `answer`.
+async fn each_call<F, Fut>(body: &[u8], answer: F) -> anyhow::Result<Vec<u8>>
+where
+    F: Fn(Value) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Value>>,
+{
+    let answers = match serde_json::from_slice(body)? {
+        Value::Array(calls) => {
+            let mut answers = Vec::new();
+            for call in calls {
+                answers.push(answer(call).await?);
+            }
+            Value::Array(answers)
+        }
+        call => answer(call).await?,
+    };
+    Ok(serde_json::to_vec(&answers)?)
+}
+
+/// One call answered as by a node whose base fee is `base_gwei` and tips `tip_gwei`.
+async fn fee_answer<F, Fut>(
+    call: Value,
+    base_gwei: u64,
+    tip_gwei: u64,
+    pass_on: &F,
+) -> anyhow::Result<Value>
+where
+    F: Fn(Bytes) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Bytes>>,
+{
+    let wei = |gwei: u64| json!(format!("{:#x}", u128::from(gwei) * 1_000_000_000));
+    let result = match call["method"].as_str().unwrap_or_default() {
+        "eth_gasPrice" => wei(base_gwei + tip_gwei),
+        "eth_maxPriorityFeePerGas" => wei(tip_gwei),
+        "eth_feeHistory" => {
+            let blocks = block_number(&call["params"][0])
+                .or_else(|| call["params"][0].as_u64())
+                .unwrap_or(1);
+            let percentiles = call["params"][2].as_array().map_or(0, Vec::len);
+            let latest: Value = serde_json::from_slice(
+                &pass_on(
+                    serde_json::to_vec(
+                        &json!({"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []}),
+                    )?
+                    .into(),
+                )
+                .await?,
+            )?;
+            let latest = block_number(&latest["result"]).unwrap_or_default();
+            let blocks = blocks.min(latest + 1);
+            json!({
+                "oldestBlock": format!("{:#x}", latest + 1 - blocks),
+                "baseFeePerGas": vec![wei(base_gwei); blocks as usize + 1],
+                "gasUsedRatio": vec![json!(0.5); blocks as usize],
+                "reward": vec![vec![wei(tip_gwei); percentiles]; blocks as usize],
+            })
+        }
+        _ => {
+            return Ok(serde_json::from_slice(
+                &pass_on(serde_json::to_vec(&call)?.into()).await?,
+            )?);
+        }
+    };
+    Ok(json!({"jsonrpc": "2.0", "id": call["id"], "result": result}))
 }
 
 fn block_number(v: &Value) -> Option<u64> {

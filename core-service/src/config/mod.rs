@@ -108,9 +108,13 @@ pub struct MonitorConfig {
     pub stuck_after_secs: u64,
     /// Fee increase of a replacement, in percent (at least 10, which nodes require).
     pub fee_bump_percent: u64,
-    /// The highest `maxFeePerGas` a replacement may pay, in gwei; a transaction that would
-    /// need more is marked FEE_CAPPED and kept as it is.
+    /// The highest `maxFeePerGas` any transaction the service signs may pay, in gwei: a
+    /// write while the chain's base fee is above it is refused (503), and a stuck
+    /// transaction whose replacement would need more is marked FEE_CAPPED and kept as it is.
     pub max_fee_per_gas_gwei: u64,
+    /// The highest `maxPriorityFeePerGas` (tip) any transaction the service signs may pay,
+    /// in gwei.
+    pub max_priority_fee_per_gas_gwei: u64,
     /// How long a core holds a transaction it is following, in seconds.
     pub lease_secs: u64,
     /// How long a transaction's nonce must be seen used by another transaction, with none
@@ -121,9 +125,13 @@ pub struct MonitorConfig {
 }
 
 impl MonitorConfig {
-    /// `max_fee_per_gas_gwei` in wei: no transaction the service signs pays more per gas.
-    pub fn max_fee_per_gas_wei(&self) -> u128 {
-        u128::from(self.max_fee_per_gas_gwei).saturating_mul(1_000_000_000)
+    /// The two caps in wei: no transaction the service signs pays more per gas.
+    pub fn fee_caps(&self) -> crate::chains::evm::FeeCaps {
+        let wei = |gwei: u64| u128::from(gwei).saturating_mul(1_000_000_000);
+        crate::chains::evm::FeeCaps {
+            max_fee_per_gas: wei(self.max_fee_per_gas_gwei),
+            max_priority_fee_per_gas: wei(self.max_priority_fee_per_gas_gwei),
+        }
     }
 }
 
@@ -134,6 +142,7 @@ impl Default for MonitorConfig {
             stuck_after_secs: 60,
             fee_bump_percent: 15,
             max_fee_per_gas_gwei: 1000,
+            max_priority_fee_per_gas_gwei: 100,
             lease_secs: 30,
             resign_after_secs: 3,
         }
@@ -350,6 +359,11 @@ impl Config {
             ("monitor.stuck_after_secs", m.stuck_after_secs, 1),
             ("monitor.fee_bump_percent", m.fee_bump_percent, 10),
             ("monitor.max_fee_per_gas_gwei", m.max_fee_per_gas_gwei, 1),
+            (
+                "monitor.max_priority_fee_per_gas_gwei",
+                m.max_priority_fee_per_gas_gwei,
+                1,
+            ),
             ("monitor.lease_secs", m.lease_secs, 5),
             ("monitor.resign_after_secs", m.resign_after_secs, 1),
         ];

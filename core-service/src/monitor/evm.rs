@@ -380,22 +380,28 @@ impl Monitor {
             max_fee_per_gas: old.max_fee_per_gas,
             max_priority_fee_per_gas: old.max_priority_fee_per_gas,
         };
-        let now = client.fees().await?;
+        let caps = client.caps();
+        let reading = client.fee_reading().await?;
         let bump = u128::from(self.config.fee_bump_percent);
-        let cap = self.config.max_fee_per_gas_wei();
-        let Some(fees) = replacement_fees(old_fees, now, bump, cap) else {
-            let needed = raise(old.max_fee_per_gas, MIN_BUMP_PERCENT);
-            if open.status != TxStatus::FeeCapped {
-                self.mark(
-                    open,
-                    TxStatus::FeeCapped,
-                    format!(
-                        "stuck; a replacement needs maxFeePerGas {needed} wei, above the cap of {cap} wei"
-                    ),
+        let fitting = match caps.apply(&open.chain, reading) {
+            Ok(now) => replacement_fees(old_fees, now, bump, caps).ok_or_else(|| {
+                let needed = raise(old.max_fee_per_gas, MIN_BUMP_PERCENT);
+                format!(
+                    "stuck; a replacement needs maxFeePerGas {needed} wei and a 10 % higher tip, \
+                     above the caps of {} and {} wei",
+                    caps.max_fee_per_gas, caps.max_priority_fee_per_gas
                 )
-                .await?;
+            }),
+            Err(above) => Err(format!("stuck; {above}")),
+        };
+        let fees = match fitting {
+            Ok(fees) => fees,
+            Err(why) => {
+                if open.status != TxStatus::FeeCapped {
+                    self.mark(open, TxStatus::FeeCapped, why).await?;
+                }
+                return Ok(());
             }
-            return Ok(());
         };
         self.evm
             .replace_with_fees(

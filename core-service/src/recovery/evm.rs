@@ -32,8 +32,8 @@ pub(crate) const TRANSFER_GAS: u64 = 21_000;
 pub struct EvmRecovery {
     store: Store,
     signer: Arc<dyn Signer>,
-    /// The most a transaction signed by the monitor (a nonce filler) pays per gas, in wei.
-    fee_cap: u128,
+    /// The most a transaction signed by the monitor (a nonce filler) pays per gas.
+    fee_caps: crate::chains::evm::FeeCaps,
 }
 
 /// The EVM address that sent `open`. Not one when the record's chain slug was redefined as
@@ -124,12 +124,16 @@ pub(crate) fn evm_chain_id(chain: &Chain) -> Result<u64> {
 }
 
 impl EvmRecovery {
-    /// Recovery signing with `signer`; nonce fillers pay at most `fee_cap` wei per gas.
-    pub fn new(store: Store, signer: Arc<dyn Signer>, fee_cap: u128) -> Self {
+    /// Recovery signing with `signer`; nonce fillers pay at most `fee_caps`.
+    pub fn new(
+        store: Store,
+        signer: Arc<dyn Signer>,
+        fee_caps: crate::chains::evm::FeeCaps,
+    ) -> Self {
         Self {
             store,
             signer,
-            fee_cap,
+            fee_caps,
         }
     }
 
@@ -355,13 +359,16 @@ impl EvmRecovery {
         note: String,
     ) -> Result<()> {
         let from = sender(open)?;
-        let max_fee_per_gas = fees.max_fee_per_gas.min(self.fee_cap);
+        let max_fee_per_gas = fees.max_fee_per_gas.min(self.fee_caps.max_fee_per_gas);
         let filler = TxEip1559 {
             chain_id: evm_chain_id(chain)?,
             nonce,
             gas_limit: TRANSFER_GAS,
             max_fee_per_gas,
-            max_priority_fee_per_gas: fees.max_priority_fee_per_gas.min(max_fee_per_gas),
+            max_priority_fee_per_gas: fees
+                .max_priority_fee_per_gas
+                .min(self.fee_caps.max_priority_fee_per_gas)
+                .min(max_fee_per_gas),
             to: call_to(from),
             value: U256::ZERO,
             access_list: Default::default(),

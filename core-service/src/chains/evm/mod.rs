@@ -1,5 +1,5 @@
-//! The EVM chain client over alloy: gas and fee estimation with simulation, nonces,
-//! receipts; token reads through Multicall3 (`tokens`); broadcasting with its outcome
+//! The EVM chain client over alloy: gas estimation with simulation, fees under the
+//! operator's caps (`fees`), nonces, receipts; token reads through Multicall3 (`tokens`); broadcasting with its outcome
 //! classified (`broadcast`).
 
 use std::{
@@ -22,11 +22,13 @@ use super::{failover::evm::Failover, rpc_batch::BatchLayer};
 use crate::error::WalletOpsError;
 
 mod broadcast;
+mod fees;
 mod simulate;
 mod tokens;
 
 use broadcast::classify;
 pub use broadcast::{BroadcastOutcome, Rejection};
+pub use fees::{FeeCaps, FeeReading};
 pub use simulate::Simulation;
 pub use tokens::{
     TokenQuery, TokenReading, decode_balance, erc20_allowance, erc20_approve, erc20_balance_of,
@@ -53,8 +55,15 @@ pub struct Fees {
 pub struct EvmClient {
     provider: RootProvider,
     rpc: alloy::rpc::client::RpcClient,
-    /// Fees move once a block: one estimate serves every send of the next second.
-    fees: Arc<Mutex<Option<(std::time::Instant, Fees)>>>,
+    /// The chain's slug, for messages.
+    chain: Arc<str>,
+    /// Fees move once a block: one reading serves every send of the next second.
+    fees: Arc<Mutex<Option<(std::time::Instant, FeeReading)>>>,
+    /// What a transaction may pay at most.
+    caps: FeeCaps,
+    /// One client per RPC URL when the chain has several: fees are read from each and
+    /// trusted only when they agree (`fees::agreed`).
+    fee_witnesses: Arc<[RootProvider]>,
     /// Addresses seen holding code. Code, once deployed, stays (since EIP-6780 only a
     /// contract made in the same transaction can remove its own); no code is asked again.
     contracts: moka::sync::Cache<Address, ()>,
@@ -82,9 +91,18 @@ const FEES_FRESH_FOR: Duration = Duration::from_secs(1);
 pub struct EvmClients {
     clients: Mutex<HashMap<String, EvmClient>>,
     multicall: Mutex<HashMap<String, (bool, std::time::Instant)>>,
+    caps: FeeCaps,
 }
 
 impl EvmClients {
+    /// Clients whose transactions pay at most `caps`.
+    pub fn new(caps: FeeCaps) -> Self {
+        Self {
+            caps,
+            ..Self::default()
+        }
+    }
+
     /// The client for `chain`, over its RPC URLs (tried in order, see `failover`).
     pub fn get(&self, chain: &super::Chain) -> Result<EvmClient, WalletOpsError> {
         let rpc_urls = chain.rpc_urls();
@@ -96,19 +114,37 @@ impl EvmClients {
         if let Some(c) = clients.get(&key) {
             return Ok(c.clone());
         }
-        let transport = Failover::new(chain.slug(), rpc_urls, RPC_TIMEOUT).map_err(|url| {
-            WalletOpsError::ServiceUnavailable(format!("bad RPC URL configured: {url}"))
-        })?;
+        let transport = |urls: &[String]| {
+            Failover::new(chain.slug(), urls, RPC_TIMEOUT).map_err(|url| {
+                WalletOpsError::ServiceUnavailable(format!("bad RPC URL configured: {url}"))
+            })
+        };
         let is_local = rpc_urls
             .iter()
             .all(alloy::transports::utils::guess_local_url);
         let rpc = alloy::rpc::client::ClientBuilder::default()
             .layer(RPC_BATCHING)
-            .transport(transport, is_local);
+            .transport(transport(rpc_urls)?, is_local);
+        let fee_witnesses = if rpc_urls.len() > 1 {
+            rpc_urls
+                .iter()
+                .map(|url| {
+                    let one = transport(std::slice::from_ref(url))?;
+                    Ok(RootProvider::new(
+                        alloy::rpc::client::ClientBuilder::default().transport(one, is_local),
+                    ))
+                })
+                .collect::<Result<_, WalletOpsError>>()?
+        } else {
+            Arc::default()
+        };
         let client = EvmClient {
             provider: RootProvider::new(rpc.clone()),
             rpc,
+            chain: chain.slug().into(),
             fees: Arc::new(Mutex::new(None)),
+            caps: self.caps,
+            fee_witnesses,
             contracts: moka::sync::Cache::new(CONTRACTS_KEPT),
             simulation: Arc::default(),
         };
@@ -264,45 +300,45 @@ impl EvmClient {
         timed("read a nonce", count.into_future()).await
     }
 
-    /// Current EIP-1559 fees (at most a second old), or the legacy gas price where the chain
-    /// has no base fee.
+    /// The fees to sign at now, under the caps (see `fees`): `SERVICE_UNAVAILABLE` while
+    /// the chain's base fee is above the cap or its RPC URLs disagree about it.
     pub async fn fees(&self) -> Result<Fees, WalletOpsError> {
+        self.caps.apply(&self.chain, self.fee_reading().await?)
+    }
+
+    /// The caps this client's transactions are held to.
+    pub fn caps(&self) -> FeeCaps {
+        self.caps
+    }
+
+    /// The chain's current fees as its nodes suggest them (at most a second old), before
+    /// the caps.
+    pub async fn fee_reading(&self) -> Result<FeeReading, WalletOpsError> {
         let cached = *self
             .fees
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((at, fees)) = cached
+        if let Some((at, reading)) = cached
             && at.elapsed() < FEES_FRESH_FOR
         {
-            return Ok(fees);
+            return Ok(reading);
         }
-        let fees = self.fetch_fees().await?;
+        let reading = if self.fee_witnesses.is_empty() {
+            fees::read(&self.provider).await?
+        } else {
+            let answers =
+                futures::future::join_all(self.fee_witnesses.iter().map(fees::read)).await;
+            fees::agreed(
+                &self.chain,
+                answers.into_iter().filter_map(Result::ok).collect(),
+            )?
+        };
         *self
             .fees
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Some((std::time::Instant::now(), fees));
-        Ok(fees)
-    }
-
-    async fn fetch_fees(&self) -> Result<Fees, WalletOpsError> {
-        match tokio::time::timeout(RPC_TIMEOUT, self.provider.estimate_eip1559_fees()).await {
-            Ok(Ok(est)) => Ok(Fees {
-                max_fee_per_gas: est.max_fee_per_gas,
-                max_priority_fee_per_gas: est.max_priority_fee_per_gas,
-            }),
-            _ => {
-                let price = timed(
-                    "read the gas price",
-                    self.provider.get_gas_price().into_future(),
-                )
-                .await?;
-                Ok(Fees {
-                    max_fee_per_gas: price,
-                    max_priority_fee_per_gas: price,
-                })
-            }
-        }
+            Some((std::time::Instant::now(), reading));
+        Ok(reading)
     }
 
     /// Simulates the call at `fees` and returns its gas. The node checks that the sender can

@@ -6,6 +6,7 @@
 
 mod balances;
 mod broadcasts;
+mod fees;
 mod grpc;
 mod idempotency;
 mod monitor;
