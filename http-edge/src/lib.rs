@@ -6,6 +6,7 @@
 //! `Idempotency-Key` and `x-request-id` into metadata, calls the core, and turns the answer
 //! (or the `tonic::Status`) back into the contract's JSON.
 
+mod client;
 mod dashboard;
 mod error;
 mod extract;
@@ -32,7 +33,7 @@ use tower_http::{
     trace::{DefaultOnFailure, TraceLayer},
 };
 use walletops_proto::{
-    CLIENT_ADDRESS_HEADER, ErrorCode,
+    ErrorCode,
     request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
 };
 
@@ -57,6 +58,8 @@ pub struct EdgeConfig {
     pub tls: Option<std::sync::Arc<walletops_tls::ServerTls>>,
     /// MCP sessions one API key may hold open at once.
     pub mcp_sessions_per_key: usize,
+    /// Peers (load balancers) whose `Forwarded` / `X-Forwarded-For` name the client.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 /// How the edge reaches a core at an `https` URL.
@@ -93,22 +96,6 @@ pub fn core_channel(url: &str, timeout: Duration, tls: &CoreTls) -> anyhow::Resu
         endpoint.connect_lazy(),
         |e| CallFailed(e.into()),
     )))
-}
-
-/// Says which client a request came from (`x-client-address`, copied to the core's
-/// metadata): the connection's peer, never what the request itself claims. The core counts
-/// failed authentication per client.
-async fn stamp_client(mut req: Request, next: Next) -> Response {
-    let peer = req
-        .extensions()
-        .get::<PeerAddr>()
-        .map(|p| p.0.ip().to_string());
-    let headers = req.headers_mut();
-    headers.remove(CLIENT_ADDRESS_HEADER);
-    if let Some(value) = peer.and_then(|ip| axum::http::HeaderValue::from_str(&ip).ok()) {
-        headers.insert(CLIENT_ADDRESS_HEADER, value);
-    }
-    next.run(req).await
 }
 
 /// Runs the rest of the stack inside the request id's task-local scope, so any error body,
@@ -180,7 +167,10 @@ pub fn router(core: CoreChannel, config: &EdgeConfig) -> Router {
                         .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
                 )
                 .layer(middleware::from_fn(scope_request_id))
-                .layer(middleware::from_fn(stamp_client)),
+                .layer(middleware::from_fn_with_state(
+                    client::TrustedProxies(config.trusted_proxies.clone().into()),
+                    client::stamp_client,
+                )),
         )
 }
 

@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, EntityTrait, QueryFilter,
-    sea_query::Expr,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, EntityTrait, PaginatorTrait,
+    QueryFilter, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -143,6 +143,17 @@ impl Store {
         .insert(self.sea())
         .await?;
         Ok(())
+    }
+
+    /// Whether the link whose token hashes to `token_hash` is unused and unexpired at `now`.
+    pub async fn sign_in_link_usable(&self, token_hash: &str, now: DateTime<Utc>) -> Result<bool> {
+        Ok(sign_in_links::Entity::find()
+            .filter(sign_in_links::Column::TokenHash.eq(token_hash))
+            .filter(sign_in_links::Column::UsedAt.is_null())
+            .filter(sign_in_links::Column::ExpiresAt.gt(now))
+            .count(self.sea())
+            .await?
+            > 0)
     }
 
     /// Uses the unused, unexpired link whose token hashes to `token_hash` and sets its

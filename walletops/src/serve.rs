@@ -269,6 +269,7 @@ fn start_edge(
                 .is_some_and(|url| url.starts_with("https://")),
         tls,
         mcp_sessions_per_key: config.mcp_sessions_per_key,
+        trusted_proxies: config.trusted_proxies.clone(),
     };
     let router = walletops_edge::router(channel, &edge_config);
     let scheme = if edge_config.tls.is_some() {

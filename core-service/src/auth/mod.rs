@@ -180,8 +180,9 @@ impl ApiKeys {
     /// The caller that `presented` (the `x-api-key` value) authenticates, for a call from
     /// `client`. Every failure is the same `UNAUTHORIZED` to the caller; the reason goes to
     /// the log with the prefix. Failures are counted per client and per key prefix; past
-    /// `limiter`'s limit, calls are refused (`RATE_LIMITED`) before the key is looked up, so
-    /// a burst of guesses costs no database read.
+    /// `limiter`'s limit, failing calls are answered `RATE_LIMITED`, while a valid key is
+    /// always let in: a stranger's guesses behind the same proxy, or against the key's
+    /// prefix, must not lock its holder out.
     pub async fn authenticate(
         &self,
         presented: Option<&str>,
@@ -195,13 +196,10 @@ impl ApiKeys {
                 .as_ref()
                 .map(|s| format!("auth:prefix:{}", s.prefix())),
         );
-        let limit = limiter.failed_auth();
-        limiter.check_failures(limit, &subjects).await?;
         let checked = self.check(presented, secret).await;
-        if let Err(WalletOpsError::Unauthorized(_)) = &checked {
-            limiter.record_failure(limit, &subjects).await;
-        }
-        checked
+        limiter
+            .counted(limiter.failed_auth(), &subjects, checked)
+            .await
     }
 
     async fn check(&self, presented: Option<&str>, secret: Option<ApiKeySecret>) -> Result<Caller> {

@@ -1,5 +1,7 @@
 //! Dashboard passwords: argon2id with the crate's defaults (19 MiB, 2 passes, 1 lane, the
-//! OWASP minimum), stored as PHC strings. Hashing and checking run off the async threads.
+//! OWASP minimum), stored as PHC strings. Hashing and checking run off the async threads,
+//! at most `HASHING_AT_ONCE` at a time: a flood of sign-ins queues instead of taking every
+//! core's memory and CPU.
 
 use std::sync::LazyLock;
 
@@ -15,6 +17,22 @@ use crate::error::{Result, WalletOpsError};
 pub const MIN_PASSWORD_CHARS: usize = 12;
 /// Longest password accepted (argon2 takes any length; a bound keeps a request cheap).
 pub const MAX_PASSWORD_CHARS: usize = 256;
+
+/// Hashes computed at once (each takes 19 MiB and a core for tens of milliseconds).
+const HASHING_AT_ONCE: usize = 2;
+
+static HASHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(HASHING_AT_ONCE);
+
+/// Runs `work` off the async threads once a hashing slot is free.
+async fn hashing<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    let _slot = HASHING
+        .acquire()
+        .await
+        .map_err(|e| WalletOpsError::Internal(e.into()))?;
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| WalletOpsError::Internal(e.into()))
+}
 
 /// A hash of a password no one knows, checked when the user named does not exist or has no
 /// password, so that such a sign-in costs the same time as a wrong password.
@@ -44,9 +62,7 @@ pub fn check_new<'a>(field: &str, password: &'a str) -> Result<&'a str> {
 /// The PHC string of `password` with a fresh salt.
 pub async fn hash(password: &str) -> Result<String> {
     let password = Zeroizing::new(password.to_owned());
-    tokio::task::spawn_blocking(move || hash_now(&password))
-        .await
-        .map_err(|e| WalletOpsError::Internal(e.into()))?
+    hashing(move || hash_now(&password)).await?
 }
 
 fn hash_now(password: &str) -> Result<String> {
@@ -61,7 +77,7 @@ fn hash_now(password: &str) -> Result<String> {
 pub async fn verify(password: &str, stored: Option<String>) -> bool {
     let password = Zeroizing::new(password.to_owned());
     let known = stored.is_some();
-    let checked = tokio::task::spawn_blocking(move || {
+    let checked = hashing(move || {
         let Some(stored) = stored.or_else(|| STAND_IN.clone()) else {
             return false;
         };

@@ -31,15 +31,35 @@ pub const ABSOLUTE_TIMEOUT: Duration = Duration::hours(12);
 pub const LINK_LIFETIME: Duration = Duration::minutes(15);
 /// How precisely a session's last request is recorded.
 const SEEN_RESOLUTION: Duration = Duration::seconds(60);
-/// Failed sign-ins allowed per user name and per client address.
+/// Failed sign-ins of one user name from one client address: from the third, each attempt
+/// waits 2 s after the newest failure, twice as long after each further one. Counted per
+/// pair, so that a stranger's guesses elsewhere never lock the user out.
+pub const SIGN_IN_BACKOFF: FailureLimit = FailureLimit {
+    what: "sign-ins of this user name from this address",
+    limit: 3,
+    window: std::time::Duration::from_secs(60 * 60),
+    backoff: Some(std::time::Duration::from_secs(2)),
+};
+/// Failed sign-ins from one client address, whatever the names it tries.
 pub const SIGN_IN_FAILURES: FailureLimit = FailureLimit {
-    what: "sign-ins",
-    limit: 5,
+    what: "sign-ins from this address",
+    limit: 10,
     window: std::time::Duration::from_secs(15 * 60),
+    backoff: None,
+};
+/// Failed sign-in link redemptions from one client address.
+pub const LINK_FAILURES: FailureLimit = FailureLimit {
+    what: "sign-in links from this address",
+    limit: 10,
+    window: std::time::Duration::from_secs(15 * 60),
+    backoff: None,
 };
 
 /// The one answer to a wrong user name and to a wrong password.
 const WRONG_CREDENTIALS: &str = "wrong user name or password";
+/// The answer to a sign-in link that cannot be used.
+const UNUSABLE_LINK: &str = "this sign-in link is unknown, used or expired: ask for a new one with \
+     `walletops users sign-in-link`";
 /// The answer to a session that is unknown, ended or expired.
 const SIGNED_OUT: &str = "not signed in, or the session has ended: sign in again";
 
@@ -105,9 +125,10 @@ impl Sessions {
     }
 
     /// Signs `name` in with `password`, from `client` (an address), guarded by a form token
-    /// the browser sent twice (`form`: the form's field and its cookie). Failures are
-    /// counted per name and per client; past the limit, attempts are refused before the
-    /// password is checked.
+    /// the browser sent twice (`form`: the form's field and its cookie). Failures back off
+    /// per (name, client) and are limited per client; a throttled attempt is refused before
+    /// its password is hashed. The failure is counted before the hash is checked (and taken
+    /// back on success), so attempts made at once cannot all slip under the limit.
     pub async fn sign_in(
         &self,
         limiter: &RateLimiter,
@@ -117,11 +138,14 @@ impl Sessions {
         form: (&str, &str),
     ) -> Result<Opened> {
         check_form(form)?;
-        let subjects = [
-            format!("sign-in:user:{name}"),
-            format!("sign-in:client:{client}"),
-        ];
-        limiter.check_failures(SIGN_IN_FAILURES, &subjects).await?;
+        let pair = [format!("sign-in:pair:{client}:{name}")];
+        let from = [format!("sign-in:client:{client}")];
+        limiter.check_failures(SIGN_IN_BACKOFF, &pair).await?;
+        limiter.check_failures(SIGN_IN_FAILURES, &from).await?;
+        let counted = (
+            limiter.record_failure(SIGN_IN_BACKOFF, &pair).await,
+            limiter.record_failure(SIGN_IN_FAILURES, &from).await,
+        );
         let found = self.store.user_password(name).await?;
         let (user, stored) = match found {
             Some((user, stored)) => (Some(user), stored),
@@ -130,11 +154,12 @@ impl Sessions {
         let user = match (passwords::verify(password, stored).await, user) {
             (true, Some(user)) => user,
             _ => {
-                limiter.record_failure(SIGN_IN_FAILURES, &subjects).await;
                 tracing::info!(client, "dashboard sign-in failed");
                 return Err(WalletOpsError::NotSignedIn(WRONG_CREDENTIALS));
             }
         };
+        limiter.forgive(counted.0, &pair).await;
+        limiter.forgive(counted.1, &from).await;
         tracing::info!(user = %user.id, "dashboard sign-in");
         self.open(user).await
     }
@@ -212,24 +237,38 @@ impl Sessions {
     }
 
     /// Uses sign-in link `token` to set its user's password to `password`, and opens a
-    /// session. A used, expired or unknown link is `UNAUTHORIZED`.
+    /// session. A used, expired or unknown link is `UNAUTHORIZED`, counted per client
+    /// (`client`): the link is looked up (a SHA-256) before the password is hashed, so
+    /// guessing links costs no hashing.
     pub async fn redeem_link(
         &self,
+        limiter: &RateLimiter,
         token: &str,
         password: &str,
+        client: &str,
         form: (&str, &str),
     ) -> Result<Opened> {
         check_form(form)?;
         let password = passwords::check_new("password", password)?;
+        let subjects = [format!("sign-in-link:client:{client}")];
+        let link = token_hash(token);
+        let usable = self.store.sign_in_link_usable(&link, Utc::now()).await?;
+        let found = usable
+            .then_some(())
+            .ok_or(WalletOpsError::Unauthorized("sign-in link"));
+        limiter
+            .counted(LINK_FAILURES, &subjects, found)
+            .await
+            .map_err(|e| match e {
+                WalletOpsError::Unauthorized(_) => WalletOpsError::NotSignedIn(UNUSABLE_LINK),
+                other => other,
+            })?;
         let hash = passwords::hash(password).await?;
         let user = self
             .store
-            .redeem_sign_in_link(&token_hash(token), &hash, Utc::now())
+            .redeem_sign_in_link(&link, &hash, Utc::now())
             .await?
-            .ok_or(WalletOpsError::NotSignedIn(
-                "this sign-in link is unknown, used or expired: ask for a new one with \
-                 `walletops users sign-in-link`",
-            ))?;
+            .ok_or(WalletOpsError::NotSignedIn(UNUSABLE_LINK))?;
         tracing::info!(user = %user.id, "dashboard password set with a sign-in link");
         self.open(user).await
     }

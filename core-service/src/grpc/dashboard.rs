@@ -69,13 +69,16 @@ impl DashboardService for DashboardApi {
         &self,
         request: Request<pb::RedeemSignInLinkRequest>,
     ) -> Result<Response<pb::RedeemSignInLinkResponse>, Status> {
+        let client = crate::app::client_address(request.metadata()).to_owned();
         let req = request.into_inner();
         let o = self
             .core
             .sessions
             .redeem_link(
+                &self.core.limiter,
                 req.token.trim(),
                 &req.password,
+                &client,
                 (&req.form_token, &req.form_cookie),
             )
             .await?;

@@ -8,9 +8,9 @@ use walletops_proto::v1::{
     self as pb, api_key_service_client::ApiKeyServiceClient,
     dashboard_service_client::DashboardServiceClient,
 };
-use walletops_tests::{Backend, Service, on_both_backends, reason};
+use walletops_tests::{Backend, Service, on_both_backends, poll_until, reason};
 
-use super::{Dashboard, PASSWORD, link_token, redeem, session_call, sign_in};
+use super::{Dashboard, PASSWORD, from_client, link_token, redeem, session_call, sign_in};
 
 async fn dashboard(svc: &Service) -> anyhow::Result<Dashboard> {
     Ok(DashboardServiceClient::new(svc.channel().await?))
@@ -70,26 +70,38 @@ async fn wrong_credentials_are_answered_alike_and_throttled(b: Backend) -> anyho
     assert_eq!(reason(&wrong_password).as_deref(), Some("UNAUTHORIZED"));
     assert_eq!(reason(&no_user).as_deref(), Some("UNAUTHORIZED"));
     assert_eq!(wrong_password.message(), no_user.message());
-    // Four more failures for the owner, from other addresses: five in all.
-    for i in 0..4 {
-        d.sign_in(sign_in("owner", "still wrong", &format!("10.0.1.{i}"))?)
+    // Two more failures for the owner from 10.0.0.1: three in all from there.
+    for _ in 0..2 {
+        d.sign_in(sign_in("owner", "still wrong", "10.0.0.1")?)
             .await
             .expect_err("wrong password");
     }
-    // Now even the right password is refused for this name, from anywhere, before it is
-    // checked.
-    let limited = d
-        .sign_in(sign_in("owner", PASSWORD, "10.0.2.1")?)
-        .await
-        .expect_err("throttled");
-    assert_eq!(reason(&limited).as_deref(), Some("RATE_LIMITED"));
+    // Now even the right password waits, from that address, before it is checked...
+    let first_wait = throttled(&mut d, "10.0.0.1").await?;
+    assert!((1..=2).contains(&first_wait), "first wait {first_wait}s");
+    // ...while from anywhere else the owner signs in at once: a stranger's guesses do not
+    // lock the user out.
+    d.sign_in(sign_in("owner", PASSWORD, "10.0.9.9")?).await?;
+    // Each further failure from there doubles the wait.
+    poll_until("the first backoff to pass", || async {
+        let tried = d
+            .clone()
+            .sign_in(sign_in("owner", "wrong again", "10.0.0.1")?)
+            .await;
+        Ok(tried
+            .expect_err("wrong password")
+            .message()
+            .contains("wrong user name")
+            .then_some(()))
+    })
+    .await?;
+    let second_wait = throttled(&mut d, "10.0.0.1").await?;
     assert!(
-        limited.message().contains("sign-ins"),
-        "{}",
-        limited.message()
+        second_wait >= 3,
+        "second wait {second_wait}s after {first_wait}s"
     );
-    // Per address too: five failures from one address for names that do not exist...
-    for i in 0..5 {
+    // Per address too: ten failures from one address for names that do not exist...
+    for i in 0..10 {
         d.sign_in(sign_in(&format!("ghost{i}"), PASSWORD, "10.0.3.1")?)
             .await
             .expect_err("unknown user");
@@ -115,6 +127,56 @@ async fn wrong_credentials_are_answered_alike_and_throttled(b: Backend) -> anyho
         .session
         .expect("session");
     assert_eq!(session.user_name, "alice");
+    Ok(())
+}
+
+/// Asserts that the owner's right password is refused `RATE_LIMITED` from `client`; the
+/// seconds it says to wait.
+async fn throttled(d: &mut Dashboard, client: &str) -> anyhow::Result<u64> {
+    let limited = d
+        .sign_in(sign_in("owner", PASSWORD, client)?)
+        .await
+        .expect_err("throttled");
+    assert_eq!(reason(&limited).as_deref(), Some("RATE_LIMITED"));
+    let message = limited.message();
+    assert!(message.contains("sign-ins"), "{message}");
+    let secs = message
+        .rsplit("retry after ")
+        .next()
+        .and_then(|s| s.trim_end_matches('s').parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no wait in {message}"))?;
+    Ok(secs)
+}
+
+async fn guessed_sign_in_links_are_throttled_per_address(b: Backend) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    let mut d = dashboard(&svc).await?;
+    let guess = |i: usize| {
+        from_client(
+            pb::RedeemSignInLinkRequest {
+                token: format!("{i}{}", "g".repeat(42)),
+                password: PASSWORD.to_owned(),
+                form_token: "f".repeat(32),
+                form_cookie: "f".repeat(32),
+            },
+            "10.0.5.1",
+        )
+    };
+    for i in 0..10 {
+        let err = d
+            .redeem_sign_in_link(guess(i)?)
+            .await
+            .expect_err("no such link");
+        assert_eq!(reason(&err).as_deref(), Some("UNAUTHORIZED"));
+    }
+    let err = d
+        .redeem_sign_in_link(guess(10)?)
+        .await
+        .expect_err("throttled");
+    assert_eq!(reason(&err).as_deref(), Some("RATE_LIMITED"));
+    assert!(err.message().contains("sign-in links"), "{}", err.message());
+    // The real link, from another address, still works.
+    redeem(&svc, &mut d).await?;
     Ok(())
 }
 
@@ -287,6 +349,7 @@ async fn behind_https_the_cookie_is_secure(b: Backend) -> anyhow::Result<()> {
 on_both_backends!(
     the_first_start_link_sets_a_password_once,
     wrong_credentials_are_answered_alike_and_throttled,
+    guessed_sign_in_links_are_throttled_per_address,
     changing_calls_need_the_csrf_token,
     sign_out_ends_the_session_on_every_core,
     sessions_end_when_idle_old_or_the_password_changes,
