@@ -275,7 +275,8 @@ impl Core {
             Some(Scope::Trade | Scope::Write) => Some(Budget::Write),
         };
         if let Some(budget) = budget {
-            self.limiter.admit(caller.user_id, budget).await?;
+            let drawer = self.keys.drawer(&caller).await?;
+            self.limiter.admit(drawer, budget).await?;
         }
         if let Some(why) = metadata.get_bin(UNREADABLE_HEADER) {
             return Err(unreadable(why.to_bytes().ok().as_deref()));

@@ -82,10 +82,12 @@ pub enum WalletOpsError {
     #[error("{0}")]
     NotFound(String),
     /// The caller's rate budget for this kind of request is spent.
-    #[error("rate limit exceeded: {limit} {kind} requests per minute; retry after {}s", walletops_proto::retry_after_secs(*retry_after))]
+    #[error("rate limit exceeded: {limit} {kind} requests per minute {whose}; retry after {}s", walletops_proto::retry_after_secs(*retry_after))]
     RateLimited {
         /// `read` or `write`.
         kind: &'static str,
+        /// Whose budget: `per user`, `for this key (…)`, `for the dashboard`.
+        whose: &'static str,
         /// Requests allowed per minute.
         limit: u32,
         /// When a request will be admitted again.

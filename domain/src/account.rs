@@ -38,6 +38,9 @@ pub struct ApiKey {
     /// The key it was made with through `ApiKeyService`; `None`: the CLI, the admin API or
     /// the first start made it. Revoking a key revokes the keys made with it.
     pub created_by: Option<Uuid>,
+    /// Its line: the first key of the line it was made in (its own id for a key its owner
+    /// made). A line shares its budgets.
+    pub lineage_id: Uuid,
     /// What the key may do.
     pub scopes: Scopes,
     /// Whether the key has ever had a spend limit: one that never had has no limit to hold

@@ -39,6 +39,7 @@ impl From<api_keys::Model> for ApiKey {
             tracing::error!(key = %m.prefix, error = %e, "unreadable scopes; reading only");
             Scopes::READ_ONLY
         });
+        let lineage_id = super::lineage::lineage_of(&m);
         ApiKey {
             id: m.id,
             user_id: m.user_id,
@@ -49,6 +50,7 @@ impl From<api_keys::Model> for ApiKey {
             revoked_at: m.revoked_at,
             last_used_at: m.last_used_at,
             created_by: m.created_by,
+            lineage_id,
             scopes,
             limited: m.limited,
         }
@@ -66,6 +68,20 @@ fn active_at(now: DateTime<Utc>) -> Condition {
 }
 
 impl Store {
+    /// How many lines of keys `user_id` has with an active key at `now` (a key and the keys
+    /// made from it are one line).
+    pub async fn active_key_lines(&self, user_id: Uuid, now: DateTime<Utc>) -> Result<u64> {
+        let lines: std::collections::HashSet<Uuid> = api_keys::Entity::find()
+            .filter(api_keys::Column::UserId.eq(user_id))
+            .filter(active_at(now))
+            .all(self.sea())
+            .await?
+            .iter()
+            .map(super::lineage::lineage_of)
+            .collect();
+        Ok(lines.len() as u64)
+    }
+
     /// Stores `key` unless its owner already has `max_active` active keys (`Full`), or its
     /// maker was revoked or expired meanwhile (`MakerInactive`).
     /// `Ok(None)` means the prefix is taken: the caller draws a new key and tries again.

@@ -24,7 +24,7 @@ pub use sessions::Sessions;
 use self::last_use::LastUses;
 use crate::{
     error::{Result, WalletOpsError},
-    ratelimit::RateLimiter,
+    ratelimit::{Drawer, RateLimiter},
 };
 pub use walletops_domain::KeyState;
 use walletops_domain::{ApiKey, Scope, Scopes, check_name};
@@ -57,6 +57,8 @@ pub enum Credential {
         expires_at: Option<DateTime<Utc>>,
         /// Whether the key had ever had a spend limit when it was read (`ApiKey::limited`).
         limited: bool,
+        /// The key's line (`ApiKey::lineage_id`), which shares its budgets.
+        line: Uuid,
     },
     /// A dashboard session: its user itself, with every scope.
     Session {
@@ -165,7 +167,13 @@ impl std::str::FromStr for Expiration {
 pub struct ApiKeys {
     store: Store,
     last_uses: LastUses,
+    /// How many active lines of keys each user has, read at most every `LINES_FRESH_FOR`.
+    lines: moka::sync::Cache<Uuid, u64>,
 }
+
+/// How long a user's count of key lines is reused: a key made or revoked on another core
+/// changes the budget shares within this.
+const LINES_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl ApiKeys {
     /// Key management over `store`; starts the writer of keys' last uses on the current
@@ -174,7 +182,36 @@ impl ApiKeys {
         Self {
             last_uses: LastUses::start(store.clone()),
             store,
+            lines: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(LINES_FRESH_FOR)
+                .build(),
         }
+    }
+
+    /// Who draws `caller`'s requests from the budgets (see `ratelimit::Drawer`).
+    pub async fn drawer(&self, caller: &Caller) -> Result<Drawer> {
+        Ok(match &caller.credential {
+            Credential::Key { line, .. } => {
+                let user = caller.user_id;
+                let lines = match self.lines.get(&user) {
+                    Some(n) => n,
+                    None => {
+                        let n = self.store.active_key_lines(user, Utc::now()).await?;
+                        self.lines.insert(user, n);
+                        n
+                    }
+                };
+                Drawer::Key {
+                    user,
+                    line: *line,
+                    shared: lines > 1,
+                }
+            }
+            Credential::Session { .. } => Drawer::Dashboard {
+                user: caller.user_id,
+            },
+        })
     }
 
     /// The caller that `presented` (the `x-api-key` value) authenticates, for a call from
@@ -233,6 +270,7 @@ impl ApiKeys {
                 prefix: key.prefix,
                 expires_at: key.expires_at,
                 limited: key.limited,
+                line: key.lineage_id,
             },
         })
     }
@@ -327,6 +365,7 @@ impl ApiKeys {
                     e => e.into(),
                 })?;
             if let Some(key) = inserted {
+                self.lines.invalidate(&key.user_id);
                 return Ok((key, secret));
             }
         }
@@ -364,7 +403,8 @@ impl ApiKeys {
         if id_or_prefix.trim().is_empty() {
             return Err(WalletOpsError::invalid("id", "must be a key id or prefix"));
         }
-        self.store
+        let revoked = self
+            .store
             .revoke_api_key(
                 user_id,
                 id_or_prefix.trim(),
@@ -372,7 +412,9 @@ impl ApiKeys {
                 Utc::now(),
             )
             .await?
-            .ok_or_else(|| WalletOpsError::NotFound("no such API key".to_owned()))
+            .ok_or_else(|| WalletOpsError::NotFound("no such API key".to_owned()))?;
+        self.lines.invalidate(&user_id);
+        Ok(revoked)
     }
 }
 
@@ -400,6 +442,7 @@ mod tests {
             revoked_at,
             last_used_at: None,
             created_by: None,
+            lineage_id: Uuid::nil(),
             scopes: Scopes::ALL,
             limited: false,
         }

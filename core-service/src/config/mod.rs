@@ -373,6 +373,11 @@ impl Config {
                 "{option} must be at least {least}, not {value}"
             );
         }
+        anyhow::ensure!(
+            (1..=100).contains(&self.rate_limits.key_share_percent),
+            "rate_limits.key_share_percent must be 1 to 100, not {}",
+            self.rate_limits.key_share_percent
+        );
         self.tls.validate()?;
         self.streams.validate()?;
         if let Some(url) = &self.public_url {

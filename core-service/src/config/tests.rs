@@ -64,11 +64,44 @@ fn values_the_service_cannot_run_with_are_refused_by_name() {
         ),
         ("request_timeout_secs = 0\n", "request_timeout_secs"),
         ("max_body_bytes = 0\n", "max_body_bytes"),
+        (
+            "[rate_limits]\nkey_share_percent = 101\n",
+            "rate_limits.key_share_percent",
+        ),
+        (
+            "[rate_limits]\nwrites_when_redis_fails = \"maybe\"\n",
+            "writes_when_redis_fails",
+        ),
+        (
+            "[monitor]\nmax_priority_fee_per_gas_gwei = 0\n",
+            "monitor.max_priority_fee_per_gas_gwei",
+        ),
     ] {
         std::fs::write(&path, toml).expect("write");
         let err = Config::load(Some(&path)).expect_err(toml);
         assert!(err.to_string().contains(option), "{toml}: {err}");
     }
+}
+
+#[test]
+fn writes_may_be_admitted_while_redis_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("c.toml");
+    std::fs::write(
+        &path,
+        "[rate_limits]\nwrites_when_redis_fails = \"admit\"\nkey_share_percent = 25\n",
+    )
+    .expect("write");
+    let c = Config::load(Some(&path)).expect("valid");
+    assert_eq!(
+        c.rate_limits.writes_when_redis_fails,
+        crate::ratelimit::WhenRedisFails::Admit
+    );
+    assert_eq!(c.rate_limits.key_share(15), 4);
+    assert_eq!(
+        Config::default().rate_limits.writes_when_redis_fails,
+        crate::ratelimit::WhenRedisFails::Refuse
+    );
 }
 
 #[test]

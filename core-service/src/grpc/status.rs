@@ -81,6 +81,7 @@ mod tests {
     fn statuses_carry_the_contract_details() {
         let status: Status = WalletOpsError::RateLimited {
             kind: "write",
+            whose: "per user",
             limit: 15,
             retry_after: Duration::from_millis(1200),
         }

@@ -407,6 +407,7 @@ mod tests {
             writes_per_minute: 3,
             reads_per_minute: 5,
             failed_auth_per_minute: 20,
+            ..RateLimits::default()
         }
     }
 

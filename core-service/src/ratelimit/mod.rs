@@ -1,5 +1,8 @@
 //! Per-user request budgets: `writes_per_minute` writes (GetQuote included) and
-//! `reads_per_minute` reads, counted over all of a user's keys.
+//! `reads_per_minute` reads, counted over all of a user's keys. When a user has more than
+//! one line of keys, each line may also use at most `key_share_percent` of them, so that one
+//! key (an agent's, a leaked one) cannot take all. The dashboard draws from budgets of its
+//! own: the owner's controls are never starved by the keys.
 //!
 //! The budget is a sliding window: a request is admitted when fewer than N requests of its
 //! kind were admitted in the 60 seconds before it, and a refused caller is told to retry when
@@ -11,8 +14,9 @@
 //! The window lives in this process by default. With `redis_url` set it lives in Redis, in
 //! one sorted set per user and budget updated by one Lua script (one round trip, atomic,
 //! timed by the Redis clock), so every core draws from the same budget. If Redis fails or
-//! does not answer within half a second, requests are admitted (and a warning logged): an
-//! outage of the limiter must not become an outage of the service.
+//! does not answer within half a second, reads are admitted (and a warning logged), and
+//! writes refused unless `writes_when_redis_fails` says to admit them: an outage of the
+//! limiter must not let a key write past its budget.
 
 mod config;
 mod failures;
@@ -25,7 +29,7 @@ use std::{
 
 use uuid::Uuid;
 
-pub use config::RateLimits;
+pub use config::{RateLimits, WhenRedisFails};
 pub use failures::FailureLimit;
 
 use crate::error::{Result, WalletOpsError};
@@ -54,27 +58,64 @@ impl Budget {
     }
 }
 
-/// The sliding window in Redis: drop entries older than the window, count, and either add
-/// this request or answer the milliseconds until the oldest entry leaves.
+/// The sliding windows in Redis, one per key (KEYS), each with its limit (ARGV[2 + i]):
+/// drop entries older than the window; when every window has room, add this request
+/// (ARGV[2]) to each and answer {0, 0}; else the milliseconds until the fullest frees a
+/// place, and which window (1-based) that is.
 const REDIS_WINDOW: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], window)
-  return 0
+local wait, full = 0, 0
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  if redis.call('ZCARD', key) >= tonumber(ARGV[2 + i]) then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    local left = math.max(1, tonumber(oldest[2]) + window - now)
+    if left > wait then wait, full = left, i end
+  end
 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return math.max(1, tonumber(oldest[2]) + window - now)
+if full > 0 then return {wait, full} end
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now, ARGV[2])
+  redis.call('PEXPIRE', key, window)
+end
+return {0, 0}
 "#;
+
+/// Who draws a request from the budgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drawer {
+    /// An API key of `user`, of line `line`; `shared` when the user has other lines of keys
+    /// (then the line may use only its share).
+    Key {
+        /// The key's owner.
+        user: Uuid,
+        /// The key's line (`ApiKey::lineage_id`).
+        line: Uuid,
+        /// Whether the user has other active lines.
+        shared: bool,
+    },
+    /// A dashboard session of `user`.
+    Dashboard {
+        /// The signed-in user.
+        user: Uuid,
+    },
+}
+
+/// One window a request is counted in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Window {
+    subject: String,
+    limit: u32,
+    /// Whose budget it is, for the refusal: `per user`, `for this key`.
+    whose: &'static str,
+}
 
 /// Where the windows are kept.
 enum Windows {
-    /// In this process.
-    Local(Mutex<HashMap<(Uuid, Budget), VecDeque<Instant>>>),
+    /// In this process, by subject.
+    Local(Mutex<HashMap<String, VecDeque<Instant>>>),
     /// In Redis, shared by every core.
     Redis {
         connection: redis::aio::ConnectionManager,
@@ -144,81 +185,86 @@ impl RateLimiter {
         }
     }
 
-    fn refused(&self, budget: Budget, retry_after: Duration) -> WalletOpsError {
-        WalletOpsError::RateLimited {
-            kind: budget.as_str(),
-            limit: self.limit(budget),
-            retry_after,
+    /// The windows `drawer` draws a `budget` request from.
+    fn windows(&self, drawer: Drawer, budget: Budget) -> Vec<Window> {
+        let limit = self.limit(budget);
+        let kind = budget.as_str();
+        match drawer {
+            Drawer::Key { user, line, shared } => {
+                let mut windows = vec![Window {
+                    subject: format!("{user}:{kind}"),
+                    limit,
+                    whose: "per user",
+                }];
+                if shared {
+                    windows.push(Window {
+                        subject: format!("line:{line}:{kind}"),
+                        limit: self.limits.key_share(limit),
+                        whose: "for this key (its share of its user's)",
+                    });
+                }
+                windows
+            }
+            Drawer::Dashboard { user } => vec![Window {
+                subject: format!("dashboard:{user}:{kind}"),
+                limit,
+                whose: "for the dashboard",
+            }],
         }
     }
 
-    /// Admits one request of `user` against `budget`, or answers `RATE_LIMITED` with the
-    /// time until one would be admitted.
-    pub async fn admit(&self, user: Uuid, budget: Budget) -> Result<()> {
+    /// Admits one `budget` request of `drawer`, or answers `RATE_LIMITED` with the time
+    /// until one would be admitted.
+    pub async fn admit(&self, drawer: Drawer, budget: Budget) -> Result<()> {
+        let windows = self.windows(drawer, budget);
         match &self.windows {
-            Windows::Local(admitted) => self.admit_at(admitted, user, budget, Instant::now()),
+            Windows::Local(admitted) => admit_at(admitted, &windows, budget, Instant::now()),
             Windows::Redis { connection, script } => {
-                let key = format!("walletops:ratelimit:{user}:{}", budget.as_str());
                 let mut connection = connection.clone();
-                let mut invocation = script.key(key);
+                let mut invocation = script.prepare_invoke();
+                for w in &windows {
+                    invocation.key(format!("walletops:ratelimit:{}", w.subject));
+                }
                 invocation
                     .arg(WINDOW.as_millis() as u64)
-                    .arg(self.limit(budget))
                     .arg(Uuid::now_v7().to_string());
+                for w in &windows {
+                    invocation.arg(w.limit);
+                }
                 // The response timeout covers a command on an open connection only: a call
                 // made while the manager reconnects waits for that, however long it takes.
-                let wait = tokio::time::timeout(
+                let answer = tokio::time::timeout(
                     REDIS_TIMEOUT,
-                    invocation.invoke_async::<u64>(&mut connection),
+                    invocation.invoke_async::<(u64, usize)>(&mut connection),
                 )
                 .await;
-                match wait {
-                    Ok(Ok(0)) => Ok(()),
-                    Ok(Ok(ms)) => Err(self.refused(budget, Duration::from_millis(ms))),
-                    Ok(Err(e)) => {
-                        tracing::warn!(error = %e, "rate limiter unreachable; admitting");
-                        Ok(())
+                match answer {
+                    Ok(Ok((0, _))) => Ok(()),
+                    Ok(Ok((ms, full))) => {
+                        let window = &windows[full.clamp(1, windows.len()) - 1];
+                        Err(refused(window, budget, Duration::from_millis(ms)))
                     }
-                    Err(_) => {
-                        tracing::warn!("rate limiter did not answer in time; admitting");
-                        Ok(())
-                    }
+                    Ok(Err(e)) => self.unchecked(budget, &e.to_string()),
+                    Err(_) => self.unchecked(budget, "no answer in time"),
                 }
             }
         }
     }
 
-    fn admit_at(
-        &self,
-        admitted: &Mutex<HashMap<(Uuid, Budget), VecDeque<Instant>>>,
-        user: Uuid,
-        budget: Budget,
-        now: Instant,
-    ) -> Result<()> {
-        let limit = self.limit(budget);
-        let mut admitted = admitted
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let log = admitted.entry((user, budget)).or_default();
-        while log
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= WINDOW)
+    /// What a request is answered when Redis cannot count it: reads are admitted, writes
+    /// as `writes_when_redis_fails` says.
+    fn unchecked(&self, budget: Budget, why: &str) -> Result<()> {
+        if budget == Budget::Write && self.limits.writes_when_redis_fails == WhenRedisFails::Refuse
         {
-            log.pop_front();
+            tracing::warn!(error = why, "rate limiter unreachable; refusing a write");
+            return Err(WalletOpsError::ServiceUnavailable(
+                "the rate limiter (Redis) cannot be reached, so writes are refused until it \
+                 can (rate_limits.writes_when_redis_fails); nothing was done"
+                    .to_owned(),
+            ));
         }
-        if log.len() < limit as usize {
-            log.push_back(now);
-            return Ok(());
-        }
-        // The log holds exactly `limit` entries here; the oldest frees a place when it leaves.
-        let retry_after = log.front().map_or(WINDOW, |oldest| {
-            WINDOW.saturating_sub(now.duration_since(*oldest))
-        });
-        Err(WalletOpsError::RateLimited {
-            kind: budget.as_str(),
-            limit,
-            retry_after,
-        })
+        tracing::warn!(error = why, "rate limiter unreachable; admitting");
+        Ok(())
     }
 
     /// Forgets users with nothing in the window, and subjects with no failure in the longest
@@ -236,31 +282,106 @@ impl RateLimiter {
     }
 }
 
+/// `RATE_LIMITED` by `window`, free again after `retry_after`.
+fn refused(window: &Window, budget: Budget, retry_after: Duration) -> WalletOpsError {
+    WalletOpsError::RateLimited {
+        kind: budget.as_str(),
+        whose: window.whose,
+        limit: window.limit,
+        retry_after,
+    }
+}
+
+/// Admits a request at `now` into every one of `windows` when each has room; else refuses
+/// it, counted in none, with the wait of the fullest.
+fn admit_at(
+    admitted: &Mutex<HashMap<String, VecDeque<Instant>>>,
+    windows: &[Window],
+    budget: Budget,
+    now: Instant,
+) -> Result<()> {
+    let mut admitted = admitted
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut fullest: Option<(Duration, &Window)> = None;
+    for w in windows {
+        let log = admitted.entry(w.subject.clone()).or_default();
+        while log
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= WINDOW)
+        {
+            log.pop_front();
+        }
+        if log.len() >= w.limit as usize {
+            // The oldest of the last `limit` entries frees a place when it leaves.
+            let oldest = log.get(log.len() - w.limit as usize).copied();
+            let wait = oldest.map_or(WINDOW, |t| WINDOW.saturating_sub(now.duration_since(t)));
+            if fullest.is_none_or(|(longest, _)| wait > longest) {
+                fullest = Some((wait, w));
+            }
+        }
+    }
+    if let Some((wait, w)) = fullest {
+        return Err(refused(w, budget, wait));
+    }
+    for w in windows {
+        admitted
+            .entry(w.subject.clone())
+            .or_default()
+            .push_back(now);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn limiter() -> RateLimiter {
-        RateLimiter::new(RateLimits {
+    fn limits() -> RateLimits {
+        RateLimits {
             writes_per_minute: 3,
             reads_per_minute: 5,
-            failed_auth_per_minute: 20,
-        })
+            ..RateLimits::default()
+        }
+    }
+
+    fn limiter() -> RateLimiter {
+        RateLimiter::new(limits())
+    }
+
+    fn key(user: Uuid) -> Drawer {
+        Drawer::Key {
+            user,
+            line: user,
+            shared: false,
+        }
+    }
+
+    /// Admits `drawer`'s `budget` request into `l`'s local windows at `at`.
+    fn admit(l: &RateLimiter, drawer: Drawer, budget: Budget, at: Instant) -> Result<()> {
+        let Windows::Local(w) = &l.windows else {
+            panic!("local")
+        };
+        admit_at(w, &l.windows(drawer, budget), budget, at)
+    }
+
+    fn whose(outcome: Result<()>) -> &'static str {
+        match outcome {
+            Err(WalletOpsError::RateLimited { whose, .. }) => whose,
+            other => panic!("expected RATE_LIMITED, got {other:?}"),
+        }
     }
 
     #[test]
     fn refuses_past_the_budget_until_the_oldest_leaves_the_window() {
         let l = limiter();
-        let Windows::Local(w) = &l.windows else {
-            panic!("local")
-        };
         let user = Uuid::now_v7();
         let t0 = Instant::now();
         for i in 0..3 {
-            l.admit_at(w, user, Budget::Write, t0 + Duration::from_secs(i))
+            admit(&l, key(user), Budget::Write, t0 + Duration::from_secs(i))
                 .expect("within budget");
         }
-        let refused = l.admit_at(w, user, Budget::Write, t0 + Duration::from_secs(10));
+        let refused = admit(&l, key(user), Budget::Write, t0 + Duration::from_secs(10));
         match refused {
             Err(WalletOpsError::RateLimited {
                 retry_after, limit, ..
@@ -271,13 +392,52 @@ mod tests {
             other => panic!("expected RATE_LIMITED, got {other:?}"),
         }
         // Reads and other users draw from their own budgets.
-        l.admit_at(w, user, Budget::Read, t0).expect("reads apart");
-        l.admit_at(w, Uuid::now_v7(), Budget::Write, t0)
-            .expect("other user apart");
+        admit(&l, key(user), Budget::Read, t0).expect("reads apart");
+        admit(&l, key(Uuid::now_v7()), Budget::Write, t0).expect("other user apart");
         // Once the first write is a minute old, one more is admitted, and only one.
-        l.admit_at(w, user, Budget::Write, t0 + WINDOW)
-            .expect("window moved");
-        assert!(l.admit_at(w, user, Budget::Write, t0 + WINDOW).is_err());
+        admit(&l, key(user), Budget::Write, t0 + WINDOW).expect("window moved");
+        assert!(admit(&l, key(user), Budget::Write, t0 + WINDOW).is_err());
+    }
+
+    #[test]
+    fn a_line_of_keys_takes_only_its_share_and_the_dashboard_its_own() {
+        let l = limiter();
+        let (user, t0) = (Uuid::now_v7(), Instant::now());
+        let line = |line| Drawer::Key {
+            user,
+            line,
+            shared: true,
+        };
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        // Half of 3, rounded up: 2 for each line.
+        admit(&l, line(a), Budget::Write, t0).expect("first of a");
+        admit(&l, line(a), Budget::Write, t0).expect("second of a");
+        assert_eq!(
+            whose(admit(&l, line(a), Budget::Write, t0)),
+            "for this key (its share of its user's)"
+        );
+        // A refusal counts in no window: b still has the user's last write.
+        admit(&l, line(b), Budget::Write, t0).expect("b");
+        assert_eq!(whose(admit(&l, line(b), Budget::Write, t0)), "per user");
+        // The dashboard is not starved by the keys.
+        for _ in 0..3 {
+            admit(&l, Drawer::Dashboard { user }, Budget::Write, t0).expect("dashboard");
+        }
+        assert_eq!(
+            whose(admit(&l, Drawer::Dashboard { user }, Budget::Write, t0)),
+            "for the dashboard"
+        );
+    }
+
+    #[test]
+    fn a_share_is_at_least_one_request() {
+        let mut limits = limits();
+        limits.key_share_percent = 1;
+        assert_eq!(limits.key_share(15), 1);
+        limits.key_share_percent = 50;
+        assert_eq!(limits.key_share(15), 8);
+        limits.key_share_percent = 100;
+        assert_eq!(limits.key_share(15), 15);
     }
 
     /// Redis answers the milliseconds until a place frees; the refusal carries them as its
@@ -286,45 +446,58 @@ mod tests {
     async fn redis_refusals_carry_the_time_until_a_place_frees() {
         let url = std::env::var("WALLETOPS_TEST_REDIS")
             .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
-        let l = RateLimiter::redis(
-            RateLimits {
-                writes_per_minute: 3,
-                reads_per_minute: 5,
-                failed_auth_per_minute: 20,
-            },
-            &url,
-        )
-        .await
-        .expect("Redis is required for the rate-limit tests");
+        let l = RateLimiter::redis(limits(), &url)
+            .await
+            .expect("Redis is required for the rate-limit tests");
         let user = Uuid::now_v7();
-        for _ in 0..3 {
-            l.admit(user, Budget::Write).await.expect("within budget");
-        }
-        match l.admit(user, Budget::Write).await {
-            Err(WalletOpsError::RateLimited { retry_after, .. }) => assert!(
-                retry_after > WINDOW - Duration::from_secs(5) && retry_after <= WINDOW,
-                "{retry_after:?}"
-            ),
+        let shared = Drawer::Key {
+            user,
+            line: Uuid::now_v7(),
+            shared: true,
+        };
+        l.admit(shared, Budget::Write).await.expect("within share");
+        l.admit(shared, Budget::Write).await.expect("within share");
+        match l.admit(shared, Budget::Write).await {
+            Err(WalletOpsError::RateLimited { whose, .. }) => assert!(whose.contains("key")),
             other => panic!("expected RATE_LIMITED, got {other:?}"),
         }
-        l.admit(user, Budget::Read).await.expect("reads apart");
+        l.admit(key(user), Budget::Write)
+            .await
+            .expect("within budget");
+        match l.admit(key(user), Budget::Write).await {
+            Err(WalletOpsError::RateLimited {
+                retry_after, whose, ..
+            }) => {
+                assert_eq!(whose, "per user");
+                assert!(
+                    retry_after > WINDOW - Duration::from_secs(5) && retry_after <= WINDOW,
+                    "{retry_after:?}"
+                );
+            }
+            other => panic!("expected RATE_LIMITED, got {other:?}"),
+        }
+        l.admit(key(user), Budget::Read).await.expect("reads apart");
+        l.admit(Drawer::Dashboard { user }, Budget::Write)
+            .await
+            .expect("the dashboard apart");
     }
 
     #[tokio::test]
     async fn prune_forgets_idle_users() {
         let l = limiter();
-        let Windows::Local(w) = &l.windows else {
-            panic!("local")
-        };
         let (idle, active) = (Uuid::now_v7(), Uuid::now_v7());
         let long_ago = Instant::now()
             .checked_sub(WINDOW + Duration::from_secs(1))
             .expect("the clock is past a minute");
-        l.admit_at(w, idle, Budget::Read, long_ago)
-            .expect("admit idle");
-        l.admit(active, Budget::Read).await.expect("admit active");
+        admit(&l, key(idle), Budget::Read, long_ago).expect("admit idle");
+        l.admit(key(active), Budget::Read)
+            .await
+            .expect("admit active");
         l.prune();
-        let kept: Vec<Uuid> = w.lock().expect("lock").keys().map(|(u, _)| *u).collect();
-        assert_eq!(kept, [active]);
+        let Windows::Local(w) = &l.windows else {
+            panic!("local")
+        };
+        let kept: Vec<String> = w.lock().expect("lock").keys().cloned().collect();
+        assert_eq!(kept, [format!("{active}:read")]);
     }
 }

@@ -121,6 +121,7 @@ impl Core {
                         prefix: key.prefix,
                         expires_at: key.expires_at,
                         limited: key.limited,
+                        line: key.lineage_id,
                     },
                 })
             }

@@ -1,11 +1,13 @@
 //! Rate limits: 15 writes (quotes included) and 60 reads per user per minute, over all of the
 //! user's keys; beyond that 429 RATE_LIMITED with an integer Retry-After, RetryInfo on gRPC.
+//! With several keys each takes at most its share; the dashboard has budgets of its own.
 
 use reqwest::Method;
 use serde_json::json;
 use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
 use walletops_tests::{
-    Backend, Options, Reply, Rest, Service, on_both_backends, reason, redis_url, with_key,
+    Backend, Options, Reply, Rest, Service, on_both_backends, poll_until, reason, redis_url,
+    with_key,
 };
 
 fn assert_retry_after(reply: &Reply) -> anyhow::Result<u64> {
@@ -133,7 +135,55 @@ async fn budgets_come_from_the_config_file_and_environment(b: Backend) -> anyhow
     Ok(())
 }
 
+async fn one_key_cannot_starve_the_others_or_the_dashboard(b: Backend) -> anyhow::Result<()> {
+    use walletops_proto::v1::{
+        api_key_service_client::ApiKeyServiceClient,
+        dashboard_service_client::DashboardServiceClient,
+    };
+    let svc = Service::start(b).await?;
+    let (a, b2, _) = two_keys_and_another_user(&svc).await?;
+    // Two lines of keys: each may use half the user's 15 writes, rounded up.
+    for i in 0..8 {
+        let reply = quote(&a).await?;
+        assert_ne!(reply.status, 429, "write {} refused: {}", i + 1, reply.text);
+    }
+    let share = quote(&a).await?;
+    assert_retry_after(&share)?;
+    assert!(share.text.contains("for this key"), "{}", share.text);
+    // The other key still has the rest of the user's budget...
+    for i in 0..7 {
+        let reply = quote(&b2).await?;
+        assert_ne!(
+            reply.status,
+            429,
+            "write {} of the second key refused: {}",
+            i + 1,
+            reply.text
+        );
+    }
+    let spent = quote(&b2).await?;
+    assert_retry_after(&spent)?;
+    assert!(spent.text.contains("per user"), "{}", spent.text);
+    // ...and with all of it spent, the owner's dashboard and CLI still act: a new key to
+    // replace a runaway one, say.
+    let mut d = DashboardServiceClient::new(svc.channel().await?);
+    let (token, csrf) = crate::dashboard::redeem(&svc, &mut d).await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    keys.create_api_key(crate::dashboard::session_call(
+        pb::CreateApiKeyRequest {
+            name: "from the dashboard".to_owned(),
+            ..Default::default()
+        },
+        &token,
+        Some(&csrf),
+    )?)
+    .await?;
+    svc.create_key("from the CLI").await?;
+    Ok(())
+}
+
 on_both_backends!(
+    one_key_cannot_starve_the_others_or_the_dashboard,
     budgets_are_shared_through_redis,
     a_redis_that_stops_answering_does_not_hold_requests,
     sixteenth_write_of_a_minute_is_refused_across_keys,
@@ -250,8 +300,9 @@ impl Relay {
     }
 }
 
-/// Redis holding every answer must not hold the requests: they are admitted unchecked (the
-/// limiter's outage is not the service's), and counted again once it answers.
+/// Redis holding every answer must not hold the requests: reads are admitted unchecked (the
+/// limiter's outage is not the service's), writes refused at once (no key writes past a
+/// budget no one counts), and both counted again once it answers.
 async fn a_redis_that_stops_answering_does_not_hold_requests(b: Backend) -> anyhow::Result<()> {
     let relay = Relay::to(&redis_url()).await?;
     let svc = Service::start_with(
@@ -270,8 +321,18 @@ async fn a_redis_that_stops_answering_does_not_hold_requests(b: Backend) -> anyh
             let reply = api.get("/wallets").await?;
             assert_eq!(reply.status, 200, "{flow:?}: {}", reply.text);
         }
+        let write = api.post("/send", &json!({"chain": "base"})).await?;
+        write.assert_error(503, "SERVICE_UNAVAILABLE")?;
+        assert!(write.text.contains("rate limiter"), "{}", write.text);
     }
     relay.flow.send_replace(Flow::Pass);
     assert_eq!(api.get("/wallets").await?.status, 200);
+    // Answering again, the limiter admits writes (this one refused for its input).
+    let write = poll_until("writes to be admitted again", || async {
+        let reply = api.post("/send", &json!({"chain": "base"})).await?;
+        Ok((reply.status != 503).then_some(reply))
+    })
+    .await?;
+    write.assert_error(400, "INVALID_INPUT")?;
     Ok(())
 }
