@@ -97,11 +97,7 @@ async fn private_targets_are_refused_unless_allowed(b: Backend) -> anyhow::Resul
     ] {
         let reply = api.post("/webhooks", &json!({"url": url})).await?;
         reply.assert_invalid("url")?;
-        assert!(
-            reply.text.contains("not a public address"),
-            "{}",
-            reply.text
-        );
+        assert!(reply.text.contains("not public"), "{}", reply.text);
     }
     let mut client = WebhookServiceClient::new(svc.channel().await?);
     let status = client
