@@ -93,6 +93,17 @@ pub enum WalletOpsError {
         /// When a request will be admitted again.
         retry_after: Duration,
     },
+    /// The user's webhook replays of the last hour reached `webhooks.replay_max_per_hour`.
+    #[error(
+        "at most {limit} webhook deliveries may be replayed in an hour (webhooks.replay_max_per_hour); retry after {}s",
+        walletops_proto::retry_after_secs(*retry_after)
+    )]
+    ReplaysCapped {
+        /// Replays allowed per hour.
+        limit: u64,
+        /// When enough replays are an hour old for the call to pass.
+        retry_after: Duration,
+    },
     /// Too many failed attempts (sign-ins) from one client or for one name in a window.
     #[error(
         "too many failed {what}: at most {limit} in {}; retry after {}s",
@@ -188,9 +199,10 @@ impl WalletOpsError {
             Self::Unauthorized(_) | Self::NotSignedIn(_) => ErrorCode::Unauthorized,
             Self::Forbidden(_) => ErrorCode::Forbidden,
             Self::NotFound(_) => ErrorCode::NotFound,
-            Self::RateLimited { .. } | Self::Throttled { .. } | Self::Crowded(_) => {
-                ErrorCode::RateLimited
-            }
+            Self::RateLimited { .. }
+            | Self::ReplaysCapped { .. }
+            | Self::Throttled { .. }
+            | Self::Crowded(_) => ErrorCode::RateLimited,
             Self::InvalidInput(_) => ErrorCode::InvalidInput,
             Self::IdempotentBodyMismatch(_) => ErrorCode::IdempotentBodyMismatch,
             Self::IdempotentReplay(_) => ErrorCode::IdempotentReplay,
@@ -224,6 +236,7 @@ impl WalletOpsError {
             | Self::NotSignedIn(_)
             | Self::NotFound(_)
             | Self::RateLimited { .. }
+            | Self::ReplaysCapped { .. }
             | Self::Throttled { .. }
             | Self::Crowded(_)
             | Self::InvalidInput(_)
@@ -268,6 +281,7 @@ impl From<walletops_store::StoreError> for WalletOpsError {
                     .to_owned(),
             ),
             E::RotatedAway => Self::ServiceUnavailable(ROTATED_AWAY.to_owned()),
+            E::ReplayCapped { limit, retry_after } => Self::ReplaysCapped { limit, retry_after },
             E::NoKeystoreCheck => Self::invalid(
                 "database",
                 "it has no keystore check yet: start a core on it first",

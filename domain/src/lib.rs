@@ -34,4 +34,6 @@ pub use wallet::{
     DelegatedWallet, EMBEDDED_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewWallet, NotSignable,
     ProviderWallet, SealedKey, Wallet, WalletFilter,
 };
-pub use webhook::{DeliveryState, WebhookDelivery, WebhookEndpoint};
+pub use webhook::{
+    DeliveryState, Disabled, DisabledReason, EndpointMaker, WebhookDelivery, WebhookEndpoint,
+};

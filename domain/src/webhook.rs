@@ -18,6 +18,56 @@ pub struct WebhookEndpoint {
     pub event_types: Vec<TxStatus>,
     /// When it was registered.
     pub created_at: DateTime<Utc>,
+    /// Who registered it.
+    pub created_by: EndpointMaker,
+    /// Why and since when it is disabled; `None`: it is enabled.
+    pub disabled: Option<Disabled>,
+}
+
+/// Who registered an endpoint: it belongs to that key, and revoking the key disables it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointMaker {
+    /// An API key, by its id.
+    Key(Uuid),
+    /// A dashboard session of the owner, by its id.
+    Session(Uuid),
+    /// The owner at the command line (and every endpoint older than this record).
+    Owner,
+}
+
+/// Why an endpoint is disabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisabledReason {
+    /// The key that registered it (or a key that key was made with) was revoked.
+    KeyRevoked,
+    /// Every attempt failed for `webhooks.disable_after_secs`.
+    Failing,
+}
+
+impl DisabledReason {
+    /// The reason as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::KeyRevoked => "key_revoked",
+            Self::Failing => "failing",
+        }
+    }
+
+    /// The reason stored as `s`.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::KeyRevoked, Self::Failing]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+}
+
+/// An endpoint disabled: nothing is delivered to it until its owner enables it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Disabled {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// Why.
+    pub reason: DisabledReason,
 }
 
 /// Where a delivery stands.

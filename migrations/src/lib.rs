@@ -26,6 +26,7 @@ mod m20261202_000019_limited_keys;
 mod m20261203_000020_key_policies;
 mod m20261204_000021_transaction_effects;
 mod m20261205_000022_key_lineage;
+mod m20261206_000023_webhook_standing;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -56,6 +57,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000020_key_policies::Migration),
             Box::new(m20261204_000021_transaction_effects::Migration),
             Box::new(m20261205_000022_key_lineage::Migration),
+            Box::new(m20261206_000023_webhook_standing::Migration),
         ]
     }
 }

@@ -1,5 +1,6 @@
 //! API keys: stored as the hash of their value, created under the owner's lock so concurrent
-//! creations cannot pass the limit, and revoked together with the keys made with them.
+//! creations cannot pass the limit, and revoked together with the keys made with them and
+//! the webhooks they all registered.
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
@@ -214,10 +215,13 @@ impl Store {
         let line = super::lineage::with_descendants(&txn, key.id).await?;
         api_keys::Entity::update_many()
             .col_expr(api_keys::Column::RevokedAt, Expr::value(now))
-            .filter(api_keys::Column::Id.is_in(line))
+            .filter(api_keys::Column::Id.is_in(line.iter().copied()))
             .filter(api_keys::Column::RevokedAt.is_null())
             .exec(&txn)
             .await?;
+        // The webhooks those keys registered stop with them, in this transaction: a leaked
+        // key cannot leave an endpoint behind that goes on receiving the user's events.
+        super::webhooks::disable_endpoints_of_keys(&txn, &line, now).await?;
         let revoked = api_keys::Entity::find_by_id(key.id).one(&txn).await?;
         txn.commit().await?;
         Ok(revoked.map(Into::into))

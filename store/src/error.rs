@@ -39,6 +39,14 @@ pub enum StoreError {
     /// The database has no keystore check yet (no core has started on it).
     #[error("no keystore check")]
     NoKeystoreCheck,
+    /// The user's webhook replays of the last hour would pass the cap the caller gave.
+    #[error("at most {limit} webhook replays an hour")]
+    ReplayCapped {
+        /// The cap.
+        limit: u64,
+        /// When enough replays are an hour old for the call to pass.
+        retry_after: std::time::Duration,
+    },
     /// The keystore check does not open under the key the caller holds.
     #[error("the keystore check does not open")]
     CheckDoesNotOpen,

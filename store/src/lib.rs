@@ -25,6 +25,9 @@ mod spend;
 mod transactions;
 mod users;
 mod wallets;
+mod webhook_sending;
+#[cfg(test)]
+mod webhook_standing_tests;
 mod webhooks;
 
 use std::time::Duration;
@@ -44,7 +47,8 @@ pub use leases::REQUEST_HOLD;
 pub use provider_links::SyncReport;
 pub use sessions::NewSession;
 pub use transactions::NewTransaction;
-pub use webhooks::{FailedAttempt, NewEndpoint};
+pub use webhook_sending::{AttemptNoted, FailedAttempt};
+pub use webhooks::{NewEndpoint, ReplayCap};
 
 /// Log targets of the database library that are quiet unless asked for: the migrator's
 /// per-migration lines and every statement's.

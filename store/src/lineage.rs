@@ -331,7 +331,14 @@ mod tests {
             .exec(&store.db)
             .await
             .expect("unmarked");
-        walletops_migrations::Migrator::down(&store.db, Some(1))
+        // Back to before the lineage migration, through any that came after it.
+        let undone = walletops_migrations::Migrator::migrations()
+            .iter()
+            .rev()
+            .position(|m| m.name() == "m20261205_000022_key_lineage")
+            .expect("the lineage migration")
+            + 1;
+        walletops_migrations::Migrator::down(&store.db, Some(undone as u32))
             .await
             .expect("down");
         walletops_migrations::Migrator::up(&store.db, None)

@@ -8,10 +8,8 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveValue::Set,
-    ColumnTrait, Condition, ConnectionTrait, DatabaseBackend, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, QuerySelect, Statement,
-    sea_query::{Expr, ExprTrait as _},
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -20,7 +18,10 @@ use super::{
     entities::{transaction_events as events, webhook_deliveries as deliveries, webhook_endpoints},
 };
 use crate::error::{Result, StoreError};
-use walletops_domain::{DeliveryState, SealedKey, TxStatus, WebhookDelivery, WebhookEndpoint};
+use walletops_domain::{
+    DeliveryState, Disabled, DisabledReason, EndpointMaker, SealedKey, TxStatus, WebhookDelivery,
+    WebhookEndpoint,
+};
 
 /// An endpoint to register.
 #[derive(Debug)]
@@ -29,17 +30,6 @@ pub struct NewEndpoint {
     pub endpoint: WebhookEndpoint,
     /// Its secret, sealed.
     pub sealed: SealedKey,
-}
-
-/// How a failed attempt is noted.
-#[derive(Debug)]
-pub struct FailedAttempt {
-    /// The endpoint's HTTP status; none: it did not answer.
-    pub status: Option<u16>,
-    /// What went wrong, for the owner to read.
-    pub error: String,
-    /// When to try again; past the delivery's retry window, it is dead-lettered instead.
-    pub next_attempt_at: DateTime<Utc>,
 }
 
 fn endpoint_of(m: webhook_endpoints::Model) -> Result<WebhookEndpoint> {
@@ -55,10 +45,25 @@ fn endpoint_of(m: webhook_endpoints::Model) -> Result<WebhookEndpoint> {
             .filter_map(TxStatus::from_event_type)
             .collect(),
         created_at: m.created_at,
+        created_by: match (m.created_by_key, m.created_by_session) {
+            (Some(key), _) => EndpointMaker::Key(key),
+            (None, Some(session)) => EndpointMaker::Session(session),
+            (None, None) => EndpointMaker::Owner,
+        },
+        disabled: match (m.disabled_at, m.disabled_reason.as_deref()) {
+            (Some(at), reason) => Some(Disabled {
+                at,
+                // An unreadable reason still disables: the endpoint was turned off.
+                reason: reason
+                    .and_then(DisabledReason::parse)
+                    .unwrap_or(DisabledReason::Failing),
+            }),
+            (None, _) => None,
+        },
     })
 }
 
-fn delivery_of(m: deliveries::Model) -> Result<WebhookDelivery> {
+pub(super) fn delivery_of(m: deliveries::Model) -> Result<WebhookDelivery> {
     let bad = |what: &str| {
         StoreError::Corrupt(anyhow::anyhow!(
             "webhook delivery {} has a bad {what}",
@@ -92,11 +97,6 @@ fn event_types_text(types: &[TxStatus]) -> String {
         .join(",")
 }
 
-/// The stored form of an error, cut to its column.
-fn clipped(error: &str) -> String {
-    error.chars().take(500).collect()
-}
-
 impl Store {
     /// Registers `new`, refused `Full` once its owner has `max`, and (as for a wallet,
     /// see `insert_wallet`) when `ours` says the database's keystore check does not open
@@ -125,6 +125,17 @@ impl Store {
             secret_nonce: Set(new.sealed.nonce),
             secret_ciphertext: Set(new.sealed.ciphertext),
             created_at: Set(e.created_at),
+            created_by_key: Set(match e.created_by {
+                EndpointMaker::Key(key) => Some(key),
+                _ => None,
+            }),
+            created_by_session: Set(match e.created_by {
+                EndpointMaker::Session(session) => Some(session),
+                _ => None,
+            }),
+            disabled_at: Set(None),
+            disabled_reason: Set(None),
+            failing_since: Set(None),
         })
         .exec_without_returning(&txn)
         .await?;
@@ -236,8 +247,11 @@ impl Store {
             return Ok(());
         }
         let mut endpoints: HashMap<Uuid, Vec<WebhookEndpoint>> = HashMap::new();
+        // A disabled endpoint gets no new deliveries: were it enabled later, it would not be
+        // flooded with what happened meanwhile (to a receiver a leaked key pointed there).
         for m in webhook_endpoints::Entity::find()
             .filter(webhook_endpoints::Column::UserId.is_in(users))
+            .filter(webhook_endpoints::Column::DisabledAt.is_null())
             .all(conn)
             .await?
         {
@@ -282,6 +296,7 @@ impl Store {
                     last_attempt_at: Set(None),
                     delivered_at: Set(None),
                     created_at: Set(now),
+                    replayed_at: Set(None),
                 });
             }
         }
@@ -291,153 +306,6 @@ impl Store {
                 .await?;
         }
         Ok(())
-    }
-
-    /// Leases to `owner` until `until` up to `limit` pending deliveries due at `now` whose
-    /// lease is free, none held back by an earlier pending delivery of its transaction to
-    /// its endpoint; the ones won, oldest event first. As with records, the lease is one
-    /// conditional UPDATE, so of several cores exactly one wins each delivery.
-    pub async fn lease_deliveries(
-        &self,
-        owner: Uuid,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-        limit: u64,
-    ) -> Result<Vec<WebhookDelivery>> {
-        let backend = self.sea().get_database_backend();
-        let (now_at, limit_at) = match backend {
-            DatabaseBackend::Postgres => ("$1", "$2"),
-            _ => ("?1", "?2"),
-        };
-        let candidates: Vec<Uuid> = self
-            .sea()
-            .query_all_raw(Statement::from_sql_and_values(
-                backend,
-                format!(
-                    "SELECT d.id FROM webhook_deliveries d \
-                     WHERE d.state = 'pending' AND d.next_attempt_at <= {now_at} \
-                       AND (d.lease_until IS NULL OR d.lease_until < {now_at}) \
-                       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e \
-                           WHERE e.endpoint_id = d.endpoint_id \
-                             AND e.transaction_id = d.transaction_id \
-                             AND e.state = 'pending' AND e.event_seq < d.event_seq) \
-                     ORDER BY d.event_seq LIMIT {limit_at}"
-                ),
-                [now.into(), i64::try_from(limit).unwrap_or(i64::MAX).into()],
-            ))
-            .await?
-            .iter()
-            .map(|row| row.try_get::<Uuid>("", "id"))
-            .collect::<std::result::Result<_, _>>()?;
-        if candidates.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut leased = deliveries::Entity::update_many()
-            .col_expr(deliveries::Column::LeaseOwner, Expr::value(owner))
-            .col_expr(deliveries::Column::LeaseUntil, Expr::value(until))
-            .filter(deliveries::Column::Id.is_in(candidates))
-            .filter(deliveries::Column::State.eq(DeliveryState::Pending.as_str()))
-            .filter(
-                Condition::any()
-                    .add(deliveries::Column::LeaseUntil.is_null())
-                    .add(deliveries::Column::LeaseUntil.lt(now)),
-            )
-            .exec_with_returning(self.sea())
-            .await?;
-        leased.sort_by_key(|m| m.event_seq);
-        leased.into_iter().map(delivery_of).collect()
-    }
-
-    /// Notes that `owner`'s delivery `id` was taken with HTTP `status`.
-    pub async fn delivered(&self, owner: Uuid, id: Uuid, status: u16) -> Result<()> {
-        let now = Utc::now();
-        deliveries::Entity::update_many()
-            .col_expr(
-                deliveries::Column::State,
-                Expr::value(DeliveryState::Delivered.as_str()),
-            )
-            .col_expr(
-                deliveries::Column::Attempts,
-                Expr::col(deliveries::Column::Attempts).add(1),
-            )
-            .col_expr(
-                deliveries::Column::LastStatus,
-                Expr::value(i32::from(status)),
-            )
-            .col_expr(
-                deliveries::Column::LastError,
-                Expr::value(Option::<String>::None),
-            )
-            .col_expr(deliveries::Column::LastAttemptAt, Expr::value(now))
-            .col_expr(deliveries::Column::DeliveredAt, Expr::value(now))
-            .col_expr(
-                deliveries::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(deliveries::Column::Id.eq(id))
-            .filter(deliveries::Column::LeaseOwner.eq(owner))
-            .exec(self.sea())
-            .await?;
-        Ok(())
-    }
-
-    /// Notes a failed attempt at `owner`'s delivery `delivery`: due again at
-    /// `failed.next_attempt_at`, or dead-lettered when that is past its retry window.
-    /// Whether it was dead-lettered.
-    pub async fn attempt_failed(
-        &self,
-        owner: Uuid,
-        delivery: &WebhookDelivery,
-        failed: FailedAttempt,
-    ) -> Result<bool> {
-        let dead = failed.next_attempt_at > delivery.retry_until;
-        let state = if dead {
-            DeliveryState::Dead
-        } else {
-            DeliveryState::Pending
-        };
-        deliveries::Entity::update_many()
-            .col_expr(deliveries::Column::State, Expr::value(state.as_str()))
-            .col_expr(
-                deliveries::Column::Attempts,
-                Expr::col(deliveries::Column::Attempts).add(1),
-            )
-            .col_expr(
-                deliveries::Column::LastStatus,
-                Expr::value(failed.status.map(i32::from)),
-            )
-            .col_expr(
-                deliveries::Column::LastError,
-                Expr::value(clipped(&failed.error)),
-            )
-            .col_expr(deliveries::Column::LastAttemptAt, Expr::value(Utc::now()))
-            .col_expr(
-                deliveries::Column::NextAttemptAt,
-                Expr::value(failed.next_attempt_at),
-            )
-            .col_expr(
-                deliveries::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(deliveries::Column::Id.eq(delivery.id))
-            .filter(deliveries::Column::LeaseOwner.eq(owner))
-            .exec(self.sea())
-            .await?;
-        Ok(dead)
-    }
-
-    /// Gives up every delivery lease `owner` holds: a core stopping.
-    pub async fn release_delivery_leases(&self, owner: Uuid) -> Result<u64> {
-        Ok(deliveries::Entity::update_many()
-            .col_expr(
-                deliveries::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(deliveries::Column::LeaseOwner.eq(owner))
-            .filter(deliveries::Column::State.eq(DeliveryState::Pending.as_str()))
-            .exec(self.sea())
-            .await?
-            .rows_affected)
     }
 
     /// The deliveries to `user_id`'s endpoint `endpoint_id`, newest event first, at most
@@ -467,33 +335,144 @@ impl Store {
     }
 
     /// Puts dead deliveries of `user_id`'s endpoint `endpoint_id` back in line, due now and
-    /// retried until `retry_until` (`ids`, or every dead one when empty); how many. A
-    /// delivery not dead is left as it is.
+    /// retried until `retry_until` (`ids`, or the oldest dead ones when empty), at most
+    /// `cap.per_call` of them, and refused `ReplayCapped` when that would take the user's
+    /// replays of the hour before `cap.now` past `cap.per_hour`; how many. A delivery not
+    /// dead is left as it is. The count and the update run under the user's lock, so
+    /// concurrent replays cannot both slip under the cap.
     pub async fn replay_deliveries(
         &self,
         user_id: Uuid,
         endpoint_id: Uuid,
         ids: &[Uuid],
         retry_until: DateTime<Utc>,
+        cap: ReplayCap,
     ) -> Result<u64> {
         self.endpoint(user_id, endpoint_id).await?;
-        let mut update = deliveries::Entity::update_many()
-            .col_expr(
-                deliveries::Column::State,
-                Expr::value(DeliveryState::Pending.as_str()),
-            )
-            .col_expr(deliveries::Column::NextAttemptAt, Expr::value(Utc::now()))
-            .col_expr(deliveries::Column::RetryUntil, Expr::value(retry_until))
-            .col_expr(
-                deliveries::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
+        let txn = self.begin_sea().await?;
+        super::users::lock_user(&txn, user_id).await?;
+        let hour_ago = cap.now - chrono::TimeDelta::hours(1);
+        let recent: Vec<DateTime<Utc>> = deliveries::Entity::find()
+            .select_only()
+            .column(deliveries::Column::ReplayedAt)
+            .filter(deliveries::Column::UserId.eq(user_id))
+            .filter(deliveries::Column::ReplayedAt.gt(hour_ago))
+            .order_by_asc(deliveries::Column::ReplayedAt)
+            .into_tuple::<DateTime<Utc>>()
+            .all(&txn)
+            .await?;
+        let left = cap.per_hour.saturating_sub(recent.len() as u64);
+        let mut dead = deliveries::Entity::find()
+            .select_only()
+            .column(deliveries::Column::Id)
             .filter(deliveries::Column::EndpointId.eq(endpoint_id))
             .filter(deliveries::Column::UserId.eq(user_id))
             .filter(deliveries::Column::State.eq(DeliveryState::Dead.as_str()));
         if !ids.is_empty() {
-            update = update.filter(deliveries::Column::Id.is_in(ids.iter().copied()));
+            dead = dead.filter(deliveries::Column::Id.is_in(ids.iter().copied()));
         }
-        Ok(update.exec(self.sea()).await?.rows_affected)
+        let chosen: Vec<Uuid> = dead
+            .order_by_asc(deliveries::Column::EventSeq)
+            .limit(cap.per_call)
+            .into_tuple::<Uuid>()
+            .all(&txn)
+            .await?;
+        if chosen.is_empty() {
+            // Ended now: on SQLite the transaction holds the write lock until it ends.
+            txn.rollback().await?;
+            return Ok(0);
+        }
+        if chosen.len() as u64 > left {
+            // A place frees when the replay that took it is an hour old: the one that frees
+            // enough places for this call.
+            let needed = chosen.len() as u64 - left;
+            let frees = recent
+                .get(usize::try_from(needed - 1).unwrap_or(usize::MAX))
+                .copied()
+                .unwrap_or(cap.now);
+            let retry_after = (frees + chrono::TimeDelta::hours(1) - cap.now)
+                .to_std()
+                .unwrap_or(std::time::Duration::from_secs(1));
+            txn.rollback().await?;
+            return Err(StoreError::ReplayCapped {
+                limit: cap.per_hour,
+                retry_after,
+            });
+        }
+        let replayed = deliveries::Entity::update_many()
+            .col_expr(
+                deliveries::Column::State,
+                Expr::value(DeliveryState::Pending.as_str()),
+            )
+            .col_expr(deliveries::Column::NextAttemptAt, Expr::value(cap.now))
+            .col_expr(deliveries::Column::RetryUntil, Expr::value(retry_until))
+            .col_expr(deliveries::Column::ReplayedAt, Expr::value(cap.now))
+            .col_expr(
+                deliveries::Column::LeaseUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(deliveries::Column::Id.is_in(chosen))
+            .filter(deliveries::Column::State.eq(DeliveryState::Dead.as_str()))
+            .exec(&txn)
+            .await?
+            .rows_affected;
+        txn.commit().await?;
+        Ok(replayed)
     }
+
+    /// Enables `user_id`'s endpoint `id` again, its failing streak forgotten: its pending
+    /// deliveries are sent, and new events delivered, from now on.
+    pub async fn enable_endpoint(&self, user_id: Uuid, id: Uuid) -> Result<WebhookEndpoint> {
+        self.endpoint(user_id, id).await?;
+        webhook_endpoints::Entity::update_many()
+            .col_expr(
+                webhook_endpoints::Column::DisabledAt,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .col_expr(
+                webhook_endpoints::Column::DisabledReason,
+                Expr::value(Option::<String>::None),
+            )
+            .col_expr(
+                webhook_endpoints::Column::FailingSince,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(webhook_endpoints::Column::Id.eq(id))
+            .filter(webhook_endpoints::Column::UserId.eq(user_id))
+            .exec(self.sea())
+            .await?;
+        self.endpoint(user_id, id).await
+    }
+}
+
+/// How many replays a call may make: the service's caps, and the time it counts from.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayCap {
+    /// At most this many deliveries per call.
+    pub per_call: u64,
+    /// At most this many per user in any hour.
+    pub per_hour: u64,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// Disables, in `conn`'s transaction, every enabled endpoint registered by one of `keys`
+/// (being revoked in that transaction): nothing more is made for or sent to them, and their
+/// pending deliveries stay, for the owner to read. How many.
+pub(super) async fn disable_endpoints_of_keys<C: ConnectionTrait>(
+    conn: &C,
+    keys: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    Ok(webhook_endpoints::Entity::update_many()
+        .col_expr(webhook_endpoints::Column::DisabledAt, Expr::value(now))
+        .col_expr(
+            webhook_endpoints::Column::DisabledReason,
+            Expr::value(DisabledReason::KeyRevoked.as_str()),
+        )
+        .filter(webhook_endpoints::Column::CreatedByKey.is_in(keys.iter().copied()))
+        .filter(webhook_endpoints::Column::DisabledAt.is_null())
+        .exec(conn)
+        .await?
+        .rows_affected)
 }

@@ -158,12 +158,18 @@ async fn receive(
 impl Receiver {
     /// Starts a receiver on a loopback port, answering 200.
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_on(std::net::Ipv4Addr::LOCALHOST).await
+    }
+
+    /// Starts a receiver on a port of `ip` (an address of the loopback network, 127.0.0.2
+    /// say, to tell it apart from services on 127.0.0.1), answering 200.
+    pub async fn start_on(ip: std::net::Ipv4Addr) -> anyhow::Result<Self> {
         let inner = Arc::new(Mutex::new(Inner {
             secrets: Vec::new(),
             answer: Answer::Status(200),
             received: Vec::new(),
         }));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await?;
         let addr = listener.local_addr()?;
         let app = Router::new()
             .route("/hook", post(receive))

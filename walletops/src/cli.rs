@@ -367,6 +367,14 @@ pub(crate) enum WebhooksCommand {
         /// Endpoint id.
         id: String,
     },
+    /// Enable an endpoint again that was disabled (its key revoked, or failing too long).
+    Enable {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Endpoint id.
+        id: String,
+    },
     /// Give an endpoint a new signing secret and print it (shown once).
     RotateSecret {
         /// Owner: user name or id.

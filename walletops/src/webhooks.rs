@@ -11,8 +11,12 @@ use crate::cli::WebhooksCommand;
 
 fn print_endpoint(e: &WebhookEndpoint) {
     let types: Vec<String> = e.event_types.iter().map(|s| s.event_type()).collect();
+    let state = match e.disabled {
+        None => "enabled".to_owned(),
+        Some(d) => format!("disabled ({}) {}", d.reason.as_str(), d.at.to_rfc3339()),
+    };
     println!(
-        "{}  {}  {}  registered {}",
+        "{}  {}  {}  registered {}  {state}",
         e.id,
         e.url,
         types.join(","),
@@ -52,7 +56,7 @@ pub(crate) async fn webhooks(config: Config, command: WebhooksCommand) -> anyhow
                 url,
                 event_types: events,
             })?;
-            let (endpoint, secret) = core.webhooks.create(user.id, new).await?;
+            let (endpoint, secret) = core.webhooks.create_for_owner(user.id, new).await?;
             print_endpoint(&endpoint);
             print_secret(&secret);
         }
@@ -70,6 +74,15 @@ pub(crate) async fn webhooks(config: Config, command: WebhooksCommand) -> anyhow
                 .await?;
             print_endpoint(&endpoint);
             println!("Deleted, with every delivery to it.");
+        }
+        WebhooksCommand::Enable { user, id } => {
+            let user = core.find_user(&user).await?;
+            let endpoint = core
+                .webhooks
+                .enable_for_owner(user.id, webhook_id(&id, "id")?)
+                .await?;
+            print_endpoint(&endpoint);
+            println!("Enabled: its pending deliveries are sent, and new events delivered.");
         }
         WebhooksCommand::RotateSecret { user, id } => {
             let user = core.find_user(&user).await?;

@@ -35,13 +35,14 @@ pub enum Operation {
     RotateWebhookSecret,
     ListWebhookDeliveries,
     ReplayWebhookDeliveries,
+    EnableWebhook,
     ListHoldings,
     ListTransactions,
 }
 
 impl Operation {
     /// Every operation.
-    pub const ALL: [Self; 28] = [
+    pub const ALL: [Self; 29] = [
         Self::ListWallets,
         Self::GetBalances,
         Self::GetTransaction,
@@ -68,6 +69,7 @@ impl Operation {
         Self::RotateWebhookSecret,
         Self::ListWebhookDeliveries,
         Self::ReplayWebhookDeliveries,
+        Self::EnableWebhook,
         Self::ListHoldings,
         Self::ListTransactions,
     ];
@@ -102,7 +104,8 @@ impl Operation {
             | Self::CreateWebhook
             | Self::DeleteWebhook
             | Self::RotateWebhookSecret
-            | Self::ReplayWebhookDeliveries => Scope::Write,
+            | Self::ReplayWebhookDeliveries
+            | Self::EnableWebhook => Scope::Write,
         }
     }
 
@@ -135,6 +138,7 @@ impl Operation {
             Self::RotateWebhookSecret => "/walletops.v1.WebhookService/RotateWebhookSecret",
             Self::ListWebhookDeliveries => "/walletops.v1.WebhookService/ListWebhookDeliveries",
             Self::ReplayWebhookDeliveries => "/walletops.v1.WebhookService/ReplayWebhookDeliveries",
+            Self::EnableWebhook => "/walletops.v1.WebhookService/EnableWebhook",
             Self::ListHoldings => "/walletops.v1.DashboardService/ListHoldings",
             Self::ListTransactions => "/walletops.v1.DashboardService/ListTransactions",
         }

@@ -59,6 +59,7 @@ impl From<WalletOpsError> for Status {
                 details.set_bad_request(vec![FieldViolation::new("chain", err.to_string())]);
             }
             WalletOpsError::RateLimited { retry_after, .. }
+            | WalletOpsError::ReplaysCapped { retry_after, .. }
             | WalletOpsError::Throttled { retry_after, .. } => {
                 details.set_retry_info(Some(Duration::from_secs(
                     walletops_proto::retry_after_secs(*retry_after),

@@ -10,7 +10,9 @@ use crate::{
     auth::Operation,
     requests::{DeliveriesRequest, NewWebhook, ReplayRequest, webhook_id},
 };
-use walletops_domain::{DeliveryState, WebhookDelivery, WebhookEndpoint};
+use walletops_domain::{
+    ApiKey, DeliveryState, DisabledReason, EndpointMaker, WebhookDelivery, WebhookEndpoint,
+};
 
 /// The gRPC face of `WebhookService`.
 #[derive(Debug, Clone)]
@@ -23,14 +25,52 @@ impl WebhookApi {
     pub fn new(core: Core) -> Self {
         Self { core }
     }
+
+    /// `user_id`'s keys, to name the keys that registered endpoints.
+    async fn keys(&self, user_id: uuid::Uuid) -> Result<Vec<ApiKey>, Status> {
+        Ok(self
+            .core
+            .store
+            .list_api_keys(user_id)
+            .await
+            .map_err(crate::error::WalletOpsError::from)?)
+    }
 }
 
-fn webhook(e: WebhookEndpoint) -> pb::Webhook {
+/// `e` as the contract gives it, its creating key named by prefix from `keys` (the owner's).
+fn webhook(e: WebhookEndpoint, keys: &[ApiKey]) -> pb::Webhook {
+    let (created_by, created_by_key_prefix) = match e.created_by {
+        EndpointMaker::Key(id) => (
+            pb::WebhookCreator::ApiKey,
+            keys.iter().find(|k| k.id == id).map(|k| k.prefix.clone()),
+        ),
+        EndpointMaker::Session(_) => (pb::WebhookCreator::Dashboard, None),
+        EndpointMaker::Owner => (pb::WebhookCreator::Owner, None),
+    };
+    let (state, reason) = match e.disabled.map(|d| d.reason) {
+        None => (
+            pb::WebhookState::Enabled,
+            pb::WebhookDisabledReason::Unspecified,
+        ),
+        Some(DisabledReason::KeyRevoked) => (
+            pb::WebhookState::Disabled,
+            pb::WebhookDisabledReason::KeyRevoked,
+        ),
+        Some(DisabledReason::Failing) => (
+            pb::WebhookState::Disabled,
+            pb::WebhookDisabledReason::Failing,
+        ),
+    };
     pb::Webhook {
         id: e.id.to_string(),
         url: e.url.to_string(),
         event_types: e.event_types.iter().map(|s| s.event_type()).collect(),
         created_at: Some(timestamp(e.created_at)),
+        created_by: created_by.into(),
+        created_by_key_prefix,
+        state: state.into(),
+        disabled_reason: reason.into(),
+        disabled_at: e.disabled.map(|d| timestamp(d.at)),
     }
 }
 
@@ -68,10 +108,11 @@ impl WebhookService for WebhookApi {
             .admit(request.metadata(), Operation::CreateWebhook)
             .await?;
         let new = NewWebhook::parse(request.get_ref())?;
-        let (endpoint, secret) = self.core.webhooks.create(caller.user_id, new).await?;
+        let (endpoint, secret) = self.core.webhooks.create(&caller, new).await?;
         tracing::info!(webhook = %endpoint.id, "webhook registered");
+        let keys = self.keys(caller.user_id).await?;
         Ok(Response::new(pb::CreateWebhookResponse {
-            webhook: Some(webhook(endpoint)),
+            webhook: Some(webhook(endpoint, &keys)),
             secret: secret.expose().to_owned(),
         }))
     }
@@ -85,8 +126,9 @@ impl WebhookService for WebhookApi {
             .admit(request.metadata(), Operation::ListWebhooks)
             .await?;
         let endpoints = self.core.webhooks.list(caller.user_id).await?;
+        let keys = self.keys(caller.user_id).await?;
         Ok(Response::new(pb::ListWebhooksResponse {
-            webhooks: endpoints.into_iter().map(webhook).collect(),
+            webhooks: endpoints.into_iter().map(|e| webhook(e, &keys)).collect(),
         }))
     }
 
@@ -101,8 +143,9 @@ impl WebhookService for WebhookApi {
         let id = webhook_id(&request.get_ref().id, "id")?;
         let endpoint = self.core.webhooks.delete(caller.user_id, id).await?;
         tracing::info!(webhook = %endpoint.id, "webhook deleted");
+        let keys = self.keys(caller.user_id).await?;
         Ok(Response::new(pb::DeleteWebhookResponse {
-            webhook: Some(webhook(endpoint)),
+            webhook: Some(webhook(endpoint, &keys)),
         }))
     }
 
@@ -117,8 +160,9 @@ impl WebhookService for WebhookApi {
         let id = webhook_id(&request.get_ref().id, "id")?;
         let (endpoint, secret) = self.core.webhooks.rotate_secret(caller.user_id, id).await?;
         tracing::info!(webhook = %endpoint.id, "webhook secret rotated");
+        let keys = self.keys(caller.user_id).await?;
         Ok(Response::new(pb::RotateWebhookSecretResponse {
-            webhook: Some(webhook(endpoint)),
+            webhook: Some(webhook(endpoint, &keys)),
             secret: secret.expose().to_owned(),
         }))
     }
@@ -151,6 +195,23 @@ impl WebhookService for WebhookApi {
         tracing::info!(webhook = %req.webhook_id, replayed, "webhook deliveries replayed");
         Ok(Response::new(pb::ReplayWebhookDeliveriesResponse {
             replayed: u32::try_from(replayed).unwrap_or(u32::MAX),
+        }))
+    }
+
+    async fn enable_webhook(
+        &self,
+        request: Request<pb::EnableWebhookRequest>,
+    ) -> Result<Response<pb::EnableWebhookResponse>, Status> {
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::EnableWebhook)
+            .await?;
+        let id = webhook_id(&request.get_ref().id, "id")?;
+        let endpoint = self.core.webhooks.enable(&caller, id).await?;
+        tracing::info!(webhook = %endpoint.id, "webhook enabled");
+        let keys = self.keys(caller.user_id).await?;
+        Ok(Response::new(pb::EnableWebhookResponse {
+            webhook: Some(webhook(endpoint, &keys)),
         }))
     }
 }

@@ -21,6 +21,16 @@ pub struct WebhooksConfig {
     pub max_retry_interval_secs: u64,
     /// How long an endpoint has to answer an attempt, in seconds.
     pub timeout_secs: u64,
+    /// The most deliveries to one endpoint in flight at once, over every core: an endpoint
+    /// that is slow or never answers holds this many, and the others go on being served.
+    pub max_in_flight_per_endpoint: u64,
+    /// An endpoint whose every attempt has failed for this long, in seconds, is disabled
+    /// (5 days), until its owner enables it again.
+    pub disable_after_secs: u64,
+    /// The most deliveries one replay call puts back in line.
+    pub replay_max_per_call: u64,
+    /// The most deliveries a user may replay in any hour.
+    pub replay_max_per_hour: u64,
 }
 
 impl Default for WebhooksConfig {
@@ -31,6 +41,10 @@ impl Default for WebhooksConfig {
             first_retry_ms: 5_000,
             max_retry_interval_secs: 3600,
             timeout_secs: 10,
+            max_in_flight_per_endpoint: 4,
+            disable_after_secs: 5 * 24 * 3600,
+            replay_max_per_call: 100,
+            replay_max_per_hour: 1000,
         }
     }
 }
@@ -44,6 +58,11 @@ impl WebhooksConfig {
     /// `timeout_secs`.
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.timeout_secs.max(1))
+    }
+
+    /// `disable_after_secs`.
+    pub fn disable_after(&self) -> Duration {
+        Duration::from_secs(self.disable_after_secs)
     }
 
     /// Checks the values; an error names the setting.
@@ -63,6 +82,22 @@ impl WebhooksConfig {
         anyhow::ensure!(
             (1..=60).contains(&self.timeout_secs),
             "webhooks.timeout_secs must be 1 to 60"
+        );
+        anyhow::ensure!(
+            (1..=64).contains(&self.max_in_flight_per_endpoint),
+            "webhooks.max_in_flight_per_endpoint must be 1 to 64"
+        );
+        anyhow::ensure!(
+            self.disable_after_secs > 0,
+            "webhooks.disable_after_secs must be at least 1"
+        );
+        anyhow::ensure!(
+            (1..=500).contains(&self.replay_max_per_call),
+            "webhooks.replay_max_per_call must be 1 to 500"
+        );
+        anyhow::ensure!(
+            self.replay_max_per_hour >= self.replay_max_per_call,
+            "webhooks.replay_max_per_hour must not be below webhooks.replay_max_per_call"
         );
         Ok(())
     }

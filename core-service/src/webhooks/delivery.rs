@@ -1,7 +1,13 @@
 //! The delivery worker every core runs: it leases due deliveries (one core per delivery),
 //! POSTs each, signed, to its endpoint, and notes the answer: a 2xx delivers it; anything
 //! else (another status, no answer within `webhooks.timeout_secs`, a refused address) is
-//! retried after a growing wait until its retry window closes, then dead-lettered.
+//! retried after a growing wait until its retry window closes, then dead-lettered. An
+//! endpoint that has failed without a break for `webhooks.disable_after_secs` is disabled.
+//!
+//! Delivery is fair: leases go round-robin across endpoints, at most
+//! `webhooks.max_in_flight_per_endpoint` in flight at each (over every core), and a slot is
+//! filled again as soon as its attempt ends, so an endpoint that never answers holds its own
+//! few slots and nobody waits for its slowest delivery.
 //!
 //! A core that dies mid-attempt leaves its lease to run out; another core then sends the
 //! delivery again, with the same `webhook-id`: receivers deduplicate by it (at least once).
@@ -10,7 +16,7 @@ use std::{future::Future, sync::Arc, time::Duration};
 
 use backon::BackoffBuilder as _;
 use chrono::Utc;
-use futures::StreamExt as _;
+use futures::{StreamExt as _, stream::FuturesUnordered};
 use uuid::Uuid;
 
 use super::{WebhooksConfig, signing, targets};
@@ -21,12 +27,12 @@ use walletops_store::{FailedAttempt, Store};
 /// How a record becomes a delivery's body: the JSON `GET /tx/{id}` gives.
 pub type Render = Arc<dyn Fn(TransactionRecord) -> Vec<u8> + Send + Sync>;
 
-/// How often due deliveries are looked for.
+/// How often due deliveries are looked for when no attempt has ended meanwhile.
 const POLL_EVERY: Duration = Duration::from_millis(200);
 
-/// Deliveries leased, and attempted at once, per core: every attempt of a batch starts with
-/// it, so one lease covers one attempt's time.
-const BATCH: u64 = 16;
+/// Attempts in flight at once per core. Each is leased as its slot frees, so one lease
+/// covers one attempt's time.
+const IN_FLIGHT: usize = 32;
 
 /// A lease outlives an attempt by this much.
 const LEASE_MARGIN: Duration = Duration::from_secs(10);
@@ -58,6 +64,8 @@ enum Failure {
     Internal(WalletOpsError),
     /// The endpoint was deleted since the lease, and its deliveries with it: nothing to do.
     Gone,
+    /// The endpoint was disabled since the lease: the delivery waits, pending.
+    Disabled,
 }
 
 impl Deliverer {
@@ -73,6 +81,9 @@ impl Deliverer {
             .connect_timeout(config.timeout())
             // A redirect could lead anywhere, inside the network too: never followed.
             .redirect(reqwest::redirect::Policy::none())
+            // A proxy from the environment would make the request for us, to wherever it
+            // resolves the name: the target checks would guard nothing.
+            .no_proxy()
             .user_agent(concat!("WalletOps-Webhooks/", env!("CARGO_PKG_VERSION")));
         if !config.allow_private_targets {
             client = client.dns_resolver(Arc::new(targets::PublicOnly));
@@ -92,34 +103,46 @@ impl Deliverer {
         let mut tick = tokio::time::interval(POLL_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(stop);
+        let mut running = FuturesUnordered::new();
         loop {
+            let free = IN_FLIGHT.saturating_sub(running.len());
+            if free > 0 {
+                for delivery in self.lease(free).await {
+                    running.push(self.attempt(delivery));
+                }
+            }
+            // Whichever comes first: an attempt ends (its slot is filled at once), the next
+            // look for due deliveries, or the stop.
             tokio::select! {
+                Some(()) = running.next(), if !running.is_empty() => {}
                 _ = tick.tick() => {}
                 () = &mut stop => break,
             }
-            // A full batch: more are likely due.
-            while matches!(self.round().await, Ok(leased) if leased as u64 >= BATCH) {}
         }
+        // Attempts cut short are sent again under the same `webhook-id`, by whichever core
+        // leases them next.
+        drop(running);
         if let Err(e) = self.store.release_delivery_leases(self.owner).await {
             tracing::warn!(error = %e, "giving up webhook delivery leases failed");
         }
     }
 
-    /// Leases a batch of due deliveries and attempts each; how many it leased.
-    async fn round(&self) -> Result<usize, WalletOpsError> {
+    /// Leases up to `free` due deliveries, fairly across endpoints.
+    async fn lease(&self, free: usize) -> Vec<WebhookDelivery> {
         let now = Utc::now();
         let lease = chrono::TimeDelta::from_std(self.config.timeout() + LEASE_MARGIN)
             .unwrap_or(chrono::TimeDelta::MAX);
-        let leased = self
-            .store
-            .lease_deliveries(self.owner, now, now + lease, BATCH)
+        self.store
+            .lease_deliveries(
+                self.owner,
+                now,
+                now + lease,
+                free as u64,
+                self.config.max_in_flight_per_endpoint,
+            )
             .await
-            .inspect_err(|e| tracing::warn!(error = %e, "leasing webhook deliveries failed"))?;
-        let count = leased.len();
-        futures::stream::iter(leased)
-            .for_each_concurrent(None, |delivery| self.attempt(delivery))
-            .await;
-        Ok(count)
+            .inspect_err(|e| tracing::warn!(error = %e, "leasing webhook deliveries failed"))
+            .unwrap_or_default()
     }
 
     /// One attempt at `delivery`, and its outcome noted.
@@ -129,14 +152,18 @@ impl Deliverer {
         let outcome = match self.send(&delivery).await {
             Ok(status) => self
                 .store
-                .delivered(self.owner, delivery.id, status)
+                .delivered(self.owner, delivery.id, delivery.endpoint_id, status)
                 .await
                 .map(|()| "delivered")
                 .map_err(WalletOpsError::from),
             Err(Failure::Endpoint { status, error }) => {
                 let wait = retry_wait(&self.config, delivery.attempts);
-                let next_attempt_at = Utc::now()
-                    + chrono::TimeDelta::from_std(wait).unwrap_or(chrono::TimeDelta::MAX);
+                let now = Utc::now();
+                let next_attempt_at =
+                    now + chrono::TimeDelta::from_std(wait).unwrap_or(chrono::TimeDelta::MAX);
+                let disable_if_failing_since = now
+                    - chrono::TimeDelta::from_std(self.config.disable_after())
+                        .unwrap_or(chrono::TimeDelta::MAX);
                 tracing::info!(
                     delivery = %delivery.id, endpoint = %delivery.endpoint_id, %error,
                     "webhook delivery failed",
@@ -149,14 +176,34 @@ impl Deliverer {
                             status,
                             error,
                             next_attempt_at,
+                            disable_if_failing_since,
                         },
                     )
                     .await
-                    .map(|dead| if dead { "dead_lettered" } else { "retried" })
+                    .map(|noted| {
+                        if noted.endpoint_disabled {
+                            tracing::warn!(
+                                endpoint = %delivery.endpoint_id,
+                                failing_for_secs = self.config.disable_after_secs,
+                                "webhook endpoint disabled: every attempt failed for webhooks.disable_after_secs",
+                            );
+                        }
+                        if noted.dead { "dead_lettered" } else { "retried" }
+                    })
                     .map_err(WalletOpsError::from)
             }
             Err(Failure::Internal(e)) => Err(e),
             Err(Failure::Gone) => return,
+            Err(Failure::Disabled) => {
+                if let Err(e) = self
+                    .store
+                    .release_delivery_lease(self.owner, delivery.id)
+                    .await
+                {
+                    tracing::warn!(delivery = %delivery.id, error = %e, "giving up a webhook delivery lease failed");
+                }
+                return;
+            }
         };
         match outcome {
             Ok(outcome) => crate::metrics::webhook_attempt(event_type, outcome, started.elapsed()),
@@ -177,6 +224,10 @@ impl Deliverer {
         else {
             return Err(Failure::Gone);
         };
+        // Revoked with its key (or failing too long) since the lease: not one more request.
+        if endpoint.disabled.is_some() {
+            return Err(Failure::Disabled);
+        }
         let endpoint_error = |error: String| Failure::Endpoint {
             status: None,
             error,

@@ -17,12 +17,13 @@ use uuid::Uuid;
 pub use config::WebhooksConfig;
 
 use crate::{
+    auth::{Caller, Credential},
     error::{Result, WalletOpsError},
     signer::Keystore,
 };
 use walletops_domain::secret::Secret;
-use walletops_domain::{DeliveryState, TxStatus, WebhookDelivery, WebhookEndpoint};
-use walletops_store::{NewEndpoint, Store, StoreError};
+use walletops_domain::{DeliveryState, EndpointMaker, TxStatus, WebhookDelivery, WebhookEndpoint};
+use walletops_store::{NewEndpoint, ReplayCap, Store, StoreError};
 
 /// The most endpoints one user may register.
 pub const MAX_ENDPOINTS: u64 = 20;
@@ -45,11 +46,35 @@ impl Webhooks {
         }
     }
 
-    /// Registers `new` for `user_id`: its URL must reach a public address (unless private
-    /// targets are allowed). The endpoint and its secret, shown this once.
+    /// Registers `new` for `caller`, as made by the key or session it called with: its URL
+    /// must reach a public address (unless private targets are allowed). The endpoint and its
+    /// secret, shown this once.
     pub async fn create(
         &self,
+        caller: &Caller,
+        new: NewWebhook,
+    ) -> Result<(WebhookEndpoint, Secret)> {
+        let maker = match caller.credential {
+            Credential::Key { id, .. } => EndpointMaker::Key(id),
+            Credential::Session { id } => EndpointMaker::Session(id),
+        };
+        self.register(caller.user_id, maker, new).await
+    }
+
+    /// Registers `new` for `user_id` as its owner (the command line): no key's revocation
+    /// disables it.
+    pub async fn create_for_owner(
+        &self,
         user_id: Uuid,
+        new: NewWebhook,
+    ) -> Result<(WebhookEndpoint, Secret)> {
+        self.register(user_id, EndpointMaker::Owner, new).await
+    }
+
+    async fn register(
+        &self,
+        user_id: Uuid,
+        created_by: EndpointMaker,
         new: NewWebhook,
     ) -> Result<(WebhookEndpoint, Secret)> {
         let url = targets::check(new.url.as_str(), self.config.allow_private_targets)
@@ -61,6 +86,8 @@ impl Webhooks {
             url,
             event_types: new.event_types,
             created_at: Utc::now(),
+            created_by,
+            disabled: None,
         };
         let (secret, sealed) = self.new_secret(endpoint.id).await?;
         let endpoint = self
@@ -119,14 +146,48 @@ impl Webhooks {
     }
 
     /// Puts the dead deliveries `req` names back in line with a new retry window; how many.
+    /// Naming more than `webhooks.replay_max_per_call` is refused, naming none replays that
+    /// many at most (the oldest), and past `webhooks.replay_max_per_hour` the user's replays
+    /// wait: each sends every delivery again, to a receiver that may not want them all.
     pub async fn replay(&self, user_id: Uuid, req: &ReplayRequest) -> Result<u64> {
-        let retry_until = Utc::now()
+        let per_call = self.config.replay_max_per_call;
+        if req.delivery_ids.len() as u64 > per_call {
+            return Err(WalletOpsError::invalid(
+                "delivery_ids",
+                format!("at most {per_call} deliveries per replay (webhooks.replay_max_per_call)"),
+            ));
+        }
+        let now = Utc::now();
+        let retry_until = now
             + chrono::TimeDelta::from_std(self.config.retry_for())
                 .unwrap_or(chrono::TimeDelta::MAX);
+        let cap = ReplayCap {
+            per_call,
+            per_hour: self.config.replay_max_per_hour,
+            now,
+        };
         Ok(self
             .store
-            .replay_deliveries(user_id, req.webhook_id, &req.delivery_ids, retry_until)
+            .replay_deliveries(user_id, req.webhook_id, &req.delivery_ids, retry_until, cap)
             .await?)
+    }
+
+    /// Enables `caller`'s endpoint `id` again. Only the owner may, signed in to the
+    /// dashboard: an API key is refused, so a key revoked for a leak (whose endpoints were
+    /// disabled with it) cannot be followed by another key of its line turning them back on.
+    pub async fn enable(&self, caller: &Caller, id: Uuid) -> Result<WebhookEndpoint> {
+        match caller.credential {
+            Credential::Key { .. } => Err(WalletOpsError::Forbidden(
+                "only the owner may enable a webhook again, from the dashboard or the CLI; an API key may not"
+                    .to_owned(),
+            )),
+            Credential::Session { .. } => self.enable_for_owner(caller.user_id, id).await,
+        }
+    }
+
+    /// Enables `user_id`'s endpoint `id` again, for its owner (the command line).
+    pub async fn enable_for_owner(&self, user_id: Uuid, id: Uuid) -> Result<WebhookEndpoint> {
+        Ok(self.store.enable_endpoint(user_id, id).await?)
     }
 
     /// The delivery worker of this core, rendering bodies with `render`.

@@ -1,6 +1,6 @@
 //! The web dashboard under `/dashboard`: server-rendered pages (askama templates embedded
 //! in the binary, a few lines of optional JavaScript) over the core's `DashboardService`,
-//! `ApiKeyService`, `ApprovalService` and nothing else.
+//! `ApiKeyService`, `ApprovalService`, `WebhookService` and nothing else.
 //!
 //! Like the API routes, a page only translates: form fields and cookies become a request
 //! message and metadata (`x-session-token`, `x-csrf-token`, `x-client-address`), the core
@@ -14,6 +14,7 @@
 //! - `policy`: a key's policy rules, shown on its limits page.
 //! - `approvals`: writes held for approval, approved or rejected here.
 //! - `views`: the wallets and transactions pages.
+//! - `webhooks`: the Webhooks page, an endpoint's deliveries.
 //! - `format`: amounts, times and labels as the pages show them.
 
 mod approvals;
@@ -23,6 +24,7 @@ mod keys;
 mod limits;
 mod policy;
 mod views;
+mod webhooks;
 
 use std::net::SocketAddr;
 
@@ -46,6 +48,7 @@ use walletops_proto::{
         self as pb, api_key_service_client::ApiKeyServiceClient,
         approval_service_client::ApprovalServiceClient,
         dashboard_service_client::DashboardServiceClient,
+        webhook_service_client::WebhookServiceClient,
     },
 };
 
@@ -71,6 +74,7 @@ pub(crate) struct Dashboard {
     sessions: DashboardServiceClient<CoreChannel>,
     keys: ApiKeyServiceClient<CoreChannel>,
     approvals: ApprovalServiceClient<CoreChannel>,
+    webhooks: WebhookServiceClient<CoreChannel>,
     secure_cookies: bool,
 }
 
@@ -79,7 +83,8 @@ pub(crate) fn router(core: CoreChannel, secure_cookies: bool) -> Router {
     let state = Dashboard {
         sessions: DashboardServiceClient::new(core.clone()),
         keys: ApiKeyServiceClient::new(core.clone()),
-        approvals: ApprovalServiceClient::new(core),
+        approvals: ApprovalServiceClient::new(core.clone()),
+        webhooks: WebhookServiceClient::new(core),
         secure_cookies,
     };
     Router::new()
@@ -115,6 +120,24 @@ pub(crate) fn router(core: CoreChannel, secure_cookies: bool) -> Router {
         .route(
             "/approvals/{id}/reject",
             axum::routing::post(approvals::reject),
+        )
+        .route("/webhooks", get(webhooks::list))
+        .route("/webhooks/{id}", get(webhooks::deliveries))
+        .route(
+            "/webhooks/{id}/delete",
+            axum::routing::post(webhooks::delete),
+        )
+        .route(
+            "/webhooks/{id}/rotate",
+            axum::routing::post(webhooks::rotate),
+        )
+        .route(
+            "/webhooks/{id}/enable",
+            axum::routing::post(webhooks::enable),
+        )
+        .route(
+            "/webhooks/{id}/replay",
+            axum::routing::post(webhooks::replay),
         )
         .route("/assets/dashboard.css", get(stylesheet))
         .route("/assets/dashboard.js", get(script))

@@ -40,15 +40,47 @@ pub(crate) struct WebhookJson {
     pub(crate) event_types: Vec<String>,
     /// Registered at, ISO 8601 UTC.
     pub(crate) created_at: String,
+    /// Who registered it: `apiKey` (see `createdByKey`), `dashboard` or `owner` (the CLI).
+    pub(crate) created_by: &'static str,
+    /// The prefix of the API key that registered it; revoking that key disables it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) created_by_key: Option<String>,
+    /// `enabled` or `disabled`.
+    pub(crate) state: &'static str,
+    /// Why it is disabled: `keyRevoked` or `failing`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) disabled_reason: Option<&'static str>,
+    /// Disabled at, ISO 8601 UTC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) disabled_at: Option<String>,
 }
 
 impl From<pb::Webhook> for WebhookJson {
     fn from(w: pb::Webhook) -> Self {
+        let created_by = match pb::WebhookCreator::try_from(w.created_by) {
+            Ok(pb::WebhookCreator::ApiKey) => "apiKey",
+            Ok(pb::WebhookCreator::Dashboard) => "dashboard",
+            Ok(pb::WebhookCreator::Owner | pb::WebhookCreator::Unspecified) | Err(_) => "owner",
+        };
+        let state = match pb::WebhookState::try_from(w.state) {
+            Ok(pb::WebhookState::Disabled) => "disabled",
+            _ => "enabled",
+        };
+        let disabled_reason = match pb::WebhookDisabledReason::try_from(w.disabled_reason) {
+            Ok(pb::WebhookDisabledReason::KeyRevoked) => Some("keyRevoked"),
+            Ok(pb::WebhookDisabledReason::Failing) => Some("failing"),
+            _ => None,
+        };
         Self {
             id: w.id,
             url: w.url,
             event_types: w.event_types,
             created_at: iso_or_empty(w.created_at),
+            created_by,
+            created_by_key: w.created_by_key_prefix,
+            state,
+            disabled_reason,
+            disabled_at: iso(w.disabled_at),
         }
     }
 }

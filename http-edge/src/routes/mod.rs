@@ -61,6 +61,7 @@ fn v1_routes() -> OpenApiRouter<Edge> {
         .routes(at("GET /webhooks",                   routes!(webhooks::list_webhooks)))  // ListWebhooks
         .routes(at("DELETE /webhooks/{id}",           routes!(webhooks::delete_webhook))) // DeleteWebhook
         .routes(at("POST /webhooks/{id}/rotate-secret", routes!(webhooks::rotate_webhook_secret))) // RotateWebhookSecret
+        .routes(at("POST /webhooks/{id}/enable",      routes!(webhooks::enable_webhook))) // EnableWebhook
         .routes(at("GET /webhooks/{id}/deliveries",   routes!(webhooks::list_webhook_deliveries))) // ListWebhookDeliveries
         .routes(at("POST /webhooks/{id}/deliveries/replay", routes!(webhooks::replay_webhook_deliveries))) // ReplayWebhookDeliveries
         .routes(at("GET /approvals",                  routes!(approvals::list_approvals))) // ListApprovals

@@ -82,6 +82,24 @@ pub(super) async fn rotate_webhook_secret(
     Ok(Json(resp.into_inner().into()))
 }
 
+#[utoipa::path(post, path = "/webhooks/{id}/enable", tag = "webhooks",
+    params(("id" = uuid::Uuid, Path, description = "Endpoint id")),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "Enabled again: its pending deliveries are sent, and new events delivered", body = WebhookJson),
+        (status = 403, description = "Always, for an API key: only the owner may enable an endpoint, from the dashboard or the CLI", body = ErrorBody),
+        (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
+    ))]
+pub(super) async fn enable_webhook(
+    State(mut edge): State<Edge>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<WebhookJson>, EdgeError> {
+    let req = Ok(pb::EnableWebhookRequest { id });
+    let resp = edge.webhooks.enable_webhook(call(&headers, req)?).await?;
+    Ok(Json(resp.into_inner().webhook.into()))
+}
+
 #[utoipa::path(get, path = "/webhooks/{id}/deliveries", tag = "webhooks",
     params(("id" = uuid::Uuid, Path, description = "Endpoint id"), DeliveriesQuery),
     security(("api_key" = [])),
@@ -123,6 +141,8 @@ pub(super) async fn list_webhook_deliveries(
     security(("api_key" = [])),
     responses(
         (status = 200, description = "How many dead deliveries are pending again (same webhook-id, a new retry window)", body = ReplayJson),
+        (status = 400, description = "More deliveries named than webhooks.replay_max_per_call", body = ErrorBody),
+        (status = 429, description = "The user's replays of the hour reached webhooks.replay_max_per_hour; Retry-After says when", body = ErrorBody),
         (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
     ))]
 pub(super) async fn replay_webhook_deliveries(

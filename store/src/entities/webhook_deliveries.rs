@@ -24,6 +24,7 @@ pub(crate) struct Model {
     pub(crate) last_attempt_at: Option<DateTimeUtc>,
     pub(crate) delivered_at: Option<DateTimeUtc>,
     pub(crate) created_at: DateTimeUtc,
+    pub(crate) replayed_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

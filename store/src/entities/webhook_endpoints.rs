@@ -14,6 +14,11 @@ pub(crate) struct Model {
     pub(crate) secret_nonce: Vec<u8>,
     pub(crate) secret_ciphertext: Vec<u8>,
     pub(crate) created_at: DateTimeUtc,
+    pub(crate) created_by_key: Option<Uuid>,
+    pub(crate) created_by_session: Option<Uuid>,
+    pub(crate) disabled_at: Option<DateTimeUtc>,
+    pub(crate) disabled_reason: Option<String>,
+    pub(crate) failing_since: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -4,7 +4,10 @@
 //! across cores, dead-lettered and replayed.
 
 mod delivery;
+mod fairness;
 mod management;
+mod ownership;
+mod targets;
 
 use alloy::primitives::utils::parse_ether;
 use serde_json::json;
