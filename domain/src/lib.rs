@@ -1,6 +1,7 @@
 //! Plain typed values of the domain, shared by every layer: chain families and addresses
 //! (alloy `Address`, Solana `Pubkey`), amounts, wallets, users, API keys, transaction
-//! records, submissions and writes held for approval; files only this user may read
+//! records, submissions and writes held for approval; text read from a chain, cleaned
+//! (`chain_text`); files only this user may read
 //! (`files`); configured secrets (`secret`). No I/O beyond those files and no rule that
 //! needs the store: `walletops-store` reads rows into these types, so this crate sits under
 //! every other crate of the service and depends on none of them.
@@ -11,6 +12,7 @@ pub mod secret;
 mod account;
 mod approval;
 mod chain;
+mod chain_text;
 mod effects;
 mod key_policy;
 mod spend;
@@ -23,6 +25,7 @@ pub use account::{
 };
 pub use approval::{Approval, ApprovalState, Decision, HeldWrite};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
+pub use chain_text::{MESSAGE_CHARS, SYMBOL_CHARS, chain_text};
 pub use effects::{Asset, Effects, Flow, Grant, GrantKind};
 pub use key_policy::{Allowed, PolicyRule, RuleKind};
 pub use spend::{NATIVE_ASSET, Spend, SpendLimit, SpendStanding, asset_name};

@@ -61,12 +61,7 @@ pub async fn call_with_notes(
     tool: &str,
     arguments: Value,
 ) -> anyhow::Result<(bool, Value, Vec<String>)> {
-    let result: CallToolResult = client
-        .call_tool(
-            CallToolRequestParams::new(tool.to_owned())
-                .with_arguments(arguments.as_object().cloned().unwrap_or_default()),
-        )
-        .await?;
+    let result = call_raw(client, tool, arguments).await?;
     let mut texts = result.content.iter().map(|c| match c {
         ContentBlock::Text(t) => Ok(t.text.clone()),
         other => anyhow::bail!("{tool}: content that is not text: {other:?}"),
@@ -80,6 +75,20 @@ pub async fn call_with_notes(
         serde_json::from_str(&json)?,
         notes,
     ))
+}
+
+/// Calls `tool` with `arguments`; the whole result, `_meta` included.
+pub async fn call_raw(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+) -> anyhow::Result<CallToolResult> {
+    Ok(client
+        .call_tool(
+            CallToolRequestParams::new(tool.to_owned())
+                .with_arguments(arguments.as_object().cloned().unwrap_or_default()),
+        )
+        .await?)
 }
 
 /// Calls `tool`, which must succeed; its JSON.

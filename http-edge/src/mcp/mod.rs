@@ -10,6 +10,7 @@
 //! - `stdio`: `walletops mcp`, a stdio server for desktop agents that calls a service's
 //!   `/mcp`.
 
+mod chain_data;
 mod gate;
 mod inputs;
 pub(crate) mod stdio;
@@ -150,7 +151,12 @@ fn tool_call<T: Default>(
 /// (the model reads its `code`).
 fn answer<T: Serialize>(result: Result<T, EdgeError>, headers: &HeaderMap) -> CallToolResult {
     match result {
-        Ok(value) => CallToolResult::structured(serde_json::to_value(value).unwrap_or_default()),
+        Ok(value) => {
+            let body = serde_json::to_value(value).unwrap_or_default();
+            let mut result = CallToolResult::structured(body.clone());
+            chain_data::mark(&mut result, &body);
+            result
+        }
         Err(e) => {
             let told = e.told();
             let code = told.code;
@@ -167,6 +173,16 @@ fn answer<T: Serialize>(result: Result<T, EdgeError>, headers: &HeaderMap) -> Ca
                 serde_json::to_string(&body).unwrap_or_default(),
             )]);
             result.structured_content = serde_json::to_value(&body).ok();
+            // These errors quote the node's or the contract's words.
+            let from_chain = matches!(
+                code,
+                walletops_proto::ErrorCode::SendFailed
+                    | walletops_proto::ErrorCode::InsufficientFunds
+                    | walletops_proto::ErrorCode::ProviderRpcError
+            );
+            if let Some(body) = result.structured_content.clone().filter(|_| from_chain) {
+                chain_data::mark(&mut result, &body);
+            }
             result
         }
     }

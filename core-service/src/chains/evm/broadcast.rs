@@ -28,7 +28,9 @@ pub enum Rejection {
 }
 
 /// Classifies a node's refusal by its message; node implementations agree on these phrases.
+/// The message kept is bounded and cleaned (`chain_text`): a node's words are the chain's.
 pub(super) fn classify(message: &str) -> Rejection {
+    let message = &walletops_domain::chain_text(message, walletops_domain::MESSAGE_CHARS);
     let m = message.to_ascii_lowercase();
     if m.contains("nonce too low")
         || m.contains("nonce is too low")

@@ -187,17 +187,21 @@ const MULTICALL_RECHECK: Duration = Duration::from_secs(600);
 /// error: a shortfall is INSUFFICIENT_FUNDS, anything else (a revert, mostly) SEND_FAILED
 /// with the node's words and revert data.
 fn would_fail(payload: &alloy::rpc::json_rpc::ErrorPayload) -> WalletOpsError {
-    let message = payload.message.to_string();
-    match classify(&message) {
+    match classify(&payload.message) {
         Rejection::InsufficientFunds(m) => WalletOpsError::InsufficientFunds(format!(
             "the sender cannot pay for this transaction: {m}"
         )),
-        _ => WalletOpsError::SendFailed(format!(
+        Rejection::NonceTooLow(message)
+        | Rejection::Underpriced(message)
+        | Rejection::Other(message) => WalletOpsError::SendFailed(format!(
             "the transaction would fail: {message}{}",
             payload
                 .data
                 .as_ref()
-                .map(|d| format!(" (revert data {})", d.get()))
+                .map(|d| format!(
+                    " (revert data {})",
+                    walletops_domain::chain_text(d.get(), walletops_domain::MESSAGE_CHARS)
+                ))
                 .unwrap_or_default()
         )),
     }

@@ -239,13 +239,20 @@ async fn timeout<T>(
 }
 
 /// The refusal of a call the simulation saw revert.
+/// The reason is the contract's own words: bounded and cleaned (`chain_text`), as is the
+/// data shown.
 fn reverted(why: &str, data: &Bytes) -> WalletOpsError {
+    use walletops_domain::{MESSAGE_CHARS, chain_text};
     WalletOpsError::SendFailed(format!(
-        "the transaction would fail: {why}{}",
+        "the transaction would fail: {}{}",
+        chain_text(why, MESSAGE_CHARS),
         if data.is_empty() {
             String::new()
         } else {
-            format!(" (revert data {data})")
+            format!(
+                " (revert data {})",
+                chain_text(&data.to_string(), MESSAGE_CHARS)
+            )
         }
     ))
 }

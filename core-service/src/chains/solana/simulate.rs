@@ -77,12 +77,19 @@ impl SolanaClient {
         if let Some(err) = result.err {
             let logs = result.logs.unwrap_or_default();
             let tail = &logs[logs.len().saturating_sub(LOG_LINES)..];
+            // Program logs are the programs' own words: bounded and cleaned.
             return Err(WalletOpsError::SendFailed(format!(
                 "the transaction would fail: {err}{}",
                 if tail.is_empty() {
                     String::new()
                 } else {
-                    format!(" (logs: {})", tail.join(" | "))
+                    format!(
+                        " (logs: {})",
+                        walletops_domain::chain_text(
+                            &tail.join(" | "),
+                            walletops_domain::MESSAGE_CHARS
+                        )
+                    )
                 }
             )));
         }
