@@ -152,6 +152,50 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
     )
 }
 
+/// Redirects followed, within one origin: credentials travel in headers (`x-api-key`,
+/// `Authorization`, `privy-app-id`) that reqwest would carry to any host, so a redirect to
+/// another scheme, host or port is not followed (its 3xx answer is a failure) and the
+/// credentials never leave for a host the operator did not name.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first();
+        let same = first.is_some_and(|first| {
+            first.scheme() == attempt.url().scheme()
+                && first.host_str() == attempt.url().host_str()
+                && first.port_or_known_default() == attempt.url().port_or_known_default()
+        });
+        if same && attempt.previous().len() < MAX_REDIRECTS {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
+}
+
+/// Redirects followed in a row at most.
+const MAX_REDIRECTS: usize = 5;
+
+/// Refuses `url` as the base URL of an external API (`option`) unless it is https, or http
+/// on a loopback host (a local fake or a sidecar): over plain http the credentials would
+/// cross the network in clear.
+pub(crate) fn check_base_url(option: &str, url: &url::Url) -> anyhow::Result<()> {
+    let loopback = match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match url.scheme() {
+        "https" if url.has_host() => Ok(()),
+        "http" if loopback => Ok(()),
+        "http" => anyhow::bail!(
+            "{option} must be an https URL: plain http is allowed on loopback only (the \
+             credentials would cross the network in clear)"
+        ),
+        _ => anyhow::bail!("{option} must be an https URL"),
+    }
+}
+
 /// The longest upstream message passed on to a caller.
 const MAX_MESSAGE_CHARS: usize = 300;
 
@@ -167,6 +211,7 @@ impl Upstream {
             .connect_timeout(policy.connect_timeout)
             .timeout(policy.timeout)
             .user_agent(concat!("walletops/", env!("CARGO_PKG_VERSION")))
+            .redirect(same_origin_redirects())
             .build()?;
         Ok(Self {
             name,
@@ -393,5 +438,93 @@ mod tests {
         let wait = parse_retry_after(&later).expect("a date");
         assert!(wait > Duration::from_secs(100) && wait <= Duration::from_secs(120));
         assert_eq!(parse_retry_after("soon"), None);
+    }
+
+    #[test]
+    fn base_urls_are_https_or_loopback_http() {
+        let ok = |u: &str| check_base_url("trade.evm.base_url", &u.parse().expect("url"));
+        assert!(ok("https://api.1inch.dev").is_ok());
+        assert!(ok("http://127.0.0.1:9/1inch").is_ok());
+        assert!(ok("http://localhost:8080").is_ok());
+        assert!(ok("http://[::1]:8080").is_ok());
+        let err = ok("http://aggregator.example.com").expect_err("plain http");
+        assert!(err.to_string().contains("trade.evm.base_url"), "{err}");
+        assert!(ok("http://10.0.0.5").is_err());
+        assert!(ok("ftp://x").is_err());
+    }
+
+    /// A server on `listener` that answers every request with `status` and `location`,
+    /// noting the `x-api-key` it was sent.
+    async fn serve(
+        listener: tokio::net::TcpListener,
+        status: u16,
+        location: Option<String>,
+        seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    ) {
+        let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+            let (location, seen) = (location.clone(), seen.clone());
+            async move {
+                seen.lock().expect("seen").push(
+                    headers
+                        .get("x-api-key")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned(),
+                );
+                let mut response = axum::response::Response::new(axum::body::Body::from("{}"));
+                *response.status_mut() = StatusCode::from_u16(status).expect("status");
+                if let Some(location) = location {
+                    response
+                        .headers_mut()
+                        .insert("location", location.parse().expect("location"));
+                }
+                response
+            }
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+    }
+
+    #[tokio::test]
+    async fn credentials_follow_no_redirect_to_another_origin() {
+        let elsewhere = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let named = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let (elsewhere_url, named_url) = (
+            format!("http://{}/", elsewhere.local_addr().expect("addr")),
+            format!("http://{}/", named.local_addr().expect("addr")),
+        );
+        let (leaked, asked) = (std::sync::Arc::default(), std::sync::Arc::default());
+        serve(elsewhere, 200, None, std::sync::Arc::clone(&leaked)).await;
+        serve(
+            named,
+            302,
+            Some(elsewhere_url),
+            std::sync::Arc::clone(&asked),
+        )
+        .await;
+        let upstream = Upstream::new("1inch", "trade.evm.api_key", HttpPolicy::default(), |_| {
+            None
+        })
+        .expect("client");
+        let answer: Result<(Value, Value), _> = upstream
+            .read("quote", || {
+                upstream
+                    .http()
+                    .get(&named_url)
+                    .header("x-api-key", "SECRET")
+            })
+            .await;
+        assert!(
+            answer.is_err(),
+            "a redirect elsewhere is a failure: {answer:?}"
+        );
+        assert_eq!(*asked.lock().expect("asked"), ["SECRET"]);
+        assert!(
+            leaked.lock().expect("leaked").is_empty(),
+            "the key went to another origin"
+        );
     }
 }

@@ -185,6 +185,14 @@ fn trade_values_no_swap_could_use_are_refused_by_name() {
                 "trade.solana.base_url",
             ),
             (
+                "[trade.evm]\nbase_url = \"http://aggregator.example.com\"\n",
+                "trade.evm.base_url",
+            ),
+            (
+                "[provider]\nbase_url = \"http://10.0.0.5\"\n",
+                "provider.base_url",
+            ),
+            (
                 "[trade.solana]\nmax_fee_lamports = 0\n",
                 "trade.solana.max_fee_lamports",
             ),

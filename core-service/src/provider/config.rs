@@ -44,10 +44,7 @@ impl ProviderConfig {
 
     /// Refuses what no provider call could work with, naming the option (never its value).
     pub(crate) fn validate(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(
-            matches!(self.base_url.scheme(), "http" | "https") && self.base_url.has_host(),
-            "provider.base_url must be an http or https URL"
-        );
+        crate::upstream::check_base_url("provider.base_url", &self.base_url)?;
         anyhow::ensure!(
             self.app_id.is_empty() == self.app_secret.is_empty(),
             "provider.app_id and provider.app_secret go together: set both or neither"

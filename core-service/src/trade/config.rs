@@ -152,11 +152,7 @@ impl TradeConfig {
             ("trade.evm.base_url", &self.evm.base_url),
             ("trade.solana.base_url", &self.solana.base_url),
         ] {
-            // A `mailto:` or `file:` URL parses, but no HTTP client can call it.
-            anyhow::ensure!(
-                matches!(url.scheme(), "http" | "https") && url.has_host(),
-                "{option} must be an http or https URL"
-            );
+            crate::upstream::check_base_url(option, url)?;
         }
         let s = &self.solana;
         anyhow::ensure!(
