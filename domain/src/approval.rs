@@ -96,6 +96,9 @@ pub struct Approval {
     pub transaction_id: Option<Uuid>,
     /// Why an approved write was not made.
     pub error: Option<String>,
+    /// The sending wallet's address as it resolved when the write was held: approved, the
+    /// write is made from it. `None` for writes held before it was kept.
+    pub wallet: Option<String>,
 }
 
 /// A write to hold: what the store keeps of it.
@@ -121,6 +124,9 @@ pub struct HeldWrite {
     pub amount: U256,
     /// The threshold it exceeds.
     pub threshold: U256,
+    /// The sending wallet's address as it resolved when held: the write, approved, is made
+    /// from it.
+    pub wallet: String,
     /// What it does.
     pub summary: String,
     /// When it expires unless decided.

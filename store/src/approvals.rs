@@ -43,6 +43,7 @@ fn approval_of(m: approvals::Model) -> Result<Approval> {
         reason: m.reason,
         transaction_id: m.transaction_id,
         error: m.error,
+        wallet: m.wallet,
     })
 }
 
@@ -83,6 +84,7 @@ impl Store {
             transaction_id: Set(None),
             error: Set(None),
             lease_until: Set(None),
+            wallet: Set(Some(write.wallet.clone())),
         })
         .on_conflict(
             OnConflict::columns([approvals::Column::UserId, approvals::Column::IdempotencyKey])
@@ -305,6 +307,7 @@ mod tests {
             amount: U256::from(5000u64),
             threshold: U256::from(1000u64),
             summary: "send 5000 native".to_owned(),
+            wallet: "0x1111111111111111111111111111111111111111".to_owned(),
             expires_at: Utc::now() + expires_in,
         }
     }

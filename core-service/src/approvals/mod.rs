@@ -54,6 +54,8 @@ pub(crate) struct ToHold<'a> {
     pub request: Vec<u8>,
     /// What it does, in a sentence.
     pub summary: String,
+    /// The wallet it resolved to send from: approved, it is made from that one.
+    pub wallet: String,
 }
 
 impl Approvals {
@@ -103,6 +105,7 @@ impl Approvals {
             amount: what.spend.amount,
             threshold,
             summary: what.summary,
+            wallet: what.wallet,
             expires_at: Utc::now() + self.config.expire_after(),
         };
         let (approval, hash) = self.store.hold_write(&held).await?;

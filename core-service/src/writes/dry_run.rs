@@ -31,7 +31,7 @@ impl Core {
     /// before its verdict (a bad field, a revert, a shortfall) is this one's too.
     pub async fn simulate_write(&self, metadata: &MetadataMap, write: Write) -> Result<DryRun> {
         let caller = self.admit(metadata, Operation::SimulateWrite).await?;
-        let parsed = self.parse(&caller, &write).await?;
+        let parsed = self.parse(&caller, &write, None).await?;
         let prepared = self.build(&parsed).await?;
         let mut verdict = self
             .policy

@@ -187,7 +187,11 @@ impl Core {
             canonical,
             gate,
         };
-        let parsed = self.parse(caller, &write).await?;
+        let held_from = match gate {
+            Gate::Approved(approval) => approval.wallet.as_deref(),
+            Gate::Thresholds => None,
+        };
+        let parsed = self.parse(caller, &write, held_from).await?;
         self.run(step, ticket, parsed).await
     }
 
@@ -220,6 +224,7 @@ impl Core {
                             threshold: *threshold,
                             summary: summary(step.write, spend, from, prepared.effects()),
                             request: step.canonical.clone(),
+                            wallet: from.to_string(),
                         })
                         .await?;
                     return Ok(Written::Held(Box::new(approval)));

@@ -7,7 +7,7 @@ use crate::{
     Core,
     auth::Caller,
     chains::Chain,
-    error::Result,
+    error::{Result, WalletOpsError},
     policy::Act,
     requests::{ApproveRequest, CallRequest, SendRequest, SwapRequest, WriteRequest},
     transfers::Prepared,
@@ -65,7 +65,14 @@ impl Parsed {
 impl Core {
     /// Parses every field of `write` (all violations in one INVALID_INPUT) and resolves the
     /// wallet it acts on for `caller`.
-    pub(super) async fn parse(&self, caller: &Caller, write: &Write) -> Result<Parsed> {
+    /// `held_from`: the wallet an approved write resolved to when it was held, used in place
+    /// of what its request names (the default wallet may have changed since).
+    pub(super) async fn parse(
+        &self,
+        caller: &Caller,
+        write: &Write,
+        held_from: Option<&str>,
+    ) -> Result<Parsed> {
         let chains = &*self.chains;
         let request = match write {
             Write::Send(m) => Request::Send(SendRequest::parse(chains, m)?),
@@ -74,12 +81,21 @@ impl Core {
             Write::Swap(m) => Request::Swap(SwapRequest::parse(chains, m)?),
         };
         let parsed = request.parsed();
+        let family = parsed.chain().family();
+        let held = held_from
+            .map(|a| family.parse_address(a))
+            .transpose()
+            .map_err(|e| {
+                WalletOpsError::Internal(anyhow::anyhow!(
+                    "a held write's wallet is unreadable: {e}"
+                ))
+            })?;
         let wallet = self
             .wallets
             .resolve_delegated(
                 caller.user_id,
-                parsed.chain().family(),
-                parsed.from(),
+                family,
+                held.as_ref().or(parsed.from()),
                 "from",
             )
             .await?;

@@ -28,6 +28,7 @@ pub(crate) struct Model {
     pub(crate) transaction_id: Option<Uuid>,
     pub(crate) error: Option<String>,
     pub(crate) lease_until: Option<DateTimeUtc>,
+    pub(crate) wallet: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -336,7 +336,50 @@ async fn an_undecided_write_expires(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A held write that named no wallet goes, once approved, from the default wallet of when it
+/// was held: the approver decided on that wallet, whatever became the default since.
+async fn an_approved_write_goes_from_the_wallet_it_was_held_for(b: Backend) -> anyhow::Result<()> {
+    let Guarded {
+        anvil,
+        svc,
+        wallet,
+        key,
+    } = guarded(b, &[]).await?;
+    let api = svc.rest(&key);
+    let id = hold(&api, &uuid::Uuid::new_v4().to_string()).await?;
+    let made = svc
+        .cli(&[
+            "wallets",
+            "create",
+            "--chain-type",
+            "ethereum",
+            "--make-default",
+        ])
+        .await?;
+    anyhow::ensure!(made.success, "{}", made.stderr);
+    let new_default: Address = api.default_wallet("ethereum").await?.parse()?;
+    assert_ne!(new_default, wallet, "the default moved");
+    anvil.set_balance(new_default, parse_ether("1")?).await?;
+    let approved = svc.cli(&["approvals", "approve", &id]).await?;
+    anyhow::ensure!(approved.success, "{}", approved.stderr);
+    let done = wait_for_state(&api, &id, "submitted").await?;
+    let tx = api
+        .wait_for_status(
+            done["transactionId"].as_str().unwrap_or_default(),
+            "CONFIRMED",
+        )
+        .await?;
+    assert_eq!(tx["from"], wallet.to_checksum(None), "{tx}");
+    assert_eq!(
+        anvil.nonce(new_default).await?,
+        0,
+        "sent from the new default"
+    );
+    Ok(())
+}
+
 on_both_backends!(
+    an_approved_write_goes_from_the_wallet_it_was_held_for,
     an_approved_write_waits_then_lands,
     a_rejected_write_is_never_signed,
     an_undecided_write_expires
