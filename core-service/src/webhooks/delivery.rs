@@ -16,7 +16,6 @@ use std::{future::Future, sync::Arc, time::Duration};
 
 use backon::BackoffBuilder as _;
 use chrono::Utc;
-use futures::{StreamExt as _, stream::FuturesUnordered};
 use uuid::Uuid;
 
 use super::{WebhooksConfig, signing, targets};
@@ -100,29 +99,34 @@ impl Deliverer {
 
     /// Sends due deliveries until `stop` completes, then gives up this core's leases.
     pub async fn run(self, stop: impl Future<Output = ()>) {
+        let this = Arc::new(self);
         let mut tick = tokio::time::interval(POLL_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(stop);
-        let mut running = FuturesUnordered::new();
+        // Each attempt is a task of its own: polled beside this loop, not by it, so that an
+        // attempt holding the database's write lock (SQLite's one writer) finishes while the
+        // loop waits for that lock to lease more.
+        let mut running = tokio::task::JoinSet::new();
         loop {
             let free = IN_FLIGHT.saturating_sub(running.len());
             if free > 0 {
-                for delivery in self.lease(free).await {
-                    running.push(self.attempt(delivery));
+                for delivery in this.lease(free).await {
+                    let worker = Arc::clone(&this);
+                    running.spawn(async move { worker.attempt(delivery).await });
                 }
             }
             // Whichever comes first: an attempt ends (its slot is filled at once), the next
             // look for due deliveries, or the stop.
             tokio::select! {
-                Some(()) = running.next(), if !running.is_empty() => {}
+                Some(_) = running.join_next(), if !running.is_empty() => {}
                 _ = tick.tick() => {}
                 () = &mut stop => break,
             }
         }
         // Attempts cut short are sent again under the same `webhook-id`, by whichever core
         // leases them next.
-        drop(running);
-        if let Err(e) = self.store.release_delivery_leases(self.owner).await {
+        running.shutdown().await;
+        if let Err(e) = this.store.release_delivery_leases(this.owner).await {
             tracing::warn!(error = %e, "giving up webhook delivery leases failed");
         }
     }
