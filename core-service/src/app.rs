@@ -217,15 +217,19 @@ impl Core {
     }
 
     /// Admits an `AdminService` call by its admin token, compared in constant time. Wrong
-    /// tokens are counted per client like failed API keys (past the limit answered
-    /// `RATE_LIMITED`; the right token always passes); with no token configured every call is
-    /// refused.
+    /// tokens are counted per client like failed API keys, and past the limit calls are
+    /// refused before the token is compared: an operator's token may be short enough to
+    /// guess, unlike a key's 32 random characters, so guessing must stop, not only be told
+    /// to. With no token configured every call is refused.
     pub async fn admit_admin(&self, metadata: &MetadataMap) -> Result<()> {
         let subjects = [format!("admin:client:{}", client_address(metadata))];
+        let limit = self.limiter.failed_auth();
+        self.limiter.check_failures(limit, &subjects).await?;
         let checked = self.compare_admin_token(metadata);
-        self.limiter
-            .counted(self.limiter.failed_auth(), &subjects, checked)
-            .await
+        if let Err(WalletOpsError::Unauthorized(_)) = &checked {
+            self.limiter.record_failure(limit, &subjects).await;
+        }
+        checked
     }
 
     fn compare_admin_token(&self, metadata: &MetadataMap) -> Result<()> {

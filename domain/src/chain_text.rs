@@ -9,9 +9,9 @@ pub const SYMBOL_CHARS: usize = 32;
 /// The most characters a chain's message (a revert reason, a node's refusal) keeps.
 pub const MESSAGE_CHARS: usize = 300;
 
-/// `raw` with control characters as spaces, invisible formatting characters (bidirectional
-/// overrides, zero-width marks) dropped, runs of spaces collapsed, trimmed, and cut to
-/// `max_chars` (ending in `…` when cut).
+/// `raw` with control characters as spaces, invisible characters (bidirectional overrides,
+/// zero-width marks, tag characters, variation selectors, fillers) dropped, runs of spaces
+/// collapsed, trimmed, and cut to `max_chars` characters followed by `…` when cut.
 pub fn chain_text(raw: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(raw.len().min(max_chars * 4));
     let mut kept = 0;
@@ -39,15 +39,23 @@ pub fn chain_text(raw: &str, max_chars: usize) -> String {
     out
 }
 
-/// Unicode format characters that change how text around them is shown.
+/// Characters that show as nothing or change how text around them is shown: Unicode's
+/// format characters (category Cf) and the invisible letters and selectors that hide text
+/// from a person while a program still reads it (tag characters spell words no one sees).
 fn is_invisible(c: char) -> bool {
     matches!(c,
-        '\u{00AD}' | '\u{061C}' | '\u{180E}'
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{0600}'..='\u{0605}' | '\u{06DD}'
+        | '\u{070F}' | '\u{08E2}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}'
         | '\u{200B}'..='\u{200F}'
         | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{2069}'
-        | '\u{FEFF}'
+        | '\u{2060}'..='\u{206F}'
+        | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}'
         | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{110BD}' | '\u{110CD}' | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0000}'..='\u{E007F}'
+        | '\u{E0100}'..='\u{E01EF}'
     )
 }
 
@@ -72,6 +80,8 @@ mod tests {
         );
         assert_eq!(chain_text("a\n\n\tb  c\r\n", 300), "a b c");
         assert_eq!(chain_text("\u{200B}\u{FEFF}", 300), "");
+        // Tag characters spell "hi" to a program and nothing to a person.
+        assert_eq!(chain_text("OK\u{E0068}\u{E0069}\u{FE0F}", 300), "OK");
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Which client a request comes from, for the core's failed-authentication counts: the
 //! connection's peer, or, when the peer is one of `trusted_proxies` (a load balancer in
-//! front of the edge), the address that proxy names in `Forwarded` (RFC 7239), else in
-//! `X-Forwarded-For`. The list is read from the right, one hop per trusted proxy: entries
-//! further left were written by the client and are never believed.
+//! front of the edge), the address that proxy names in the one header it writes
+//! (`forwarded_header`: `X-Forwarded-For`, or `Forwarded` of RFC 7239); the other header is
+//! never read, since a proxy passes on what a client wrote there. The list is read from the
+//! right, one hop per trusted proxy: entries further left were written by the client and
+//! are never believed.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -26,9 +28,22 @@ const MAX_HOPS: usize = 16;
 /// Reads the address out of one entry of a forwarding header.
 type HopReader = fn(&str) -> Option<IpAddr>;
 
-/// The proxies whose forwarding headers are believed.
+/// The header the trusted proxies write the client's address in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ForwardedHeader {
+    /// `X-Forwarded-For` (nginx's `$proxy_add_x_forwarded_for`, most load balancers).
+    #[default]
+    XForwardedFor,
+    /// `Forwarded` (RFC 7239).
+    Forwarded,
+}
+
+/// The proxies whose forwarding header is believed, and which header that is.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct TrustedProxies(pub(crate) std::sync::Arc<[IpAddr]>);
+pub(crate) struct TrustedProxies {
+    pub(crate) proxies: std::sync::Arc<[IpAddr]>,
+    pub(crate) header: ForwardedHeader,
+}
 
 /// Says which client a request came from (`x-client-address`, copied to the core's
 /// metadata), replacing whatever the request itself put there.
@@ -38,7 +53,7 @@ pub(crate) async fn stamp_client(
     next: Next,
 ) -> Response {
     let peer = req.extensions().get::<PeerAddr>().map(|p| p.0.ip());
-    let client = peer.map(|peer| client_of(peer, req.headers(), &trusted.0));
+    let client = peer.map(|peer| client_of(peer, req.headers(), &trusted));
     let headers = req.headers_mut();
     headers.remove(CLIENT_ADDRESS_HEADER);
     if let Some(value) = client.and_then(|ip| HeaderValue::from_str(&ip.to_string()).ok()) {
@@ -48,21 +63,20 @@ pub(crate) async fn stamp_client(
 }
 
 /// The client behind `peer`: while the address reached so far is a trusted proxy, the hop
-/// it names (the rightmost entry not yet read). `Forwarded` wins over `X-Forwarded-For`;
-/// an entry that names no address (`unknown`, an obfuscated name, garbage) ends the walk
-/// at the proxy that wrote it.
-fn client_of(peer: IpAddr, headers: &HeaderMap, trusted: &[IpAddr]) -> IpAddr {
-    if !trusted.contains(&peer) {
+/// it names (the rightmost entry not yet read) in the proxies' header. An entry that names
+/// no address (`unknown`, an obfuscated name, garbage) ends the walk at the proxy that
+/// wrote it.
+fn client_of(peer: IpAddr, headers: &HeaderMap, trusted: &TrustedProxies) -> IpAddr {
+    if !trusted.proxies.contains(&peer) {
         return peer;
     }
-    let (forwarded, hop): (Vec<&str>, HopReader) = if headers.contains_key(FORWARDED) {
-        (entries(headers, &FORWARDED), forwarded_for)
-    } else {
-        (entries(headers, &X_FORWARDED_FOR), x_forwarded_for)
+    let (forwarded, hop): (Vec<&str>, HopReader) = match trusted.header {
+        ForwardedHeader::Forwarded => (entries(headers, &FORWARDED), forwarded_for),
+        ForwardedHeader::XForwardedFor => (entries(headers, &X_FORWARDED_FOR), x_forwarded_for),
     };
     let mut client = peer;
     for entry in forwarded.iter().rev().take(MAX_HOPS) {
-        if !trusted.contains(&client) {
+        if !trusted.proxies.contains(&client) {
             break;
         }
         match hop(entry) {
@@ -106,6 +120,10 @@ mod tests {
     const INNER: &str = "10.0.0.6";
 
     fn client(peer: &str, headers: &[(&str, &str)]) -> String {
+        client_via(ForwardedHeader::XForwardedFor, peer, headers)
+    }
+
+    fn client_via(header: ForwardedHeader, peer: &str, headers: &[(&str, &str)]) -> String {
         let mut map = HeaderMap::new();
         for (name, value) in headers {
             map.append(
@@ -113,7 +131,10 @@ mod tests {
                 HeaderValue::from_str(value).expect("value"),
             );
         }
-        let trusted = [PROXY.parse().expect("ip"), INNER.parse().expect("ip")];
+        let trusted = TrustedProxies {
+            proxies: [PROXY.parse().expect("ip"), INNER.parse().expect("ip")].into(),
+            header,
+        };
         client_of(peer.parse().expect("ip"), &map, &trusted).to_string()
     }
 
@@ -154,16 +175,16 @@ mod tests {
     }
 
     #[test]
-    fn forwarded_wins_and_is_read_the_same_way() {
+    fn only_the_proxies_header_is_read() {
         let forwarded = r#"for=1.2.3.4, for="[2001:db8:cafe::17]:4711";proto=https"#;
+        let both = [
+            ("forwarded", forwarded),
+            ("x-forwarded-for", "198.51.100.1"),
+        ];
+        // A proxy that writes X-Forwarded-For passes on a Forwarded the client wrote.
+        assert_eq!(client(PROXY, &both), "198.51.100.1");
         assert_eq!(
-            client(
-                PROXY,
-                &[
-                    ("forwarded", forwarded),
-                    ("x-forwarded-for", "198.51.100.1")
-                ]
-            ),
+            client_via(ForwardedHeader::Forwarded, PROXY, &both),
             "2001:db8:cafe::17"
         );
     }
@@ -171,7 +192,11 @@ mod tests {
     #[test]
     fn an_entry_naming_no_address_ends_at_the_proxy() {
         assert_eq!(
-            client(PROXY, &[("forwarded", "for=1.2.3.4, for=unknown")]),
+            client_via(
+                ForwardedHeader::Forwarded,
+                PROXY,
+                &[("forwarded", "for=1.2.3.4, for=unknown")]
+            ),
             PROXY
         );
         assert_eq!(client(PROXY, &[("x-forwarded-for", "nonsense")]), PROXY);

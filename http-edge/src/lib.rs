@@ -37,6 +37,7 @@ use walletops_proto::{
     request_id::{self, MakeRequestUuidV7, REQUEST_ID_HEADER},
 };
 
+pub use client::ForwardedHeader;
 pub use dashboard::PeerAddr;
 pub use error::{ErrorBody, http_status};
 pub use mcp::stdio::serve as serve_mcp_stdio;
@@ -58,8 +59,10 @@ pub struct EdgeConfig {
     pub tls: Option<std::sync::Arc<walletops_tls::ServerTls>>,
     /// MCP sessions one API key may hold open at once.
     pub mcp_sessions_per_key: usize,
-    /// Peers (load balancers) whose `Forwarded` / `X-Forwarded-For` name the client.
+    /// Peers (load balancers) whose forwarding header names the client.
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// The one header those proxies write the client's address in.
+    pub forwarded_header: ForwardedHeader,
 }
 
 /// How the edge reaches a core at an `https` URL.
@@ -168,7 +171,10 @@ pub fn router(core: CoreChannel, config: &EdgeConfig) -> Router {
                 )
                 .layer(middleware::from_fn(scope_request_id))
                 .layer(middleware::from_fn_with_state(
-                    client::TrustedProxies(config.trusted_proxies.clone().into()),
+                    client::TrustedProxies {
+                        proxies: config.trusted_proxies.clone().into(),
+                        header: config.forwarded_header,
+                    },
                     client::stamp_client,
                 )),
         )

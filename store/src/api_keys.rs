@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, sea_query::Expr,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, sea_query::Expr,
 };
 use uuid::Uuid;
 
@@ -66,6 +66,19 @@ fn active_at(now: DateTime<Utc>) -> Condition {
                 .add(api_keys::Column::ExpiresAt.is_null())
                 .add(api_keys::Column::ExpiresAt.gt(now)),
         )
+}
+
+/// Whether key `id` is active (not revoked, not expired) at `now`, read on `conn`.
+pub(crate) async fn key_active<C: ConnectionTrait>(
+    conn: &C,
+    id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    Ok(api_keys::Entity::find_by_id(id)
+        .filter(active_at(now))
+        .one(conn)
+        .await?
+        .is_some())
 }
 
 impl Store {

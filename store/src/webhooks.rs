@@ -109,6 +109,15 @@ impl Store {
     ) -> Result<WebhookEndpoint> {
         let e = &new.endpoint;
         let txn = self.begin_sea().await?;
+        // Under the user's lock, which revoking a key takes too: a key revoked while its
+        // request was under way (a slow name to resolve) cannot leave an endpoint enabled.
+        super::users::lock_user(&txn, e.user_id).await?;
+        if let EndpointMaker::Key(key) = e.created_by
+            && !super::api_keys::key_active(&txn, key, Utc::now()).await?
+        {
+            txn.rollback().await?;
+            return Err(StoreError::MakerInactive);
+        }
         super::rotation::refuse_rotated_away(&txn, ours).await?;
         let held = webhook_endpoints::Entity::find()
             .filter(webhook_endpoints::Column::UserId.eq(e.user_id))

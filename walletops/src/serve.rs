@@ -270,6 +270,14 @@ fn start_edge(
         tls,
         mcp_sessions_per_key: config.mcp_sessions_per_key,
         trusted_proxies: config.trusted_proxies.clone(),
+        forwarded_header: match config.forwarded_header {
+            walletops_core::config::ForwardedHeader::XForwardedFor => {
+                walletops_edge::ForwardedHeader::XForwardedFor
+            }
+            walletops_core::config::ForwardedHeader::Forwarded => {
+                walletops_edge::ForwardedHeader::Forwarded
+            }
+        },
     };
     let router = walletops_edge::router(channel, &edge_config);
     let scheme = if edge_config.tls.is_some() {

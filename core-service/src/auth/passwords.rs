@@ -23,11 +23,20 @@ const HASHING_AT_ONCE: usize = 2;
 
 static HASHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(HASHING_AT_ONCE);
 
-/// Runs `work` off the async threads once a hashing slot is free.
+/// How long a password check waits for a slot before it is refused: a flood queues this
+/// long at most, and a user's own attempt is told to retry instead of timing out.
+const LONGEST_QUEUE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs `work` off the async threads once a hashing slot is free; `RATE_LIMITED` when none
+/// frees within `LONGEST_QUEUE`.
 async fn hashing<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
-    let _slot = HASHING
-        .acquire()
+    let _slot = tokio::time::timeout(LONGEST_QUEUE, HASHING.acquire())
         .await
+        .map_err(|_| {
+            WalletOpsError::Crowded(
+                "too many password checks at once: retry in a few seconds".to_owned(),
+            )
+        })?
         .map_err(|e| WalletOpsError::Internal(e.into()))?;
     tokio::task::spawn_blocking(work)
         .await
@@ -74,7 +83,8 @@ fn hash_now(password: &str) -> Result<String> {
 }
 
 /// Whether `password` matches `stored`; with none stored, checks a stand-in and says no.
-pub async fn verify(password: &str, stored: Option<String>) -> bool {
+/// `RATE_LIMITED` when no hashing slot frees in time.
+pub async fn verify(password: &str, stored: Option<String>) -> Result<bool> {
     let password = Zeroizing::new(password.to_owned());
     let known = stored.is_some();
     let checked = hashing(move || {
@@ -87,9 +97,8 @@ pub async fn verify(password: &str, stored: Option<String>) -> bool {
                 .is_ok()
         })
     })
-    .await
-    .unwrap_or(false);
-    known && checked
+    .await?;
+    Ok(known && checked)
 }
 
 #[cfg(test)]
@@ -100,6 +109,7 @@ mod tests {
     async fn hashes_verify_and_are_argon2id() {
         let stored = hash("correct horse battery").await.expect("hash");
         assert!(stored.starts_with("$argon2id$"), "{stored}");
+        let verify = async |p: &str, s: Option<String>| verify(p, s).await.expect("a slot");
         assert!(verify("correct horse battery", Some(stored.clone())).await);
         assert!(!verify("correct horse battery!", Some(stored)).await);
         assert!(!verify("anything at all", None).await);

@@ -140,26 +140,34 @@ impl Sessions {
         check_form(form)?;
         let pair = [format!("sign-in:pair:{client}:{name}")];
         let from = [format!("sign-in:client:{client}")];
-        limiter.check_failures(SIGN_IN_BACKOFF, &pair).await?;
-        limiter.check_failures(SIGN_IN_FAILURES, &from).await?;
-        let counted = (
-            limiter.record_failure(SIGN_IN_BACKOFF, &pair).await,
-            limiter.record_failure(SIGN_IN_FAILURES, &from).await,
-        );
+        let counted_pair = limiter.attempt(SIGN_IN_BACKOFF, &pair).await?;
+        let counted_from = match limiter.attempt(SIGN_IN_FAILURES, &from).await {
+            Ok(counted) => counted,
+            Err(refused) => {
+                limiter.forgive(counted_pair, &pair).await;
+                return Err(refused);
+            }
+        };
         let found = self.store.user_password(name).await?;
         let (user, stored) = match found {
             Some((user, stored)) => (Some(user), stored),
             None => (None, None),
         };
         let user = match (passwords::verify(password, stored).await, user) {
-            (true, Some(user)) => user,
+            (Ok(true), Some(user)) => user,
+            // Not checked (too many at once): not the user's failure.
+            (Err(busy), _) => {
+                limiter.forgive(counted_pair, &pair).await;
+                limiter.forgive(counted_from, &from).await;
+                return Err(busy);
+            }
             _ => {
                 tracing::info!(client, "dashboard sign-in failed");
                 return Err(WalletOpsError::NotSignedIn(WRONG_CREDENTIALS));
             }
         };
-        limiter.forgive(counted.0, &pair).await;
-        limiter.forgive(counted.1, &from).await;
+        limiter.forgive(counted_pair, &pair).await;
+        limiter.forgive(counted_from, &from).await;
         tracing::info!(user = %user.id, "dashboard sign-in");
         self.open(user).await
     }

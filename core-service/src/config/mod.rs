@@ -91,10 +91,25 @@ pub struct Config {
     /// balancers): failed authentication is counted per client address, and any other peer
     /// is counted by its own address. Loopback is always believed.
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// The one header `trusted_proxies` write the client's address in, which the edge reads:
+    /// `x-forwarded-for` or `forwarded`. The other is never read: a proxy passes on what a
+    /// client wrote there.
+    pub forwarded_header: ForwardedHeader,
     /// MCP sessions one API key may hold open at `/mcp` at once.
     pub mcp_sessions_per_key: usize,
     /// How many event streams may be open, and for how long.
     pub streams: crate::streams::StreamsConfig,
+}
+
+/// The header a trusted proxy names the client in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForwardedHeader {
+    /// `X-Forwarded-For`.
+    #[default]
+    XForwardedFor,
+    /// `Forwarded` (RFC 7239).
+    Forwarded,
 }
 
 /// How the monitor follows open transactions.
@@ -177,6 +192,7 @@ impl Default for Config {
             public_url: None,
             first_key_scopes: Scopes::ALL,
             trusted_proxies: Vec::new(),
+            forwarded_header: ForwardedHeader::default(),
             mcp_sessions_per_key: 10,
             streams: crate::streams::StreamsConfig::default(),
             tls: TlsConfig::default(),

@@ -141,6 +141,7 @@ impl WebhookService for WebhookApi {
             .admit(request.metadata(), Operation::DeleteWebhook)
             .await?;
         let id = webhook_id(&request.get_ref().id, "id")?;
+        self.core.webhooks.may_change(&caller, id).await?;
         let endpoint = self.core.webhooks.delete(caller.user_id, id).await?;
         tracing::info!(webhook = %endpoint.id, "webhook deleted");
         let keys = self.keys(caller.user_id).await?;
@@ -158,6 +159,7 @@ impl WebhookService for WebhookApi {
             .admit(request.metadata(), Operation::RotateWebhookSecret)
             .await?;
         let id = webhook_id(&request.get_ref().id, "id")?;
+        self.core.webhooks.may_change(&caller, id).await?;
         let (endpoint, secret) = self.core.webhooks.rotate_secret(caller.user_id, id).await?;
         tracing::info!(webhook = %endpoint.id, "webhook secret rotated");
         let keys = self.keys(caller.user_id).await?;

@@ -14,10 +14,12 @@ use std::{
 use super::{REDIS_TIMEOUT, RateLimiter, Windows};
 use crate::error::{Result, WalletOpsError};
 
-/// For each subject (KEYS), the failures in the window; the milliseconds until the subject
-/// with `limit` of them may try again (the longest wait), 0 when none has: one round trip
-/// for every subject of a request. ARGV[3], when not 0, is the first delay of a backoff.
-const REDIS_CHECK: &str = r#"
+/// For each subject (KEYS), the failures in the window; `wait`: the milliseconds until the
+/// subject with `limit` of them may try again (the longest wait), 0 when none has. ARGV[3],
+/// when not 0, is the first delay of a backoff.
+macro_rules! wait_lua {
+    () => {
+        r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[1])
@@ -38,8 +40,27 @@ for _, key in ipairs(KEYS) do
     end
   end
 end
-return math.max(0, math.floor(wait))
-"#;
+wait = math.max(0, math.floor(wait))
+"#
+    };
+}
+
+/// The wait of `wait_lua`: one round trip for every subject of a request.
+const REDIS_CHECK: &str = concat!(wait_lua!(), "return wait\n");
+
+/// `REDIS_CHECK`, and when no subject must wait, notes one failure (ARGV[4]) for each in the
+/// same step: attempts made at once cannot all pass the check before any is counted.
+const REDIS_ATTEMPT: &str = concat!(
+    wait_lua!(),
+    r#"
+if wait > 0 then return wait end
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now, ARGV[4])
+  redis.call('PEXPIRE', key, window)
+end
+return 0
+"#
+);
 
 /// Notes one failure now for each subject (KEYS).
 const REDIS_RECORD: &str = r#"
@@ -62,6 +83,8 @@ return 0
 
 static FORGIVE_SCRIPT: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(REDIS_FORGIVE));
+static ATTEMPT_SCRIPT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(REDIS_ATTEMPT));
 static CHECK_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDIS_CHECK));
 static RECORD_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDIS_RECORD));
 
@@ -93,6 +116,27 @@ pub struct FailureLimit {
 }
 
 impl FailureLimit {
+    /// ARGV[1..3] of the scripts that judge a wait: window, limit, first backoff delay.
+    fn redis_args(&self) -> [String; 3] {
+        [
+            self.window.as_millis().to_string(),
+            self.limit.to_string(),
+            self.backoff.map_or(0, |d| d.as_millis()).to_string(),
+        ]
+    }
+
+    /// How long a subject whose failures are `log` must wait at `now`, the failures that
+    /// left the window dropped first.
+    fn prune_and_wait(&self, log: &mut VecDeque<(Instant, uuid::Uuid)>, now: Instant) -> Duration {
+        while log
+            .front()
+            .is_some_and(|(t, _)| now.duration_since(*t) >= self.window)
+        {
+            log.pop_front();
+        }
+        self.wait(log, now)
+    }
+
     /// How long a subject whose failures in the window are `log` (oldest first) must wait.
     fn wait(&self, log: &VecDeque<(Instant, uuid::Uuid)>, now: Instant) -> Duration {
         let n = log.len() as u32;
@@ -141,6 +185,56 @@ impl RateLimiter {
             self.record_failure(limit, subjects).await;
         }
         outcome
+    }
+
+    /// Admits one slow attempt (a password to hash) of `subjects`, counted as a failure in
+    /// the same step as the check (`forgive` takes it back on success): attempts made at
+    /// once cannot all pass the check before any is counted. `RATE_LIMITED` when one of
+    /// them must wait, counted nowhere.
+    pub async fn attempt(&self, limit: FailureLimit, subjects: &[String]) -> Result<Counted> {
+        let id = uuid::Uuid::now_v7();
+        let wait = match &self.windows {
+            Windows::Local(_) => {
+                let now = Instant::now();
+                let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut wait = Duration::ZERO;
+                for subject in subjects {
+                    let log = failures.entry(subject.clone()).or_default();
+                    wait = wait.max(limit.prune_and_wait(log, now));
+                }
+                if wait.is_zero() {
+                    let kept = limit.limit + limit.backoff.map_or(0, |_| BACKOFF_STEPS);
+                    for subject in subjects {
+                        let log = failures.entry(subject.clone()).or_default();
+                        log.push_back((now, id));
+                        while log.len() > kept as usize {
+                            log.pop_front();
+                        }
+                    }
+                }
+                wait
+            }
+            Windows::Redis { connection, .. } => {
+                let [window, most, first] = limit.redis_args();
+                let args = [window, most, first, id.to_string()];
+                match on_redis(connection, &ATTEMPT_SCRIPT, subjects, &args).await {
+                    Some(ms) => Duration::from_millis(ms),
+                    None => {
+                        tracing::warn!("failure throttle unreachable; admitting uncounted");
+                        Duration::ZERO
+                    }
+                }
+            }
+        };
+        if wait.is_zero() {
+            return Ok(Counted(id));
+        }
+        Err(WalletOpsError::Throttled {
+            what: limit.what,
+            limit: limit.limit,
+            window: limit.window,
+            retry_after: wait,
+        })
     }
 
     /// `RATE_LIMITED` when any of `subjects` has `limit.limit` failures in the window.
@@ -223,23 +317,13 @@ impl RateLimiter {
                     let Some(log) = failures.get_mut(subject) else {
                         continue;
                     };
-                    while log
-                        .front()
-                        .is_some_and(|(t, _)| now.duration_since(*t) >= limit.window)
-                    {
-                        log.pop_front();
-                    }
-                    wait = wait.max(limit.wait(log, now));
+                    wait = wait.max(limit.prune_and_wait(log, now));
                 }
                 wait
             }
             // One round trip for every subject of the request.
             Windows::Redis { connection, .. } => {
-                let args = [
-                    limit.window.as_millis().to_string(),
-                    limit.limit.to_string(),
-                    limit.backoff.map_or(0, |d| d.as_millis()).to_string(),
-                ];
+                let args = limit.redis_args();
                 match on_redis(connection, &CHECK_SCRIPT, subjects, &args).await {
                     Some(ms) => Duration::from_millis(ms),
                     // As for the budgets: an outage of the limiter is not an outage of
@@ -402,6 +486,18 @@ mod tests {
         assert!(limiter.counted(SIGN_INS, &subject, Ok(())).await.is_ok());
     }
 
+    /// Attempts made at once: only the limit's worth pass, each counted as it passes.
+    async fn attempts_at_once_are_counted_as_they_pass(limiter: RateLimiter) {
+        let subject = [format!("pair:{}", uuid::Uuid::now_v7())];
+        let tries = (0..10).map(|_| limiter.attempt(SIGN_INS, &subject));
+        let passed = futures::future::join_all(tries)
+            .await
+            .into_iter()
+            .filter(Result::is_ok)
+            .count();
+        assert_eq!(passed, 2);
+    }
+
     fn limits() -> RateLimits {
         RateLimits {
             writes_per_minute: 3,
@@ -416,6 +512,7 @@ mod tests {
         throttles(RateLimiter::new(limits())).await;
         backs_off(RateLimiter::new(limits())).await;
         counts_only_failures(RateLimiter::new(limits())).await;
+        attempts_at_once_are_counted_as_they_pass(RateLimiter::new(limits())).await;
     }
 
     /// Needs the Redis at `WALLETOPS_TEST_REDIS` (default the local one).
@@ -431,5 +528,6 @@ mod tests {
         throttles(limiter().await).await;
         backs_off(limiter().await).await;
         counts_only_failures(limiter().await).await;
+        attempts_at_once_are_counted_as_they_pass(limiter().await).await;
     }
 }

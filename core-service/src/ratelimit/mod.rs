@@ -244,17 +244,21 @@ impl RateLimiter {
                         let window = &windows[full.clamp(1, windows.len()) - 1];
                         Err(refused(window, budget, Duration::from_millis(ms)))
                     }
-                    Ok(Err(e)) => self.unchecked(budget, &e.to_string()),
-                    Err(_) => self.unchecked(budget, "no answer in time"),
+                    Ok(Err(e)) => self.unchecked(drawer, budget, &e.to_string()),
+                    Err(_) => self.unchecked(drawer, budget, "no answer in time"),
                 }
             }
         }
     }
 
-    /// What a request is answered when Redis cannot count it: reads are admitted, writes
-    /// as `writes_when_redis_fails` says.
-    fn unchecked(&self, budget: Budget, why: &str) -> Result<()> {
-        if budget == Budget::Write && self.limits.writes_when_redis_fails == WhenRedisFails::Refuse
+    /// What a request is answered when Redis cannot count it: reads and the dashboard's
+    /// writes are admitted, keys' writes as `writes_when_redis_fails` says.
+    fn unchecked(&self, drawer: Drawer, budget: Budget, why: &str) -> Result<()> {
+        // The owner's dashboard acts through an outage: revoking a runaway key, say.
+        let owner = matches!(drawer, Drawer::Dashboard { .. });
+        if budget == Budget::Write
+            && !owner
+            && self.limits.writes_when_redis_fails == WhenRedisFails::Refuse
         {
             tracing::warn!(error = why, "rate limiter unreachable; refusing a write");
             return Err(WalletOpsError::ServiceUnavailable(

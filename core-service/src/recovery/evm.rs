@@ -258,8 +258,10 @@ impl EvmRecovery {
         ending: Ending<'_>,
     ) -> Result<bool> {
         self.signer.prepare(wallet).await?;
-        // Read before the database transaction, which must not wait on the node.
-        let now = client.fees().await?;
+        // Read before the database transaction, which must not wait on the node. Only a
+        // filler needs them: fees the chain cannot offer now (above the cap, nodes that
+        // disagree) must not keep a nonce from being freed.
+        let now = client.fees().await.ok();
         let txn = self.store.begin().await?;
         let answered = match ending {
             Ending::Answered(answered) => Some(failure_detail(answered)),
@@ -286,9 +288,10 @@ impl EvmRecovery {
                 // least the current fees and a replacement's raise over the failed one.
                 let raised = |v: u128| v.saturating_mul(110).div_ceil(100);
                 let fees = Fees {
-                    max_fee_per_gas: raised(failed.max_fee_per_gas).max(now.max_fee_per_gas),
+                    max_fee_per_gas: raised(failed.max_fee_per_gas)
+                        .max(now.map_or(0, |f| f.max_fee_per_gas)),
                     max_priority_fee_per_gas: raised(failed.max_priority_fee_per_gas)
-                        .max(now.max_priority_fee_per_gas),
+                        .max(now.map_or(0, |f| f.max_priority_fee_per_gas)),
                 };
                 let note = format!("fills nonce {nonce} of transaction {}", open.id);
                 self.insert_filler(&txn, chain, wallet, open, nonce, fees, note)

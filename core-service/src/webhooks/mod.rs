@@ -101,6 +101,9 @@ impl Webhooks {
                     "url",
                     format!("a user may register at most {max} webhooks: delete one first"),
                 ),
+                StoreError::MakerInactive => {
+                    WalletOpsError::Unauthorized("key revoked while registering a webhook")
+                }
                 e => e.into(),
             })?;
         Ok((endpoint, secret))
@@ -109,6 +112,34 @@ impl Webhooks {
     /// `user_id`'s endpoints, oldest first.
     pub async fn list(&self, user_id: Uuid) -> Result<Vec<WebhookEndpoint>> {
         Ok(self.store.endpoints(user_id).await?)
+    }
+
+    /// Refuses (`FORBIDDEN`) to let `caller` delete endpoint `id` or see a new secret of it
+    /// unless it is the owner (a dashboard session) or a key of the line that registered it:
+    /// a key could otherwise take over the owner's endpoint, learn its secret and forge
+    /// deliveries to the owner's receiver after the key is revoked.
+    pub async fn may_change(&self, caller: &Caller, id: Uuid) -> Result<()> {
+        let Credential::Key { line, .. } = &caller.credential else {
+            return Ok(());
+        };
+        let endpoint = self.store.endpoint(caller.user_id, id).await?;
+        let made_by_line = match endpoint.created_by {
+            EndpointMaker::Key(maker) => self
+                .store
+                .api_key(maker)
+                .await?
+                .is_some_and(|k| k.lineage_id == *line),
+            _ => false,
+        };
+        if made_by_line {
+            return Ok(());
+        }
+        Err(WalletOpsError::Forbidden(
+            "this webhook was registered by the owner or by another key: only the owner (the \
+             dashboard or the CLI) or a key of the line that registered it may delete it or \
+             rotate its secret"
+                .to_owned(),
+        ))
     }
 
     /// Deletes `user_id`'s endpoint `id` and its deliveries.

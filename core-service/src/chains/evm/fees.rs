@@ -143,7 +143,20 @@ pub(super) fn agreed(
         hi <= lo.saturating_mul(DISAGREEING_FACTOR)
     };
     if answers.iter().filter(|a| near(a)).count() * 2 > answers.len() {
-        return Ok(median);
+        // Each part is its own median: a node agreeing on the base fee cannot bring an
+        // absurd tip along.
+        let middle = |part: fn(&FeeReading) -> u128| {
+            let mut parts: Vec<u128> = answers.iter().map(part).collect();
+            parts.sort_unstable();
+            parts[(parts.len() - 1) / 2]
+        };
+        return Ok(FeeReading {
+            base_fee_per_gas: median.base_fee_per_gas,
+            suggested: Fees {
+                max_fee_per_gas: middle(|a| a.suggested.max_fee_per_gas),
+                max_priority_fee_per_gas: middle(|a| a.suggested.max_priority_fee_per_gas),
+            },
+        });
     }
     let (low, high) = (answers[0].floor(), answers[answers.len() - 1].floor());
     Err(WalletOpsError::ServiceUnavailable(format!(
@@ -222,6 +235,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(trusted, reading(11, 1));
+    }
+
+    #[test]
+    fn a_node_agreeing_on_the_base_fee_brings_no_absurd_tip() {
+        let trusted = agreed(
+            "base",
+            vec![reading(10, 1), reading(10, 900), reading(10, 2)],
+        )
+        .unwrap();
+        assert_eq!(trusted.suggested.max_priority_fee_per_gas, 2 * GWEI);
+        assert_eq!(trusted.suggested.max_fee_per_gas, 22 * GWEI);
     }
 
     #[test]

@@ -52,7 +52,27 @@ async fn revoking_a_key_disables_its_webhooks(b: Backend) -> anyhow::Result<()> 
     let hook = Receiver::start().await?;
     let hook_id = hook.register(&api.with_key(&child.secret), &[]).await?;
     let control = Receiver::start().await?;
-    control.register(&api, &[]).await?;
+    let control_id = control.register(&api, &[]).await?;
+    // A key of another line may neither take over the owner's endpoint's secret nor delete
+    // it; the owner's own line may.
+    let other = api.with_key(&svc.create_key("another line").await?);
+    other
+        .post(
+            &format!("/webhooks/{control_id}/rotate-secret"),
+            &serde_json::json!({}),
+        )
+        .await?
+        .assert_error(403, "FORBIDDEN")?;
+    other
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/webhooks/{control_id}"),
+            &[],
+            None,
+        )
+        .await?
+        .assert_error(403, "FORBIDDEN")?;
+    assert_eq!(listed(&api, &control_id).await?["state"], "enabled");
     let before = listed(&api, &hook_id).await?;
     assert_eq!(before["createdBy"], "apiKey");
     assert_eq!(before["createdByKey"], prefix.as_str());
