@@ -13,6 +13,7 @@ mod approvals;
 mod cli;
 mod metrics_listener;
 mod serve;
+mod serving_record;
 mod webhooks;
 
 use anyhow::Context as _;
@@ -79,6 +80,13 @@ async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let mut config = Config::load(cli.config.as_deref())?;
     cli.command.apply(&mut config);
+    // A command beside a running server sees the chains and the address it recorded.
+    if !matches!(
+        cli.command,
+        Command::Serve(_) | Command::Core(_) | Command::Edge { .. } | Command::Mcp { .. }
+    ) {
+        serving_record::apply(&mut config);
+    }
     // Again: the flags may have changed what was checked.
     config.validate()?;
     init_tracing(config.log_format);

@@ -93,6 +93,17 @@ pub(crate) async fn run(mut config: Config, role: Role, print_key: bool) -> anyh
                 config.core_url.clone(),
             ),
         };
+        if matches!(role, Role::Both { .. }) {
+            let dev_slugs: &[&str] = if playground.is_some() {
+                &[
+                    walletops_core::devnet::ANVIL_SLUG,
+                    walletops_core::devnet::SOLANA_SLUG,
+                ]
+            } else {
+                &[]
+            };
+            crate::serving_record::record(&config, dev_slugs);
+        }
         let http_addr = start_edge(
             http,
             &config,

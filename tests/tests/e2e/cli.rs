@@ -221,6 +221,7 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
     sends_confirm(&dev, &key, &key).await?;
     samples_work(&dev, &key).await?;
     swaps_work(&dev, &key).await?;
+    cli_beside_the_playground(&dev, data.path(), &key).await?;
     let client = reqwest::Client::new();
     // Killed outright, with no chance to stop them, the service still takes its nodes along.
     let node_url = |line: &str| {
@@ -275,6 +276,72 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
     sends_confirm(&again, "$KEY", &key).await?;
     again.child.start_kill()?;
     again.child.wait().await?;
+    Ok(())
+}
+
+/// The CLI on the playground's data dir knows the dev chains and where the server answers:
+/// the README's agent recipe (a limit on chain `anvil`) works there, and a sign-in link
+/// points at the running server, not at the default address.
+async fn cli_beside_the_playground(
+    dev: &Launched,
+    data: &std::path::Path,
+    key: &str,
+) -> anyhow::Result<()> {
+    let run = |args: &'static [&'static str]| {
+        let mut cmd = Command::new(walletops_bin()?);
+        cmd.args(args)
+            .env("WALLETOPS_DATA_DIR", data)
+            .env_remove("DATABASE_URL")
+            .env_remove("WALLETOPS_DATABASE_URL")
+            .current_dir(data);
+        anyhow::Ok(cmd)
+    };
+    let prefix = key.split('_').nth(1).unwrap_or_default().to_owned();
+    let limited = run(&[])?
+        .args([
+            "keys",
+            "limit",
+            &prefix,
+            "--chain",
+            "anvil",
+            "--max-per-tx",
+            "1000",
+        ])
+        .output()
+        .await?;
+    assert!(
+        limited.status.success(),
+        "{}",
+        String::from_utf8_lossy(&limited.stderr)
+    );
+    // The running server holds the key to it at once.
+    let api = Rest::new(&dev.http()?, key);
+    let over = serde_json::json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111",
+                                  "asset": "native", "amount": "1001"});
+    api.post("/send", &over)
+        .await?
+        .assert_error(403, "FORBIDDEN")?;
+    let removed = run(&[])?
+        .args(["keys", "limit", &prefix, "--chain", "anvil", "--remove"])
+        .output()
+        .await?;
+    assert!(
+        removed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&removed.stderr)
+    );
+    let link = run(&["users", "sign-in-link", "owner"])?.output().await?;
+    assert!(
+        link.status.success(),
+        "{}",
+        String::from_utf8_lossy(&link.stderr)
+    );
+    let printed = String::from_utf8_lossy(&link.stdout);
+    assert!(
+        printed.contains(&format!("{}/dashboard/sign-in-link?token=", dev.http()?)),
+        "{printed} (serving at {})",
+        dev.http()?
+    );
     Ok(())
 }
 
