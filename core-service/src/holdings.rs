@@ -1,5 +1,10 @@
-//! What a user's wallets hold: each wallet's native balance on every configured chain of
-//! its family, read through the balance cache, for the dashboard's wallets page.
+//! What a user's wallets hold: each wallet's native balance on the chains of its family
+//! that are in the config file or carry the user's transactions (every chain of the family
+//! when asked), read through the balance cache, for the dashboard's wallets page.
+//!
+//! A built-in public chain nobody here uses is not read by default: its public node may be
+//! down or rate-limited, and every failed read would count towards `WalletOpsRpcFailing`
+//! for a chain the operator never chose.
 
 use futures::future::join_all;
 use uuid::Uuid;
@@ -30,21 +35,32 @@ pub struct ChainHolding {
 pub struct Holding {
     /// The wallet.
     pub wallet: Wallet,
-    /// Its native balance on each configured chain of its family.
+    /// Its native balance on each chain of its family that was read.
     pub chains: Vec<ChainHolding>,
+    /// Names of the chains of its family left unread: not configured, not used.
+    pub other_chains: Vec<String>,
 }
 
 impl Core {
-    /// Every wallet of `user_id`, oldest first, with its native balances, all chains read
-    /// at once; straight from the chains with `fresh`.
-    pub async fn holdings(&self, user_id: Uuid, fresh: bool) -> Result<Vec<Holding>> {
+    /// Every wallet of `user_id`, oldest first, with its native balances on the chains
+    /// configured or used (on every chain of its family with `all_chains`), all read at
+    /// once; straight from the chains with `fresh`.
+    pub async fn holdings(
+        &self,
+        user_id: Uuid,
+        fresh: bool,
+        all_chains: bool,
+    ) -> Result<Vec<Holding>> {
         let wallets = self.wallets.list(user_id, WalletFilter::default()).await?;
+        let used = self.transactions.chains_used(user_id).await?;
+        let used = &used;
         let reads = wallets.into_iter().map(|wallet| async move {
-            let chains: Vec<&Chain> = self
+            let (chains, others): (Vec<&Chain>, Vec<&Chain>) = self
                 .chains
                 .all()
                 .filter(|c| c.family() == wallet.address.family())
-                .collect();
+                .partition(|c| all_chains || c.configured() || used.iter().any(|u| u == c.slug()));
+            let other_chains = others.iter().map(|c| c.name().to_owned()).collect();
             let balances = join_all(
                 chains
                     .iter()
@@ -62,7 +78,11 @@ impl Core {
                     explorer_url: chain.explorer_address_url(&address),
                 })
                 .collect();
-            Holding { wallet, chains }
+            Holding {
+                wallet,
+                chains,
+                other_chains,
+            }
         });
         Ok(join_all(reads).await)
     }

@@ -48,4 +48,9 @@ impl Transactions {
         let next = more.then(|| records.last().map(|r| r.id)).flatten();
         Ok((records, next))
     }
+
+    /// The chains the caller has any record on, by slug.
+    pub async fn chains_used(&self, user_id: Uuid) -> Result<Vec<String>> {
+        Ok(self.store.chains_used(user_id).await?)
+    }
 }

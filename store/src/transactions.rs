@@ -553,6 +553,22 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The chains `user_id` has any record on, by slug.
+    pub async fn chains_used(&self, user_id: Uuid) -> Result<Vec<String>> {
+        use sea_orm::QuerySelect;
+        let used = txs::Entity::find()
+            .select_only()
+            .column(txs::Column::Chain)
+            .distinct()
+            .filter(txs::Column::UserId.eq(user_id))
+            .into_tuple::<String>()
+            .all(self.sea())
+            .await?;
+        Ok(used)
+    }
+}
+
 /// Record `open` as its reader saw it: still open and at the same revision, so no other
 /// worker changed its status, history or payload since. Every write that settles, notes or
 /// re-signs a record is conditional on it (compare-and-swap), so of two workers acting on

@@ -8,6 +8,7 @@ pub mod rpc_batch;
 pub mod solana;
 
 pub use registry::{Chain, ChainConfig, Registry};
+use walletops_domain::{TransactionRecord, TxKind};
 
 /// `text` with every URL in it replaced by `[rpc url]`, for messages that go back to
 /// callers.
@@ -29,6 +30,27 @@ pub(crate) fn without_urls(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The EVM swap keyword's resolved address and Solana's wrapped SOL mint: a swap from
+/// either sells the native coin.
+const NATIVE_SWAP_TOKENS: [&str; 2] = [
+    "0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee",
+    "So11111111111111111111111111111111111111112",
+];
+
+/// The decimals and symbol of what record `t`'s amount counts (a swap's, what it sells),
+/// when known: the native coin's from the registry. A token's are not kept with the
+/// record, so it has none and is shown in base units.
+pub fn amount_units(t: &TransactionRecord, chains: &Registry) -> Option<(u32, String)> {
+    let native = match (&t.kind, &t.swap) {
+        (TxKind::Swap, Some(swap)) => NATIVE_SWAP_TOKENS
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(&swap.from_token)),
+        _ => t.amount.is_some() && t.token.is_none(),
+    };
+    let chain = chains.resolve(&t.chain).ok().filter(|_| native)?;
+    Some((chain.native_decimals(), chain.native_symbol().to_owned()))
 }
 
 #[cfg(test)]

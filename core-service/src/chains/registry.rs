@@ -20,6 +20,8 @@ pub struct Chain {
     rpc_urls: Vec<String>,
     native_symbol: String,
     confirmations: u64,
+    /// Named in the config file (not only built in).
+    configured: bool,
 }
 
 impl Chain {
@@ -45,6 +47,11 @@ impl Chain {
             ChainFamily::Evm => 18,
             ChainFamily::Solana => 9,
         }
+    }
+    /// Whether the config file names the chain: an operator chose it, so pages read it
+    /// even when no transaction of the user is on it yet.
+    pub fn configured(&self) -> bool {
+        self.configured
     }
     /// The slug callers use, e.g. `base-sepolia`.
     pub fn slug(&self) -> &str {
@@ -333,6 +340,7 @@ impl Registry {
                         }
                         .to_owned(),
                         confirmations: default_confirmations(slug),
+                        configured: false,
                     },
                 )
             })
@@ -357,6 +365,7 @@ impl Registry {
                     c.rpc_urls = rpc_urls.unwrap_or(c.rpc_urls);
                     c.native_symbol = cfg.native_symbol.clone().unwrap_or(c.native_symbol);
                     c.confirmations = cfg.confirmations.unwrap_or(c.confirmations);
+                    c.configured = true;
                     c
                 }
                 None => {
@@ -382,6 +391,7 @@ impl Registry {
                             anyhow::anyhow!("chain {slug}: `rpc_url` (or `rpc_urls`) is required")
                         })?,
                         confirmations: cfg.confirmations.unwrap_or(1),
+                        configured: true,
                     }
                 }
             };
@@ -451,6 +461,13 @@ mod tests {
         );
         assert_eq!(r.resolve("solana-devnet").expect("devnet").chain_id(), -3);
         assert_eq!(r.resolve("solana-testnet").expect("testnet").chain_id(), -2);
+        // Only what the config names counts as configured (pages read it by default).
+        let configured: Vec<&str> = r
+            .all()
+            .filter(|c| c.configured())
+            .map(Chain::slug)
+            .collect();
+        assert_eq!(configured, ["anvil", "base"]);
         assert_eq!(
             r.resolve("solana-devnet")
                 .expect("devnet")

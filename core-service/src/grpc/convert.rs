@@ -264,6 +264,7 @@ fn tx_kind(k: TxKind) -> pb::TransactionKind {
 /// Record `t` with its chain's display name and explorer link from `chains`.
 pub(crate) fn transaction(t: TransactionRecord, chains: &Registry) -> pb::Transaction {
     let (chain_name, explorer_url) = chains.label(&t.chain, t.hash.as_deref());
+    let (decimals, symbol) = crate::chains::amount_units(&t, chains).unzip();
     let swap = t.swap;
     pb::Transaction {
         id: t.id.to_string(),
@@ -299,6 +300,8 @@ pub(crate) fn transaction(t: TransactionRecord, chains: &Registry) -> pb::Transa
         simulated_effects: t.simulated_effects.as_ref().map(effects),
         final_effects: t.final_effects.as_ref().map(effects),
         effects_difference: t.effects_difference,
+        decimals,
+        symbol,
     }
 }
 

@@ -117,9 +117,10 @@ impl DashboardService for DashboardApi {
             .core
             .admit(request.metadata(), Operation::ListHoldings)
             .await?;
+        let req = request.get_ref();
         let holdings = self
             .core
-            .holdings(caller.user_id, request.get_ref().fresh)
+            .holdings(caller.user_id, req.fresh, req.all_chains)
             .await?;
         let holdings = holdings
             .into_iter()
@@ -142,6 +143,7 @@ impl DashboardService for DashboardApi {
                         }
                     })
                     .collect(),
+                other_chains: h.other_chains,
             })
             .collect();
         Ok(Response::new(pb::ListHoldingsResponse { holdings }))

@@ -70,6 +70,32 @@ pub(crate) fn units(raw: &str, decimals: u32) -> String {
     }
 }
 
+/// An amount as a page shows it, and its base units for the hover (`title`).
+pub(crate) struct Amount {
+    /// `0.001 ETH`; a token whose decimals the core does not know, in base units with its
+    /// address.
+    pub(crate) shown: String,
+    /// `1000000000000000 base units`.
+    pub(crate) raw: String,
+}
+
+/// Base units `raw` as a page shows them: in whole units with the symbol when `units`
+/// (decimals, symbol) are known, else as they are, naming `token` when there is one. The
+/// one rule every page's amounts follow.
+pub(crate) fn amount(raw: &str, units: Option<(u32, &str)>, token: Option<&str>) -> Amount {
+    let shown = match (units, token) {
+        (Some((decimals, symbol)), _) => format!("{} {symbol}", self::units(raw, decimals)),
+        (None, Some(token)) => format!("{raw} (base units of {token})"),
+        (None, None) => raw.to_owned(),
+    };
+    let raw = if raw.is_empty() {
+        String::new()
+    } else {
+        format!("{raw} base units")
+    };
+    Amount { shown, raw }
+}
+
 /// A transaction status's name, its badge's style, and whether the monitor still follows
 /// it (the page then refreshes itself).
 pub(crate) fn status(value: i32) -> (&'static str, &'static str, bool) {
@@ -108,5 +134,22 @@ mod tests {
         assert_eq!(units("120", 0), "120");
         assert_eq!(units("2000000", 6), "2");
         assert_eq!(units("n/a", 6), "n/a");
+    }
+
+    #[test]
+    fn amounts_show_units_and_keep_the_base_units() {
+        let a = amount("1000000000000000", Some((18, "ETH")), None);
+        assert_eq!(
+            (a.shown.as_str(), a.raw.as_str()),
+            ("0.001 ETH", "1000000000000000 base units")
+        );
+        assert_eq!(
+            amount("1500000", Some((6, "USDC")), Some("0xA0b8")).shown,
+            "1.5 USDC"
+        );
+        assert_eq!(
+            amount("5000", None, Some("0xA0b8")).shown,
+            "5000 (base units of 0xA0b8)"
+        );
     }
 }

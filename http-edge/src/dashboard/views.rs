@@ -1,4 +1,5 @@
-//! The wallets page (each wallet, its balance on every chain of its family) and the
+//! The wallets page (each wallet, its balance on the chains configured or in use, every
+//! chain of its family behind `?all=1`) and the
 //! transactions page (newest first, paged, filtered by chain and status).
 
 use askama::Template;
@@ -20,12 +21,15 @@ struct WalletRow {
     provider_type: String,
     client_type: String,
     chains: Vec<ChainRow>,
+    /// The chains of its family not read (shown with `?all=1`).
+    other_chains: Vec<String>,
 }
 
 /// One wallet's balance on one chain.
 struct ChainRow {
+    chain: String,
     chain_name: String,
-    balance: String,
+    balance: format::Amount,
     error: Option<String>,
     explorer_url: Option<String>,
 }
@@ -44,14 +48,17 @@ impl From<pb::Holding> for WalletRow {
                 .chains
                 .into_iter()
                 .map(|c| ChainRow {
+                    chain: c.chain,
                     chain_name: c.chain_name,
-                    balance: c.native.map_or_else(String::new, |b| {
-                        format!("{} {}", format::units(&b.raw, b.decimals), b.symbol)
-                    }),
+                    balance: c.native.map_or_else(
+                        || format::amount("", None, None),
+                        |b| format::amount(&b.raw, Some((b.decimals, b.symbol.as_str())), None),
+                    ),
                     error: c.error,
                     explorer_url: c.explorer_url,
                 })
                 .collect(),
+            other_chains: h.other_chains,
         }
     }
 }
@@ -63,14 +70,20 @@ struct WalletsView {
     signed: Option<Signed>,
     current: &'static str,
     wallets: Vec<WalletRow>,
+    /// Every chain of each wallet's family is shown.
+    all: bool,
+    /// Chains left out, across the wallets (for the toggle's words).
+    others: usize,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct WalletsQuery {
     fresh: Option<String>,
+    all: Option<String>,
 }
 
-/// `GET /dashboard/wallets`.
+/// `GET /dashboard/wallets?all=1&fresh=1`: the chains configured or in use; with `all`,
+/// every chain of each wallet's family (a plain link: no JavaScript needed).
 pub(crate) async fn wallets(
     State(mut dashboard): State<Dashboard>,
     visit: Visit,
@@ -80,8 +93,10 @@ pub(crate) async fn wallets(
         Ok(s) => s,
         Err(page) => return page,
     };
+    let all = q.all.is_some();
     let req = pb::ListHoldingsRequest {
         fresh: q.fresh.is_some(),
+        all_chains: all,
     };
     match dashboard
         .sessions
@@ -89,16 +104,20 @@ pub(crate) async fn wallets(
         .await
     {
         Ok(answer) => {
+            let wallets: Vec<WalletRow> = answer
+                .into_inner()
+                .holdings
+                .into_iter()
+                .map(WalletRow::from)
+                .collect();
+            let others = wallets.iter().map(|w| w.other_chains.len()).sum();
             let view = WalletsView {
                 title: "Wallets",
                 signed: Some(signed),
                 current: "wallets",
-                wallets: answer
-                    .into_inner()
-                    .holdings
-                    .into_iter()
-                    .map(WalletRow::from)
-                    .collect(),
+                wallets,
+                all,
+                others,
             };
             Page::render(StatusCode::OK, &view)
         }
@@ -116,7 +135,7 @@ struct TransactionRow {
     open: bool,
     from: String,
     to: String,
-    amount: String,
+    amount: format::Amount,
     hash: String,
     explorer_url: Option<String>,
     error: Option<String>,
@@ -127,10 +146,15 @@ struct TransactionRow {
 impl From<pb::Transaction> for TransactionRow {
     fn from(t: pb::Transaction) -> Self {
         let (status, badge, open) = format::status(t.status);
+        let units = t.decimals.zip(t.symbol.as_deref());
         let amount = match (&t.src_amount, &t.to_token, &t.amount) {
-            (Some(src), Some(to), _) => format!("{src} → {to}"),
-            (_, _, Some(amount)) => amount.clone(),
-            _ => String::new(),
+            (Some(src), Some(to), _) => {
+                let mut a = format::amount(src, units, t.from_token.as_deref());
+                a.shown = format!("{} → {to}", a.shown);
+                a
+            }
+            (_, _, Some(amount)) => format::amount(amount, units, t.token.as_deref()),
+            _ => format::amount("", None, None),
         };
         Self {
             id: t.id,

@@ -14,7 +14,10 @@ async fn holdings_and_pages_of_transactions(b: Backend) -> anyhow::Result<()> {
     let mut d = DashboardServiceClient::new(svc.channel().await?);
     let holdings = d
         .list_holdings(with_key(
-            pb::ListHoldingsRequest { fresh: true },
+            pb::ListHoldingsRequest {
+                fresh: true,
+                all_chains: true,
+            },
             &svc.api_key,
         )?)
         .await?
