@@ -150,6 +150,7 @@ pub fn router(core: CoreChannel, config: &EdgeConfig) -> Router {
             dashboard::router(core.clone(), config.secure_cookies),
         )
         .nest_service("/mcp", mcp::service(core, config.mcp_sessions_per_key))
+        .route("/favicon.ico", axum::routing::get(dashboard::favicon))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))

@@ -1,5 +1,6 @@
 // The dashboard used in a real, headless Chromium (Debian's, driven by playwright-core) as a
-// new operator would: sign in with the first start's link, make keys and use them, revoke,
+// new operator would: sign in with the first start's link, make keys (each shown once, a
+// reload making no second) and use them, revoke,
 // scopes, the key limit, CSRF, the wallets and transactions pages, approving a held write,
 // phone width, sign-out and the failed sign-in throttle. A screenshot of each page goes to OUT.
 //
@@ -65,6 +66,8 @@ async function generate(page, name, { expiration = "never", scopes = ["read", "t
     page.waitForResponse((r) => r.url() === `${BASE}/dashboard/keys` && r.request().method() === "POST"),
     page.click("button:has-text('Generate API Key')"),
   ]);
+  // Made, the form answers 303 and the browser GETs the keys page; refused, it is the page.
+  await page.waitForLoadState();
   return response.status();
 }
 
@@ -106,8 +109,10 @@ try {
   assert.equal(session.secure, false, "plain http on loopback");
   assert.equal(session.path, "/dashboard");
 
-  // Generate a key: its value is shown once, and works against the REST API.
-  assert.equal(await generate(page, "ci bot"), 200);
+  // Generate a key: the form answers 303, so the page shown is a GET; its value is shown
+  // once, and works against the REST API.
+  assert.equal(await generate(page, "ci bot"), 303);
+  assert.equal(page.url(), `${BASE}/dashboard/keys`, "the value is not in the URL");
   const ciKey = await createdValue(page);
   assert.match(ciKey, /^wops_[A-Za-z0-9]{4}_[A-Za-z0-9]{32}$/);
   assert.match(await page.textContent(".created"), /will not be shown again/);
@@ -115,8 +120,12 @@ try {
   await assertLabelled(page);
   await shot(page, "keys-created");
   assert.equal((await api("/wallets", ciKey)).status, 200);
-  await page.goto(`${BASE}/dashboard/keys`);
+  assert.ok(!(await context.cookies()).some((c) => c.name === "walletops_flash"), "the flash went with its page");
+  // Reloading shows the value no more and makes no second key.
+  await page.reload();
   assert.equal(await page.locator("#new-key").count(), 0, "the value is shown only once");
+  assert.equal(await row(page, "ci bot").count(), 1, "exactly one new key");
+  assert.ok(!(await page.content()).includes(ciKey), "the value is gone from the page");
   assert.match(await row(page, "ci bot").textContent(), /Active/);
   assert.match(await row(page, "ci bot").textContent(), /read, trade, write/);
   assert.match(await page.locator(`#keys tr[data-prefix="${EXPIRED}"]`).textContent(), /Expired/);
@@ -128,7 +137,7 @@ try {
   );
 
   // A key expiring within 7 days is labelled so.
-  assert.equal(await generate(page, "weekly", { expiration: "7d" }), 200);
+  assert.equal(await generate(page, "weekly", { expiration: "7d" }), 303);
   await page.goto(`${BASE}/dashboard/keys`);
   assert.match(await row(page, "weekly").textContent(), /Expiring soon/);
 
@@ -171,7 +180,7 @@ try {
   assert.equal(await page.locator(`#policy tr[data-rule^="recipient anvil"]`).count(), 0);
 
   // A read-only key reads and is refused a send, naming the scope.
-  assert.equal(await generate(page, "reader", { scopes: ["read"] }), 200);
+  assert.equal(await generate(page, "reader", { scopes: ["read"] }), 303);
   const readKey = await createdValue(page);
   assert.equal((await api("/wallets", readKey)).status, 200);
   const send = await api("/send", readKey, {
@@ -195,7 +204,7 @@ try {
 
   // Active now: the first key, weekly, reader. Seven more make ten; the eleventh is refused.
   for (let i = 1; i <= 7; i++) {
-    assert.equal(await generate(page, `filler ${i}`), 200);
+    assert.equal(await generate(page, `filler ${i}`), 303);
   }
   assert.equal(await generate(page, "eleventh"), 403);
   assert.match(await page.textContent("#key-error"), /revoke one first/);
@@ -218,6 +227,13 @@ try {
   assert.match(await page.textContent("main"), /Anvil/i);
   assert.match(await page.textContent("main"), /delegated/);
   assert.ok(await page.locator("a[href*='/address/']").count(), "explorer links");
+  // Only the chains in use are read; the others are a link away, without JavaScript.
+  assert.doesNotMatch(await page.textContent("main"), /Sepolia/);
+  await page.click("#chains-toggle a");
+  await page.waitForURL(/\/dashboard\/wallets\?all=1$/);
+  assert.match(await page.textContent("main"), /Sepolia/);
+  await page.click("#chains-toggle a");
+  await page.waitForURL(`${BASE}/dashboard/wallets`);
   await assertLabelled(page);
   await shot(page, "wallets");
 
@@ -226,6 +242,10 @@ try {
   const tx = page.locator(`#transactions tr[data-id="${TX}"]`);
   assert.match(await tx.textContent(), /Send/);
   assert.match(await tx.textContent(), /Confirmed|Submitted/);
+  // Its amount in ETH, the base units on hover.
+  const amount = tx.locator("td.amount");
+  assert.equal((await amount.textContent()).trim(), "0.001 ETH");
+  assert.equal(await amount.getAttribute("title"), "1000000000000000 base units");
   await tx.locator("summary").click();
   assert.match(await tx.locator("details").textContent(), /Submitted/);
   await page.goto(`${BASE}/dashboard/transactions?status=reverted`);

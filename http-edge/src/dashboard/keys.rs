@@ -10,7 +10,12 @@ use axum_extra::extract::Form;
 use serde::Deserialize;
 use walletops_proto::v1 as pb;
 
-use super::{Dashboard, Page, Signed, Visit, auth::CsrfForm, format};
+use super::{
+    Dashboard, Page, Signed, Visit,
+    auth::CsrfForm,
+    flash::{self, Flash},
+    format,
+};
 use crate::error::read_status;
 
 /// One row of the keys table.
@@ -95,7 +100,8 @@ pub(crate) struct KeysQuery {
     revoked: Option<String>,
 }
 
-/// `GET /dashboard/keys`.
+/// `GET /dashboard/keys`: with the key just made, when the form's redirect brought one
+/// (shown this once: the answer removes it).
 pub(crate) async fn list(
     State(mut dashboard): State<Dashboard>,
     visit: Visit,
@@ -108,11 +114,18 @@ pub(crate) async fn list(
     let notice = q
         .revoked
         .map(|prefix| format!("Key {prefix} is revoked: it no longer works anywhere."));
+    let (flash, jar) = flash::take(&visit, dashboard.secure_cookies);
+    let created = match flash {
+        Some(Flash::NewKey { name, secret }) => Some(Created { name, secret }),
+        _ => None,
+    };
     let more = Extras {
         notice,
+        created,
         ..Extras::default()
     };
-    page(&mut dashboard, &visit, signed, StatusCode::OK, more).await
+    let shown = page(&mut dashboard, &visit, signed, StatusCode::OK, more).await;
+    flash::with_jar(jar, shown)
 }
 
 async fn page(
@@ -172,8 +185,9 @@ fn expiration(choice: &str) -> pb::KeyExpiration {
     }
 }
 
-/// `POST /dashboard/keys`: "Generate API Key". The page that answers shows the value once;
-/// it is never shown again.
+/// `POST /dashboard/keys`: "Generate API Key". Made, it answers 303 to the keys page with
+/// the value in the one-time flash, so a reload cannot make a second key and the value is
+/// shown once; refused, the form again with why.
 pub(crate) async fn create(
     State(mut dashboard): State<Dashboard>,
     visit: Visit,
@@ -196,15 +210,12 @@ pub(crate) async fn create(
     {
         Ok(answer) => {
             let answer = answer.into_inner();
-            let created = Created {
+            let created = Flash::NewKey {
                 name: answer.api_key.map(|k| k.name).unwrap_or_default(),
                 secret: answer.secret,
             };
-            let more = Extras {
-                created: Some(created),
-                ..Extras::default()
-            };
-            page(&mut dashboard, &visit, signed, StatusCode::OK, more).await
+            let to = "/dashboard/keys".to_owned();
+            flash::redirect_with(&visit, dashboard.secure_cookies, to, &created)
         }
         Err(status) => {
             let (code, message, _) = read_status(&status);

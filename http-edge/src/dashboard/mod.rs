@@ -16,9 +16,11 @@
 //! - `views`: the wallets and transactions pages.
 //! - `webhooks`: the Webhooks page, an endpoint's deliveries.
 //! - `format`: amounts, times and labels as the pages show them.
+//! - `flash`: a secret made by a form, carried sealed across its redirect, shown once.
 
 mod approvals;
 mod auth;
+mod flash;
 mod format;
 mod keys;
 mod limits;
@@ -139,6 +141,8 @@ pub(crate) fn router(core: CoreChannel, secure_cookies: bool) -> Router {
             "/webhooks/{id}/replay",
             axum::routing::post(webhooks::replay),
         )
+        .route("/favicon.ico", get(favicon))
+        .route("/assets/favicon.svg", get(favicon))
         .route("/assets/dashboard.css", get(stylesheet))
         .route("/assets/dashboard.js", get(script))
         .with_state(state)
@@ -170,6 +174,18 @@ async fn stylesheet() -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
         include_str!("../../assets/dashboard.css"),
+    )
+}
+
+/// The icon, for `/favicon.ico` (which browsers ask for on their own) and the pages'
+/// `<link rel="icon">`: a small SVG, so one file serves every size.
+pub(crate) async fn favicon() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+        ],
+        include_str!("../../assets/favicon.svg"),
     )
 }
 

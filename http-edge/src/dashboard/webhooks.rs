@@ -13,7 +13,12 @@ use axum_extra::extract::Form;
 use serde::Deserialize;
 use walletops_proto::v1 as pb;
 
-use super::{Dashboard, Page, Signed, Visit, auth::CsrfForm, form_refusal, format};
+use super::{
+    Dashboard, Page, Signed, Visit,
+    auth::CsrfForm,
+    flash::{self, Flash},
+    form_refusal, format,
+};
 
 /// One row of the endpoints table.
 pub(crate) struct EndpointRow {
@@ -112,7 +117,13 @@ pub(crate) async fn list(
         Err(page) => return page,
     };
     let notice = done_notice(q.done.as_deref());
-    page(&mut dashboard, &visit, signed, notice, None).await
+    let (flash, jar) = flash::take(&visit, dashboard.secure_cookies);
+    let secret = match flash {
+        Some(Flash::NewSecret { url, secret }) => Some((url, secret)),
+        _ => None,
+    };
+    let shown = page(&mut dashboard, &visit, signed, notice, secret).await;
+    flash::with_jar(jar, shown)
 }
 
 async fn page(
@@ -177,17 +188,14 @@ pub(crate) async fn enable(
     }
 }
 
-/// `POST /dashboard/webhooks/{id}/rotate`: the page that answers shows the new secret once.
+/// `POST /dashboard/webhooks/{id}/rotate`: 303 to the Webhooks page, the new secret in the
+/// one-time flash (shown once).
 pub(crate) async fn rotate(
     State(mut dashboard): State<Dashboard>,
     visit: Visit,
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Page {
-    let signed = match dashboard.signed(&visit).await {
-        Ok(s) => s,
-        Err(page) => return page,
-    };
     let req = pb::RotateWebhookSecretRequest { id };
     match dashboard
         .webhooks
@@ -196,9 +204,12 @@ pub(crate) async fn rotate(
     {
         Ok(answer) => {
             let answer = answer.into_inner();
-            let url = answer.webhook.map(|w| w.url).unwrap_or_default();
-            let secret = Some((url, answer.secret));
-            page(&mut dashboard, &visit, signed, None, secret).await
+            let secret = Flash::NewSecret {
+                url: answer.webhook.map(|w| w.url).unwrap_or_default(),
+                secret: answer.secret,
+            };
+            let to = "/dashboard/webhooks".to_owned();
+            flash::redirect_with(&visit, dashboard.secure_cookies, to, &secret)
         }
         Err(status) => Page::from(status),
     }

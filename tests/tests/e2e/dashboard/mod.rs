@@ -3,6 +3,7 @@
 //! a real Chromium (`browser`).
 
 mod browser;
+mod forms;
 mod limits;
 mod scopes;
 mod sessions;
