@@ -32,12 +32,20 @@ fn init_tracing(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(format!("info,{}", walletops_store::QUIET_LOG_TARGETS)));
     let registry = tracing_subscriber::registry().with(filter);
+    // Colour codes only for a person at a terminal: stderr sent to a file, a pipe or a log
+    // collector would keep them as escape sequences in every line.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     match format {
         LogFormat::Json => registry
-            .with(fmt::layer().json().with_writer(std::io::stderr))
+            .with(
+                fmt::layer()
+                    .json()
+                    .with_ansi(false)
+                    .with_writer(std::io::stderr),
+            )
             .init(),
         LogFormat::Text => registry
-            .with(fmt::layer().with_writer(std::io::stderr))
+            .with(fmt::layer().with_ansi(ansi).with_writer(std::io::stderr))
             .init(),
     }
 }

@@ -17,6 +17,7 @@ mod faults;
 mod fuzz;
 mod key_lines;
 mod keystore;
+mod logs;
 mod mcp;
 mod mcp_gate;
 mod metrics;
