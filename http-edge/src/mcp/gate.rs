@@ -143,7 +143,17 @@ pub(super) async fn admit(State(gate): State<Gate>, mut req: Request, next: Next
         .into_response();
     }
     let opening = named.is_none();
-    let answer = next.run(req).await;
+    let ending = req.method() == axum::http::Method::DELETE;
+    let mut answer = next.run(req).await;
+    // The transport answers a session ended with 202 Accepted, which says the work is still
+    // under way; it is done, and the MCP spec's clients expect 200 or 204.
+    if ending && answer.status() == axum::http::StatusCode::ACCEPTED {
+        *answer.status_mut() = axum::http::StatusCode::NO_CONTENT;
+        *answer.body_mut() = axum::body::Body::empty();
+        answer
+            .headers_mut()
+            .remove(axum::http::header::CONTENT_LENGTH);
+    }
     let opened = answer
         .headers()
         .get(SESSION_HEADER)

@@ -1,6 +1,8 @@
 //! The MCP tools' inputs: typed structs whose JSON Schemas the tools publish, with field
 //! descriptions written for a model, each turned into the same core request as its REST
-//! route's body.
+//! route's body. Every field defaults when absent, as a REST body's does, so that the core
+//! names each missing one with the other violations; the schemas still list the fields a
+//! call needs as `required`, for the model to fill them in.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -34,6 +36,7 @@ impl From<ListWalletsInput> for pb::ListWalletsRequest {
 /// `get_balances`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
+#[schemars(extend("required" = ["chain"]))]
 pub(crate) struct GetBalancesInput {
     /// Chain slug, as `list_wallets` and the operator name them: "ethereum", "base",
     /// "base-sepolia", "solana", "solana-devnet", "anvil", ...
@@ -63,6 +66,7 @@ impl From<GetBalancesInput> for pb::GetBalancesRequest {
 /// `get_transaction`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
+#[schemars(extend("required" = ["id"]))]
 pub(crate) struct GetTransactionInput {
     /// The transaction's service id (a UUID), as a write answered it.
     pub(crate) id: String,
@@ -71,6 +75,7 @@ pub(crate) struct GetTransactionInput {
 /// `get_approval`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]
+#[schemars(extend("required" = ["id"]))]
 pub(crate) struct GetApprovalInput {
     /// The approval id (a UUID) a write answered with status PENDING_APPROVAL.
     pub(crate) id: String,
@@ -79,6 +84,7 @@ pub(crate) struct GetApprovalInput {
 /// `send`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
+#[schemars(extend("required" = ["chain", "to", "asset", "amount"]))]
 pub(crate) struct SendInput {
     /// Chain slug ("base", "solana", "anvil", ...).
     pub(crate) chain: String,
@@ -118,6 +124,7 @@ impl From<SendInput> for pb::SendRequest {
 /// `approve_token`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
+#[schemars(extend("required" = ["chain", "token", "spender", "amount"]))]
 pub(crate) struct ApproveInput {
     /// EVM chain slug.
     pub(crate) chain: String,
@@ -149,6 +156,7 @@ impl From<ApproveInput> for pb::ApproveTokenRequest {
 /// `quote_swap`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
+#[schemars(extend("required" = ["chain", "fromToken", "toToken", "amount"]))]
 pub(crate) struct QuoteInput {
     /// Chain slug ("ethereum", "base", "solana", ...).
     pub(crate) chain: String,
@@ -180,6 +188,7 @@ impl From<QuoteInput> for pb::GetQuoteRequest {
 /// `swap`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
+#[schemars(extend("required" = ["chain", "fromToken", "toToken", "amount"]))]
 pub(crate) struct SwapInput {
     /// Chain slug ("ethereum", "base", "solana", ...).
     pub(crate) chain: String,

@@ -4,25 +4,28 @@
 //! and answers the REST JSON: scopes, rate limits, idempotency, ownership, delegation and
 //! the swap guard are the core's, unchanged. A key sees only the tools its scopes allow.
 //!
+//! - `calls`: how a tool call becomes a core call (its headers, a write's key) and its
+//!   answer.
 //! - `gate`: the door: a valid key on every request (401 with a challenge otherwise), and
 //!   at most so many sessions per key.
 //! - `inputs`: the tools' typed inputs, their schemas, and the core requests they become.
 //! - `stdio`: `walletops mcp`, a stdio server for desktop agents that calls a service's
 //!   `/mcp`.
 
+mod calls;
 mod chain_data;
 mod gate;
 mod inputs;
 pub(crate) mod stdio;
 
 use crate::CoreChannel;
-use axum::http::{HeaderMap, HeaderValue, request::Parts};
+use axum::http::request::Parts;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
     model::{
-        CacheScope, CallToolResult, ContentBlock, Implementation, InitializeResult,
-        ListToolsResult, PaginatedRequestParams, RequestId, ServerCapabilities,
+        CacheScope, CallToolResult, Implementation, InitializeResult, ListToolsResult,
+        PaginatedRequestParams, ServerCapabilities,
     },
     service::RequestContext,
     tool, tool_handler, tool_router,
@@ -31,27 +34,23 @@ use rmcp::{
         streamable_http_server::session::local::LocalSessionManager,
     },
 };
-use serde::Serialize;
-use walletops_proto::{
-    IDEMPOTENCY_KEY_HEADER, TOOL_CALL_HEADER,
-    request_id::REQUEST_ID_HEADER,
-    v1::{
-        self as pb, approval_service_client::ApprovalServiceClient,
-        wallet_ops_service_client::WalletOpsServiceClient,
-    },
+use walletops_proto::v1::{
+    self as pb, approval_service_client::ApprovalServiceClient,
+    wallet_ops_service_client::WalletOpsServiceClient,
 };
 
-use self::inputs::{
-    ApproveInput, GetApprovalInput, GetBalancesInput, GetTransactionInput, ListWalletsInput,
-    QuoteInput, SendInput, SimulateInput, SwapInput,
+use self::{
+    calls::{answer, headers, input_json, tool_call, write},
+    inputs::{
+        ApproveInput, GetApprovalInput, GetBalancesInput, GetTransactionInput, ListWalletsInput,
+        QuoteInput, SendInput, SimulateInput, SwapInput,
+    },
 };
 use crate::{
-    error::{EdgeError, ErrorBody},
     model::{
-        ApprovalJson, BalancesJson, DryRunJson, QuoteResponseJson, SubmissionJson, TransactionJson,
-        WalletsJson,
+        ApprovalJson, BalancesJson, DryRunJson, QuoteResponseJson, TransactionJson, WalletsJson,
     },
-    routes::{call, copy_headers},
+    routes::call,
 };
 
 /// The tools, over a core.
@@ -81,113 +80,6 @@ fn method_of(tool: &str) -> Option<&'static str> {
     })
 }
 
-/// The headers of the HTTP request behind `ctx`, as the REST routes read them: a bearer
-/// token counts as `x-api-key`; no `Idempotency-Key` (writes take theirs from their input).
-/// Over stdio there is no request: no headers, no key.
-fn headers(ctx: &RequestContext<RoleServer>) -> HeaderMap {
-    let mut headers = gate::keyed(
-        ctx.extensions
-            .get::<Parts>()
-            .map(|p| p.headers.clone())
-            .unwrap_or_default(),
-    );
-    headers.remove(IDEMPOTENCY_KEY_HEADER);
-    headers.remove(TOOL_CALL_HEADER);
-    headers
-}
-
-/// The header that keys a write: the input's idempotency key as `Idempotency-Key`, or, with
-/// none, the tool call it came in (the session, the JSON-RPC id, the tool and its arguments)
-/// as `TOOL_CALL_HEADER`, from which the core derives the key. A client without a session
-/// must give one: its JSON-RPC ids repeat from request to request, and a key derived from
-/// them would take a second, intended payment for a retry of the first.
-fn keyed_by(
-    given: Option<&str>,
-    ctx: &RequestContext<RoleServer>,
-    tool: &str,
-    arguments: &impl Serialize,
-) -> Result<(&'static str, HeaderValue), EdgeError> {
-    if let Some(given) = given.map(str::trim).filter(|k| !k.is_empty()) {
-        let key = HeaderValue::from_str(given)
-            .map_err(|_| EdgeError::invalid("idempotencyKey", "not a UUID"))?;
-        return Ok((IDEMPOTENCY_KEY_HEADER, key));
-    }
-    let Some(session) = ctx
-        .extensions
-        .get::<Parts>()
-        .and_then(|p| p.headers.get(gate::SESSION_HEADER))
-        .and_then(|v| v.to_str().ok())
-    else {
-        return Err(EdgeError::invalid(
-            "idempotencyKey",
-            "required without an MCP session: give a new UUID for each payment you mean, and the same one when you retry it",
-        ));
-    };
-    let id = match &ctx.id {
-        RequestId::Number(n) => n.to_string(),
-        RequestId::String(s) => s.to_string(),
-    };
-    let arguments = serde_json::to_string(arguments).unwrap_or_default();
-    let call: String = url::form_urlencoded::byte_serialize(
-        format!("{session}/{id}/{tool}/{arguments}").as_bytes(),
-    )
-    .collect();
-    let call = HeaderValue::from_str(&call)
-        .map_err(|_| EdgeError::invalid("idempotencyKey", "the call cannot name a key"))?;
-    Ok((TOOL_CALL_HEADER, call))
-}
-
-/// `call` for a write tool: the REST request's metadata, and the tool call that keys it.
-fn tool_call<T: Default>(
-    headers: &HeaderMap,
-    message: Result<T, EdgeError>,
-) -> Result<tonic::Request<T>, EdgeError> {
-    let mut req = call(headers, message)?;
-    copy_headers(headers, &[TOOL_CALL_HEADER], &mut req);
-    Ok(req)
-}
-
-/// A tool's answer: the REST JSON of `result`, or the contract's error body as a tool error
-/// (the model reads its `code`).
-fn answer<T: Serialize>(result: Result<T, EdgeError>, headers: &HeaderMap) -> CallToolResult {
-    match result {
-        Ok(value) => {
-            let body = serde_json::to_value(value).unwrap_or_default();
-            let mut result = CallToolResult::structured(body.clone());
-            chain_data::mark(&mut result, &body);
-            result
-        }
-        Err(e) => {
-            let told = e.told();
-            let code = told.code;
-            let body = ErrorBody {
-                error: told.message,
-                code: code.as_str().to_owned(),
-                request_id: headers
-                    .get(REQUEST_ID_HEADER)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_owned(),
-            };
-            let mut result = CallToolResult::error(vec![ContentBlock::text(
-                serde_json::to_string(&body).unwrap_or_default(),
-            )]);
-            result.structured_content = serde_json::to_value(&body).ok();
-            // These errors quote the node's or the contract's words.
-            let from_chain = matches!(
-                code,
-                walletops_proto::ErrorCode::SendFailed
-                    | walletops_proto::ErrorCode::InsufficientFunds
-                    | walletops_proto::ErrorCode::ProviderRpcError
-            );
-            if let Some(body) = result.structured_content.clone().filter(|_| from_chain) {
-                chain_data::mark(&mut result, &body);
-            }
-            result
-        }
-    }
-}
-
 #[tool_router]
 impl Tools {
     fn new(core: CoreChannel) -> Self {
@@ -203,7 +95,15 @@ impl Tools {
         (ethereum or solana), whether each is the default of its family, and whether it is \
         delegated to the service (automationEnabled: only those can send). Needs the read \
         scope. Errors come back as {error, code}: UNAUTHORIZED (bad or revoked key), \
-        RATE_LIMITED (wait and retry)."
+        RATE_LIMITED (wait and retry).",
+        title = "List wallets",
+        annotations(
+            title = "List wallets",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn list_wallets(
         &self,
@@ -227,7 +127,15 @@ impl Tools {
         tokens asked for. Amounts are integer strings in base units (wei, lamports, the \
         token's smallest unit), with the token's decimals beside them. Needs the read scope. \
         Errors: CHAIN_UNKNOWN, WALLET_NOT_FOUND, FORBIDDEN (not your wallet), INVALID_INPUT \
-        (names the field)."
+        (names the field).",
+        title = "Read balances",
+        annotations(
+            title = "Read balances",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
     )]
     async fn get_balances(
         &self,
@@ -250,7 +158,15 @@ impl Tools {
         description = "Read one of your transactions by its service id: status \
         (SUBMITTED while pending; CONFIRMED, REVERTED, FAILED, DROPPED when final; \
         FEE_CAPPED when stuck below the fee cap), hash, explorer link and status history. \
-        Needs the read scope. Errors: NOT_FOUND, INVALID_INPUT."
+        Needs the read scope. Errors: NOT_FOUND, INVALID_INPUT.",
+        title = "Read a transaction",
+        annotations(
+            title = "Read a transaction",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn get_transaction(
         &self,
@@ -277,7 +193,15 @@ impl Tools {
         write answered with PENDING_APPROVAL: state (pending; approved while it is being \
         made; submitted, with transactionId to follow with get_transaction; rejected, with \
         who and why; expired; failed, with the error). Needs the read scope. Errors: \
-        NOT_FOUND, INVALID_INPUT."
+        NOT_FOUND, INVALID_INPUT.",
+        title = "Read an approval",
+        annotations(
+            title = "Read an approval",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn get_approval(
         &self,
@@ -304,7 +228,15 @@ impl Tools {
         fromToken buys now (base units), and, given the wallet, whether an ERC20 approval \
         of which spender is needed first. NATIVE names the chain's coin. Needs the trade \
         scope. Errors: QUOTE_FAILED (no route, or the aggregator refused), \
-        SERVICE_UNAVAILABLE (no aggregator for the chain), INVALID_INPUT."
+        SERVICE_UNAVAILABLE (no aggregator for the chain), INVALID_INPUT.",
+        title = "Quote a swap",
+        annotations(
+            title = "Quote a swap",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
     )]
     async fn quote_swap(
         &self,
@@ -328,11 +260,22 @@ impl Tools {
         slippage percent; signed and sent once, answered with the transaction's id to \
         follow with get_transaction. Amount in the sold token's base units; NATIVE names \
         the chain's coin. An ERC20 sale may need approve_token first (quote_swap says). \
-        Needs the write scope. Errors: INSUFFICIENT_FUNDS, QUOTE_FAILED, SEND_FAILED (the \
+        Needs the write scope. Your key's spend limits and policy apply (a maximum per write and a daily budget per asset; \
+        allowed chains, recipients, contracts, spenders), judged on what the write does on chain: \
+        a write outside them is FORBIDDEN and nothing is signed. To check first, call simulate \
+        with the same fields (a dry run: nothing is signed or sent). Errors: INSUFFICIENT_FUNDS, QUOTE_FAILED, SEND_FAILED (the \
         swap guard or the node refused), FORBIDDEN, IDEMPOTENT_REPLAY (the key was used for \
         another request). A write moving more than the key's approval threshold is not \
         signed: it answers status PENDING_APPROVAL (pending_approval) and an approval id; \
-        a person approves or rejects it, and get_approval tells which."
+        a person approves or rejects it, and get_approval tells which.",
+        title = "Swap tokens",
+        annotations(
+            title = "Swap tokens",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn swap(
         &self,
@@ -360,12 +303,23 @@ impl Tools {
         is an integer string in base units: wei (1 ETH = 1000000000000000000), lamports \
         (1 SOL = 1000000000) or the token's smallest unit; asset is native, erc20 or spl. \
         Signed and sent exactly once per idempotency key, answered with the transaction's \
-        id (follow it with get_transaction). Needs the write scope. Errors: \
+        id (follow it with get_transaction). Needs the write scope. Your key's spend limits and policy apply (a maximum per write and a daily budget per asset; \
+        allowed chains, recipients, contracts, spenders), judged on what the write does on chain: \
+        a write outside them is FORBIDDEN and nothing is signed. To check first, call simulate \
+        with the same fields (a dry run: nothing is signed or sent). Errors: \
         INSUFFICIENT_FUNDS, FORBIDDEN (not your wallet, or outside the key's limits), \
         WALLET_NOT_DELEGATED, SEND_FAILED (the node refused), IDEMPOTENT_REPLAY, \
         INVALID_INPUT (names the field). A write moving more than the key's approval threshold is not \
         signed: it answers status PENDING_APPROVAL (pending_approval) and an approval id; \
-        a person approves or rejects it, and get_approval tells which."
+        a person approves or rejects it, and get_approval tells which.",
+        title = "Send coins or tokens",
+        annotations(
+            title = "Send coins or tokens",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn send(
         &self,
@@ -395,7 +349,15 @@ impl Tools {
         outflows, inflows and allowances granted, per asset), whether your key's limits \
         allow it (verdict: allowed, needsApproval, every reason), and the most its network \
         fee may cost. Needs the read scope. Errors as the write itself would meet them \
-        before its verdict: INVALID_INPUT, INSUFFICIENT_FUNDS, SEND_FAILED (it would fail)."
+        before its verdict: INVALID_INPUT, INSUFFICIENT_FUNDS, SEND_FAILED (it would fail).",
+        title = "Check a write (dry run)",
+        annotations(
+            title = "Check a write (dry run)",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
     )]
     async fn simulate(
         &self,
@@ -420,9 +382,20 @@ impl Tools {
     #[tool(
         description = "Allow a spender (a swap router) to move up to amount of an ERC20 \
         token from one of your EVM wallets; amount in the token's base units. Signed and \
-        sent once per idempotency key. Needs the write scope. Errors as for send. A write moving more than the key's approval threshold is not \
+        sent once per idempotency key. Needs the write scope. Your key's spend limits and policy apply (a maximum per write and a daily budget per asset; \
+        allowed chains, recipients, contracts, spenders), judged on what the write does on chain: \
+        a write outside them is FORBIDDEN and nothing is signed. To check first, call simulate \
+        with the same fields (a dry run: nothing is signed or sent). Errors as for send. A write moving more than the key's approval threshold is not \
         signed: it answers status PENDING_APPROVAL (pending_approval) and an approval id; \
-        a person approves or rejects it, and get_approval tells which."
+        a person approves or rejects it, and get_approval tells which.",
+        title = "Approve a token spender",
+        annotations(
+            title = "Approve a token spender",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn approve_token(
         &self,
@@ -446,45 +419,6 @@ impl Tools {
         )
         .await)
     }
-}
-
-/// Runs write `tool` (its arguments `arguments`): its idempotency key, `given` or made from
-/// the call, is set, then `send` calls the core with the headers; the submission, or the
-/// error.
-async fn write<F, Fut>(
-    ctx: &RequestContext<RoleServer>,
-    tool: &str,
-    given: Option<&str>,
-    arguments: String,
-    send: F,
-) -> CallToolResult
-where
-    F: FnOnce(HeaderMap) -> Fut,
-    Fut: Future<Output = Result<Option<pb::Submission>, EdgeError>>,
-{
-    let mut headers = headers(ctx);
-    let result = match keyed_by(given, ctx, tool, &arguments) {
-        Ok((name, value)) => {
-            headers.insert(name, value);
-            send(headers.clone()).await.map(SubmissionJson::from)
-        }
-        Err(e) => Err(e),
-    };
-    let held = result.as_ref().is_ok_and(SubmissionJson::is_held);
-    let mut answered = answer(result, &headers);
-    if held {
-        answered.content.push(ContentBlock::text(
-            "pending_approval: this write moves more than your key's approval threshold, so \
-             it was not signed. A person approves or rejects it in WalletOps; follow it with \
-             get_approval and the id above. Do not send it again under a new key.",
-        ));
-    }
-    answered
-}
-
-/// An input as the arguments it was read from (for the key a call makes).
-fn input_json<T: std::fmt::Debug>(input: &T) -> String {
-    format!("{input:?}")
 }
 
 /// What the server says of itself at initialization.

@@ -63,11 +63,45 @@ async fn tools_follow_the_keys_scopes(b: Backend) -> anyhow::Result<()> {
             "swap"
         ]
     );
-    // Every tool's input has a schema, and every description says what it needs.
+    // Every tool's input has a schema that marks what a call needs, every description says
+    // what it needs, and every tool has a title and says whether it changes anything.
+    let writes = ["approve_token", "send", "swap"];
     for tool in all.list_all_tools().await? {
-        assert!(!tool.input_schema.is_empty(), "{}", tool.name);
+        let name = tool.name.to_string();
+        assert!(!tool.input_schema.is_empty(), "{name}");
         let about = tool.description.clone().unwrap_or_default();
-        assert!(about.contains("scope"), "{}: {about}", tool.name);
+        assert!(about.contains("scope"), "{name}: {about}");
+        let required: Vec<&str> = tool
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let needs: &[&str] = match name.as_str() {
+            "list_wallets" | "simulate" => &[],
+            "get_balances" => &["chain"],
+            "get_transaction" | "get_approval" => &["id"],
+            "send" => &["chain", "to", "asset", "amount"],
+            "approve_token" => &["chain", "token", "spender", "amount"],
+            "quote_swap" | "swap" => &["chain", "fromToken", "toToken", "amount"],
+            other => panic!("a tool this test does not know: {other}"),
+        };
+        assert_eq!(required, needs, "{name}: {:?}", tool.input_schema);
+        assert!(
+            tool.title.as_deref().is_some_and(|t| !t.is_empty()),
+            "{name}"
+        );
+        let hints = tool.annotations.clone().expect("annotations");
+        let write = writes.contains(&name.as_str());
+        assert_eq!(hints.read_only_hint, Some(!write), "{name}");
+        assert_eq!(hints.destructive_hint, Some(write), "{name}");
+        assert_eq!(hints.idempotent_hint, Some(!write), "{name}");
+        assert!(hints.open_world_hint.is_some(), "{name}");
+        if write {
+            // A model learns before it pays that the key's rules hold and how to try first.
+            assert!(about.contains("limits and policy"), "{name}: {about}");
+            assert!(about.contains("call simulate"), "{name}: {about}");
+        }
     }
     // A tool the key may not use is refused by the core, naming the scope.
     let (failed, refused) = call(
