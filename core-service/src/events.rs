@@ -88,7 +88,7 @@ pub enum WatchEnd {
     },
 }
 
-/// One event for a watcher: the change, and the record as it is now.
+/// One event for a watcher: the change, and the record as it is now in the change's status.
 pub type Watched = (TransactionEvent, TransactionRecord);
 
 /// A watch: its events, and once they end, why (nothing: the watcher left).
@@ -101,7 +101,7 @@ pub struct Watch {
 }
 
 /// Streams the events `req` asks for of `user_id`'s records, in commit order, each with its
-/// record as it is when sent, until the receiver is dropped or the watch ends (`Watch::end`
+/// record as it is when sent (in the status of its event), until the receiver is dropped or the watch ends (`Watch::end`
 /// says why). At most `limits.buffer` events wait unread: a watcher that leaves them so for
 /// `limits.slow_after` is cut off, its buffered events still readable. Every
 /// `limits.recheck_every` `recheck` says whether the watcher may still watch, and the watch
@@ -168,7 +168,10 @@ async fn feed(
                 .find_transaction(user_id, event.transaction_id)
                 .await
                 .map_err(|e| WatchEnd::Failed(e.into()))?;
-            let Some(record) = record else { continue };
+            let Some(mut record) = record else { continue };
+            // The record as it is now, in the status this event is about, as a webhook tells
+            // it: a `transaction.submitted` read after the confirmation still says SUBMITTED.
+            record.status = event.status;
             let seq = event.seq;
             match tx.send_timeout((event, record), slow_after).await {
                 Ok(()) => after = seq,

@@ -1,5 +1,5 @@
 //! The REST contract's JSON shapes that the core writes too: a transaction record with its
-//! status history, as `GET /tx/{id}` gives it and as webhooks deliver it, and the value
+//! status history, as `GET /tx/{id}` gives it and as webhooks deliver it (in their envelope), and the value
 //! spellings every shape uses (ISO 8601 timestamps, enum names without their prefix). The
 //! edge serves them; the core's webhook bodies are made with the same code.
 
@@ -227,9 +227,30 @@ impl From<pb::Transaction> for TransactionJson {
     }
 }
 
-/// A transaction as `GET /tx/{id}` gives it, in JSON: what webhooks deliver too.
-pub fn transaction_json(t: pb::Transaction) -> Vec<u8> {
-    serde_json::to_vec(&TransactionJson::from(t)).unwrap_or_default()
+/// A webhook delivery's body: the Standard Webhooks envelope around the record.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookEventJson {
+    /// The event type, e.g. `transaction.confirmed`.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// When the change happened, RFC 3339 UTC with milliseconds (not when it was sent).
+    pub timestamp: String,
+    /// The record as `GET /tx/{id}` gives it, in the status the event is about.
+    pub data: TransactionJson,
+}
+
+/// A webhook delivery's body, in JSON: the `event_type` event of `t`, which happened `at`.
+pub fn webhook_body(
+    event_type: String,
+    at: chrono::DateTime<chrono::Utc>,
+    t: pb::Transaction,
+) -> Vec<u8> {
+    let event = WebhookEventJson {
+        event_type,
+        timestamp: at.to_rfc3339_opts(SecondsFormat::Millis, true),
+        data: TransactionJson::from(t),
+    };
+    serde_json::to_vec(&event).unwrap_or_default()
 }
 
 #[cfg(test)]

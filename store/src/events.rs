@@ -157,6 +157,18 @@ impl Store {
         Ok(u64::try_from(max_seq(self.sea()).await?).unwrap_or(0))
     }
 
+    /// When the change numbered `seq` happened: its outbox row's time, written in the
+    /// change's own database transaction. `None`: no such event.
+    pub async fn event_at(&self, seq: u64) -> Result<Option<chrono::DateTime<Utc>>> {
+        Ok(events::Entity::find()
+            .select_only()
+            .column(events::Column::CreatedAt)
+            .filter(events::Column::Seq.eq(i64::try_from(seq).unwrap_or(i64::MAX)))
+            .into_tuple::<chrono::DateTime<Utc>>()
+            .one(self.sea())
+            .await?)
+    }
+
     /// The numbered events of `user_id` after `after`, oldest first, at most `limit`,
     /// optionally of one record or one chain.
     pub async fn events_after(

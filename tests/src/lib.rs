@@ -32,7 +32,7 @@ pub mod webhooks;
 pub use cli::CliOutput;
 pub use database::{TestDatabase, redis_url};
 pub use grpc::{as_admin, grpcurl, reason, with_key, write_request};
-pub use paths::{grpcurl_bin, schemathesis_bin, walletops_bin, workspace_root};
+pub use paths::{grpcurl_bin, schemathesis_bin, venv_python, walletops_bin, workspace_root};
 pub use rest::{Reply, Rest};
 pub use service::{Launched, Options, Service, first_api_key, launch, launch_logging_to};
 pub use wait::{WAIT_TIMEOUT, poll_until, within};

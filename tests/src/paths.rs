@@ -46,6 +46,11 @@ pub fn schemathesis_bin() -> anyhow::Result<PathBuf> {
     venv_bin("schemathesis")
 }
 
+/// The Python the test command installs into `.venv`, with the `standardwebhooks` library.
+pub fn venv_python() -> anyhow::Result<PathBuf> {
+    venv_bin("python")
+}
+
 fn venv_bin(name: &str) -> anyhow::Result<PathBuf> {
     let bin = workspace_root().join(".venv/bin").join(name);
     if !bin.exists() {

@@ -9,6 +9,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use anyhow::Context as _;
 use axum::{
     Router,
     body::Bytes,
@@ -39,9 +40,13 @@ pub struct Received {
     pub id: String,
     /// `webhook-timestamp`.
     pub timestamp: i64,
+    /// `webhook-signature`.
+    pub signature: String,
     /// The body as sent.
     pub raw: Vec<u8>,
-    /// The body, parsed.
+    /// The body, parsed: the Standard Webhooks envelope (`type`, `timestamp`, `data`).
+    pub envelope: Value,
+    /// The record the envelope carries (its `data`).
     pub body: Value,
     /// Whether its signature verified under one of the secrets trusted.
     pub verified: bool,
@@ -55,15 +60,42 @@ impl Received {
         self.body["id"].as_str().unwrap_or_default()
     }
 
-    /// The event type the body tells of (`transaction.confirmed`).
+    /// The event type the envelope tells of (`transaction.confirmed`).
     pub fn event_type(&self) -> String {
-        format!(
-            "transaction.{}",
-            self.body["status"]
-                .as_str()
-                .unwrap_or_default()
-                .to_ascii_lowercase()
-        )
+        self.envelope["type"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// The body as the convention's own Python library (`standardwebhooks`, which the test
+    /// command installs into `.venv`) reads it after verifying it under `secret`: an error
+    /// when it does not verify.
+    pub async fn verified_by_standardwebhooks(&self, secret: &str) -> anyhow::Result<Value> {
+        use tokio::io::AsyncWriteExt as _;
+        const VERIFY: &str = "import json, sys\n\
+            from standardwebhooks.webhooks import Webhook\n\
+            headers = {'webhook-id': sys.argv[2], 'webhook-timestamp': sys.argv[3],\n\
+                       'webhook-signature': sys.argv[4]}\n\
+            print(json.dumps(Webhook(sys.argv[1]).verify(sys.stdin.buffer.read(), headers)))\n";
+        let mut child = tokio::process::Command::new(crate::paths::venv_python()?)
+            .args(["-c", VERIFY, secret, &self.id])
+            .arg(self.timestamp.to_string())
+            .arg(&self.signature)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        let mut stdin = child.stdin.take().context("no stdin")?;
+        stdin.write_all(&self.raw).await?;
+        drop(stdin);
+        let out = child.wait_with_output().await?;
+        anyhow::ensure!(
+            out.status.success(),
+            "standardwebhooks refused the delivery: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(serde_json::from_slice(&out.stdout)?)
     }
 
     /// Whether the receiver took it (answered 2xx).
@@ -139,11 +171,14 @@ async fn receive(
             (true, Answer::Status(s)) => s,
             (true, Answer::Hang) => 0,
         };
+        let envelope: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         inner.received.push(Received {
             id,
             timestamp,
+            signature,
             raw: body.to_vec(),
-            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            body: envelope["data"].clone(),
+            envelope,
             verified,
             answered,
         });
@@ -190,6 +225,16 @@ impl Receiver {
             .expect("receiver state")
             .secrets
             .push(secret.to_owned());
+    }
+
+    /// The secret it trusted last (the one `register` got).
+    pub fn secret(&self) -> Option<String> {
+        self.inner
+            .lock()
+            .expect("receiver state")
+            .secrets
+            .last()
+            .cloned()
     }
 
     /// Verifies deliveries with `secret` only.

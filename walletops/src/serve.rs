@@ -474,7 +474,7 @@ fn spawn_webhook_deliveries(
 ) -> anyhow::Result<()> {
     let chains = core.chains.clone();
     let render =
-        std::sync::Arc::new(move |record| walletops_core::grpc::transaction_json(record, &chains));
+        std::sync::Arc::new(move |event| walletops_core::grpc::webhook_body(event, &chains));
     let deliverer = core.webhooks.deliverer(render)?;
     tasks.spawn(async move {
         deliverer.run(on_stop(stop)).await;

@@ -173,12 +173,17 @@ fn layered(routes: Routes, trusted: Vec<IpAddr>) -> CoreChannel {
     )
 }
 
-/// A record as `GET /tx/{id}` gives it, in JSON: the body of its webhook deliveries.
-pub fn transaction_json(
-    record: walletops_domain::TransactionRecord,
+/// A webhook delivery's body: the Standard Webhooks envelope (`type`, `timestamp`, `data`)
+/// around the record as `GET /tx/{id}` gives it.
+pub fn webhook_body(
+    event: crate::webhooks::delivery::Event,
     chains: &crate::chains::Registry,
 ) -> Vec<u8> {
-    walletops_proto::rest::transaction_json(convert::transaction(record, chains))
+    walletops_proto::rest::webhook_body(
+        event.event_type,
+        event.at,
+        convert::transaction(event.record, chains),
+    )
 }
 
 /// Serves the core's public services on `listener` until `shutdown` completes.

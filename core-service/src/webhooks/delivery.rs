@@ -23,8 +23,20 @@ use crate::{error::WalletOpsError, signer::Keystore};
 use walletops_domain::{TransactionRecord, WebhookDelivery};
 use walletops_store::{FailedAttempt, Store};
 
-/// How a record becomes a delivery's body: the JSON `GET /tx/{id}` gives.
-pub type Render = Arc<dyn Fn(TransactionRecord) -> Vec<u8> + Send + Sync>;
+/// What a delivery tells: an event, when it happened, and the record in its status.
+#[derive(Debug)]
+pub struct Event {
+    /// The event type, e.g. `transaction.confirmed`.
+    pub event_type: String,
+    /// When the change happened (not when it is sent: a retry tells the same event).
+    pub at: chrono::DateTime<Utc>,
+    /// The record as it is now, in the status the event is about.
+    pub record: TransactionRecord,
+}
+
+/// How an event becomes a delivery's body: the Standard Webhooks envelope around the JSON
+/// `GET /tx/{id}` gives.
+pub type Render = Arc<dyn Fn(Event) -> Vec<u8> + Send + Sync>;
 
 /// How often due deliveries are looked for when no attempt has ended meanwhile.
 const POLL_EVERY: Duration = Duration::from_millis(200);
@@ -257,7 +269,19 @@ impl Deliverer {
         // The record as it is now, but in the status this event is about: a receiver reads
         // `transaction.submitted` as SUBMITTED even when it arrives after the confirmation.
         record.status = delivery.status;
-        let body = (self.render)(record);
+        // The change's own time; a delivery made without its event (none is ever purged)
+        // falls back on when it was made, a sequencer tick later.
+        let at = self
+            .store
+            .event_at(delivery.event_seq)
+            .await
+            .map_err(|e| Failure::Internal(e.into()))?
+            .unwrap_or(delivery.created_at);
+        let body = (self.render)(Event {
+            event_type: delivery.status.event_type(),
+            at,
+            record,
+        });
         let id = delivery.id.to_string();
         let timestamp = Utc::now().timestamp();
         let signature = signing::signature(&secret, &id, timestamp, &body).ok_or_else(|| {

@@ -6,7 +6,7 @@ use crate::webhooks::send;
 use alloy::primitives::utils::parse_ether;
 use tonic::Streaming;
 use walletops_proto::v1::{
-    WatchTransactionsRequest, WatchTransactionsResponse,
+    TransactionStatus, WatchTransactionsRequest, WatchTransactionsResponse,
     wallet_ops_service_client::WalletOpsServiceClient,
 };
 use walletops_tests::{Backend, Service, anvil::Anvil, on_both_backends, reason, with_key, within};
@@ -93,8 +93,19 @@ async fn a_watcher_that_reconnects_misses_nothing(b: Backend) -> anyhow::Result<
         after_event_id: Some(0),
         ..WatchTransactionsRequest::default()
     };
-    let events = until_confirmed(&mut watch(&svc, one).await?, &later[..1]).await?;
-    assert_eq!(events.len(), 2, "{events:?}");
+    let mut stream = watch(&svc, one).await?;
+    // Read after the confirmation, the submitted event still says SUBMITTED: each event
+    // carries the record in its own status.
+    let submitted = within("the first event", stream.message())
+        .await??
+        .expect("an event");
+    assert_eq!(submitted.r#type, "transaction.submitted");
+    assert_eq!(
+        submitted.transaction.map(|t| t.status()),
+        Some(TransactionStatus::Submitted)
+    );
+    let events = until_confirmed(&mut stream, &later[..1]).await?;
+    assert_eq!(events.len(), 1, "{events:?}");
     Ok(())
 }
 
@@ -178,6 +189,9 @@ async fn server_sent_events_resume_from_the_last_event_id(b: Backend) -> anyhow:
     assert_eq!(kinds, ["transaction.submitted", "transaction.confirmed"]);
     assert_eq!(all[1].2["id"], id.as_str());
     assert_eq!(all[1].2["status"], "CONFIRMED");
+    // Each event in its own status, though both were read after the confirmation.
+    assert_eq!(all[0].2["id"], id.as_str());
+    assert_eq!(all[0].2["status"], "SUBMITTED");
     // After the first: only the second.
     let rest = read_events(events(&all[0].0).await?, "transaction.confirmed").await?;
     assert_eq!(rest.len(), 1, "{rest:?}");

@@ -10,8 +10,9 @@ use walletops_tests::{
 use super::{all_settled, funded, send, verified_and_in_order};
 
 /// Every event of three payments reaches the receiver signed, in order per transaction,
-/// each under its own `webhook-id`; a delivery's body is the record as `GET /tx/{id}` gives
-/// it, in the status its event is about.
+/// each under its own `webhook-id`; a delivery's body is the Standard Webhooks envelope
+/// (`type`, `timestamp`, `data`), verified by the convention's own library, its `data` the
+/// record as `GET /tx/{id}` gives it, in the status its event is about.
 async fn every_delivery_is_signed_and_is_the_record(b: Backend) -> anyhow::Result<()> {
     let (_anvil, svc) = funded(b, &[]).await?;
     let api = svc.rest(&svc.api_key);
@@ -27,6 +28,25 @@ async fn every_delivery_is_signed_and_is_the_record(b: Backend) -> anyhow::Resul
     webhook_ids.sort_unstable();
     webhook_ids.dedup();
     assert_eq!(webhook_ids.len(), 6, "one webhook-id per event");
+    let secret = hook.secret().expect("registered");
+    for d in &received {
+        let event = d.verified_by_standardwebhooks(&secret).await?;
+        assert_eq!(event, d.envelope, "the library reads what was sent");
+        let mut keys: Vec<&String> = event.as_object().expect("an object").keys().collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["data", "timestamp", "type"], "{event}");
+        let status = d.body["status"].as_str().unwrap_or_default();
+        assert_eq!(
+            event["type"],
+            format!("transaction.{}", status.to_ascii_lowercase()),
+            "the data is in the status of its event: {event}"
+        );
+        let at = chrono::DateTime::parse_from_rfc3339(event["timestamp"].as_str().unwrap_or(""))?;
+        assert!(
+            at.timestamp() <= d.timestamp,
+            "the change, then its delivery: {event}"
+        );
+    }
     for id in &ids {
         let record = api.transaction(id).await?;
         let confirmed = hook.wait_for_event(id, "transaction.confirmed").await?;
@@ -89,6 +109,13 @@ async fn a_failing_receiver_gets_every_event_in_order_under_one_id(
     for d in &received {
         let same: Vec<_> = received.iter().filter(|e| e.id == d.id).collect();
         assert!(same.iter().all(|e| e.transaction() == d.transaction()));
+        // Every attempt tells the same event: its time is the change's, not the attempt's.
+        assert!(
+            same.iter()
+                .all(|e| e.envelope["timestamp"] == d.envelope["timestamp"]),
+            "{}",
+            d.id
+        );
         assert_eq!(same.iter().filter(|e| e.taken()).count(), 1, "{}", d.id);
         assert!(
             same.last().is_some_and(|e| e.taken()),
