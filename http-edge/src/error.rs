@@ -98,6 +98,57 @@ impl From<tonic::Status> for EdgeError {
     }
 }
 
+/// How a route's REST request spells the fields its core request spells otherwise: pairs
+/// of (the core's name, the REST name), e.g. `("event_types", "eventTypes")`.
+pub(crate) type RestNames = [(&'static str, &'static str)];
+
+/// Turns a core refusal into the edge's error, naming its fields as the REST request does
+/// (`names`): the core knows the gRPC request it was given, the route knows where each of
+/// its fields came from (a body field, a query parameter, the path, a header).
+pub(crate) fn in_rest_names(names: &'static RestNames) -> impl Fn(tonic::Status) -> EdgeError {
+    move |status| EdgeError::Core(renamed(status, names))
+}
+
+/// `status` with the fields of its INVALID_INPUT violations renamed by `names`, in its
+/// `BadRequest` and in its message, which the core makes from them.
+fn renamed(status: tonic::Status, names: &RestNames) -> tonic::Status {
+    let mut details = status.get_error_details();
+    let invalid = details
+        .error_info()
+        .is_some_and(|i| i.reason == ErrorCode::InvalidInput.as_str());
+    let Some(bad) = details.bad_request().filter(|_| invalid) else {
+        return status;
+    };
+    let mut changed = false;
+    let violations: Vec<tonic_types::FieldViolation> = bad
+        .field_violations
+        .iter()
+        .map(|v| {
+            let field = match names.iter().find(|(core, _)| *core == v.field) {
+                Some((_, rest)) => {
+                    changed = true;
+                    (*rest).to_owned()
+                }
+                None => v.field.clone(),
+            };
+            tonic_types::FieldViolation::new(field, v.description.clone())
+        })
+        .collect();
+    if !changed {
+        return status;
+    }
+    let message = format!(
+        "invalid input: {}",
+        violations
+            .iter()
+            .map(|v| format!("{}: {}", v.field, v.description))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    details.set_bad_request(violations);
+    tonic::Status::with_error_details(status.code(), message, details)
+}
+
 /// Whether `status` was made by the channel, the core never having answered it.
 fn from_transport(status: &tonic::Status) -> bool {
     std::iter::successors(std::error::Error::source(status), |e| e.source())
@@ -256,6 +307,30 @@ mod tests {
         assert_eq!(limited(Some(secs(0))).as_deref(), Some("1"));
         // A 429 always says when: a whole window without a delay from the core.
         assert_eq!(limited(None).as_deref(), Some("60"));
+    }
+
+    #[test]
+    fn a_core_refusal_names_the_fields_as_rest_spells_them() {
+        let mut details = tonic_types::ErrorDetails::with_error_info(
+            "INVALID_INPUT",
+            "walletops",
+            std::collections::HashMap::new(),
+        );
+        details.set_bad_request(vec![
+            tonic_types::FieldViolation::new("url", "must be an http or https URL"),
+            tonic_types::FieldViolation::new("event_types", "unknown event type"),
+        ]);
+        let status = tonic::Status::with_error_details(
+            tonic::Code::InvalidArgument,
+            "invalid input: url: must be an http or https URL; event_types: unknown event type",
+            details,
+        );
+        let told = in_rest_names(&[("event_types", "eventTypes")])(status).told();
+        assert_eq!(told.code, ErrorCode::InvalidInput);
+        assert_eq!(
+            told.message,
+            "invalid input: url: must be an http or https URL; eventTypes: unknown event type"
+        );
     }
 
     #[test]

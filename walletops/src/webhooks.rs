@@ -109,7 +109,7 @@ pub(crate) async fn webhooks(config: Config, command: WebhooksCommand) -> anyhow
             let req = DeliveriesRequest::parse(&pb::ListWebhookDeliveriesRequest {
                 webhook_id: id,
                 state: state.into(),
-                limit,
+                limit: Some(limit),
             })?;
             for delivery in core.webhooks.deliveries(user.id, &req).await? {
                 print_delivery(&delivery);

@@ -95,10 +95,10 @@ impl DeliveriesRequest {
         );
         let limit = v.check(
             "limit",
-            match u64::from(req.limit) {
-                0 => Ok(DEFAULT_LIMIT),
-                n if n <= MAX_LIMIT => Ok(n),
-                _ => Err(format!("at most {MAX_LIMIT}")),
+            match req.limit.map(u64::from) {
+                None => Ok(DEFAULT_LIMIT),
+                Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+                Some(_) => Err(format!("must be 1 to {MAX_LIMIT}")),
             },
         );
         v.finish()?;

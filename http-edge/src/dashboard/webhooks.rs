@@ -300,7 +300,7 @@ async fn deliveries_page(
     let req = pb::ListWebhookDeliveriesRequest {
         webhook_id: id.clone(),
         state: pb::WebhookDeliveryState::Unspecified.into(),
-        limit: RECENT,
+        limit: Some(RECENT),
     };
     let deliveries: Vec<DeliveryRow> = match dashboard
         .webhooks

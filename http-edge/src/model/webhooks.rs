@@ -155,6 +155,7 @@ pub(crate) struct DeliveriesQuery {
     #[param(value_type = Option<DeliveryStateJson>, inline)]
     state: Option<String>,
     /// At most this many, 1 to 500 (default 100).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
 }
 

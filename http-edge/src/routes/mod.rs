@@ -32,7 +32,7 @@ mod webhooks;
 mod writes;
 
 use crate::{
-    error::{EdgeError, ErrorBody},
+    error::{EdgeError, ErrorBody, RestNames, in_rest_names},
     extract::{EdgeJson, QueryParams},
     model::{
         BalancesJson, BalancesQuery, ListWalletsQuery, QuoteBody, QuoteResponseJson,
@@ -320,10 +320,16 @@ async fn watch_transactions(
             after_event_id: last_event_id(&headers)?,
         })
     });
+    // The record's id is the `id` parameter, the event to resume after a header.
+    const WATCH_NAMES: &RestNames = &[
+        ("transaction_id", "id"),
+        ("after_event_id", "Last-Event-ID"),
+    ];
     let events = edge
         .core
         .watch_transactions(call(&headers, req)?)
-        .await?
+        .await
+        .map_err(in_rest_names(WATCH_NAMES))?
         .into_inner();
     let request_id = headers
         .get(REQUEST_ID_HEADER)

@@ -9,13 +9,22 @@ use walletops_proto::v1 as pb;
 
 use super::{Edge, call};
 use crate::{
-    error::{EdgeError, ErrorBody},
+    error::{EdgeError, ErrorBody, RestNames, in_rest_names},
     extract::{EdgeJson, QueryParams},
     model::{
         CreateWebhookBody, DeliveriesJson, DeliveriesQuery, ReplayBody, ReplayJson, WebhookJson,
         WebhookSecretJson, WebhooksJson, delivery_state,
     },
 };
+
+/// `CreateWebhookRequest`'s fields as the body spells them.
+const CREATE_NAMES: &RestNames = &[("event_types", "eventTypes")];
+
+/// `ListWebhookDeliveriesRequest`'s: the endpoint is the path's `id`.
+const DELIVERIES_NAMES: &RestNames = &[("webhook_id", "id")];
+
+/// `ReplayWebhookDeliveriesRequest`'s.
+const REPLAY_NAMES: &RestNames = &[("webhook_id", "id"), ("delivery_ids", "deliveryIds")];
 
 #[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = CreateWebhookBody,
     security(("api_key" = [])),
@@ -30,7 +39,11 @@ pub(super) async fn create_webhook(
     body: Result<EdgeJson<CreateWebhookBody>, EdgeError>,
 ) -> Result<(StatusCode, Json<WebhookSecretJson>), EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
-    let resp = edge.webhooks.create_webhook(call(&headers, req)?).await?;
+    let resp = edge
+        .webhooks
+        .create_webhook(call(&headers, req)?)
+        .await
+        .map_err(in_rest_names(CREATE_NAMES))?;
     Ok((StatusCode::CREATED, Json(resp.into_inner().into())))
 }
 
@@ -105,6 +118,7 @@ pub(super) async fn enable_webhook(
     security(("api_key" = [])),
     responses(
         (status = 200, description = "Its deliveries, newest event first", body = DeliveriesJson),
+        (status = 400, description = "A bad state or a limit outside 1 to 500", body = ErrorBody),
         (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
     ))]
 pub(super) async fn list_webhook_deliveries(
@@ -117,10 +131,11 @@ pub(super) async fn list_webhook_deliveries(
         let state = delivery_state(q.string("state")?.as_deref())
             .map_err(|e| EdgeError::invalid("state", e))?;
         let limit = match q.string("limit")?.as_deref().map(str::trim) {
-            None | Some("") => 0,
-            Some(n) => n
-                .parse::<u32>()
-                .map_err(|_| EdgeError::invalid("limit", "must be a number from 1 to 500"))?,
+            None | Some("") => None,
+            Some(n) => Some(
+                n.parse::<u32>()
+                    .map_err(|_| EdgeError::invalid("limit", "must be a number from 1 to 500"))?,
+            ),
         };
         Ok(pb::ListWebhookDeliveriesRequest {
             webhook_id,
@@ -131,7 +146,8 @@ pub(super) async fn list_webhook_deliveries(
     let resp = edge
         .webhooks
         .list_webhook_deliveries(call(&headers, req)?)
-        .await?;
+        .await
+        .map_err(in_rest_names(DELIVERIES_NAMES))?;
     Ok(Json(resp.into_inner().into()))
 }
 
@@ -158,7 +174,8 @@ pub(super) async fn replay_webhook_deliveries(
     let resp = edge
         .webhooks
         .replay_webhook_deliveries(call(&headers, req)?)
-        .await?;
+        .await
+        .map_err(in_rest_names(REPLAY_NAMES))?;
     Ok(Json(ReplayJson {
         replayed: resp.into_inner().replayed,
     }))

@@ -210,6 +210,17 @@ async fn server_sent_events_resume_from_the_last_event_id(b: Backend) -> anyhow:
         body["error"].to_string().contains("Last-Event-ID"),
         "{body}"
     );
+    // A bad `id` is named as the query spells it, not as the gRPC request does.
+    let bad = reqwest::Client::new()
+        .get(format!("{}/api/v1/tx/events?id=nope", svc.http))
+        .header("x-api-key", &svc.api_key)
+        .send()
+        .await?;
+    assert_eq!(bad.status(), 400);
+    let body: serde_json::Value = bad.json().await?;
+    let error = body["error"].as_str().unwrap_or_default();
+    assert!(error.starts_with("invalid input: id: "), "{body}");
+    assert!(!error.contains("transaction_id"), "{body}");
     Ok(())
 }
 

@@ -24,7 +24,9 @@ async fn endpoints_are_managed_over_rest(b: Backend) -> anyhow::Result<()> {
         )
         .await?;
     bad.assert_invalid("url")?;
-    bad.assert_invalid("event_types")?;
+    // Named as the body spells it, not as the gRPC request does.
+    bad.assert_invalid("eventTypes")?;
+    assert!(!bad.text.contains("event_types"), "{}", bad.text);
     let hook = Receiver::start().await?;
     let created = api
         .post(
@@ -58,6 +60,29 @@ async fn endpoints_are_managed_over_rest(b: Backend) -> anyhow::Result<()> {
     api.get(&format!("/webhooks/{id}/deliveries?state=lost"))
         .await?
         .assert_invalid("state")?;
+    // `limit` is 1 to 500, as documented: 0 is no default, 501 no cap.
+    for limit in ["0", "501"] {
+        let refused = api
+            .get(&format!("/webhooks/{id}/deliveries?limit={limit}"))
+            .await?;
+        refused.assert_invalid("limit")?;
+        assert!(refused.text.contains("1 to 500"), "{}", refused.text);
+    }
+    for limit in ["1", "500"] {
+        let listed = api
+            .get(&format!("/webhooks/{id}/deliveries?limit={limit}"))
+            .await?;
+        assert_eq!(listed.status, 200, "{}", listed.text);
+    }
+    // A replay naming something that is no delivery id names `deliveryIds`.
+    let replay = api
+        .post(
+            &format!("/webhooks/{id}/deliveries/replay"),
+            &json!({"deliveryIds": ["nope"]}),
+        )
+        .await?;
+    replay.assert_invalid("deliveryIds")?;
+    assert!(!replay.text.contains("delivery_ids"), "{}", replay.text);
     // A key that may read lists, but does not change, the endpoints.
     let reader = svc
         .cli(&["keys", "create", "--name", "reader", "--scopes", "read"])
