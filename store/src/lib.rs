@@ -406,6 +406,21 @@ pub mod testing {
         (row.lease_owner, row.lease_until)
     }
 
+    /// Stores a key of `user` with prefix (and name and hash) `prefix`, made with `maker`; its id.
+    pub async fn insert_key(store: &Store, user: Uuid, prefix: &str, maker: Option<Uuid>) -> Uuid {
+        let new = crate::NewApiKey {
+            user_id: user,
+            name: prefix.to_owned(),
+            prefix: prefix.to_owned(),
+            secret_hash: prefix.to_owned(),
+            expires_at: None,
+            created_by: maker,
+            scopes: walletops_domain::Scopes::ALL,
+        };
+        let made = store.insert_api_key(new, 10, Utc::now()).await;
+        made.expect("stored").expect("prefix free").id
+    }
+
     /// A store on a new SQLite file, migrated; the file lives as long as the directory.
     pub async fn temp_sqlite() -> (tempfile::TempDir, crate::Store) {
         let dir = tempfile::tempdir().expect("temp dir");

@@ -164,30 +164,16 @@ mod tests {
     use alloy::primitives::{Address, U256};
     use chrono::Utc;
     use uuid::Uuid;
-    use walletops_domain::{Allowed, PolicyRule, Scopes, Spend, SpendLimit, WalletAddress};
+    use walletops_domain::{Allowed, PolicyRule, Spend, SpendLimit, WalletAddress};
 
-    use crate::{NewApiKey, Store, error::StoreError, on_both_backends};
-
-    async fn key(store: &Store, user: Uuid, prefix: &str, maker: Option<Uuid>) -> Uuid {
-        let new = NewApiKey {
-            user_id: user,
-            name: prefix.to_owned(),
-            prefix: prefix.to_owned(),
-            secret_hash: prefix.to_owned(),
-            expires_at: None,
-            created_by: maker,
-            scopes: Scopes::ALL,
-        };
-        let made = store.insert_api_key(new, 10, Utc::now()).await;
-        made.expect("stored").expect("prefix free").id
-    }
+    use crate::{Store, error::StoreError, on_both_backends, testing::insert_key};
 
     /// A key made with a key is born with its maker's limits and rules, and the line shares
     /// one budget; a key revokes only its own line's keys, and takes the keys made from it
     /// along.
     async fn a_line_inherits_shares_and_is_revoked_downwards(store: Store) {
         let user = store.insert_user("alice").await.expect("user").id;
-        let maker = key(&store, user, "mkr1", None).await;
+        let maker = insert_key(&store, user, "mkr1", None).await;
         store
             .set_spend_limit(&SpendLimit {
                 key_id: maker,
@@ -205,8 +191,8 @@ mod tests {
             allowed: Allowed::Recipient(WalletAddress::Evm(Address::repeat_byte(1))),
         };
         store.add_policy_rule(&rule).await.expect("rule");
-        let child = key(&store, user, "chd1", Some(maker)).await;
-        let grandchild = key(&store, user, "gch1", Some(child)).await;
+        let child = insert_key(&store, user, "chd1", Some(maker)).await;
+        let grandchild = insert_key(&store, user, "gch1", Some(child)).await;
         let day = Utc::now() - chrono::Duration::hours(24);
         let limits = store.spend_limits(grandchild, day).await.expect("limits");
         assert_eq!(limits[0].limit.approval_above, Some(U256::from(4u64)));
@@ -264,7 +250,7 @@ mod tests {
             assert_eq!(standing[0].spent_24h, U256::from(6u64), "one budget");
         }
         // Another line of the user's is apart.
-        let other = key(&store, user, "oth1", None).await;
+        let other = insert_key(&store, user, "oth1", None).await;
         assert_eq!(
             store.lock_lines(store.db(), &[other]).await.expect("line")[&other],
             other
@@ -304,9 +290,9 @@ mod tests {
         use crate::entities::{api_keys, spend_limits};
 
         let user = store.insert_user("bob").await.expect("user").id;
-        let maker = key(&store, user, "old1", None).await;
-        let child = key(&store, user, "old2", Some(maker)).await;
-        let grandchild = key(&store, user, "old3", Some(child)).await;
+        let maker = insert_key(&store, user, "old1", None).await;
+        let child = insert_key(&store, user, "old2", Some(maker)).await;
+        let grandchild = insert_key(&store, user, "old3", Some(child)).await;
         store
             .set_spend_limit(&SpendLimit {
                 key_id: maker,

@@ -6,27 +6,13 @@ use chrono::{TimeDelta, Utc};
 use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter};
 use uuid::Uuid;
 use walletops_domain::{
-    DeliveryState, DisabledReason, EndpointMaker, Scopes, SealedKey, TxStatus, WebhookEndpoint,
+    DeliveryState, DisabledReason, EndpointMaker, SealedKey, TxStatus, WebhookEndpoint,
 };
 
 use crate::{
-    FailedAttempt, NewApiKey, NewEndpoint, ReplayCap, Store, entities::webhook_deliveries,
-    error::StoreError, on_both_backends,
+    FailedAttempt, NewEndpoint, ReplayCap, Store, entities::webhook_deliveries, error::StoreError,
+    on_both_backends, testing::insert_key,
 };
-
-async fn key(store: &Store, user: Uuid, prefix: &str, maker: Option<Uuid>) -> Uuid {
-    let new = NewApiKey {
-        user_id: user,
-        name: prefix.to_owned(),
-        prefix: prefix.to_owned(),
-        secret_hash: prefix.to_owned(),
-        expires_at: None,
-        created_by: maker,
-        scopes: Scopes::ALL,
-    };
-    let made = store.insert_api_key(new, 10, Utc::now()).await;
-    made.expect("stored").expect("prefix free").id
-}
 
 async fn endpoint(store: &Store, user: Uuid, created_by: EndpointMaker) -> Uuid {
     let endpoint = WebhookEndpoint {
@@ -97,9 +83,9 @@ async fn lease(store: &Store, owner: Uuid, limit: u64, per_endpoint: u64) -> Vec
 /// deliveries stay, leased no more until the owner enables the endpoint again.
 async fn revoking_a_key_disables_its_lines_endpoints(store: Store) {
     let user = store.insert_user("alice").await.expect("user").id;
-    let maker = key(&store, user, "mkr1", None).await;
-    let child = key(&store, user, "chd1", Some(maker)).await;
-    let other = key(&store, user, "oth1", None).await;
+    let maker = insert_key(&store, user, "mkr1", None).await;
+    let child = insert_key(&store, user, "chd1", Some(maker)).await;
+    let other = insert_key(&store, user, "oth1", None).await;
     let by_child = endpoint(&store, user, EndpointMaker::Key(child)).await;
     let by_owner = endpoint(&store, user, EndpointMaker::Owner).await;
     let by_other = endpoint(&store, user, EndpointMaker::Key(other)).await;
