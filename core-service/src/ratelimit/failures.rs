@@ -125,6 +125,16 @@ impl FailureLimit {
         ]
     }
 
+    /// Notes failure `id` at `now` in `log`, keeping only what deciding needs: the limit's
+    /// worth of failures, and the backoff's steps past it.
+    fn note(&self, log: &mut VecDeque<(Instant, uuid::Uuid)>, now: Instant, id: uuid::Uuid) {
+        log.push_back((now, id));
+        let kept = self.limit + self.backoff.map_or(0, |_| BACKOFF_STEPS);
+        while log.len() > kept as usize {
+            log.pop_front();
+        }
+    }
+
     /// How long a subject whose failures are `log` must wait at `now`, the failures that
     /// left the window dropped first.
     fn prune_and_wait(&self, log: &mut VecDeque<(Instant, uuid::Uuid)>, now: Instant) -> Duration {
@@ -203,13 +213,8 @@ impl RateLimiter {
                     wait = wait.max(limit.prune_and_wait(log, now));
                 }
                 if wait.is_zero() {
-                    let kept = limit.limit + limit.backoff.map_or(0, |_| BACKOFF_STEPS);
                     for subject in subjects {
-                        let log = failures.entry(subject.clone()).or_default();
-                        log.push_back((now, id));
-                        while log.len() > kept as usize {
-                            log.pop_front();
-                        }
+                        limit.note(failures.entry(subject.clone()).or_default(), now, id);
                     }
                 }
                 wait
@@ -261,13 +266,7 @@ impl RateLimiter {
                 let now = Instant::now();
                 let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
                 for subject in subjects {
-                    let log = failures.entry(subject.clone()).or_default();
-                    log.push_back((now, id));
-                    // Never more than the limit (and the backoff's steps) is needed to decide.
-                    let kept = limit.limit + limit.backoff.map_or(0, |_| BACKOFF_STEPS);
-                    while log.len() > kept as usize {
-                        log.pop_front();
-                    }
+                    limit.note(failures.entry(subject.clone()).or_default(), now, id);
                 }
             }
             Windows::Redis { connection, .. } => {
