@@ -331,6 +331,13 @@ impl Core {
         Sessions::check_csrf(&token, csrf)?;
         Ok(session)
     }
+
+    /// The decimals and symbol of `asset` on chain `slug` when known without a chain read,
+    /// so answers can give amounts a page shows in whole units.
+    pub fn units(&self, slug: &str, asset: &str) -> Option<(u32, String)> {
+        let chain = self.chains.resolve(slug).ok()?;
+        self.balances.known_units(chain, asset)
+    }
 }
 
 /// The address of the client of a call, as the gRPC server resolved it (`grpc::client`);

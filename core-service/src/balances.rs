@@ -304,6 +304,31 @@ impl Balances {
         Ok(out)
     }
 
+    /// The decimals and symbol of `asset` (`native`, an ERC20 address or an SPL mint) on
+    /// `chain` when known without a chain read: the native coin's from the registry, a
+    /// token's from what an earlier balance read learned. Pages show amounts with them.
+    pub fn known_units(&self, chain: &Chain, asset: &str) -> Option<(u32, String)> {
+        if asset.eq_ignore_ascii_case("native") {
+            return Some((chain.native_decimals(), chain.native_symbol().to_owned()));
+        }
+        match chain.family() {
+            ChainFamily::Evm => {
+                let token: Address = asset.parse().ok()?;
+                let known = self
+                    .erc20_meta
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let (decimals, symbol) = known.get(chain.slug())?.get(&token)?.clone();
+                Some((u32::from(decimals?), symbol.filter(|s| !s.is_empty())?))
+            }
+            ChainFamily::Solana => {
+                let mint: Pubkey = asset.parse().ok()?;
+                let info = self.mints.get(&(chain.slug().to_owned(), mint))?;
+                Some((u32::from(info.decimals), spl_symbol(&mint)))
+            }
+        }
+    }
+
     /// Adds `learned` token metadata to `chain`'s table.
     fn remember_meta(&self, chain: &str, learned: Vec<(Address, Meta)>) {
         if learned.is_empty() {
@@ -515,5 +540,20 @@ mod tests {
         let known = b.erc20_meta.read().expect("lock");
         assert_eq!(known["anvil"].len(), 1, "a full table starts over");
         assert_eq!(known["base"].len(), 1);
+    }
+
+    #[test]
+    fn units_are_known_for_native_coins_and_read_tokens() {
+        let b = balances();
+        let chains = crate::chains::Registry::new(&Default::default()).expect("chains");
+        let base = chains.resolve("base").expect("base");
+        assert_eq!(b.known_units(base, "native"), Some((18, "ETH".to_owned())));
+        let address = format!("{:#x}", token(1));
+        assert_eq!(b.known_units(base, &address), None, "not read yet");
+        b.remember_meta("base", vec![(token(1), (Some(6), Some("USDC".to_owned())))]);
+        assert_eq!(b.known_units(base, &address), Some((6, "USDC".to_owned())));
+        let solana = chains.resolve("solana").expect("solana");
+        assert_eq!(b.known_units(solana, "native"), Some((9, "SOL".to_owned())));
+        assert_eq!(b.known_units(solana, "not a mint"), None);
     }
 }

@@ -133,7 +133,7 @@ try {
   assert.match(await row(page, "ci bot").locator("td.limits").textContent(), /none/);
   assert.match(
     await page.locator(`#keys tr[data-prefix="${EXPIRED}"] td.limits`).textContent(),
-    /anvil native: 24 h: 5000 of 5000 left/,
+    /anvil native: 24 h: 5 ETH of 5 ETH left/,
   );
 
   // A key expiring within 7 days is labelled so.
@@ -150,12 +150,14 @@ try {
   await page.click("button:has-text('Set limit')");
   assert.match(await page.textContent("#limit-error"), /daily_budget/);
   await page.fill("#chain", "anvil");
-  await page.fill("#max_per_transaction", "100");
-  await page.fill("#daily_budget", "5000");
+  await page.fill("#max_per_transaction", "100000000000000000");
+  await page.fill("#daily_budget", "5000000000000000000");
   await page.click("button:has-text('Set limit')");
   await page.waitForURL(/\/limits\?saved=/);
   const limit = page.locator('#limits tr[data-limit="anvil native"]');
-  assert.match(await limit.textContent(), /100\s*5000\s*0\s*5000/);
+  // In the asset's units, base units on hover.
+  assert.match(await limit.textContent(), /0\.1 ETH\s*5 ETH\s*0 ETH\s*5 ETH/);
+  assert.equal(await limit.locator("td").nth(2).getAttribute("title"), "100000000000000000 base units");
   await shot(page, "limits");
   await limit.locator("button:has-text('Remove')").click();
   await page.waitForURL(/\/limits\?removed=/);
@@ -257,7 +259,8 @@ try {
   // Approvals: the held write waits unsigned; approved here, it is recorded with who did it.
   await page.goto(`${BASE}/dashboard/approvals`);
   const held = page.locator(`#pending tr[data-id="${HELD}"]`);
-  assert.match(await held.textContent(), /send 5000 native/);
+  assert.match(await held.textContent(), /send 2000000000000000 native/);
+  assert.match(await held.locator("td.amount").textContent(), /0\.002 ETH\s*above 0\.001 ETH/);
   await assertLabelled(page);
   await shot(page, "approvals");
   await held.locator("button:has-text('Approve')").click();

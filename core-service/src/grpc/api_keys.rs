@@ -229,7 +229,9 @@ impl ApiKeyApi {
         } else {
             Vec::new()
         };
-        let described = convert::with_limits(convert::api_key(key, now), limits);
+        let described = convert::with_limits(convert::api_key(key, now), limits, |chain, asset| {
+            self.core.units(chain, asset)
+        });
         Ok(convert::with_rules(described, rules))
     }
 

@@ -37,7 +37,7 @@ impl ApprovalService for ApprovalApi {
         let state = approval_state(request.get_ref().state)?;
         let approvals = self.core.approvals.list(&caller, state).await?;
         Ok(Response::new(pb::ListApprovalsResponse {
-            approvals: approvals.into_iter().map(convert::approval).collect(),
+            approvals: approvals.into_iter().map(|a| self.approval(a)).collect(),
         }))
     }
 
@@ -52,7 +52,7 @@ impl ApprovalService for ApprovalApi {
         let id = approval_id(&request.get_ref().id, "id")?;
         let approval = self.core.approvals.get(&caller, id).await?;
         Ok(Response::new(pb::GetApprovalResponse {
-            approval: Some(convert::approval(approval)),
+            approval: Some(self.approval(approval)),
         }))
     }
 
@@ -77,7 +77,15 @@ impl ApprovalService for ApprovalApi {
             )
             .await?;
         Ok(Response::new(pb::DecideApprovalResponse {
-            approval: Some(convert::approval(approval)),
+            approval: Some(self.approval(approval)),
         }))
+    }
+}
+
+impl ApprovalApi {
+    /// `a` as the API gives it, with its asset's units when known.
+    fn approval(&self, a: walletops_domain::Approval) -> pb::Approval {
+        let units = self.core.units(&a.chain, &a.asset);
+        convert::approval(a, units)
     }
 }

@@ -55,21 +55,27 @@ pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
     }
 }
 
-/// `key` with its spend limits.
+/// `key` with its spend limits, each with its asset's `units` (decimals, symbol) when known.
 pub(crate) fn with_limits(
     mut key: pb::ApiKey,
     limits: Vec<walletops_domain::SpendStanding>,
+    units: impl Fn(&str, &str) -> Option<(u32, String)>,
 ) -> pb::ApiKey {
     key.spend_limits = limits
         .into_iter()
-        .map(|s| pb::SpendLimit {
-            left: s.left().map(|l| l.to_string()),
-            spent_24h: s.spent_24h.to_string(),
-            max_per_transaction: s.limit.max_per_transaction.map(|m| m.to_string()),
-            daily_budget: s.limit.daily_budget.map(|d| d.to_string()),
-            approval_above: s.limit.approval_above.map(|a| a.to_string()),
-            chain: s.limit.chain,
-            asset: s.limit.asset,
+        .map(|s| {
+            let (decimals, symbol) = units(&s.limit.chain, &s.limit.asset).unzip();
+            pb::SpendLimit {
+                left: s.left().map(|l| l.to_string()),
+                spent_24h: s.spent_24h.to_string(),
+                max_per_transaction: s.limit.max_per_transaction.map(|m| m.to_string()),
+                daily_budget: s.limit.daily_budget.map(|d| d.to_string()),
+                approval_above: s.limit.approval_above.map(|a| a.to_string()),
+                chain: s.limit.chain,
+                asset: s.limit.asset,
+                decimals,
+                symbol,
+            }
         })
         .collect();
     key
@@ -178,14 +184,22 @@ pub(crate) fn submission(s: Submission) -> pb::Submission {
 pub(crate) fn written(w: Written, chains: &Registry) -> pb::Submission {
     match w {
         Written::Submitted(s) => submission(s),
-        Written::Held(a) => pb::Submission {
-            id: a.id.to_string(),
-            status: pb::SubmissionStatus::PendingApproval.into(),
-            hash: None,
-            explorer_url: None,
-            chain_name: chains.label(&a.chain, None).0,
-            approval: Some(approval(*a)),
-        },
+        Written::Held(a) => {
+            // The writer answers without reading token metadata: the native coin's units only.
+            let units = chains
+                .resolve(&a.chain)
+                .ok()
+                .filter(|_| a.asset == "native")
+                .map(|c| (c.native_decimals(), c.native_symbol().to_owned()));
+            pb::Submission {
+                id: a.id.to_string(),
+                status: pb::SubmissionStatus::PendingApproval.into(),
+                hash: None,
+                explorer_url: None,
+                chain_name: chains.label(&a.chain, None).0,
+                approval: Some(approval(*a, units)),
+            }
+        }
     }
 }
 
@@ -200,7 +214,9 @@ pub(crate) fn approval_state(s: ApprovalState) -> pb::ApprovalState {
     }
 }
 
-pub(crate) fn approval(a: Approval) -> pb::Approval {
+/// Approval `a`, with its asset's `units` (decimals, symbol) when known.
+pub(crate) fn approval(a: Approval, units: Option<(u32, String)>) -> pb::Approval {
+    let (decimals, symbol) = units.unzip();
     pb::Approval {
         id: a.id.to_string(),
         state: approval_state(a.state).into(),
@@ -218,6 +234,8 @@ pub(crate) fn approval(a: Approval) -> pb::Approval {
         reason: a.reason,
         transaction_id: a.transaction_id.map(|t| t.to_string()),
         error: a.error,
+        decimals,
+        symbol,
     }
 }
 

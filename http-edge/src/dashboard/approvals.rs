@@ -19,6 +19,10 @@ struct ApprovalRow {
     state: String,
     badge: &'static str,
     summary: String,
+    /// What it moves, in the asset's units when known.
+    amount: format::Amount,
+    /// The threshold it exceeded, likewise.
+    above: format::Amount,
     /// The key that asked: its name and prefix.
     key: String,
     created: String,
@@ -49,7 +53,12 @@ impl From<pb::Approval> for ApprovalRow {
             }
             (None, _) => String::new(),
         };
+        let symbol = a.symbol.as_deref();
+        let amount = format::of_asset(&a.amount, &a.asset, a.decimals, symbol);
+        let above = format::of_asset(&a.approval_above, &a.asset, a.decimals, symbol);
         Self {
+            amount,
+            above,
             id: a.id,
             state: state
                 .as_str_name()

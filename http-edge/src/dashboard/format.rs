@@ -22,19 +22,26 @@ pub(crate) fn scope(value: i32) -> &'static str {
     }
 }
 
-/// A spend limit as one line: `anvil native: at most 100 a write; 24 h: 3000 of 5000 left;
-/// approval above 50`.
+/// A spend limit as one line: `anvil native: at most 0.1 ETH a write; 24 h: 3 ETH of 5 ETH
+/// left; approval above 0.05 ETH`.
 pub(crate) fn limit(l: &pb::SpendLimit) -> String {
+    let units = l.decimals.zip(l.symbol.as_deref());
+    let shown = |raw: &str| {
+        units.map_or_else(
+            || raw.to_owned(),
+            |(decimals, symbol)| format!("{} {symbol}", self::units(raw, decimals)),
+        )
+    };
     let mut parts = Vec::new();
     if let Some(max) = &l.max_per_transaction {
-        parts.push(format!("at most {max} a write"));
+        parts.push(format!("at most {} a write", shown(max)));
     }
     if let Some(budget) = &l.daily_budget {
         let left = l.left.as_deref().unwrap_or("0");
-        parts.push(format!("24 h: {left} of {budget} left"));
+        parts.push(format!("24 h: {} of {} left", shown(left), shown(budget)));
     }
     if let Some(above) = &l.approval_above {
-        parts.push(format!("approval above {above}"));
+        parts.push(format!("approval above {}", shown(above)));
     }
     format!("{} {}: {}", l.chain, l.asset, parts.join("; "))
 }
@@ -96,6 +103,18 @@ pub(crate) fn amount(raw: &str, units: Option<(u32, &str)>, token: Option<&str>)
     Amount { shown, raw }
 }
 
+/// An amount of `asset` (`native`, a token address or a mint) with the `decimals` and
+/// `symbol` the core gave for it, when it knew them.
+pub(crate) fn of_asset(
+    raw: &str,
+    asset: &str,
+    decimals: Option<u32>,
+    symbol: Option<&str>,
+) -> Amount {
+    let token = (asset != "native").then_some(asset);
+    amount(raw, decimals.zip(symbol), token)
+}
+
 /// A transaction status's name, its badge's style, and whether the monitor still follows
 /// it (the page then refreshes itself).
 pub(crate) fn status(value: i32) -> (&'static str, &'static str, bool) {
@@ -151,5 +170,30 @@ mod tests {
             amount("5000", None, Some("0xA0b8")).shown,
             "5000 (base units of 0xA0b8)"
         );
+        assert_eq!(
+            of_asset("2500", "native", Some(3), Some("SOL")).shown,
+            "2.5 SOL"
+        );
+        assert_eq!(of_asset("7", "native", None, None).shown, "7");
+    }
+
+    #[test]
+    fn limits_read_in_units() {
+        let mut l = pb::SpendLimit {
+            chain: "anvil".to_owned(),
+            asset: "native".to_owned(),
+            max_per_transaction: Some("100000000000000000".to_owned()),
+            daily_budget: Some("5000000000000000000".to_owned()),
+            left: Some("3000000000000000000".to_owned()),
+            decimals: Some(18),
+            symbol: Some("ETH".to_owned()),
+            ..Default::default()
+        };
+        assert_eq!(
+            limit(&l),
+            "anvil native: at most 0.1 ETH a write; 24 h: 3 ETH of 5 ETH left"
+        );
+        l.decimals = None;
+        assert!(limit(&l).contains("at most 100000000000000000 a write"));
     }
 }

@@ -11,30 +11,41 @@ use axum_extra::extract::Form;
 use serde::Deserialize;
 use walletops_proto::v1 as pb;
 
-use super::{Dashboard, Page, Signed, Visit, keys::KeyRow};
+use super::{
+    Dashboard, Page, Signed, Visit,
+    format::{self, Amount},
+    keys::KeyRow,
+};
 
-/// One limit as the page shows it.
+/// One limit as the page shows it: amounts in the asset's units when the core knows them,
+/// base units on hover.
 struct LimitRow {
     chain: String,
     asset: String,
-    max: String,
-    budget: String,
-    spent: String,
-    left: String,
-    approval_above: String,
+    max: Amount,
+    budget: Amount,
+    spent: Amount,
+    left: Amount,
+    approval_above: Amount,
 }
 
 impl From<pb::SpendLimit> for LimitRow {
     fn from(l: pb::SpendLimit) -> Self {
-        let none = || "none".to_owned();
+        let shown = |raw: Option<&str>, absent: &str| match raw {
+            Some(raw) => format::of_asset(raw, &l.asset, l.decimals, l.symbol.as_deref()),
+            None => Amount {
+                shown: absent.to_owned(),
+                raw: String::new(),
+            },
+        };
         Self {
+            max: shown(l.max_per_transaction.as_deref(), "none"),
+            budget: shown(l.daily_budget.as_deref(), "none"),
+            spent: shown(Some(&l.spent_24h), "none"),
+            left: shown(l.left.as_deref(), "-"),
+            approval_above: shown(l.approval_above.as_deref(), "none"),
             chain: l.chain,
             asset: l.asset,
-            max: l.max_per_transaction.unwrap_or_else(none),
-            budget: l.daily_budget.unwrap_or_else(none),
-            spent: l.spent_24h,
-            left: l.left.unwrap_or_else(|| "-".to_owned()),
-            approval_above: l.approval_above.unwrap_or_else(none),
         }
     }
 }

@@ -37,7 +37,13 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
     // A spend limit on it, for the keys table to show.
     let limited = svc
         .cli(&[
-            "keys", "limit", &expired, "--chain", "anvil", "--daily", "5000",
+            "keys",
+            "limit",
+            &expired,
+            "--chain",
+            "anvil",
+            "--daily",
+            "5000000000000000000",
         ])
         .await?;
     anyhow::ensure!(limited.success, "{}", limited.stderr);
@@ -51,14 +57,14 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
             "--chain",
             "anvil",
             "--approve-above",
-            "1000",
+            "1000000000000000",
         ])
         .await?;
     anyhow::ensure!(guarded.success, "{}", guarded.stderr);
     let held = api
         .post(
             "/send",
-            &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "5000"}),
+            &json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111", "asset": "native", "amount": "2000000000000000"}),
         )
         .await?;
     anyhow::ensure!(held.status == 202, "{}", held.text);
