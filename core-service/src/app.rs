@@ -85,6 +85,8 @@ pub struct Parts {
     pub broadcasts: BroadcastLog,
     /// Webhook endpoints.
     pub webhooks: Webhooks,
+    /// Deposits to the users' wallets.
+    pub deposits: crate::deposits::Deposits,
     /// Writes held for approval.
     pub approvals: Approvals,
     /// Judges writes' effects against their keys' limits.
@@ -169,6 +171,7 @@ impl Core {
             sessions: Sessions::new(store.clone()),
             limiter,
             webhooks: Webhooks::new(store.clone(), keystore.clone(), config.webhooks.clone()),
+            deposits: crate::deposits::Deposits::new(store.clone()),
             approvals: Approvals::new(store.clone(), config.approvals.clone()),
             policy: Policy::new(store.clone()),
             wallets: wallets.clone(),

@@ -93,19 +93,23 @@ pub type Watched = (TransactionEvent, TransactionRecord);
 
 /// A watch: its events, and once they end, why (nothing: the watcher left).
 #[derive(Debug)]
-pub struct Watch {
+pub struct Watch<T = Watched> {
     /// The events, in commit order.
-    pub events: tokio::sync::mpsc::Receiver<Watched>,
+    pub events: tokio::sync::mpsc::Receiver<T>,
     /// Why the events ended, read once `events` is drained.
     pub end: tokio::sync::oneshot::Receiver<WatchEnd>,
 }
 
+/// A page of events read for a watcher: the number of the last event read (sent or not),
+/// and the events to send with their numbers.
+pub type Page<T> = (Option<u64>, Vec<(u64, T)>);
+
 /// Streams the events `req` asks for of `user_id`'s records, in commit order, each with its
-/// record as it is when sent (in the status of its event), until the receiver is dropped or the watch ends (`Watch::end`
-/// says why). At most `limits.buffer` events wait unread: a watcher that leaves them so for
-/// `limits.slow_after` is cut off, its buffered events still readable. Every
-/// `limits.recheck_every` `recheck` says whether the watcher may still watch, and the watch
-/// ends after `limits.lifetime`.
+/// record as it is when sent (in the status of its event), until the receiver is dropped or
+/// the watch ends (`Watch::end` says why). At most `limits.buffer` events wait unread: a
+/// watcher that leaves them so for `limits.slow_after` is cut off, its buffered events still
+/// readable. Every `limits.recheck_every` `recheck` says whether the watcher may still
+/// watch, and the watch ends after `limits.lifetime`.
 pub fn watch(
     store: Store,
     user_id: Uuid,
@@ -113,10 +117,52 @@ pub fn watch(
     limits: WatchLimits,
     recheck: Recheck,
 ) -> Watch {
+    let after = req.after;
+    let reader = store.clone();
+    watch_events(store, after, (limits, recheck), move |after| {
+        let (store, req) = (reader.clone(), req.clone());
+        async move {
+            let filter = (req.transaction_id, req.chain.as_deref());
+            let events = store
+                .events_after(user_id, after, filter, WATCH_BATCH)
+                .await?;
+            let last = events.last().map(|e| e.seq);
+            let mut page = Vec::with_capacity(events.len());
+            for event in events {
+                let Some(mut record) = store
+                    .find_transaction(user_id, event.transaction_id)
+                    .await?
+                else {
+                    continue;
+                };
+                // The record as it is now, in the status this event is about, as a webhook
+                // tells it: a `transaction.submitted` read after the confirmation still says
+                // SUBMITTED.
+                record.status = event.status;
+                page.push((event.seq, (event, record)));
+            }
+            Ok((last, page))
+        }
+    })
+}
+
+/// Streams what `read` gives after each event number, from `after` (`None`: from now on),
+/// under `limits` and `recheck` as `watch` says: the one watch loop of every kind of event.
+pub fn watch_events<T, R, F>(
+    store: Store,
+    after: Option<u64>,
+    (limits, recheck): (WatchLimits, Recheck),
+    read: R,
+) -> Watch<T>
+where
+    T: Send + 'static,
+    R: Fn(u64) -> F + Send + Sync + 'static,
+    F: Future<Output = Result<Page<T>, WalletOpsError>> + Send,
+{
     let (tx, events) = tokio::sync::mpsc::channel(limits.buffer.max(1));
     let (ended, end) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        if let Err(why) = feed(&store, user_id, &req, (limits, &recheck), &tx).await {
+        if let Err(why) = feed(&store, after, (limits, &recheck), &read, &tx).await {
             // The events already buffered stay readable; the end is read after them.
             let _ = ended.send(why);
         }
@@ -124,24 +170,27 @@ pub fn watch(
     Watch { events, end }
 }
 
-async fn feed(
+async fn feed<T, R, F>(
     store: &Store,
-    user_id: Uuid,
-    req: &WatchRequest,
+    after: Option<u64>,
     (limits, recheck): (WatchLimits, &Recheck),
-    tx: &tokio::sync::mpsc::Sender<Watched>,
-) -> Result<(), WatchEnd> {
+    read: &R,
+    tx: &tokio::sync::mpsc::Sender<T>,
+) -> Result<(), WatchEnd>
+where
+    R: Fn(u64) -> F,
+    F: Future<Output = Result<Page<T>, WalletOpsError>>,
+{
     let slow_after = limits.slow_after;
     let started = tokio::time::Instant::now();
     let mut checked = started;
-    let mut after = match req.after {
+    let mut after = match after {
         Some(after) => after,
         None => store
             .last_event_seq()
             .await
             .map_err(|e| WatchEnd::Failed(e.into()))?,
     };
-    let filter = (req.transaction_id, req.chain.as_deref());
     let mut tick = tokio::time::interval(WATCH_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -159,21 +208,9 @@ async fn feed(
                 lifetime: limits.lifetime,
             });
         }
-        let events = store
-            .events_after(user_id, after, filter, WATCH_BATCH)
-            .await
-            .map_err(|e| WatchEnd::Failed(e.into()))?;
-        for event in events {
-            let record = store
-                .find_transaction(user_id, event.transaction_id)
-                .await
-                .map_err(|e| WatchEnd::Failed(e.into()))?;
-            let Some(mut record) = record else { continue };
-            // The record as it is now, in the status this event is about, as a webhook tells
-            // it: a `transaction.submitted` read after the confirmation still says SUBMITTED.
-            record.status = event.status;
-            let seq = event.seq;
-            match tx.send_timeout((event, record), slow_after).await {
+        let (last, page) = read(after).await.map_err(WatchEnd::Failed)?;
+        for (seq, item) in page {
+            match tx.send_timeout(item, slow_after).await {
                 Ok(()) => after = seq,
                 Err(tokio::sync::mpsc::error::SendTimeoutError::Timeout(_)) => {
                     return Err(WatchEnd::TooSlow { last_sent: after });
@@ -181,6 +218,8 @@ async fn feed(
                 Err(tokio::sync::mpsc::error::SendTimeoutError::Closed(_)) => return Ok(()),
             }
         }
+        // Events read but not sent (their subject is gone) are not read again.
+        after = after.max(last.unwrap_or(after));
     }
 }
 

@@ -10,6 +10,7 @@ pub mod balances;
 pub mod bootstrap;
 pub mod chains;
 pub mod config;
+pub mod deposits;
 pub mod devnet;
 pub mod effects;
 pub mod error;

@@ -13,6 +13,7 @@ mod account;
 mod approval;
 mod chain;
 mod chain_text;
+mod deposit;
 mod effects;
 mod key_policy;
 mod spend;
@@ -26,6 +27,7 @@ pub use account::{
 pub use approval::{Approval, ApprovalState, Decision, HeldWrite};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
 pub use chain_text::{MESSAGE_CHARS, SYMBOL_CHARS, chain_text};
+pub use deposit::{Deposit, DepositState};
 pub use effects::{Asset, Effects, Flow, Grant, GrantKind};
 pub use key_policy::{Allowed, PolicyRule, RuleKind};
 pub use spend::{NATIVE_ASSET, Spend, SpendLimit, SpendStanding, asset_name};
@@ -38,5 +40,6 @@ pub use wallet::{
     ProviderWallet, SealedKey, Wallet, WalletFilter,
 };
 pub use webhook::{
-    DeliveryState, Disabled, DisabledReason, EndpointMaker, WebhookDelivery, WebhookEndpoint,
+    DEPOSIT_SUBJECT, DeliveryState, Disabled, DisabledReason, EndpointMaker, EventType,
+    TRANSACTION_SUBJECT, WebhookDelivery, WebhookEndpoint,
 };

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::{Effects, WalletAddress};
 
 /// Where a transaction is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TxStatus {
     /// Signed and stored; being broadcast or followed by the monitor.

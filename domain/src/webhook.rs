@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::TxStatus;
+use super::{DepositState, TxStatus};
 
 /// A URL a user has transaction events delivered to. Its secret is never part of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,8 +14,8 @@ pub struct WebhookEndpoint {
     pub user_id: Uuid,
     /// Where deliveries are POSTed.
     pub url: url::Url,
-    /// The statuses whose events it receives (`transaction.<status>`).
-    pub event_types: Vec<TxStatus>,
+    /// The events it receives.
+    pub event_types: Vec<EventType>,
     /// When it was registered.
     pub created_at: DateTime<Utc>,
     /// Who registered it.
@@ -23,6 +23,76 @@ pub struct WebhookEndpoint {
     /// Why and since when it is disabled; `None`: it is enabled.
     pub disabled: Option<Disabled>,
 }
+
+/// What an event tells: a transaction record or a deposit entered a state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// `transaction.<status>`.
+    Transaction(TxStatus),
+    /// `deposit.<state>` (never `deposit.ignored`).
+    Deposit(DepositState),
+}
+
+impl EventType {
+    /// Every event type, as webhooks may ask for them.
+    pub const ALL: [Self; 9] = [
+        Self::Transaction(TxStatus::Submitted),
+        Self::Transaction(TxStatus::Confirmed),
+        Self::Transaction(TxStatus::Reverted),
+        Self::Transaction(TxStatus::Failed),
+        Self::Transaction(TxStatus::Dropped),
+        Self::Transaction(TxStatus::FeeCapped),
+        Self::Deposit(DepositState::Pending),
+        Self::Deposit(DepositState::Confirmed),
+        Self::Deposit(DepositState::Reverted),
+    ];
+
+    /// Its name (`transaction.confirmed`, `deposit.pending`).
+    pub fn name(self) -> String {
+        match self {
+            Self::Transaction(status) => status.event_type(),
+            Self::Deposit(state) => state.event_type(),
+        }
+    }
+
+    /// The event type named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// What its outbox rows are about: `transaction` or `deposit`.
+    pub fn subject(self) -> &'static str {
+        match self {
+            Self::Transaction(_) => TRANSACTION_SUBJECT,
+            Self::Deposit(_) => DEPOSIT_SUBJECT,
+        }
+    }
+
+    /// The event of an outbox row about `subject` that entered `state`.
+    pub fn of_row(subject: &str, state: &str) -> Option<Self> {
+        match subject {
+            TRANSACTION_SUBJECT => TxStatus::ALL
+                .into_iter()
+                .find(|s| s.as_str() == state)
+                .map(Self::Transaction),
+            DEPOSIT_SUBJECT => DepositState::parse(state).map(Self::Deposit),
+            _ => None,
+        }
+    }
+
+    /// The state its outbox row stores.
+    pub fn state(self) -> &'static str {
+        match self {
+            Self::Transaction(status) => status.as_str(),
+            Self::Deposit(state) => state.as_str(),
+        }
+    }
+}
+
+/// The subject of a transaction record's events.
+pub const TRANSACTION_SUBJECT: &str = "transaction";
+/// The subject of a deposit's events.
+pub const DEPOSIT_SUBJECT: &str = "deposit";
 
 /// Who registered an endpoint: it belongs to that key, and revoking the key disables it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,10 +180,10 @@ pub struct WebhookDelivery {
     pub user_id: Uuid,
     /// The event's number (as `WatchTransactions` gives it).
     pub event_seq: u64,
-    /// The record the event is about.
-    pub transaction_id: Uuid,
-    /// The status the record entered.
-    pub status: TxStatus,
+    /// The transaction record or deposit the event is about.
+    pub subject_id: Uuid,
+    /// The event: what entered which state.
+    pub event: EventType,
     /// Where it stands.
     pub state: DeliveryState,
     /// Attempts made.
@@ -132,4 +202,22 @@ pub struct WebhookDelivery {
     pub delivered_at: Option<DateTime<Utc>>,
     /// When the event was numbered and the delivery made.
     pub created_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_types_read_back_from_names_and_rows() {
+        for t in EventType::ALL {
+            assert_eq!(EventType::parse(&t.name()), Some(t));
+            assert_eq!(EventType::of_row(t.subject(), t.state()), Some(t));
+        }
+        assert_eq!(EventType::parse("deposit.ignored"), None);
+        assert_eq!(
+            EventType::Deposit(DepositState::Pending).name(),
+            "deposit.pending"
+        );
+    }
 }

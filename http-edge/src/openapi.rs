@@ -26,7 +26,8 @@ use crate::{error::ErrorBody, model::SubmissionJson};
         (name = "wallets", description = "Wallets and balances"),
         (name = "transactions", description = "Transfers, approvals, contract calls, lookups"),
         (name = "trade", description = "Swap quotes and swaps"),
-        (name = "webhooks", description = "Signed deliveries of transaction events (Standard Webhooks)"),
+        (name = "webhooks", description = "Signed deliveries of transaction and deposit events (Standard Webhooks)"),
+        (name = "deposits", description = "Money that arrived at the caller's wallets, found on chain"),
         (name = "approvals", description = "Writes held for a person's approval (a key's approval threshold)"),
     )
 )]

@@ -28,6 +28,7 @@ mod m20261204_000021_transaction_effects;
 mod m20261205_000022_key_lineage;
 mod m20261206_000023_webhook_standing;
 mod m20261207_000024_approval_wallet;
+mod m20261208_000025_deposits;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -60,6 +61,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000022_key_lineage::Migration),
             Box::new(m20261206_000023_webhook_standing::Migration),
             Box::new(m20261207_000024_approval_wallet::Migration),
+            Box::new(m20261208_000025_deposits::Migration),
         ]
     }
 }

@@ -1,5 +1,6 @@
 //! The REST contract's JSON shapes that the core writes too: a transaction record with its
-//! status history, as `GET /tx/{id}` gives it and as webhooks deliver it (in their envelope), and the value
+//! status history, as `GET /tx/{id}` gives it, and a deposit, as `GET /deposits/{id}` gives
+//! it, both as webhooks deliver them (in their envelope), and the value
 //! spellings every shape uses (ISO 8601 timestamps, enum names without their prefix). The
 //! edge serves them; the core's webhook bodies are made with the same code.
 
@@ -227,28 +228,122 @@ impl From<pb::Transaction> for TransactionJson {
     }
 }
 
+/// A deposit: one credit of one asset to one of the caller's wallets.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DepositJson {
+    /// Deposit id, derived from where it happened (the same credit is never recorded twice).
+    pub id: String,
+    /// Chain slug.
+    pub chain: String,
+    /// Display name of the chain.
+    pub chain_name: String,
+    /// The wallet credited.
+    pub wallet_id: String,
+    /// The wallet's address.
+    pub address: String,
+    /// `native`, the token's address (EVM, lowercase) or its mint.
+    pub asset: String,
+    /// Base units.
+    pub amount: String,
+    /// The asset's decimals, when known.
+    pub decimals: Option<u32>,
+    /// The asset's symbol, when known.
+    pub symbol: Option<String>,
+    /// The sender, when the chain names one.
+    pub from: Option<String>,
+    /// The transaction's hash or signature.
+    pub hash: String,
+    /// Block number (EVM) or slot (Solana).
+    pub block: u64,
+    /// `PENDING`, `CONFIRMED`, `REVERTED` or `IGNORED`.
+    pub state: String,
+    /// Why it is ignored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignored_reason: Option<String>,
+    /// Explorer link.
+    pub explorer_url: Option<String>,
+    /// First seen at.
+    pub created_at: String,
+    /// Last changed state at.
+    pub updated_at: String,
+}
+
+impl From<pb::Deposit> for DepositJson {
+    fn from(d: pb::Deposit) -> Self {
+        Self {
+            state: short_name(
+                pb::DepositState::try_from(d.state).map(|s| s.as_str_name()),
+                "DEPOSIT_STATE_",
+            ),
+            id: d.id,
+            chain: d.chain,
+            chain_name: d.chain_name,
+            wallet_id: d.wallet_id,
+            address: d.address,
+            asset: d.asset,
+            amount: d.amount,
+            decimals: d.decimals,
+            symbol: d.symbol,
+            from: d.from,
+            hash: d.hash,
+            block: d.block,
+            ignored_reason: d.ignored_reason,
+            explorer_url: d.explorer_url,
+            created_at: iso_or_empty(d.created_at),
+            updated_at: iso_or_empty(d.updated_at),
+        }
+    }
+}
+
+/// What a webhook event is about: a transaction record or a deposit, as their `GET` gives
+/// them.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum EventDataJson {
+    /// `transaction.*` events.
+    Transaction(Box<TransactionJson>),
+    /// `deposit.*` events.
+    Deposit(Box<DepositJson>),
+}
+
+/// What an event is about, from the core.
+#[derive(Debug)]
+pub enum EventData {
+    /// A transaction record.
+    Transaction(Box<pb::Transaction>),
+    /// A deposit.
+    Deposit(Box<pb::Deposit>),
+}
+
 /// A webhook delivery's body: the Standard Webhooks envelope around the record.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct WebhookEventJson {
-    /// The event type, e.g. `transaction.confirmed`.
+    /// The event type, e.g. `transaction.confirmed` or `deposit.pending`.
     #[serde(rename = "type")]
     pub event_type: String,
     /// When the change happened, RFC 3339 UTC with milliseconds (not when it was sent).
     pub timestamp: String,
-    /// The record as `GET /tx/{id}` gives it, in the status the event is about.
-    pub data: TransactionJson,
+    /// The record as `GET /tx/{id}` (or the deposit as `GET /deposits/{id}`) gives it, in the
+    /// status the event is about.
+    pub data: EventDataJson,
 }
 
-/// A webhook delivery's body, in JSON: the `event_type` event of `t`, which happened `at`.
+/// A webhook delivery's body, in JSON: the `event_type` event of `data`, which happened `at`.
 pub fn webhook_body(
     event_type: String,
     at: chrono::DateTime<chrono::Utc>,
-    t: pb::Transaction,
+    data: EventData,
 ) -> Vec<u8> {
     let event = WebhookEventJson {
         event_type,
         timestamp: at.to_rfc3339_opts(SecondsFormat::Millis, true),
-        data: TransactionJson::from(t),
+        data: match data {
+            EventData::Transaction(t) => {
+                EventDataJson::Transaction(Box::new(TransactionJson::from(*t)))
+            }
+            EventData::Deposit(d) => EventDataJson::Deposit(Box::new(DepositJson::from(*d))),
+        },
     };
     serde_json::to_vec(&event).unwrap_or_default()
 }

@@ -13,7 +13,9 @@ use uuid::Uuid;
 use super::{Store, entities::transaction_events as events};
 use crate::Conn;
 use crate::error::Result;
-use walletops_domain::{OpenTransaction, TxStatus};
+use walletops_domain::{
+    DEPOSIT_SUBJECT, DepositState, EventType, OpenTransaction, TRANSACTION_SUBJECT, TxStatus,
+};
 
 /// The PostgreSQL advisory lock the sequencers of every core take in turn.
 const SEQUENCER_LOCK: i64 = 0x7761_6c6c_6574_6576; // "walletev"
@@ -32,6 +34,34 @@ pub struct TransactionEvent {
     pub chain: String,
     /// The status it entered.
     pub status: TxStatus,
+}
+
+/// Outbox rows telling that each `(id, user, chain)` of `subjects` had `event`.
+async fn insert_rows<C: sea_orm::ConnectionTrait>(
+    conn: &C,
+    subjects: Vec<(Uuid, Uuid, String)>,
+    event: EventType,
+) -> Result<()> {
+    let now = Utc::now();
+    let rows: Vec<_> = subjects
+        .into_iter()
+        .map(|(subject_id, user_id, chain)| events::ActiveModel {
+            id: NotSet,
+            seq: Set(None),
+            transaction_id: Set(subject_id),
+            user_id: Set(user_id),
+            chain: Set(chain),
+            status: Set(event.state().to_owned()),
+            subject: Set(event.subject().to_owned()),
+            created_at: Set(now),
+        })
+        .collect();
+    for run in super::in_cached_shapes(rows) {
+        events::Entity::insert_many(run)
+            .exec_without_returning(conn)
+            .await?;
+    }
+    Ok(())
 }
 
 /// The highest event number given, read in `conn` (0: none).
@@ -56,31 +86,24 @@ impl Store {
         status: TxStatus,
     ) -> Result<()> {
         let conn = conn.sea();
-        let now = Utc::now();
         let records: Vec<_> = records.into_iter().collect();
         if matches!(status, TxStatus::Failed | TxStatus::Dropped) {
             // Nothing moved: what the write held against its key's budget is free again.
             self.release_spend(conn, records.iter().map(|(id, _, _)| *id))
                 .await?;
         }
-        let rows: Vec<_> = records
-            .into_iter()
-            .map(|(transaction_id, user_id, chain)| events::ActiveModel {
-                id: NotSet,
-                seq: Set(None),
-                transaction_id: Set(transaction_id),
-                user_id: Set(user_id),
-                chain: Set(chain),
-                status: Set(status.as_str().to_owned()),
-                created_at: Set(now),
-            })
-            .collect();
-        for run in super::in_cached_shapes(rows) {
-            events::Entity::insert_many(run)
-                .exec_without_returning(conn)
-                .await?;
-        }
-        Ok(())
+        insert_rows(conn, records, EventType::Transaction(status)).await
+    }
+
+    /// Notes, in `conn`'s transaction, that each deposit `(id, user, chain)` of `deposits`
+    /// entered `state`.
+    pub(crate) async fn insert_deposit_events<C: sea_orm::ConnectionTrait>(
+        &self,
+        conn: &C,
+        deposits: Vec<(Uuid, Uuid, String)>,
+        state: DepositState,
+    ) -> Result<()> {
+        insert_rows(conn, deposits, EventType::Deposit(state)).await
     }
 
     /// `insert_event` for an open record.
@@ -178,19 +201,14 @@ impl Store {
         (transaction_id, chain): (Option<Uuid>, Option<&str>),
         limit: u64,
     ) -> Result<Vec<TransactionEvent>> {
-        let mut query = events::Entity::find()
-            .filter(events::Column::UserId.eq(user_id))
-            .filter(events::Column::Seq.gt(i64::try_from(after).unwrap_or(i64::MAX)));
-        if let Some(id) = transaction_id {
-            query = query.filter(events::Column::TransactionId.eq(id));
-        }
-        if let Some(chain) = chain {
-            query = query.filter(events::Column::Chain.eq(chain));
-        }
-        let rows = query
-            .order_by_asc(events::Column::Seq)
-            .limit(limit)
-            .all(self.sea())
+        let rows = self
+            .numbered(
+                user_id,
+                TRANSACTION_SUBJECT,
+                after,
+                (transaction_id, chain),
+                limit,
+            )
             .await?;
         Ok(rows
             .into_iter()
@@ -204,6 +222,75 @@ impl Store {
             })
             .collect())
     }
+}
+
+impl Store {
+    /// The numbered deposit events of `user_id` after `after`, oldest first, at most
+    /// `limit`, optionally of one chain.
+    pub async fn deposit_events_after(
+        &self,
+        user_id: Uuid,
+        after: u64,
+        chain: Option<&str>,
+        limit: u64,
+    ) -> Result<Vec<DepositEvent>> {
+        let rows = self
+            .numbered(user_id, DEPOSIT_SUBJECT, after, (None, chain), limit)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                Some(DepositEvent {
+                    seq: u64::try_from(row.seq?).ok()?,
+                    deposit_id: row.transaction_id,
+                    state: DepositState::parse(&row.status)?,
+                    at: row.created_at,
+                })
+            })
+            .collect())
+    }
+}
+
+impl Store {
+    /// The numbered outbox rows about `subject` of `user_id` after `after`, oldest first,
+    /// at most `limit`, optionally of one subject id or one chain.
+    async fn numbered(
+        &self,
+        user_id: Uuid,
+        subject: &str,
+        after: u64,
+        (subject_id, chain): (Option<Uuid>, Option<&str>),
+        limit: u64,
+    ) -> Result<Vec<events::Model>> {
+        let mut query = events::Entity::find()
+            .filter(events::Column::UserId.eq(user_id))
+            .filter(events::Column::Subject.eq(subject))
+            .filter(events::Column::Seq.gt(i64::try_from(after).unwrap_or(i64::MAX)));
+        if let Some(id) = subject_id {
+            query = query.filter(events::Column::TransactionId.eq(id));
+        }
+        if let Some(chain) = chain {
+            query = query.filter(events::Column::Chain.eq(chain));
+        }
+        Ok(query
+            .order_by_asc(events::Column::Seq)
+            .limit(limit)
+            .all(self.sea())
+            .await?)
+    }
+}
+
+/// A deposit's change of state as read back, numbered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DepositEvent {
+    /// Its place in commit order (shared with transaction events): resume after it.
+    pub seq: u64,
+    /// The deposit.
+    pub deposit_id: Uuid,
+    /// The state it entered.
+    pub state: DepositState,
+    /// When.
+    pub at: chrono::DateTime<Utc>,
 }
 
 #[cfg(test)]

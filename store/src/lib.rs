@@ -9,6 +9,9 @@
 mod api_keys;
 mod approvals;
 mod conn;
+mod deposits;
+#[cfg(test)]
+mod deposits_tests;
 mod entities;
 mod error;
 mod events;
@@ -39,8 +42,9 @@ use walletops_migrations::{Migrator, MigratorTrait};
 pub use api_keys::NewApiKey;
 pub use approvals::{EXPIRY, LeasedApproval};
 pub use conn::{Conn, Txn};
+pub use deposits::{DepositFilter, ScanStep};
 pub use error::{Result, StoreError};
-pub use events::TransactionEvent;
+pub use events::{DepositEvent, TransactionEvent};
 pub use idempotency::{ClaimRow, NewClaim};
 pub use leases::Leased;
 pub use leases::REQUEST_HOLD;

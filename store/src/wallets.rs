@@ -84,6 +84,19 @@ impl Store {
         )
     }
 
+    /// Every wallet of `family`, whoever owns it, but those removed at the provider: the
+    /// wallets a deposit scan watches.
+    pub async fn wallets_of_family(&self, family: ChainFamily) -> Result<Vec<Wallet>> {
+        to_wallets(
+            wallets::Entity::find()
+                .filter(wallets::Column::ChainType.eq(family.as_str()))
+                .filter(wallets::Column::RemovedAt.is_null())
+                .order_by_asc(wallets::Column::CreatedAt)
+                .all(self.sea())
+                .await?,
+        )
+    }
+
     /// The wallet at `address`, whoever owns it.
     pub async fn find_wallet(&self, address: &WalletAddress) -> Result<Option<Wallet>> {
         wallets::Entity::find()

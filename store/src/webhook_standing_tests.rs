@@ -6,7 +6,7 @@ use chrono::{TimeDelta, Utc};
 use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter};
 use uuid::Uuid;
 use walletops_domain::{
-    DeliveryState, DisabledReason, EndpointMaker, SealedKey, TxStatus, WebhookEndpoint,
+    DeliveryState, DisabledReason, EndpointMaker, EventType, SealedKey, TxStatus, WebhookEndpoint,
 };
 
 use crate::{
@@ -19,7 +19,7 @@ async fn endpoint(store: &Store, user: Uuid, created_by: EndpointMaker) -> Uuid 
         id: Uuid::new_v4(),
         user_id: user,
         url: "https://hooks.example.com/h".parse().expect("url"),
-        event_types: TxStatus::ALL.to_vec(),
+        event_types: EventType::ALL.to_vec(),
         created_at: Utc::now(),
         created_by,
         disabled: None,

@@ -19,7 +19,7 @@ use super::{
 };
 use crate::error::{Result, StoreError};
 use walletops_domain::{
-    DeliveryState, Disabled, DisabledReason, EndpointMaker, SealedKey, TxStatus, WebhookDelivery,
+    DeliveryState, Disabled, DisabledReason, EndpointMaker, EventType, SealedKey, WebhookDelivery,
     WebhookEndpoint,
 };
 
@@ -42,7 +42,7 @@ fn endpoint_of(m: webhook_endpoints::Model) -> Result<WebhookEndpoint> {
         event_types: m
             .event_types
             .split(',')
-            .filter_map(TxStatus::from_event_type)
+            .filter_map(EventType::parse)
             .collect(),
         created_at: m.created_at,
         created_by: match (m.created_by_key, m.created_by_session) {
@@ -75,8 +75,8 @@ pub(super) fn delivery_of(m: deliveries::Model) -> Result<WebhookDelivery> {
         endpoint_id: m.endpoint_id,
         user_id: m.user_id,
         event_seq: u64::try_from(m.event_seq).map_err(|_| bad("event number"))?,
-        transaction_id: m.transaction_id,
-        status: TxStatus::from_event_type(&m.event_type).ok_or_else(|| bad("event type"))?,
+        subject_id: m.transaction_id,
+        event: EventType::parse(&m.event_type).ok_or_else(|| bad("event type"))?,
         state: DeliveryState::parse(&m.state).ok_or_else(|| bad("state"))?,
         attempts: u32::try_from(m.attempts).unwrap_or_default(),
         next_attempt_at: m.next_attempt_at,
@@ -89,12 +89,8 @@ pub(super) fn delivery_of(m: deliveries::Model) -> Result<WebhookDelivery> {
     })
 }
 
-fn event_types_text(types: &[TxStatus]) -> String {
-    types
-        .iter()
-        .map(|t| t.event_type())
-        .collect::<Vec<_>>()
-        .join(",")
+fn event_types_text(types: &[EventType]) -> String {
+    types.iter().map(|t| t.name()).collect::<Vec<_>>().join(",")
 }
 
 impl Store {
@@ -277,14 +273,11 @@ impl Store {
         let mut rows = Vec::new();
         for event in numbered {
             let Some(seq) = event.seq else { continue };
-            let Some(status) = TxStatus::ALL
-                .into_iter()
-                .find(|s| s.as_str() == event.status)
-            else {
+            let Some(kind) = EventType::of_row(&event.subject, &event.status) else {
                 continue;
             };
             for endpoint in endpoints.get(&event.user_id).into_iter().flatten() {
-                if !endpoint.event_types.contains(&status) {
+                if !endpoint.event_types.contains(&kind) {
                     continue;
                 }
                 rows.push(deliveries::ActiveModel {
@@ -293,7 +286,7 @@ impl Store {
                     user_id: Set(event.user_id),
                     event_seq: Set(seq),
                     transaction_id: Set(event.transaction_id),
-                    event_type: Set(status.event_type()),
+                    event_type: Set(kind.name()),
                     state: Set(DeliveryState::Pending.as_str().to_owned()),
                     attempts: Set(0),
                     next_attempt_at: Set(now),

@@ -192,6 +192,17 @@ async fn start_core(
         monitor.await;
         Ok(())
     });
+    let scanner = walletops_core::deposits::Scanner::new(
+        core.store.clone(),
+        core.chains.clone(),
+        core.evm_clients.clone(),
+        core.solana_clients.clone(),
+    )
+    .run(on_stop(stop_rx.clone()));
+    tasks.spawn(async move {
+        scanner.await;
+        Ok(())
+    });
     if let Some(addr) = config.metrics_addr {
         let metrics = bind_metrics(addr, serving.dev).await?;
         println!(
@@ -472,9 +483,10 @@ fn spawn_webhook_deliveries(
     tasks: &mut Tasks,
     stop: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let chains = core.chains.clone();
-    let render =
-        std::sync::Arc::new(move |event| walletops_core::grpc::webhook_body(event, &chains));
+    let render = {
+        let core = core.clone();
+        std::sync::Arc::new(move |event| walletops_core::grpc::webhook_body(event, &core))
+    };
     let deliverer = core.webhooks.deliverer(render)?;
     tasks.spawn(async move {
         deliverer.run(on_stop(stop)).await;

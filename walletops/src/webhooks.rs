@@ -10,7 +10,7 @@ use walletops_proto::v1 as pb;
 use crate::cli::WebhooksCommand;
 
 fn print_endpoint(e: &WebhookEndpoint) {
-    let types: Vec<String> = e.event_types.iter().map(|s| s.event_type()).collect();
+    let types: Vec<String> = e.event_types.iter().map(|t| t.name()).collect();
     let state = match e.disabled {
         None => "enabled".to_owned(),
         Some(d) => format!("disabled ({}) {}", d.reason.as_str(), d.at.to_rfc3339()),
@@ -34,8 +34,8 @@ fn print_delivery(d: &WebhookDelivery) {
         "{}  event {}  {:<24} {}  {:<9} attempts {}{last}",
         d.id,
         d.event_seq,
-        d.status.event_type(),
-        d.transaction_id,
+        d.event.name(),
+        d.subject_id,
         d.state.as_str(),
         d.attempts
     );

@@ -38,11 +38,14 @@ pub enum Operation {
     EnableWebhook,
     ListHoldings,
     ListTransactions,
+    ListDeposits,
+    GetDeposit,
+    WatchDeposits,
 }
 
 impl Operation {
     /// Every operation.
-    pub const ALL: [Self; 29] = [
+    pub const ALL: [Self; 32] = [
         Self::ListWallets,
         Self::GetBalances,
         Self::GetTransaction,
@@ -72,6 +75,9 @@ impl Operation {
         Self::EnableWebhook,
         Self::ListHoldings,
         Self::ListTransactions,
+        Self::ListDeposits,
+        Self::GetDeposit,
+        Self::WatchDeposits,
     ];
 
     /// The scope a caller needs for it.
@@ -88,6 +94,9 @@ impl Operation {
             | Self::ListWebhookDeliveries
             | Self::ListHoldings
             | Self::ListTransactions
+            | Self::ListDeposits
+            | Self::GetDeposit
+            | Self::WatchDeposits
             | Self::SimulateWrite => Scope::Read,
             Self::GetQuote => Scope::Trade,
             Self::Send
@@ -137,6 +146,9 @@ impl Operation {
             Self::DeleteWebhook => "/walletops.v1.WebhookService/DeleteWebhook",
             Self::RotateWebhookSecret => "/walletops.v1.WebhookService/RotateWebhookSecret",
             Self::ListWebhookDeliveries => "/walletops.v1.WebhookService/ListWebhookDeliveries",
+            Self::ListDeposits => "/walletops.v1.DepositService/ListDeposits",
+            Self::GetDeposit => "/walletops.v1.DepositService/GetDeposit",
+            Self::WatchDeposits => "/walletops.v1.DepositService/WatchDeposits",
             Self::ReplayWebhookDeliveries => "/walletops.v1.WebhookService/ReplayWebhookDeliveries",
             Self::EnableWebhook => "/walletops.v1.WebhookService/EnableWebhook",
             Self::ListHoldings => "/walletops.v1.DashboardService/ListHoldings",

@@ -1,12 +1,15 @@
 //! Chains: the registry of chain slugs and the clients that speak to each family's nodes.
 //! A slug is resolved once, into a `Chain`; nothing below compares slug strings again.
 
+mod builtin;
+mod deposit_settings;
 pub mod evm;
 mod failover;
 mod registry;
 pub mod rpc_batch;
 pub mod solana;
 
+pub use deposit_settings::DepositSettings;
 pub use registry::{Chain, ChainConfig, Registry};
 use walletops_domain::{TransactionRecord, TxKind};
 

@@ -5,6 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::{
+    builtin::{BUILT_IN, default_confirmations},
+    deposit_settings::DepositSettings,
+};
 use crate::error::WalletOpsError;
 use walletops_domain::{ChainFamily, OpenTransaction, Submission};
 
@@ -22,6 +26,8 @@ pub struct Chain {
     confirmations: u64,
     /// Named in the config file (not only built in).
     configured: bool,
+    /// Its deposit scan, when on.
+    deposits: Option<DepositSettings>,
 }
 
 impl Chain {
@@ -83,6 +89,10 @@ impl Chain {
     pub fn confirmations(&self) -> u64 {
         self.confirmations
     }
+    /// Its deposit scan's settings, when it is scanned.
+    pub fn deposits(&self) -> Option<&DepositSettings> {
+        self.deposits.as_ref()
+    }
     /// Explorer link for a transaction hash or signature, where the chain has an explorer.
     pub fn explorer_url(&self, hash: &str) -> Option<String> {
         self.explorer_tx_url
@@ -143,23 +153,9 @@ pub struct ChainConfig {
     /// Confirmations an EVM transaction needs before it is final, at least 1 (the including
     /// block); default per built-in chain, 1 for a new one.
     pub confirmations: Option<u64>,
-}
-
-/// The confirmations a built-in chain's transactions wait for: a judgement of how deep its
-/// blocks are still reorganised in practice, kept short of its full finality so that a
-/// status arrives in seconds to minutes.
-fn default_confirmations(slug: &str) -> u64 {
-    match slug {
-        // Ethereum since the merge: reorgs past one block are vanishingly rare.
-        "ethereum" | "sepolia" => 3,
-        // BNB Smart Chain: fast finality in about two blocks.
-        "bsc" | "bsc-testnet" => 3,
-        // Polygon PoS: milestones finalise within seconds; a few blocks of margin.
-        "polygon" | "polygon-amoy" => 5,
-        // Rollups order transactions at their sequencer; a local or added chain is trusted
-        // at its first block.
-        _ => 1,
-    }
+    /// Whether deposits to the wallets are scanned for, and which are announced; default
+    /// off (on for `serve --dev`'s chains).
+    pub deposits: Option<DepositSettings>,
 }
 
 /// The endpoints `cfg` sets: `rpc_url` or `rpc_urls`, not both, and not an empty list.
@@ -181,141 +177,6 @@ fn configured_urls(slug: &str, cfg: &ChainConfig) -> anyhow::Result<Option<Vec<S
 pub struct Registry {
     chains: BTreeMap<String, Chain>,
 }
-
-type BuiltIn = (
-    &'static str,
-    ChainFamily,
-    i64,
-    &'static str,
-    &'static str,
-    &'static str,
-);
-
-const BUILT_IN: &[BuiltIn] = {
-    use ChainFamily::{Evm, Solana};
-    &[
-        (
-            "ethereum",
-            Evm,
-            1,
-            "Ethereum",
-            "https://etherscan.io/tx/{hash}",
-            "https://ethereum-rpc.publicnode.com",
-        ),
-        (
-            "sepolia",
-            Evm,
-            11_155_111,
-            "Sepolia",
-            "https://sepolia.etherscan.io/tx/{hash}",
-            "https://ethereum-sepolia-rpc.publicnode.com",
-        ),
-        (
-            "base",
-            Evm,
-            8453,
-            "Base",
-            "https://basescan.org/tx/{hash}",
-            "https://mainnet.base.org",
-        ),
-        (
-            "base-sepolia",
-            Evm,
-            84_532,
-            "Base Sepolia",
-            "https://sepolia.basescan.org/tx/{hash}",
-            "https://sepolia.base.org",
-        ),
-        (
-            "arbitrum",
-            Evm,
-            42_161,
-            "Arbitrum One",
-            "https://arbiscan.io/tx/{hash}",
-            "https://arb1.arbitrum.io/rpc",
-        ),
-        (
-            "arbitrum-sepolia",
-            Evm,
-            421_614,
-            "Arbitrum Sepolia",
-            "https://sepolia.arbiscan.io/tx/{hash}",
-            "https://sepolia-rollup.arbitrum.io/rpc",
-        ),
-        (
-            "optimism",
-            Evm,
-            10,
-            "OP Mainnet",
-            "https://optimistic.etherscan.io/tx/{hash}",
-            "https://mainnet.optimism.io",
-        ),
-        (
-            "optimism-sepolia",
-            Evm,
-            11_155_420,
-            "OP Sepolia",
-            "https://sepolia-optimism.etherscan.io/tx/{hash}",
-            "https://sepolia.optimism.io",
-        ),
-        (
-            "polygon",
-            Evm,
-            137,
-            "Polygon",
-            "https://polygonscan.com/tx/{hash}",
-            "https://polygon-rpc.com",
-        ),
-        (
-            "polygon-amoy",
-            Evm,
-            80_002,
-            "Polygon Amoy",
-            "https://amoy.polygonscan.com/tx/{hash}",
-            "https://rpc-amoy.polygon.technology",
-        ),
-        (
-            "bsc",
-            Evm,
-            56,
-            "BNB Smart Chain",
-            "https://bscscan.com/tx/{hash}",
-            "https://bsc-dataseed.bnbchain.org",
-        ),
-        (
-            "bsc-testnet",
-            Evm,
-            97,
-            "BNB Smart Chain Testnet",
-            "https://testnet.bscscan.com/tx/{hash}",
-            "https://data-seed-prebsc-1-s1.bnbchain.org:8545",
-        ),
-        (
-            "solana",
-            Solana,
-            0,
-            "Solana",
-            "https://explorer.solana.com/tx/{hash}",
-            "https://api.mainnet-beta.solana.com",
-        ),
-        (
-            "solana-devnet",
-            Solana,
-            -3,
-            "Solana Devnet",
-            "https://explorer.solana.com/tx/{hash}?cluster=devnet",
-            "https://api.devnet.solana.com",
-        ),
-        (
-            "solana-testnet",
-            Solana,
-            -2,
-            "Solana Testnet",
-            "https://explorer.solana.com/tx/{hash}?cluster=testnet",
-            "https://api.testnet.solana.com",
-        ),
-    ]
-};
 
 impl Registry {
     /// The built-in chains with `overrides` from the config applied.
@@ -341,6 +202,7 @@ impl Registry {
                         .to_owned(),
                         confirmations: default_confirmations(slug),
                         configured: false,
+                        deposits: None,
                     },
                 )
             })
@@ -366,6 +228,7 @@ impl Registry {
                     c.native_symbol = cfg.native_symbol.clone().unwrap_or(c.native_symbol);
                     c.confirmations = cfg.confirmations.unwrap_or(c.confirmations);
                     c.configured = true;
+                    c.deposits = cfg.deposits.clone();
                     c
                 }
                 None => {
@@ -392,10 +255,16 @@ impl Registry {
                         })?,
                         confirmations: cfg.confirmations.unwrap_or(1),
                         configured: true,
+                        deposits: cfg.deposits.clone(),
                     }
                 }
             };
             check_configured(&chain)?;
+            let mut chain = chain;
+            chain.deposits = match chain.deposits.take().filter(|d| d.enabled) {
+                Some(d) => Some(d.checked(slug, chain.family)?),
+                None => None,
+            };
             chains.insert(slug.clone(), chain);
         }
         Ok(Self { chains })

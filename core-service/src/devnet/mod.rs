@@ -186,6 +186,8 @@ impl DevNode {
             rpc_urls: None,
             native_symbol: None,
             confirmations: None,
+            // The playground's wallets see what arrives at them.
+            deposits: Some(crate::chains::DepositSettings::default()),
         }
     }
 
@@ -210,6 +212,7 @@ impl DevNode {
             rpc_urls: None,
             native_symbol: Some("ETH".to_owned()),
             confirmations: None,
+            deposits: Some(crate::chains::DepositSettings::default()),
         }
     }
 

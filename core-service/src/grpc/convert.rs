@@ -239,6 +239,38 @@ pub(crate) fn approval(a: Approval, units: Option<(u32, String)>) -> pb::Approva
     }
 }
 
+/// Deposit `d` as the API gives it: with its chain's name, explorer link and the asset's
+/// units when known.
+pub(crate) fn deposit(d: walletops_domain::Deposit, core: &crate::Core) -> pb::Deposit {
+    let (chain_name, explorer_url) = core.chains.label(&d.chain, Some(&d.tx_hash));
+    let (decimals, symbol) = core.units(&d.chain, &d.asset).unzip();
+    let state = match d.state {
+        walletops_domain::DepositState::Pending => pb::DepositState::Pending,
+        walletops_domain::DepositState::Confirmed => pb::DepositState::Confirmed,
+        walletops_domain::DepositState::Reverted => pb::DepositState::Reverted,
+        walletops_domain::DepositState::Ignored => pb::DepositState::Ignored,
+    };
+    pb::Deposit {
+        id: d.id.to_string(),
+        chain: d.chain,
+        chain_name,
+        wallet_id: d.wallet_id.to_string(),
+        address: d.address,
+        asset: d.asset,
+        amount: d.amount,
+        decimals,
+        symbol,
+        from: d.from,
+        hash: d.tx_hash,
+        block: d.block,
+        state: state.into(),
+        ignored_reason: d.ignored_reason,
+        explorer_url,
+        created_at: Some(timestamp(d.created_at)),
+        updated_at: Some(timestamp(d.updated_at)),
+    }
+}
+
 pub(crate) fn user(u: User) -> pb::User {
     pb::User {
         id: u.id.to_string(),

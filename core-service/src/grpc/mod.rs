@@ -9,6 +9,7 @@ mod approvals;
 mod client;
 mod convert;
 mod dashboard;
+mod deposits;
 mod in_process;
 mod incoming;
 mod metered;
@@ -44,6 +45,7 @@ use walletops_proto::{
         admin_service_server::AdminServiceServer, api_key_service_server::ApiKeyServiceServer,
         approval_service_server::ApprovalServiceServer,
         dashboard_service_server::DashboardServiceServer,
+        deposit_service_server::DepositServiceServer,
         wallet_ops_service_server::WalletOpsServiceServer,
         webhook_service_server::WebhookServiceServer,
     },
@@ -54,6 +56,7 @@ pub use admin::AdminApi;
 pub use api_keys::ApiKeyApi;
 pub use approvals::ApprovalApi;
 pub use dashboard::DashboardApi;
+pub use deposits::DepositApi;
 pub use in_process::in_process;
 pub use wallet_ops::WalletOpsApi;
 pub use webhooks::WebhookApi;
@@ -141,7 +144,8 @@ fn add_public(core: &Core, routes: &mut RoutesBuilder) {
         .add_service(ApiKeyServiceServer::new(ApiKeyApi::new(core.clone())))
         .add_service(DashboardServiceServer::new(DashboardApi::new(core.clone())))
         .add_service(WebhookServiceServer::new(WebhookApi::new(core.clone())))
-        .add_service(ApprovalServiceServer::new(ApprovalApi::new(core.clone())));
+        .add_service(ApprovalServiceServer::new(ApprovalApi::new(core.clone())))
+        .add_service(DepositServiceServer::new(DepositApi::new(core.clone())));
 }
 
 /// `routes` behind what every call passes through first, on a listener or from the edge in
@@ -173,17 +177,54 @@ fn layered(routes: Routes, trusted: Vec<IpAddr>) -> CoreChannel {
     )
 }
 
+/// Why a watch (of transactions or deposits) ended, as its stream's last answer.
+fn watch_ended(end: crate::events::WatchEnd) -> tonic::Status {
+    use crate::events::WatchEnd;
+    match end {
+        WatchEnd::TooSlow { last_sent } => tonic::Status::resource_exhausted(format!(
+            "the watcher left its events unread too long and was cut off; reconnect with after_event_id {last_sent}"
+        )),
+        WatchEnd::Failed(e) => tonic::Status::from(e),
+        WatchEnd::Lifetime {
+            last_sent,
+            lifetime,
+        } => tonic::Status::from(crate::error::WalletOpsError::ServiceUnavailable(format!(
+            "this stream has been open {} s, the longest a stream lasts (streams.max_lifetime_secs); reconnect with after_event_id {last_sent} (Last-Event-ID over REST)",
+            lifetime.as_secs()
+        ))),
+    }
+}
+
+/// How a watch of `caller` is bounded: the stream lifetime configured, and the check that
+/// its key or session still stands.
+fn watch_terms(
+    core: &Core,
+    caller: &crate::auth::Caller,
+) -> (crate::events::WatchLimits, crate::events::Recheck) {
+    let (core2, watcher) = (core.clone(), caller.clone());
+    let recheck: crate::events::Recheck = Box::new(move || {
+        let (core, caller) = (core2.clone(), watcher.clone());
+        Box::pin(async move { core.keys.still_stands(&caller).await })
+    });
+    let limits = crate::events::WatchLimits {
+        lifetime: core.config.streams.lifetime(),
+        ..Default::default()
+    };
+    (limits, recheck)
+}
+
 /// A webhook delivery's body: the Standard Webhooks envelope (`type`, `timestamp`, `data`)
-/// around the record as `GET /tx/{id}` gives it.
-pub fn webhook_body(
-    event: crate::webhooks::delivery::Event,
-    chains: &crate::chains::Registry,
-) -> Vec<u8> {
-    walletops_proto::rest::webhook_body(
-        event.event_type,
-        event.at,
-        convert::transaction(event.record, chains),
-    )
+/// around the record as `GET /tx/{id}` gives it (or the deposit as `GET /deposits/{id}`).
+pub fn webhook_body(event: crate::webhooks::delivery::Event, core: &Core) -> Vec<u8> {
+    use crate::webhooks::delivery::Subject;
+    use walletops_proto::rest::EventData;
+    let data = match event.subject {
+        Subject::Transaction(record) => {
+            EventData::Transaction(Box::new(convert::transaction(*record, &core.chains)))
+        }
+        Subject::Deposit(deposit) => EventData::Deposit(Box::new(convert::deposit(*deposit, core))),
+    };
+    walletops_proto::rest::webhook_body(event.event_type, event.at, data)
 }
 
 /// Serves the core's public services on `listener` until `shutdown` completes.
@@ -220,6 +261,7 @@ async fn serve_on(
             DashboardServiceServer::<DashboardApi>::NAME,
             WebhookServiceServer::<WebhookApi>::NAME,
             ApprovalServiceServer::<ApprovalApi>::NAME,
+            DepositServiceServer::<DepositApi>::NAME,
         ]
     } else {
         vec![AdminServiceServer::<AdminApi>::NAME]

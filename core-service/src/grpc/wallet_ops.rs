@@ -99,22 +99,14 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::WatchTransactionsRequest>,
     ) -> Result<Response<Watching>, Status> {
-        use crate::events::WatchEnd;
         let caller = self
             .core
             .admit(request.metadata(), Operation::WatchTransactions)
             .await?;
         let req = WatchRequest::parse(&self.core.chains, request.get_ref())?;
         let slot = self.core.streams.open(caller.user_id, caller.key_id())?;
-        let (core, user_id, watcher) = (self.core.clone(), caller.user_id, caller);
-        let recheck: crate::events::Recheck = Box::new(move || {
-            let (core, caller) = (core.clone(), watcher.clone());
-            Box::pin(async move { core.keys.still_stands(&caller).await })
-        });
-        let limits = crate::events::WatchLimits {
-            lifetime: self.core.config.streams.lifetime(),
-            ..Default::default()
-        };
+        let (limits, recheck) = super::watch_terms(&self.core, &caller);
+        let user_id = caller.user_id;
         let watch = crate::events::watch(self.core.store.clone(), user_id, req, limits, recheck);
         let chains = self.core.chains.clone();
         // The slot goes with the stream: dropped when the watcher leaves or the stream ends.
@@ -127,23 +119,7 @@ impl WalletOpsService for WalletOpsApi {
                         r#type: event.status.event_type(),
                         transaction: Some(convert::transaction(tx, &chains)),
                     }),
-                    None => match watch.end.try_recv().ok()? {
-                        WatchEnd::TooSlow { last_sent } => {
-                            Err(Status::resource_exhausted(format!(
-                                "the watcher left its events unread too long and was cut off; reconnect with after_event_id {last_sent}"
-                            )))
-                        }
-                        WatchEnd::Failed(e) => Err(Status::from(e)),
-                        WatchEnd::Lifetime {
-                            last_sent,
-                            lifetime,
-                        } => Err(Status::from(
-                            crate::error::WalletOpsError::ServiceUnavailable(format!(
-                                "this stream has been open {} s, the longest a stream lasts (streams.max_lifetime_secs); reconnect with after_event_id {last_sent} (Last-Event-ID over REST)",
-                                lifetime.as_secs()
-                            )),
-                        )),
-                    },
+                    None => Err(super::watch_ended(watch.end.try_recv().ok()?)),
                 };
                 Some((sent, (watch, slot)))
             }

@@ -11,7 +11,8 @@ use crate::{
     requests::{DeliveriesRequest, NewWebhook, ReplayRequest, webhook_id},
 };
 use walletops_domain::{
-    ApiKey, DeliveryState, DisabledReason, EndpointMaker, WebhookDelivery, WebhookEndpoint,
+    ApiKey, DeliveryState, DisabledReason, EndpointMaker, EventType, WebhookDelivery,
+    WebhookEndpoint,
 };
 
 /// The gRPC face of `WebhookService`.
@@ -64,7 +65,7 @@ fn webhook(e: WebhookEndpoint, keys: &[ApiKey]) -> pb::Webhook {
     pb::Webhook {
         id: e.id.to_string(),
         url: e.url.to_string(),
-        event_types: e.event_types.iter().map(|s| s.event_type()).collect(),
+        event_types: e.event_types.iter().map(|t| t.name()).collect(),
         created_at: Some(timestamp(e.created_at)),
         created_by: created_by.into(),
         created_by_key_prefix,
@@ -84,8 +85,12 @@ fn delivery(d: WebhookDelivery) -> pb::WebhookDelivery {
         id: d.id.to_string(),
         webhook_id: d.endpoint_id.to_string(),
         event_id: d.event_seq,
-        event_type: d.status.event_type(),
-        transaction_id: d.transaction_id.to_string(),
+        event_type: d.event.name(),
+        transaction_id: match d.event {
+            EventType::Transaction(_) => d.subject_id.to_string(),
+            EventType::Deposit(_) => String::new(),
+        },
+        deposit_id: matches!(d.event, EventType::Deposit(_)).then(|| d.subject_id.to_string()),
         state: state.into(),
         attempts: d.attempts,
         next_attempt_at: (d.state == DeliveryState::Pending).then(|| timestamp(d.next_attempt_at)),

@@ -5,6 +5,7 @@
 
 mod approvals;
 pub mod calldata;
+pub mod deposits;
 mod reads;
 mod trade;
 mod webhooks;

@@ -9,7 +9,7 @@ use crate::{
     error::{Result, Violations, WalletOpsError},
     webhooks::{DeliveriesRequest, NewWebhook, ReplayRequest},
 };
-use walletops_domain::{DeliveryState, TxStatus};
+use walletops_domain::{DeliveryState, EventType};
 
 /// The longest URL an endpoint may have.
 const MAX_URL_LEN: usize = 2048;
@@ -36,20 +36,20 @@ fn url(raw: &str) -> Result<url::Url, String> {
     Ok(url)
 }
 
-fn event_types(names: &[String]) -> Result<Vec<TxStatus>, String> {
+fn event_types(names: &[String]) -> Result<Vec<EventType>, String> {
     if names.is_empty() {
-        return Ok(TxStatus::ALL.to_vec());
+        return Ok(EventType::ALL.to_vec());
     }
     let mut types = Vec::new();
     for name in names {
-        let status = TxStatus::from_event_type(name.trim()).ok_or_else(|| {
+        let kind = EventType::parse(name.trim()).ok_or_else(|| {
             format!(
                 "unknown event type {name:?}: one of {}",
-                TxStatus::ALL.map(TxStatus::event_type).join(", ")
+                EventType::ALL.map(EventType::name).join(", ")
             )
         })?;
-        if !types.contains(&status) {
-            types.push(status);
+        if !types.contains(&kind) {
+            types.push(kind);
         }
     }
     Ok(types)
@@ -142,6 +142,7 @@ impl ReplayRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use walletops_domain::TxStatus;
 
     #[test]
     fn a_new_webhook_names_every_bad_field() {
@@ -161,7 +162,7 @@ mod tests {
             event_types: vec![],
         })
         .expect("parsed");
-        assert_eq!(all.event_types, TxStatus::ALL);
+        assert_eq!(all.event_types, EventType::ALL);
         let one = NewWebhook::parse(&pb::CreateWebhookRequest {
             url: "https://example.com/hook".to_owned(),
             event_types: vec![
@@ -170,7 +171,10 @@ mod tests {
             ],
         })
         .expect("parsed");
-        assert_eq!(one.event_types, [TxStatus::Confirmed]);
+        assert_eq!(
+            one.event_types,
+            [EventType::Transaction(TxStatus::Confirmed)]
+        );
     }
 
     #[test]

@@ -20,18 +20,27 @@ use uuid::Uuid;
 
 use super::{WebhooksConfig, signing, targets};
 use crate::{error::WalletOpsError, signer::Keystore};
-use walletops_domain::{TransactionRecord, WebhookDelivery};
+use walletops_domain::{Deposit, EventType, TransactionRecord, WebhookDelivery};
 use walletops_store::{FailedAttempt, Store};
 
-/// What a delivery tells: an event, when it happened, and the record in its status.
+/// What a delivery tells: an event, when it happened, and its subject in that state.
 #[derive(Debug)]
 pub struct Event {
     /// The event type, e.g. `transaction.confirmed`.
     pub event_type: String,
     /// When the change happened (not when it is sent: a retry tells the same event).
     pub at: chrono::DateTime<Utc>,
-    /// The record as it is now, in the status the event is about.
-    pub record: TransactionRecord,
+    /// What it is about, as it is now, in the state the event is about.
+    pub subject: Subject,
+}
+
+/// What an event is about.
+#[derive(Debug)]
+pub enum Subject {
+    /// A transaction record.
+    Transaction(Box<TransactionRecord>),
+    /// A deposit.
+    Deposit(Box<Deposit>),
 }
 
 /// How an event becomes a delivery's body: the Standard Webhooks envelope around the JSON
@@ -164,7 +173,7 @@ impl Deliverer {
     /// One attempt at `delivery`, and its outcome noted.
     async fn attempt(&self, delivery: WebhookDelivery) {
         let started = std::time::Instant::now();
-        let event_type = delivery.status.event_type();
+        let event_type = delivery.event.name();
         let outcome = match self.send(&delivery).await {
             Ok(status) => self
                 .store
@@ -255,20 +264,31 @@ impl Deliverer {
             .keystore
             .open_webhook_secret(endpoint.id, &sealed)
             .map_err(|e| Failure::Internal(WalletOpsError::Internal(e)))?;
-        let mut record = self
-            .store
-            .find_transaction(delivery.user_id, delivery.transaction_id)
-            .await
-            .map_err(|e| Failure::Internal(e.into()))?
-            .ok_or_else(|| {
-                Failure::Internal(WalletOpsError::NotFound(format!(
-                    "transaction {}",
-                    delivery.transaction_id
-                )))
-            })?;
-        // The record as it is now, but in the status this event is about: a receiver reads
+        let missing = |what: String| Failure::Internal(WalletOpsError::NotFound(what));
+        // As it is now, but in the state this event is about: a receiver reads
         // `transaction.submitted` as SUBMITTED even when it arrives after the confirmation.
-        record.status = delivery.status;
+        let subject = match delivery.event {
+            EventType::Transaction(status) => {
+                let mut record = self
+                    .store
+                    .find_transaction(delivery.user_id, delivery.subject_id)
+                    .await
+                    .map_err(|e| Failure::Internal(e.into()))?
+                    .ok_or_else(|| missing(format!("transaction {}", delivery.subject_id)))?;
+                record.status = status;
+                Subject::Transaction(Box::new(record))
+            }
+            EventType::Deposit(state) => {
+                let mut deposit = self
+                    .store
+                    .get_deposit(delivery.user_id, delivery.subject_id)
+                    .await
+                    .map_err(|e| Failure::Internal(e.into()))?
+                    .ok_or_else(|| missing(format!("deposit {}", delivery.subject_id)))?;
+                deposit.state = state;
+                Subject::Deposit(Box::new(deposit))
+            }
+        };
         // The change's own time; a delivery made without its event (none is ever purged)
         // falls back on when it was made, a sequencer tick later.
         let at = self
@@ -278,9 +298,9 @@ impl Deliverer {
             .map_err(|e| Failure::Internal(e.into()))?
             .unwrap_or(delivery.created_at);
         let body = (self.render)(Event {
-            event_type: delivery.status.event_type(),
+            event_type: delivery.event.name(),
             at,
-            record,
+            subject,
         });
         let id = delivery.id.to_string();
         let timestamp = Utc::now().timestamp();

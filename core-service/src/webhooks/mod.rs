@@ -22,7 +22,7 @@ use crate::{
     signer::Keystore,
 };
 use walletops_domain::secret::Secret;
-use walletops_domain::{DeliveryState, EndpointMaker, TxStatus, WebhookDelivery, WebhookEndpoint};
+use walletops_domain::{DeliveryState, EndpointMaker, EventType, WebhookDelivery, WebhookEndpoint};
 use walletops_store::{NewEndpoint, ReplayCap, Store, StoreError};
 
 /// The most endpoints one user may register.
@@ -252,7 +252,7 @@ pub struct NewWebhook {
     /// Where to POST.
     pub url: url::Url,
     /// What to send it.
-    pub event_types: Vec<TxStatus>,
+    pub event_types: Vec<EventType>,
 }
 
 /// `ListWebhookDeliveries`.

@@ -11,11 +11,13 @@
 //! - `trade`: `POST /trade/quote` and `POST /trade/swap`.
 //! - `webhooks`: `/webhooks`, their secrets and deliveries.
 //! - `approvals`: `/approvals`, writes held for a person's approval.
+//! - `deposits`: `/deposits`, money that arrived at the caller's wallets.
 //! - `effects`: a write's dry run (`?dryRun=true`).
 //! - `values`: JSON values to and from protobuf `Value`s.
 
 mod approvals;
 mod balances;
+mod deposits;
 mod effects;
 mod trade;
 mod wallets;
@@ -26,8 +28,10 @@ use walletops_proto::rest::{iso, iso_or_empty, short_name};
 
 pub(crate) use approvals::{ApprovalJson, ApprovalsJson, ApprovalsQuery, approval_state};
 pub(crate) use balances::{BalancesJson, BalancesQuery};
+pub(crate) use deposits::{DepositsJson, DepositsQuery, deposit_state};
 pub(crate) use effects::DryRunJson;
 pub(crate) use trade::{QuoteBody, QuoteResponseJson, SwapBody};
+pub(crate) use walletops_proto::rest::DepositJson;
 pub(crate) use walletops_proto::rest::TransactionJson;
 pub(crate) use wallets::{ListWalletsQuery, WalletsJson};
 pub(crate) use webhooks::{

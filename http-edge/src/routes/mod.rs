@@ -22,12 +22,14 @@ use walletops_proto::{
     request_id::REQUEST_ID_HEADER,
     v1::{
         self as pb, approval_service_client::ApprovalServiceClient,
+        deposit_service_client::DepositServiceClient,
         wallet_ops_service_client::WalletOpsServiceClient,
         webhook_service_client::WebhookServiceClient,
     },
 };
 
 mod approvals;
+mod deposits;
 mod webhooks;
 mod writes;
 
@@ -66,6 +68,9 @@ fn v1_routes() -> OpenApiRouter<Edge> {
         .routes(at("POST /webhooks/{id}/deliveries/replay", routes!(webhooks::replay_webhook_deliveries))) // ReplayWebhookDeliveries
         .routes(at("GET /approvals",                  routes!(approvals::list_approvals))) // ListApprovals
         .routes(at("GET /approvals/{id}",             routes!(approvals::get_approval)))   // GetApproval
+        .routes(at("GET /deposits",                   routes!(deposits::list_deposits)))  // ListDeposits
+        .routes(at("GET /deposits/events",            routes!(deposits::watch_deposits))) // WatchDeposits
+        .routes(at("GET /deposits/{id}",              routes!(deposits::get_deposit)))    // GetDeposit
         .route("/openapi.json", get(openapi_json))                               // none: OpenAPI
 }
 
@@ -108,6 +113,7 @@ pub(crate) fn v1(core: CoreChannel) -> axum::Router {
     router.with_state(Edge {
         webhooks: WebhookServiceClient::new(core.clone()),
         approvals: ApprovalServiceClient::new(core.clone()),
+        deposits: DepositServiceClient::new(core.clone()),
         core: WalletOpsServiceClient::new(core),
         doc: Arc::new(crate::openapi::document(paths)),
     })
@@ -125,6 +131,7 @@ pub(crate) struct Edge {
     core: WalletOpsServiceClient<CoreChannel>,
     webhooks: WebhookServiceClient<CoreChannel>,
     approvals: ApprovalServiceClient<CoreChannel>,
+    deposits: DepositServiceClient<CoreChannel>,
     doc: Arc<utoipa::openapi::OpenApi>,
 }
 
@@ -305,14 +312,8 @@ async fn watch_transactions(
     State(mut edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
-) -> Result<
-    axum::response::Sse<
-        impl futures::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
-    >,
-    EdgeError,
-> {
-    use axum::response::sse::{Event, KeepAlive, Sse};
-    use futures::StreamExt as _;
+) -> Result<EventStream, EdgeError> {
+    use axum::response::sse::Event;
     let req = q.and_then(|q| {
         Ok(pb::WatchTransactionsRequest {
             transaction_id: q.string("id")?,
@@ -331,6 +332,35 @@ async fn watch_transactions(
         .await
         .map_err(in_rest_names(WATCH_NAMES))?
         .into_inner();
+    Ok(sse(events, &headers, |event| {
+        let tx = TransactionJson::from(event.transaction.unwrap_or_default());
+        Event::default()
+            .id(event.event_id.to_string())
+            .event(event.r#type)
+            .json_data(tx)
+            .unwrap_or_default()
+    }))
+}
+
+/// Server-Sent Events, as the watch routes answer.
+pub(super) type EventStream = axum::response::Sse<
+    axum::response::sse::KeepAliveStream<
+        futures::stream::BoxStream<
+            'static,
+            Result<axum::response::sse::Event, std::convert::Infallible>,
+        >,
+    >,
+>;
+
+/// A core's stream of events as Server-Sent Events: each by `each`, and a stream cut off
+/// ending with an `error` event holding the error body.
+pub(super) fn sse<T: 'static>(
+    events: impl futures::Stream<Item = Result<T, tonic::Status>> + Send + 'static,
+    headers: &HeaderMap,
+    each: impl Fn(T) -> axum::response::sse::Event + Send + 'static,
+) -> EventStream {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    use futures::StreamExt as _;
     let request_id = headers
         .get(REQUEST_ID_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -338,14 +368,7 @@ async fn watch_transactions(
         .to_owned();
     let events = events.map(move |event| {
         Ok(match event {
-            Ok(event) => {
-                let tx = TransactionJson::from(event.transaction.unwrap_or_default());
-                Event::default()
-                    .id(event.event_id.to_string())
-                    .event(event.r#type)
-                    .json_data(tx)
-                    .unwrap_or_default()
-            }
+            Ok(event) => each(event),
             Err(status) => {
                 let (code, error, _) = crate::error::read_status(&status);
                 let body = ErrorBody {
@@ -360,11 +383,11 @@ async fn watch_transactions(
             }
         })
     });
-    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+    Sse::new(events.boxed()).keep_alive(KeepAlive::default())
 }
 
 /// The `Last-Event-ID` header: an event id.
-fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, EdgeError> {
+pub(super) fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, EdgeError> {
     headers
         .get("last-event-id")
         .map(|v| {

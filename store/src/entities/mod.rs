@@ -4,6 +4,9 @@
 pub(crate) mod api_keys;
 pub(crate) mod approvals;
 pub(crate) mod dashboard_sessions;
+pub(crate) mod deposit_blocks;
+pub(crate) mod deposit_cursors;
+pub(crate) mod deposits;
 pub(crate) mod evm_nonces;
 pub(crate) mod idempotency_keys;
 pub(crate) mod key_policy_rules;

@@ -13,6 +13,7 @@ pub(crate) struct Model {
     pub(crate) user_id: Uuid,
     pub(crate) chain: String,
     pub(crate) status: String,
+    pub(crate) subject: String,
     pub(crate) created_at: DateTimeUtc,
 }
 

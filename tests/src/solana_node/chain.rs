@@ -197,6 +197,20 @@ impl Chain {
         self.landed.get(signature)
     }
 
+    /// The landed transactions whose account keys name `address`.
+    pub(crate) fn landed_naming(&self, address: &Pubkey) -> Vec<(Signature, &Landed)> {
+        self.landed
+            .iter()
+            .filter(|(_, l)| {
+                l.transaction
+                    .message
+                    .static_account_keys()
+                    .contains(address)
+            })
+            .map(|(s, l)| (*s, l))
+            .collect()
+    }
+
     /// Runs a transaction in a new block, as the leader would. `Ok` when it landed (its
     /// status may still carry an error: a failed transaction that paid its fee is recorded
     /// like on the real cluster); `Err` when no block would include it, so it is never

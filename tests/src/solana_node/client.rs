@@ -99,6 +99,31 @@ pub async fn mint_to(
         .with_context(|| format!("minting {amount} of {mint} to {owner}"))
 }
 
+/// Mints `amount` base units of `mint` into `owner`'s existing associated token account, in
+/// a transaction that names the account and not its owner (as a transfer to it does).
+pub async fn mint_to_existing(
+    rpc: &RpcClient,
+    payer: &Keypair,
+    mint: &Pubkey,
+    owner: &Pubkey,
+    amount: u64,
+) -> anyhow::Result<Signature> {
+    let (token_program, decimals) = mint_info(rpc, mint).await?;
+    let ata = get_associated_token_address_with_program_id(owner, mint, &token_program);
+    let instruction = mint_to_checked(
+        &token_program,
+        mint,
+        &ata,
+        &payer.pubkey(),
+        &[],
+        amount,
+        decimals,
+    )?;
+    send(rpc, &[instruction], &[payer])
+        .await
+        .with_context(|| format!("minting {amount} of {mint} to {owner}'s account"))
+}
+
 /// The balance in base units of `mint` held by `owner` over all its token accounts of that
 /// mint (0 when it has none), read with `getTokenAccountsByOwner` in jsonParsed.
 pub async fn token_balance(rpc: &RpcClient, owner: &Pubkey, mint: &Pubkey) -> anyhow::Result<u64> {

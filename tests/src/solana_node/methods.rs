@@ -102,6 +102,7 @@ pub(crate) fn call(chain: &mut Chain, method: &str, params: &Params) -> RpcResul
         "simulateTransaction" => simulate_transaction(chain, params),
         "getSignatureStatuses" => get_signature_statuses(chain, params),
         "getTransaction" => get_transaction(chain, params),
+        "getSignaturesForAddress" => super::history::get_signatures_for_address(chain, params),
         "requestAirdrop" => {
             let pubkey = parse_pubkey(&params.required::<String>(0)?)?;
             let lamports: u64 = params.required(1)?;

@@ -12,7 +12,7 @@
 //! `getBalance`, `getAccountInfo`, `getMultipleAccounts`,
 //! `getMinimumBalanceForRentExemption`, `getFeeForMessage`, `getTokenAccountsByOwner`,
 //! `getTokenAccountBalance`, `sendTransaction`, `simulateTransaction`,
-//! `getSignatureStatuses`, `getTransaction`, `requestAirdrop`.
+//! `getSignatureStatuses`, `getTransaction`, `getSignaturesForAddress`, `requestAirdrop`.
 //!
 //! Test-control methods, not part of the real API:
 //! * `litesvm_expireBlockhash` (no params): advances the chain past the validity window of
@@ -27,6 +27,7 @@
 mod chain;
 mod client;
 mod encoding;
+mod history;
 mod methods;
 mod rpc;
 
@@ -44,7 +45,8 @@ use solana_signature::Signature;
 use tokio::{sync::oneshot, task::JoinHandle};
 
 pub use client::{
-    create_mint, drop_transactions, expire_blockhash, fault_sends, mint_to, token_balance,
+    create_mint, drop_transactions, expire_blockhash, fault_sends, mint_to, mint_to_existing,
+    token_balance,
 };
 
 use chain::Chain;

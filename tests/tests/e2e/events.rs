@@ -121,7 +121,7 @@ async fn a_bad_filter_is_refused_naming_it(b: Backend) -> anyhow::Result<()> {
         .watch_transactions(with_key(req, &svc.api_key)?)
         .await
         .expect_err("refused");
-    assert_eq!(reason(&err).as_deref(), Some("INVALID_INPUT"));
+    assert_eq!(reason(&err).as_deref(), Some("INVALID_INPUT"), "{err:?}");
     assert!(
         err.message().contains("transaction_id"),
         "{}",

@@ -8,6 +8,7 @@ mod authentication;
 mod cli;
 mod crash;
 mod dashboard;
+mod deposits;
 mod dry_run;
 mod effects;
 mod errors;

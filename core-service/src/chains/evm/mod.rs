@@ -23,12 +23,14 @@ use crate::error::WalletOpsError;
 
 mod broadcast;
 mod fees;
+mod scan;
 mod simulate;
 mod tokens;
 
 use broadcast::classify;
 pub use broadcast::{BroadcastOutcome, Rejection};
 pub use fees::{FeeCaps, FeeReading};
+pub use scan::{ScannedBlock, TransferLog};
 pub use simulate::Simulation;
 pub use tokens::{
     TokenQuery, TokenReading, decode_balance, erc20_allowance, erc20_approve, erc20_balance_of,

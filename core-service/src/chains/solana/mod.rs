@@ -32,8 +32,10 @@ use spl_token_2022_interface::{extension::StateWithExtensions, state::Mint};
 use super::failover::solana::Failover;
 
 mod landed;
+mod scan;
 mod simulate;
 use crate::error::WalletOpsError;
+pub use scan::{BalanceChanges, SeenSignature};
 
 /// The two SPL token programs.
 pub const TOKEN_PROGRAMS: [Pubkey; 2] = [spl_token_interface::ID, spl_token_2022_interface::ID];

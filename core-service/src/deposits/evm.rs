@@ -1,0 +1,218 @@
+//! One step of an EVM chain's deposit scan:
+//!
+//! 1. The newest block kept is checked against the node: a different hash is a
+//!    reorganization; the kept blocks are walked back to where they agree, the deposits
+//!    from there are reverted and the next step scans from there again.
+//! 2. The next blocks (at most `BLOCKS_PER_STEP`) are read with their transactions (native
+//!    value to a wallet, in a transaction that succeeded) and their `Transfer` logs to the
+//!    wallets (`eth_getLogs`, the wallets as topic filters, `ADDRESSES_PER_FILTER` at a
+//!    time). A log whose block hash is not the block's read is the chain moving under the
+//!    scan: the step is dropped and made again.
+//! 3. The deposits, the blocks' hashes and the cursor commit in one database transaction.
+//! 4. Pending deposits as deep as the chain's `confirmations` are confirmed.
+
+use std::collections::HashMap;
+
+use alloy::primitives::{Address, B256, U256};
+use chrono::Utc;
+use futures::{StreamExt as _, TryStreamExt as _};
+
+use super::{Found, scanner::Scan};
+use crate::{
+    chains::{
+        Chain,
+        evm::{EvmClient, ScannedBlock},
+    },
+    error::WalletOpsError,
+};
+use walletops_domain::{ChainFamily, NATIVE_ASSET, Wallet};
+use walletops_store::ScanStep;
+
+/// Blocks whose hashes are kept: the deepest reorganization found.
+const KEEP_BLOCKS: u64 = 128;
+/// Blocks read in one step.
+const BLOCKS_PER_STEP: u64 = 50;
+/// The first scan of a chain starts this far below its head, so that what arrived while the
+/// scan was being turned on is not missed.
+const LOOKBACK: u64 = 64;
+/// Wallet addresses in one `eth_getLogs` filter.
+const ADDRESSES_PER_FILTER: usize = 100;
+/// Blocks read at once.
+const BLOCKS_IN_FLIGHT: usize = 8;
+
+/// One step of `chain`'s scan from block `next` (`None`: its first).
+pub(super) async fn step(
+    scan: &Scan,
+    chain: &Chain,
+    next: Option<u64>,
+) -> Result<(), WalletOpsError> {
+    if chain.deposits().is_none() {
+        return Ok(());
+    }
+    let client = scan.evm.get(chain)?;
+    let head = client.block_number().await?;
+    let start = next.unwrap_or_else(|| head.saturating_sub(LOOKBACK));
+    if let Some(fork) = fork_point(scan, chain, &client, start).await? {
+        let reverted = scan
+            .store
+            .revert_deposits_from(chain.slug(), scan.owner, fork)
+            .await?;
+        tracing::warn!(
+            chain = chain.slug(),
+            fork,
+            reverted = reverted.unwrap_or_default(),
+            "a reorganization: deposits from the fork on are reverted and scanned again",
+        );
+        return Ok(());
+    }
+    let mut scanned_to = start.checked_sub(1);
+    if start <= head {
+        let upto = head.min(start + BLOCKS_PER_STEP - 1);
+        let wallets: HashMap<Address, Wallet> = scan
+            .store
+            .wallets_of_family(ChainFamily::Evm)
+            .await?
+            .into_iter()
+            .filter_map(|w| Some((w.address.evm()?, w)))
+            .collect();
+        let blocks: Vec<ScannedBlock> = futures::stream::iter(start..=upto)
+            .map(|n| {
+                let client = client.clone();
+                async move {
+                    client.scanned_block(n).await?.ok_or_else(|| {
+                        WalletOpsError::ProviderRpcError(format!(
+                            "block {n} is not on the node's chain now"
+                        ))
+                    })
+                }
+            })
+            .buffered(BLOCKS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        let hashes: HashMap<u64, B256> = blocks.iter().map(|b| (b.number, b.hash)).collect();
+        let mut credits = Vec::new();
+        for block in &blocks {
+            for &(tx, from, to, value) in &block.value_transfers {
+                if wallets.contains_key(&to) && client.succeeded(tx).await? == Some(true) {
+                    credits.push(Credit {
+                        tx,
+                        asset: NATIVE_ASSET.to_owned(),
+                        from,
+                        to,
+                        amount: value,
+                        block: block.number,
+                        block_hash: block.hash,
+                    });
+                }
+            }
+        }
+        let addresses: Vec<Address> = wallets.keys().copied().collect();
+        let mut logs = Vec::new();
+        for some in addresses.chunks(ADDRESSES_PER_FILTER) {
+            logs.extend(client.transfer_logs((start, upto), some).await?);
+        }
+        logs.sort_by_key(|l| (l.block, l.log_index));
+        for log in logs {
+            if hashes.get(&log.block) != Some(&log.block_hash) {
+                return Err(WalletOpsError::ProviderRpcError(format!(
+                    "block {} changed while it was scanned",
+                    log.block
+                )));
+            }
+            credits.push(Credit {
+                tx: log.tx_hash,
+                asset: format!("{:#x}", log.token),
+                from: log.from,
+                to: log.to,
+                amount: log.value,
+                block: log.block,
+                block_hash: log.block_hash,
+            });
+        }
+        let mut ranks: HashMap<(B256, String, Address), u32> = HashMap::new();
+        let now = Utc::now();
+        let deposits = credits
+            .into_iter()
+            .filter_map(|c| {
+                let wallet = wallets.get(&c.to)?;
+                let rank = ranks.entry((c.tx, c.asset.clone(), c.to)).or_default();
+                let found = Found {
+                    chain,
+                    wallet,
+                    tx: format!("{:#x}", c.tx),
+                    asset: c.asset,
+                    amount: c.amount,
+                    from: Some(c.from.to_checksum(None)),
+                    block: c.block,
+                    block_hash: Some(format!("{:#x}", c.block_hash)),
+                    rank: *rank,
+                };
+                *rank += 1;
+                Some(found.deposit(now))
+            })
+            .collect();
+        let step = ScanStep {
+            deposits,
+            blocks: blocks
+                .iter()
+                .map(|b| (b.number, format!("{:#x}", b.hash)))
+                .collect(),
+            next_block: Some(upto + 1),
+            forget_below: Some((upto + 1).saturating_sub(KEEP_BLOCKS)),
+            signatures: Vec::new(),
+        };
+        if !scan
+            .store
+            .record_scan(chain.slug(), scan.owner, step)
+            .await?
+        {
+            return Ok(());
+        }
+        scanned_to = Some(upto);
+    }
+    // The including block counts as the first confirmation.
+    let deep = (head + 1).checked_sub(chain.confirmations());
+    if let Some(upto) = deep.zip(scanned_to).map(|(d, s)| d.min(s)) {
+        scan.store
+            .confirm_deposits(chain.slug(), Some(upto), None)
+            .await?;
+    }
+    Ok(())
+}
+
+/// A credit found in a block, before it is matched to its wallet.
+struct Credit {
+    tx: B256,
+    asset: String,
+    from: Address,
+    to: Address,
+    amount: U256,
+    block: u64,
+    block_hash: B256,
+}
+
+/// Where the node's chain and the kept blocks below `start` part: the first block to scan
+/// again; `None` when the newest kept block is still the node's.
+async fn fork_point(
+    scan: &Scan,
+    chain: &Chain,
+    client: &EvmClient,
+    start: u64,
+) -> Result<Option<u64>, WalletOpsError> {
+    let kept = scan
+        .store
+        .deposit_blocks(chain.slug(), start.saturating_sub(KEEP_BLOCKS))
+        .await?;
+    let kept: Vec<_> = kept.into_iter().filter(|(n, _)| *n < start).collect();
+    let Some(&(newest, _)) = kept.last() else {
+        return Ok(None);
+    };
+    for (n, hash) in kept.iter().rev() {
+        let theirs = client.block_hash(*n).await?;
+        if theirs.is_some_and(|h| format!("{h:#x}") == *hash) {
+            return Ok((*n != newest).then_some(n + 1));
+        }
+    }
+    // Deeper than the blocks kept: everything kept is scanned again.
+    Ok(kept.first().map(|(n, _)| *n))
+}

@@ -1,0 +1,115 @@
+//! `walletops.v1.DepositService`: the caller's deposits, listed, one by one, and watched.
+
+use tonic::{Request, Response, Status};
+use walletops_proto::v1::{self as pb, deposit_service_server::DepositService};
+
+use super::convert;
+use crate::{
+    Core,
+    auth::Operation,
+    requests::deposits::{self as parse, WalletRef},
+};
+
+/// The gRPC face of `DepositService`.
+#[derive(Debug, Clone)]
+pub struct DepositApi {
+    core: Core,
+}
+
+impl DepositApi {
+    /// The service over `core`.
+    pub fn new(core: Core) -> Self {
+        Self { core }
+    }
+}
+
+/// The stream `WatchDeposits` answers with.
+pub(super) type WatchingDeposits = std::pin::Pin<
+    Box<dyn futures::Stream<Item = Result<pb::WatchDepositsResponse, Status>> + Send + 'static>,
+>;
+
+#[tonic::async_trait]
+impl DepositService for DepositApi {
+    async fn list_deposits(
+        &self,
+        request: Request<pb::ListDepositsRequest>,
+    ) -> Result<Response<pb::ListDepositsResponse>, Status> {
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::ListDeposits)
+            .await?;
+        let (mut req, wallet) = parse::list(&self.core.chains, request.get_ref())?;
+        if let Some(wallet) = wallet {
+            let found = match wallet {
+                WalletRef::Id(id) => self.core.store.wallet_by_id(id).await,
+                WalletRef::Address(address) => self.core.store.find_wallet(&address).await,
+            }
+            .map_err(crate::error::WalletOpsError::from)?;
+            // Another user's wallet lists nothing, as an unknown one does.
+            req.filter.wallet_id = Some(
+                found
+                    .filter(|w| w.user_id == caller.user_id)
+                    .map_or_else(uuid::Uuid::nil, |w| w.id),
+            );
+        }
+        let (deposits, next) = self.core.deposits.list(caller.user_id, req).await?;
+        Ok(Response::new(pb::ListDepositsResponse {
+            deposits: deposits
+                .into_iter()
+                .map(|d| convert::deposit(d, &self.core))
+                .collect(),
+            next_page_token: next.map(|t| t.to_string()),
+        }))
+    }
+
+    async fn get_deposit(
+        &self,
+        request: Request<pb::GetDepositRequest>,
+    ) -> Result<Response<pb::GetDepositResponse>, Status> {
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::GetDeposit)
+            .await?;
+        let id = parse::deposit_id(request.get_ref())?;
+        let deposit = self.core.deposits.get(caller.user_id, id).await?;
+        Ok(Response::new(pb::GetDepositResponse {
+            deposit: Some(convert::deposit(deposit, &self.core)),
+        }))
+    }
+
+    type WatchDepositsStream = WatchingDeposits;
+
+    async fn watch_deposits(
+        &self,
+        request: Request<pb::WatchDepositsRequest>,
+    ) -> Result<Response<WatchingDeposits>, Status> {
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::WatchDeposits)
+            .await?;
+        let which = parse::watch(&self.core.chains, request.get_ref())?;
+        let slot = self.core.streams.open(caller.user_id, caller.key_id())?;
+        let (limits, recheck) = super::watch_terms(&self.core, &caller);
+        let watch = self
+            .core
+            .deposits
+            .watch(caller.user_id, which, limits, recheck);
+        let core = self.core.clone();
+        // The slot goes with the stream: dropped when the watcher leaves or the stream ends.
+        let stream = futures::stream::unfold((watch, slot), move |(mut watch, slot)| {
+            let core = core.clone();
+            async move {
+                let sent = match watch.events.recv().await {
+                    Some((event, deposit)) => Ok(pb::WatchDepositsResponse {
+                        event_id: event.seq,
+                        r#type: event.state.event_type(),
+                        deposit: Some(convert::deposit(deposit, &core)),
+                    }),
+                    None => Err(super::watch_ended(watch.end.try_recv().ok()?)),
+                };
+                Some((sent, (watch, slot)))
+            }
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+}
