@@ -11,6 +11,7 @@
 //   WALLET   the owner's default EVM wallet
 //   TX       the id of a transaction the test sent
 //   HELD     the id of a write the test had held for approval
+//   DEPOSIT  the hash of a transaction that sent the wallet money from outside
 //   OUT      where screenshots go
 // Exits non-zero, saying what failed, at the first broken expectation.
 
@@ -18,8 +19,8 @@ import { chromium } from "playwright-core";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 
-const { BASE, LINK, EXPIRED, WALLET, TX, HELD, OUT } = process.env;
-for (const [name, value] of Object.entries({ BASE, LINK, EXPIRED, WALLET, TX, HELD, OUT })) {
+const { BASE, LINK, EXPIRED, WALLET, TX, HELD, DEPOSIT, OUT } = process.env;
+for (const [name, value] of Object.entries({ BASE, LINK, EXPIRED, WALLET, TX, HELD, DEPOSIT, OUT })) {
   assert.ok(value, `${name} is not set`);
 }
 mkdirSync(OUT, { recursive: true });
@@ -268,10 +269,19 @@ try {
   assert.equal(await page.locator(`#pending tr[data-id="${HELD}"]`).count(), 0);
   assert.match(await page.locator(`#decided tr[data-id="${HELD}"]`).textContent(), /dashboard:owner/);
 
+  // Deposits: the money from outside, in its units, its transaction linked.
+  await page.click("nav a:has-text('Deposits')");
+  await page.waitForURL(/\/dashboard\/deposits$/);
+  const deposit = page.locator("#deposits tr", { hasText: DEPOSIT });
+  assert.equal(await deposit.count(), 1, "the deposit is listed once");
+  assert.match(await deposit.locator("td.amount").textContent(), /0\.003 ETH/);
+  await assertLabelled(page);
+  await shot(page, "deposits");
+
   // Phone width: nothing wider than the screen but the tables' own scrolling.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await context.storageState() });
   const small = await phone.newPage();
-  for (const path of ["keys", "wallets", "transactions", "approvals"]) {
+  for (const path of ["keys", "wallets", "transactions", "approvals", "deposits"]) {
     await small.goto(`${BASE}/dashboard/${path}`);
     await shot(small, `${path}-phone`);
     const overflow = await small.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

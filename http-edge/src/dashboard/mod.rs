@@ -13,6 +13,7 @@
 //! - `limits`: a key's spend limits and approval thresholds.
 //! - `policy`: a key's policy rules, shown on its limits page.
 //! - `approvals`: writes held for approval, approved or rejected here.
+//! - `deposits`: money that arrived at the user's wallets.
 //! - `views`: the wallets and transactions pages.
 //! - `webhooks`: the Webhooks page, an endpoint's deliveries.
 //! - `format`: amounts, times and labels as the pages show them.
@@ -20,6 +21,7 @@
 
 mod approvals;
 mod auth;
+mod deposits;
 mod flash;
 mod format;
 mod keys;
@@ -50,7 +52,7 @@ use walletops_proto::{
         self as pb, api_key_service_client::ApiKeyServiceClient,
         approval_service_client::ApprovalServiceClient,
         dashboard_service_client::DashboardServiceClient,
-        webhook_service_client::WebhookServiceClient,
+        deposit_service_client::DepositServiceClient, webhook_service_client::WebhookServiceClient,
     },
 };
 
@@ -76,6 +78,7 @@ pub(crate) struct Dashboard {
     sessions: DashboardServiceClient<CoreChannel>,
     keys: ApiKeyServiceClient<CoreChannel>,
     approvals: ApprovalServiceClient<CoreChannel>,
+    deposits: DepositServiceClient<CoreChannel>,
     webhooks: WebhookServiceClient<CoreChannel>,
     secure_cookies: bool,
 }
@@ -86,6 +89,7 @@ pub(crate) fn router(core: CoreChannel, secure_cookies: bool) -> Router {
         sessions: DashboardServiceClient::new(core.clone()),
         keys: ApiKeyServiceClient::new(core.clone()),
         approvals: ApprovalServiceClient::new(core.clone()),
+        deposits: DepositServiceClient::new(core.clone()),
         webhooks: WebhookServiceClient::new(core),
         secure_cookies,
     };
@@ -114,6 +118,7 @@ pub(crate) fn router(core: CoreChannel, secure_cookies: bool) -> Router {
         )
         .route("/wallets", get(views::wallets))
         .route("/transactions", get(views::transactions))
+        .route("/deposits", get(deposits::list))
         .route("/approvals", get(approvals::list))
         .route(
             "/approvals/{id}/approve",

@@ -72,6 +72,22 @@ pub(crate) struct GetTransactionInput {
     pub(crate) id: String,
 }
 
+/// `list_deposits`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ListDepositsInput {
+    /// Only this chain's (slug).
+    pub(crate) chain: Option<String>,
+    /// Only this wallet's: its id or address.
+    pub(crate) wallet: Option<String>,
+    /// Only deposits in this state: pending, confirmed, reverted or ignored.
+    pub(crate) state: Option<String>,
+    /// Deposits per page, 1 to 500 (default 50).
+    pub(crate) limit: Option<u32>,
+    /// The nextCursor of the previous page.
+    pub(crate) cursor: Option<String>,
+}
+
 /// `get_approval`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(default)]

@@ -36,19 +36,21 @@ use rmcp::{
 };
 use walletops_proto::v1::{
     self as pb, approval_service_client::ApprovalServiceClient,
+    deposit_service_client::DepositServiceClient,
     wallet_ops_service_client::WalletOpsServiceClient,
 };
 
 use self::{
     calls::{answer, headers, input_json, tool_call, write},
     inputs::{
-        ApproveInput, GetApprovalInput, GetBalancesInput, GetTransactionInput, ListWalletsInput,
-        QuoteInput, SendInput, SimulateInput, SwapInput,
+        ApproveInput, GetApprovalInput, GetBalancesInput, GetTransactionInput, ListDepositsInput,
+        ListWalletsInput, QuoteInput, SendInput, SimulateInput, SwapInput,
     },
 };
 use crate::{
     model::{
-        ApprovalJson, BalancesJson, DryRunJson, QuoteResponseJson, TransactionJson, WalletsJson,
+        ApprovalJson, BalancesJson, DepositsJson, DryRunJson, QuoteResponseJson, TransactionJson,
+        WalletsJson, deposit_state,
     },
     routes::call,
 };
@@ -58,6 +60,7 @@ use crate::{
 pub(crate) struct Tools {
     core: WalletOpsServiceClient<CoreChannel>,
     approvals: ApprovalServiceClient<CoreChannel>,
+    deposits: DepositServiceClient<CoreChannel>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -71,6 +74,7 @@ fn method_of(tool: &str) -> Option<&'static str> {
         "get_balances" => "/walletops.v1.WalletOpsService/GetBalances",
         "get_transaction" => "/walletops.v1.WalletOpsService/GetTransaction",
         "get_approval" => "/walletops.v1.ApprovalService/GetApproval",
+        "list_deposits" => "/walletops.v1.DepositService/ListDeposits",
         "quote_swap" => "/walletops.v1.WalletOpsService/GetQuote",
         "swap" => "/walletops.v1.WalletOpsService/Swap",
         "send" => "/walletops.v1.WalletOpsService/Send",
@@ -85,7 +89,8 @@ impl Tools {
     fn new(core: CoreChannel) -> Self {
         Self {
             core: WalletOpsServiceClient::new(core.clone()),
-            approvals: ApprovalServiceClient::new(core),
+            approvals: ApprovalServiceClient::new(core.clone()),
+            deposits: DepositServiceClient::new(core),
             tool_router: Self::tool_router(),
         }
     }
@@ -184,6 +189,50 @@ impl Tools {
             Ok(TransactionJson::from(
                 reply.into_inner().transaction.unwrap_or_default(),
             ))
+        };
+        Ok(answer(result.await, &headers))
+    }
+
+    #[tool(
+        description = "List money that arrived at your wallets from outside (deposits), \
+        newest first: chain, wallet, asset (native, a token address or a mint), amount in \
+        base units with decimals and symbol when known, sender, transaction hash and state \
+        (PENDING once seen, CONFIRMED once deep enough, REVERTED if its block left the \
+        chain, IGNORED for tokens off the chain's list or dust). Only chains the operator \
+        scans for deposits have any. Pass nextCursor back as cursor for the next page. \
+        Needs the read scope. Errors: CHAIN_UNKNOWN, INVALID_INPUT (names the field).",
+        title = "List deposits",
+        annotations(
+            title = "List deposits",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn list_deposits(
+        &self,
+        Parameters(input): Parameters<ListDepositsInput>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let headers = headers(&ctx);
+        let result = async {
+            let state = deposit_state(input.state.as_deref())
+                .map_err(|e| crate::error::EdgeError::invalid("state", e))?;
+            let req = pb::ListDepositsRequest {
+                chain: input.chain,
+                wallet: input.wallet,
+                state: state.into(),
+                since: None,
+                page_size: input.limit.unwrap_or(0),
+                page_token: input.cursor,
+            };
+            let reply = self
+                .deposits
+                .clone()
+                .list_deposits(call(&headers, Ok(req))?)
+                .await?;
+            Ok(DepositsJson::from(reply.into_inner()))
         };
         Ok(answer(result.await, &headers))
     }

@@ -29,6 +29,7 @@ async fn tools_follow_the_keys_scopes(b: Backend) -> anyhow::Result<()> {
         "get_approval",
         "get_balances",
         "get_transaction",
+        "list_deposits",
         "list_wallets",
         "simulate",
     ];
@@ -41,6 +42,7 @@ async fn tools_follow_the_keys_scopes(b: Backend) -> anyhow::Result<()> {
             "get_approval",
             "get_balances",
             "get_transaction",
+            "list_deposits",
             "list_wallets",
             "quote_swap",
             "simulate"
@@ -56,6 +58,7 @@ async fn tools_follow_the_keys_scopes(b: Backend) -> anyhow::Result<()> {
             "get_approval",
             "get_balances",
             "get_transaction",
+            "list_deposits",
             "list_wallets",
             "quote_swap",
             "send",
@@ -78,7 +81,7 @@ async fn tools_follow_the_keys_scopes(b: Backend) -> anyhow::Result<()> {
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let needs: &[&str] = match name.as_str() {
-            "list_wallets" | "simulate" => &[],
+            "list_wallets" | "simulate" | "list_deposits" => &[],
             "get_balances" => &["chain"],
             "get_transaction" | "get_approval" => &["id"],
             "send" => &["chain", "to", "asset", "amount"],
@@ -289,7 +292,7 @@ async fn the_stdio_bridge_serves_the_tools_and_a_retried_call_pays_once() -> any
     let listed = io.answer(2).await?;
     assert_eq!(
         listed["result"]["tools"].as_array().map(Vec::len),
-        Some(9),
+        Some(10),
         "{listed}"
     );
     let payment = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {

@@ -13,7 +13,7 @@ use walletops_tests::{Backend, on_both_backends, workspace_root};
 use super::funded;
 
 async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
-    let (_anvil, svc, wallet) = funded(b).await?;
+    let (anvil, svc, wallet) = funded(b).await?;
     let api = svc.rest(&svc.api_key);
     let sent = api
         .post(
@@ -69,6 +69,21 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
         .await?;
     anyhow::ensure!(held.status == 202, "{}", held.text);
     let held = held.body["id"].as_str().context("no id")?.to_owned();
+    // Money from outside, for the deposits page.
+    let deposit = anvil
+        .send_as(
+            walletops_tests::anvil::DEV_ACCOUNT,
+            Some(wallet),
+            alloy::primitives::Bytes::new(),
+            alloy::primitives::U256::from(3_000_000_000_000_000u64),
+        )
+        .await?;
+    let deposit = format!("{:#x}", deposit.transaction_hash);
+    walletops_tests::poll_until("the deposit to be found", || async {
+        let found = api.get("/deposits").await?;
+        Ok(found.text.contains(&deposit).then_some(()))
+    })
+    .await?;
     let store = match b {
         Backend::Sqlite => "sqlite",
         Backend::Postgres => "postgres",
@@ -86,6 +101,7 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
         .env("WALLET", wallet.to_string())
         .env("TX", &tx)
         .env("HELD", &held)
+        .env("DEPOSIT", &deposit)
         .env("OUT", &out_dir)
         .kill_on_drop(true)
         .output();
@@ -106,6 +122,7 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
         "wallets",
         "transactions",
         "approvals",
+        "deposits",
     ] {
         let shot = out_dir.join(format!("{page}.png"));
         anyhow::ensure!(shot.exists(), "no screenshot {}", shot.display());

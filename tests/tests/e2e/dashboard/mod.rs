@@ -21,7 +21,9 @@ const ETH: u128 = 1_000_000_000_000_000_000;
 /// A service with chain `anvil`, its owner's default EVM wallet holding 10 ETH.
 async fn funded(b: Backend) -> anyhow::Result<(Anvil, Service, Address)> {
     let anvil = Anvil::start().await?;
-    let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
+    // The deposits page has something to show.
+    let scanned = "[chains.anvil.deposits]\npoll_interval_ms = 200\n";
+    let svc = Service::start_with(b, anvil.service_options(scanned, &[])).await?;
     let wallet = anvil
         .fund_default_wallet(&svc.rest(&svc.api_key), U256::from(10 * ETH))
         .await?;
