@@ -289,6 +289,52 @@ async fn a_reorganization_reverts_a_deposit_and_reinclusion_brings_it_back(
     Ok(())
 }
 
+async fn two_cores_announce_each_deposit_once(b: Backend) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let options = anvil.service_options("[chains.anvil.deposits]\npoll_interval_ms = 100\n", &[]);
+    let mut svc = Service::start_with(b, options).await?;
+    let other = svc.sibling().await?;
+    let api = svc.rest(&svc.api_key);
+    let receiver = Receiver::start().await?;
+    receiver.register(&api, &[]).await?;
+    let wallet: Address = api.default_wallet("ethereum").await?.parse()?;
+    let pay = |wei: u64| anvil.send_as(DEV_ACCOUNT, Some(wallet), Bytes::new(), U256::from(wei));
+    for wei in [1_001u64, 1_002, 1_003] {
+        let sent = pay(wei).await?;
+        wait_for_deposit(
+            &api,
+            &format!("{:#x}", sent.transaction_hash),
+            "native",
+            "CONFIRMED",
+        )
+        .await?;
+    }
+    // The first core stops; the other scans on from where it was.
+    svc.terminate().await?;
+    let api = Rest::new(&other.http()?, &svc.api_key);
+    for wei in [2_001u64, 2_002, 2_003] {
+        let sent = pay(wei).await?;
+        wait_for_deposit(
+            &api,
+            &format!("{:#x}", sent.transaction_hash),
+            "native",
+            "CONFIRMED",
+        )
+        .await?;
+    }
+    let received = receiver
+        .wait_until("twelve deposit events", |r| deposit_events(r).len() >= 12)
+        .await?;
+    let events = deposit_events(&received);
+    let mut unique = events.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(events.len(), 12, "{events:?}");
+    assert_eq!(unique.len(), 12, "an event told twice: {events:?}");
+    assert_eq!(deposits(&api, "").await?.len(), 6);
+    Ok(())
+}
+
 const SOL: u64 = 1_000_000_000;
 
 async fn solana_deposits_of_sol_and_tokens_are_found_once(b: Backend) -> anyhow::Result<()> {
@@ -339,5 +385,6 @@ async fn solana_deposits_of_sol_and_tokens_are_found_once(b: Backend) -> anyhow:
 on_both_backends!(
     evm_deposits_are_found_once_announced_and_confirmed,
     a_reorganization_reverts_a_deposit_and_reinclusion_brings_it_back,
+    two_cores_announce_each_deposit_once,
     solana_deposits_of_sol_and_tokens_are_found_once,
 );
