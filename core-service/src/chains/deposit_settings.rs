@@ -8,6 +8,7 @@
 //! min_amount = "1000"             # base units, for every asset; or per asset:
 //! # min_amount = { native = "1000000000000000", "0x5fbd…" = "1000000" }
 //! poll_interval_ms = 1000
+//! traces = true                   # also value moved by internal calls (`trace_block`)
 //! ```
 
 use std::collections::BTreeMap;
@@ -31,6 +32,9 @@ pub struct DepositSettings {
     pub min_amount: BTreeMap<String, String>,
     /// How often the chain is scanned.
     pub poll_interval_ms: u64,
+    /// EVM: also read the value moved by internal calls, from the node's `trace_block`
+    /// (a node that does not serve it fails the scan, so it is off unless asked for).
+    pub traces: bool,
 }
 
 /// Deposits are scanned this often unless the chain says otherwise.
@@ -46,6 +50,7 @@ impl Default for DepositSettings {
             tokens: None,
             min_amount: BTreeMap::new(),
             poll_interval_ms: DEFAULT_POLL_MS,
+            traces: false,
         }
     }
 }
@@ -68,6 +73,8 @@ struct DepositsTable {
     min_amount: Option<MinAmount>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     poll_interval_ms: Option<u64>,
+    #[serde(default)]
+    traces: bool,
 }
 
 fn yes() -> bool {
@@ -99,6 +106,7 @@ impl From<DepositsToml> for DepositSettings {
                     Some(MinAmount::PerAsset(map)) => map,
                 },
                 poll_interval_ms: t.poll_interval_ms.unwrap_or(DEFAULT_POLL_MS),
+                traces: t.traces,
             },
         }
     }
@@ -111,6 +119,7 @@ impl From<DepositSettings> for DepositsToml {
             tokens: s.tokens,
             min_amount: (!s.min_amount.is_empty()).then_some(MinAmount::PerAsset(s.min_amount)),
             poll_interval_ms: Some(s.poll_interval_ms),
+            traces: s.traces,
         })
     }
 }

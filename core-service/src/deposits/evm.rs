@@ -10,6 +10,9 @@
 //!    scan: the step is dropped and made again.
 //! 3. The deposits, the blocks' hashes and the cursor commit in one database transaction.
 //! 4. Pending deposits as deep as the chain's `confirmations` are confirmed.
+//!
+//! With `deposits.traces`, each block's `trace_block` adds the value internal calls moved to
+//! a wallet (a contract forwarding coin); without it, only transactions' own value counts.
 
 use std::collections::HashMap;
 
@@ -103,6 +106,23 @@ pub(super) async fn step(
                         block: block.number,
                         block_hash: block.hash,
                     });
+                }
+            }
+        }
+        if chain.deposits().is_some_and(|d| d.traces) {
+            for block in &blocks {
+                for (tx, from, to, value) in client.internal_transfers(block.number).await? {
+                    if wallets.contains_key(&to) {
+                        credits.push(Credit {
+                            tx,
+                            asset: NATIVE_ASSET.to_owned(),
+                            from,
+                            to,
+                            amount: value,
+                            block: block.number,
+                            block_hash: block.hash,
+                        });
+                    }
                 }
             }
         }

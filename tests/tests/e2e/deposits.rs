@@ -289,6 +289,39 @@ async fn a_reorganization_reverts_a_deposit_and_reinclusion_brings_it_back(
     Ok(())
 }
 
+alloy::sol! {
+    /// The relay's forwarding call (tests/contracts/Relay.sol).
+    function forward(address to);
+}
+
+async fn value_forwarded_by_a_contract_is_a_deposit_when_traces_are_read(
+    b: Backend,
+) -> anyhow::Result<()> {
+    use alloy::sol_types::SolCall as _;
+    let anvil = Anvil::start().await?;
+    let relay = anvil.deploy_relay().await?;
+    let options = anvil.service_options(
+        "[chains.anvil.deposits]\npoll_interval_ms = 100\ntraces = true\n",
+        &[],
+    );
+    let svc = Service::start_with(b, options).await?;
+    let api = svc.rest(&svc.api_key);
+    let wallet: Address = api.default_wallet("ethereum").await?.parse()?;
+    let call = forwardCall { to: wallet }.abi_encode();
+    let sent = anvil
+        .send_as(DEV_ACCOUNT, Some(relay), call.into(), U256::from(9_000u64))
+        .await?;
+    let hash = format!("{:#x}", sent.transaction_hash);
+    let found = wait_for_deposit(&api, &hash, "native", "CONFIRMED").await?;
+    assert_eq!(found["amount"], "9000");
+    assert_eq!(
+        found["from"],
+        relay.to_checksum(None),
+        "the contract that forwarded it"
+    );
+    Ok(())
+}
+
 async fn two_cores_announce_each_deposit_once(b: Backend) -> anyhow::Result<()> {
     let anvil = Anvil::start().await?;
     let options = anvil.service_options("[chains.anvil.deposits]\npoll_interval_ms = 100\n", &[]);
@@ -386,5 +419,6 @@ on_both_backends!(
     evm_deposits_are_found_once_announced_and_confirmed,
     a_reorganization_reverts_a_deposit_and_reinclusion_brings_it_back,
     two_cores_announce_each_deposit_once,
+    value_forwarded_by_a_contract_is_a_deposit_when_traces_are_read,
     solana_deposits_of_sol_and_tokens_are_found_once,
 );

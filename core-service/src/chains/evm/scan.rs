@@ -130,6 +130,60 @@ impl EvmClient {
             .collect())
     }
 
+    /// The value moved by internal calls in block `number` (not the transactions' own), as
+    /// (transaction, from, to, value), from the node's `trace_block`: calls that failed, or
+    /// whose caller failed, moved nothing and are left out.
+    pub async fn internal_transfers(
+        &self,
+        number: u64,
+    ) -> Result<Vec<(B256, Address, Address, U256)>, WalletOpsError> {
+        let traces: Vec<serde_json::Value> = timed(
+            "read a block's traces",
+            self.provider
+                .raw_request("trace_block".into(), (format!("{number:#x}"),)),
+        )
+        .await?;
+        let path = |t: &serde_json::Value| -> Vec<u64> {
+            t["traceAddress"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(serde_json::Value::as_u64)
+                .collect()
+        };
+        // Frames that failed, per transaction: everything under them was undone.
+        let failed: Vec<(String, Vec<u64>)> = traces
+            .iter()
+            .filter(|t| !t["error"].is_null())
+            .map(|t| {
+                (
+                    t["transactionHash"].as_str().unwrap_or_default().to_owned(),
+                    path(t),
+                )
+            })
+            .collect();
+        Ok(traces
+            .iter()
+            .filter(|t| t["type"] == "call" && t["action"]["callType"] == "call")
+            .filter_map(|t| {
+                let at = path(t);
+                let tx = t["transactionHash"].as_str()?;
+                if at.is_empty() || failed.iter().any(|(h, p)| h == tx && at.starts_with(p)) {
+                    return None;
+                }
+                let action = &t["action"];
+                let value: U256 = action["value"].as_str()?.parse().ok()?;
+                (!value.is_zero()).then_some(())?;
+                Some((
+                    tx.parse().ok()?,
+                    action["from"].as_str()?.parse().ok()?,
+                    action["to"].as_str()?.parse().ok()?,
+                    value,
+                ))
+            })
+            .collect())
+    }
+
     /// Whether transaction `hash` succeeded; `None`: no receipt.
     pub async fn succeeded(&self, hash: B256) -> Result<Option<bool>, WalletOpsError> {
         Ok(self.receipt(hash).await?.map(|r| r.status()))
