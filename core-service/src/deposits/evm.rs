@@ -93,22 +93,39 @@ pub(super) async fn step(
             .try_collect()
             .await?;
         let hashes: HashMap<u64, B256> = blocks.iter().map(|b| (b.number, b.hash)).collect();
-        let mut credits = Vec::new();
-        for block in &blocks {
-            for &(tx, from, to, value) in &block.value_transfers {
-                if wallets.contains_key(&to) && client.succeeded(tx).await? == Some(true) {
-                    credits.push(Credit {
+        // Value sent to a wallet counts only if its transaction succeeded: receipts are read
+        // for those alone, several at once.
+        let candidates: Vec<Credit> = blocks
+            .iter()
+            .flat_map(|block| {
+                block
+                    .value_transfers
+                    .iter()
+                    .filter(|(_, _, to, _)| wallets.contains_key(to))
+                    .map(|&(tx, from, to, amount)| Credit {
                         tx,
                         asset: NATIVE_ASSET.to_owned(),
                         from,
                         to,
-                        amount: value,
+                        amount,
                         block: block.number,
                         block_hash: block.hash,
-                    });
+                    })
+            })
+            .collect();
+        let mut credits: Vec<Credit> = futures::stream::iter(candidates)
+            .map(|c| {
+                let client = client.clone();
+                async move {
+                    Ok::<_, WalletOpsError>(
+                        (client.succeeded(c.tx).await? == Some(true)).then_some(c),
+                    )
                 }
-            }
-        }
+            })
+            .buffered(BLOCKS_IN_FLIGHT)
+            .try_filter_map(|c| async move { Ok(c) })
+            .try_collect()
+            .await?;
         if chain.deposits().is_some_and(|d| d.traces) {
             for block in &blocks {
                 for (tx, from, to, value) in client.internal_transfers(block.number).await? {

@@ -21,11 +21,14 @@ use walletops_tests::{
     webhooks::{Received, Receiver},
 };
 
-/// The deposit events a receiver took, as (deposit id, type).
+/// The deposit events a receiver took, as (deposit id, type), each delivery once: a delivery
+/// may come again under its `webhook-id` (at least once), as a receiver deduplicates it.
 fn deposit_events(received: &[Received]) -> Vec<(String, String)> {
+    let mut seen = std::collections::HashSet::new();
     received
         .iter()
         .filter(|r| r.taken() && r.event_type().starts_with("deposit."))
+        .filter(|r| seen.insert(r.id.clone()))
         .map(|r| (r.transaction().to_owned(), r.event_type()))
         .collect()
 }

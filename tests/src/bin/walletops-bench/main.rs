@@ -3,7 +3,8 @@
 //! straight to the gRPC core, on SQLite and on PostgreSQL (with the database server's CPU),
 //! beside raw `eth_sendRawTransaction`; a send's latency at concurrency 1 beside the node's
 //! own time for the same calls; resident memory idle, after many sends and with idle
-//! connections open; balance reads of 1 and 50 tokens; quotes beside the aggregator alone.
+//! connections open; balance reads of 1 and 50 tokens; quotes beside the aggregator alone;
+//! deposits found per second and the delay to their webhooks.
 //!
 //! Build both binaries with the same profile and run the bench from beside `walletops`:
 //!
@@ -17,6 +18,7 @@
 mod backlog;
 mod compare;
 mod cpu;
+mod deposits;
 mod drive;
 mod instructions;
 mod latency;
@@ -103,6 +105,13 @@ struct Args {
     /// Seconds of each wrk run of the read load.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     load_secs: u64,
+    /// Deposits made at once (one block) for the deposits-found rate; 0: skip the deposit
+    /// runs.
+    #[arg(long, default_value_t = 1000)]
+    deposits: u64,
+    /// Deposits made one at a time for the delay to their `deposit.pending` webhook.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    deposit_delays: u64,
     /// Also write every figure to this file, as JSON.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -426,7 +435,18 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     )
     .await?;
 
+    let deposits = if args.deposits > 0 {
+        println!(
+            "deposits: {} made at once, then {} one at a time, to a service scanning a fresh anvil ...",
+            args.deposits, args.deposit_delays
+        );
+        Some(deposits::deposits(args.deposits, args.deposit_delays).await?)
+    } else {
+        None
+    };
+
     Ok(Report {
+        deposits,
         sqlite,
         postgres,
         filler,

@@ -53,7 +53,7 @@ fn ms_per_send(total: Option<Duration>, sends: u64) -> Option<f64> {
     total.map(|t| ms(t) / sends as f64)
 }
 
-fn verdict(ok: bool) -> &'static str {
+pub(crate) fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
 
@@ -217,6 +217,8 @@ pub(crate) struct Report {
     pub(crate) signature: Duration,
     /// The monitor's sweeps at each backlog of open records, smallest first.
     pub(crate) backlog: Vec<Backlog>,
+    /// Deposits found per second and their webhooks' delay; `None`: not measured.
+    pub(crate) deposits: Option<crate::deposits::Figures>,
     pub(crate) memory: Memory,
 }
 
@@ -232,6 +234,7 @@ impl Report {
         .into_iter()
         .chain(self.filler.as_ref())
         .any(SendRun::failed)
+            || self.deposits.as_ref().is_some_and(|d| d.wrong > 0)
     }
 
     fn runs(&self) -> [(&'static str, &SendRun); 4] {
@@ -363,6 +366,9 @@ impl Report {
             "quote added by WalletOps {quote_added:.2} ms at the median (goal <= {QUOTE_ADDED_GOAL_MS} ms: {})",
             verdict(quote_added <= QUOTE_ADDED_GOAL_MS)
         );
+        if let Some(deposits) = &self.deposits {
+            deposits.print();
+        }
         println!(
             "nonce gaps and duplicates in every run: {} (goal 0: {})",
             if self.failed() { "some" } else { "none" },
@@ -463,6 +469,7 @@ impl Report {
             },
             "balance_read": {"one_token": self.one_token.json(), "tokens_50": self.all_tokens.json()},
             "quote": {"walletops": self.quote.json(), "aggregator_alone": self.quote_alone.json()},
+            "deposits": self.deposits.as_ref().map(crate::deposits::Figures::json),
             "correct": !self.failed(),
         })
     }
