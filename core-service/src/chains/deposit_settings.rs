@@ -8,7 +8,8 @@
 //! min_amount = "1000"             # base units, for every asset; or per asset:
 //! # min_amount = { native = "1000000000000000", "0x5fbd…" = "1000000" }
 //! poll_interval_ms = 1000
-//! traces = true                   # also value moved by internal calls (`trace_block`)
+//! traces = true                   # value moved by internal calls (`trace_block`); default:
+//!                                 # read where the node serves it
 //! ```
 
 use std::collections::BTreeMap;
@@ -32,9 +33,10 @@ pub struct DepositSettings {
     pub min_amount: BTreeMap<String, String>,
     /// How often the chain is scanned.
     pub poll_interval_ms: u64,
-    /// EVM: also read the value moved by internal calls, from the node's `trace_block`
-    /// (a node that does not serve it fails the scan, so it is off unless asked for).
-    pub traces: bool,
+    /// EVM: also read the value moved by internal calls, from the node's `trace_block`:
+    /// `Some(true)` requires it (a node without it fails the scan), `Some(false)` never reads
+    /// it, `None` reads it where the node serves it.
+    pub traces: Option<bool>,
 }
 
 /// Deposits are scanned this often unless the chain says otherwise.
@@ -50,7 +52,7 @@ impl Default for DepositSettings {
             tokens: None,
             min_amount: BTreeMap::new(),
             poll_interval_ms: DEFAULT_POLL_MS,
-            traces: false,
+            traces: None,
         }
     }
 }
@@ -73,8 +75,8 @@ struct DepositsTable {
     min_amount: Option<MinAmount>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     poll_interval_ms: Option<u64>,
-    #[serde(default)]
-    traces: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    traces: Option<bool>,
 }
 
 fn yes() -> bool {

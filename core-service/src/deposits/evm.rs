@@ -11,8 +11,9 @@
 //! 3. The deposits, the blocks' hashes and the cursor commit in one database transaction.
 //! 4. Pending deposits as deep as the chain's `confirmations` are confirmed.
 //!
-//! With `deposits.traces`, each block's `trace_block` adds the value internal calls moved to
-//! a wallet (a contract forwarding coin); without it, only transactions' own value counts.
+//! Where the node serves `trace_block` (or `deposits.traces = true` requires it), each block's
+//! traces add the value internal calls moved to a wallet (a contract forwarding coin);
+//! elsewhere only transactions' own value counts.
 
 use std::collections::HashMap;
 
@@ -126,7 +127,7 @@ pub(super) async fn step(
             .try_filter_map(|c| async move { Ok(c) })
             .try_collect()
             .await?;
-        if chain.deposits().is_some_and(|d| d.traces) {
+        if traces_read(scan, chain, &client, upto).await? {
             for block in &blocks {
                 for (tx, from, to, value) in client.internal_transfers(block.number).await? {
                     if wallets.contains_key(&to) {
@@ -217,6 +218,61 @@ pub(super) async fn step(
     Ok(())
 }
 
+/// Whether `chain`'s scan reads traces: as its settings say, or, left to the node, whether it
+/// serves `trace_block` (asked once, of block `at`). A node that fails otherwise fails the
+/// step, which is made again: a passing failure must not turn traces off for good.
+async fn traces_read(
+    scan: &Scan,
+    chain: &Chain,
+    client: &EvmClient,
+    at: u64,
+) -> Result<bool, WalletOpsError> {
+    if let Some(set) = chain.deposits().and_then(|d| d.traces) {
+        return Ok(set);
+    }
+    let known = |scan: &Scan| {
+        scan.traced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(chain.slug())
+            .copied()
+    };
+    if let Some(known) = known(scan) {
+        return Ok(known);
+    }
+    let served = match client.internal_transfers(at).await {
+        Ok(_) => true,
+        Err(e) if not_served(&e.to_string()) => {
+            tracing::info!(
+                chain = chain.slug(),
+                "the node does not serve trace_block: value moved by internal calls is not scanned"
+            );
+            false
+        }
+        Err(e) => return Err(e),
+    };
+    scan.traced
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(chain.slug().to_owned(), served);
+    Ok(served)
+}
+
+/// Whether a node's error says it has no such method (JSON-RPC -32601, or its words).
+fn not_served(error: &str) -> bool {
+    let error = error.to_ascii_lowercase();
+    [
+        "-32601",
+        "method not found",
+        "does not exist",
+        "not supported",
+        "unsupported method",
+        "not available",
+    ]
+    .iter()
+    .any(|words| error.contains(words))
+}
+
 /// A credit found in a block, before it is matched to its wallet.
 struct Credit {
     tx: B256,
@@ -252,4 +308,21 @@ async fn fork_point(
     }
     // Deeper than the blocks kept: everything kept is scanned again.
     Ok(kept.first().map(|(n, _)| *n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_served;
+
+    #[test]
+    fn a_missing_method_is_told_from_a_failing_node() {
+        assert!(not_served(
+            "the chain node failed to read a block's traces: server returned an error response: error code -32601: the method trace_block does not exist/is not available"
+        ));
+        assert!(not_served("Method not found"));
+        assert!(!not_served(
+            "the chain node failed to read a block's traces: timed out"
+        ));
+        assert!(!not_served("error code -32000: header not found"));
+    }
 }

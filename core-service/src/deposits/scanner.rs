@@ -23,6 +23,8 @@ pub(super) struct Scan {
     pub(super) owner: Uuid,
     pub(super) evm: Arc<EvmClients>,
     pub(super) solana: Arc<SolanaClients>,
+    /// Whether each EVM chain's node serves `trace_block`, once asked.
+    pub(super) traced: Arc<std::sync::Mutex<std::collections::HashMap<String, bool>>>,
 }
 
 /// The scanner of every chain that has deposits on.
@@ -46,6 +48,7 @@ impl Scanner {
                 owner: Uuid::now_v7(),
                 evm,
                 solana,
+                traced: Arc::default(),
             },
             chains,
         }

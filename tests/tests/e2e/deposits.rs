@@ -297,14 +297,15 @@ alloy::sol! {
     function forward(address to);
 }
 
-async fn value_forwarded_by_a_contract_is_a_deposit_when_traces_are_read(
+/// anvil serves `trace_block`, so the scan reads traces without being told to.
+async fn value_forwarded_by_a_contract_is_a_deposit_where_traces_are_served(
     b: Backend,
 ) -> anyhow::Result<()> {
     use alloy::sol_types::SolCall as _;
     let anvil = Anvil::start().await?;
     let relay = anvil.deploy_relay().await?;
     let options = anvil.service_options(
-        "[chains.anvil.deposits]\npoll_interval_ms = 100\ntraces = true\n",
+        "[chains.anvil.deposits]\npoll_interval_ms = 100\n",
         &[],
     );
     let svc = Service::start_with(b, options).await?;
@@ -422,6 +423,6 @@ on_both_backends!(
     evm_deposits_are_found_once_announced_and_confirmed,
     a_reorganization_reverts_a_deposit_and_reinclusion_brings_it_back,
     two_cores_announce_each_deposit_once,
-    value_forwarded_by_a_contract_is_a_deposit_when_traces_are_read,
+    value_forwarded_by_a_contract_is_a_deposit_where_traces_are_served,
     solana_deposits_of_sol_and_tokens_are_found_once,
 );
