@@ -304,10 +304,7 @@ async fn value_forwarded_by_a_contract_is_a_deposit_where_traces_are_served(
     use alloy::sol_types::SolCall as _;
     let anvil = Anvil::start().await?;
     let relay = anvil.deploy_relay().await?;
-    let options = anvil.service_options(
-        "[chains.anvil.deposits]\npoll_interval_ms = 100\n",
-        &[],
-    );
+    let options = anvil.service_options("[chains.anvil.deposits]\npoll_interval_ms = 100\n", &[]);
     let svc = Service::start_with(b, options).await?;
     let api = svc.rest(&svc.api_key);
     let wallet: Address = api.default_wallet("ethereum").await?.parse()?;
@@ -372,6 +369,81 @@ async fn two_cores_announce_each_deposit_once(b: Backend) -> anyhow::Result<()> 
     Ok(())
 }
 
+async fn deposit_events_stream_over_grpc_and_sse(b: Backend) -> anyhow::Result<()> {
+    use walletops_proto::v1::{WatchDepositsRequest, deposit_service_client::DepositServiceClient};
+    let anvil = Anvil::start().await?;
+    let options = anvil.service_options("[chains.anvil.deposits]\npoll_interval_ms = 100\n", &[]);
+    let svc = Service::start_with(b, options).await?;
+    let api = svc.rest(&svc.api_key);
+    let wallet: Address = api.default_wallet("ethereum").await?.parse()?;
+    let mut watching = DepositServiceClient::new(svc.channel().await?)
+        .watch_deposits(walletops_tests::with_key(
+            WatchDepositsRequest::default(),
+            &svc.api_key,
+        )?)
+        .await?
+        .into_inner();
+    let sent = anvil
+        .send_as(
+            DEV_ACCOUNT,
+            Some(wallet),
+            Bytes::new(),
+            U256::from(10u64).pow(U256::from(18u64)),
+        )
+        .await?;
+    let hash = format!("{:#x}", sent.transaction_hash);
+    wait_for_deposit(&api, &hash, "native", "CONFIRMED").await?;
+    // A payment of the wallet's own: transaction events, which no deposit watcher sees.
+    let paid = crate::webhooks::send(&api).await?;
+    api.wait_for_status(&paid, "CONFIRMED").await?;
+    let mut told = Vec::new();
+    walletops_tests::within("the deposit's two events over gRPC", async {
+        while told.len() < 2 {
+            let event = watching.message().await?.expect("the stream goes on");
+            let deposit = event.deposit.unwrap_or_default();
+            told.push((event.event_id, event.r#type, deposit.state, deposit.hash));
+        }
+        anyhow::Ok(())
+    })
+    .await??;
+    assert_eq!(told[0].1, "deposit.pending");
+    assert_eq!(told[1].1, "deposit.confirmed");
+    assert!(told[0].0 < told[1].0, "in commit order: {told:?}");
+    assert_eq!(
+        told[0].2,
+        i32::from(walletops_proto::v1::DepositState::Pending)
+    );
+    assert_eq!(
+        told[1].2,
+        i32::from(walletops_proto::v1::DepositState::Confirmed)
+    );
+    assert!(told.iter().all(|t| t.3 == hash), "{told:?}");
+    // Over SSE from the oldest: the same two, each in its own state, and nothing else.
+    let url = format!("{}/api/v1/deposits/events", svc.http);
+    let events = |last: String| {
+        reqwest::Client::new()
+            .get(&url)
+            .header("x-api-key", &svc.api_key)
+            .header("last-event-id", last)
+            .send()
+    };
+    let all =
+        crate::events::read_events(events("0".to_owned()).await?, "deposit.confirmed").await?;
+    let kinds: Vec<&str> = all.iter().map(|(_, kind, _)| kind.as_str()).collect();
+    assert_eq!(kinds, ["deposit.pending", "deposit.confirmed"]);
+    assert_eq!(all[0].2["state"], "PENDING");
+    assert_eq!(all[1].2["state"], "CONFIRMED");
+    assert_eq!(
+        all[0].0,
+        told[0].0.to_string(),
+        "one numbering over both surfaces"
+    );
+    let rest =
+        crate::events::read_events(events(all[0].0.clone()).await?, "deposit.confirmed").await?;
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    Ok(())
+}
+
 const SOL: u64 = 1_000_000_000;
 
 async fn solana_deposits_of_sol_and_tokens_are_found_once(b: Backend) -> anyhow::Result<()> {
@@ -423,6 +495,7 @@ on_both_backends!(
     evm_deposits_are_found_once_announced_and_confirmed,
     a_reorganization_reverts_a_deposit_and_reinclusion_brings_it_back,
     two_cores_announce_each_deposit_once,
+    deposit_events_stream_over_grpc_and_sse,
     value_forwarded_by_a_contract_is_a_deposit_where_traces_are_served,
     solana_deposits_of_sol_and_tokens_are_found_once,
 );

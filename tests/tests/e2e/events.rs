@@ -133,7 +133,7 @@ async fn a_bad_filter_is_refused_naming_it(b: Backend) -> anyhow::Result<()> {
 
 /// Reads the Server-Sent Events of `reply` until one of type `until` has come; the events
 /// read, as (id, type, data).
-async fn read_events(
+pub(crate) async fn read_events(
     mut reply: reqwest::Response,
     until: &str,
 ) -> anyhow::Result<Vec<(String, String, serde_json::Value)>> {
