@@ -15,6 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "walletops/v1/approvals.proto",
         "walletops/v1/effects.proto",
         "walletops/v1/deposits.proto",
+        "walletops/v1/payouts.proto",
     ];
     let mut compiler = protox::Compiler::new(["."])?;
     compiler.include_imports(true).include_source_info(true);

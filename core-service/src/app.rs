@@ -87,6 +87,8 @@ pub struct Parts {
     pub webhooks: Webhooks,
     /// Deposits to the users' wallets.
     pub deposits: crate::deposits::Deposits,
+    /// Wakes the payouts runner when a payout is stored.
+    pub payouts_wake: tokio::sync::Notify,
     /// Writes held for approval.
     pub approvals: Approvals,
     /// Judges writes' effects against their keys' limits.
@@ -172,6 +174,7 @@ impl Core {
             limiter,
             webhooks: Webhooks::new(store.clone(), keystore.clone(), config.webhooks.clone()),
             deposits: crate::deposits::Deposits::new(store.clone()),
+            payouts_wake: tokio::sync::Notify::new(),
             approvals: Approvals::new(store.clone(), config.approvals.clone()),
             policy: Policy::new(store.clone()),
             wallets: wallets.clone(),

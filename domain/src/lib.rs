@@ -16,6 +16,7 @@ mod chain_text;
 mod deposit;
 mod effects;
 mod key_policy;
+mod payout;
 mod spend;
 mod transaction;
 mod wallet;
@@ -30,6 +31,7 @@ pub use chain_text::{MESSAGE_CHARS, SYMBOL_CHARS, chain_text};
 pub use deposit::{Deposit, DepositState};
 pub use effects::{Asset, Effects, Flow, Grant, GrantKind};
 pub use key_policy::{Allowed, PolicyRule, RuleKind};
+pub use payout::{ItemMade, Payout, PayoutItem, PayoutState};
 pub use spend::{NATIVE_ASSET, Spend, SpendLimit, SpendStanding, asset_name};
 pub use transaction::{
     ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,

@@ -28,6 +28,7 @@ use crate::{error::ErrorBody, model::SubmissionJson};
         (name = "trade", description = "Swap quotes and swaps"),
         (name = "webhooks", description = "Signed deliveries of transaction and deposit events (Standard Webhooks)"),
         (name = "deposits", description = "Money that arrived at the caller's wallets, found on chain"),
+        (name = "payouts", description = "Many recipients paid from one wallet in one request, each exactly once"),
         (name = "approvals", description = "Writes held for a person's approval (a key's approval threshold)"),
     )
 )]

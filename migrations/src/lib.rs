@@ -29,6 +29,7 @@ mod m20261205_000022_key_lineage;
 mod m20261206_000023_webhook_standing;
 mod m20261207_000024_approval_wallet;
 mod m20261208_000025_deposits;
+mod m20261209_000026_payouts;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -62,6 +63,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000023_webhook_standing::Migration),
             Box::new(m20261207_000024_approval_wallet::Migration),
             Box::new(m20261208_000025_deposits::Migration),
+            Box::new(m20261209_000026_payouts::Migration),
         ]
     }
 }

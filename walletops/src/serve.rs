@@ -187,6 +187,12 @@ async fn start_core(
         approvals.run_approvals(stop).await;
         Ok(())
     });
+    let payouts = core.clone();
+    let stop = on_stop(stop_rx.clone());
+    tasks.spawn(async move {
+        payouts.run_payouts(stop).await;
+        Ok(())
+    });
     let monitor = Monitor::new(&core).run(on_stop(stop_rx.clone()));
     tasks.spawn(async move {
         monitor.await;

@@ -41,11 +41,13 @@ pub enum Operation {
     ListDeposits,
     GetDeposit,
     WatchDeposits,
+    CreatePayout,
+    GetPayout,
 }
 
 impl Operation {
     /// Every operation.
-    pub const ALL: [Self; 32] = [
+    pub const ALL: [Self; 34] = [
         Self::ListWallets,
         Self::GetBalances,
         Self::GetTransaction,
@@ -78,6 +80,8 @@ impl Operation {
         Self::ListDeposits,
         Self::GetDeposit,
         Self::WatchDeposits,
+        Self::CreatePayout,
+        Self::GetPayout,
     ];
 
     /// The scope a caller needs for it.
@@ -97,6 +101,7 @@ impl Operation {
             | Self::ListDeposits
             | Self::GetDeposit
             | Self::WatchDeposits
+            | Self::GetPayout
             | Self::SimulateWrite => Scope::Read,
             Self::GetQuote => Scope::Trade,
             Self::Send
@@ -114,7 +119,8 @@ impl Operation {
             | Self::DeleteWebhook
             | Self::RotateWebhookSecret
             | Self::ReplayWebhookDeliveries
-            | Self::EnableWebhook => Scope::Write,
+            | Self::EnableWebhook
+            | Self::CreatePayout => Scope::Write,
         }
     }
 
@@ -149,6 +155,8 @@ impl Operation {
             Self::ListDeposits => "/walletops.v1.DepositService/ListDeposits",
             Self::GetDeposit => "/walletops.v1.DepositService/GetDeposit",
             Self::WatchDeposits => "/walletops.v1.DepositService/WatchDeposits",
+            Self::CreatePayout => "/walletops.v1.PayoutService/CreatePayout",
+            Self::GetPayout => "/walletops.v1.PayoutService/GetPayout",
             Self::ReplayWebhookDeliveries => "/walletops.v1.WebhookService/ReplayWebhookDeliveries",
             Self::EnableWebhook => "/walletops.v1.WebhookService/EnableWebhook",
             Self::ListHoldings => "/walletops.v1.DashboardService/ListHoldings",

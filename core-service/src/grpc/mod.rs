@@ -13,6 +13,7 @@ mod deposits;
 mod in_process;
 mod incoming;
 mod metered;
+mod payouts;
 pub mod status;
 mod wallet_ops;
 mod webhooks;
@@ -45,7 +46,7 @@ use walletops_proto::{
         admin_service_server::AdminServiceServer, api_key_service_server::ApiKeyServiceServer,
         approval_service_server::ApprovalServiceServer,
         dashboard_service_server::DashboardServiceServer,
-        deposit_service_server::DepositServiceServer,
+        deposit_service_server::DepositServiceServer, payout_service_server::PayoutServiceServer,
         wallet_ops_service_server::WalletOpsServiceServer,
         webhook_service_server::WebhookServiceServer,
     },
@@ -58,6 +59,7 @@ pub use approvals::ApprovalApi;
 pub use dashboard::DashboardApi;
 pub use deposits::DepositApi;
 pub use in_process::in_process;
+pub use payouts::PayoutApi;
 pub use wallet_ops::WalletOpsApi;
 pub use webhooks::WebhookApi;
 
@@ -145,7 +147,8 @@ fn add_public(core: &Core, routes: &mut RoutesBuilder) {
         .add_service(DashboardServiceServer::new(DashboardApi::new(core.clone())))
         .add_service(WebhookServiceServer::new(WebhookApi::new(core.clone())))
         .add_service(ApprovalServiceServer::new(ApprovalApi::new(core.clone())))
-        .add_service(DepositServiceServer::new(DepositApi::new(core.clone())));
+        .add_service(DepositServiceServer::new(DepositApi::new(core.clone())))
+        .add_service(PayoutServiceServer::new(PayoutApi::new(core.clone())));
 }
 
 /// `routes` behind what every call passes through first, on a listener or from the edge in
@@ -262,6 +265,7 @@ async fn serve_on(
             WebhookServiceServer::<WebhookApi>::NAME,
             ApprovalServiceServer::<ApprovalApi>::NAME,
             DepositServiceServer::<DepositApi>::NAME,
+            PayoutServiceServer::<PayoutApi>::NAME,
         ]
     } else {
         vec![AdminServiceServer::<AdminApi>::NAME]

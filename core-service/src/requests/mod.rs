@@ -6,6 +6,7 @@
 mod approvals;
 pub mod calldata;
 pub mod deposits;
+pub mod payouts;
 mod reads;
 mod trade;
 mod webhooks;

@@ -23,8 +23,10 @@
 pub mod approved;
 mod dry_run;
 mod parsed;
+mod payouts;
 
 pub use dry_run::DryRun;
+pub use payouts::ItemStanding;
 
 use prost::Message;
 use tonic::metadata::MetadataMap;

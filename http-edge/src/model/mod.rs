@@ -12,6 +12,7 @@
 //! - `webhooks`: `/webhooks`, their secrets and deliveries.
 //! - `approvals`: `/approvals`, writes held for a person's approval.
 //! - `deposits`: `/deposits`, money that arrived at the caller's wallets.
+//! - `payouts`: `/payouts`, many recipients paid from one wallet.
 //! - `effects`: a write's dry run (`?dryRun=true`).
 //! - `values`: JSON values to and from protobuf `Value`s.
 
@@ -19,6 +20,7 @@ mod approvals;
 mod balances;
 mod deposits;
 mod effects;
+mod payouts;
 mod trade;
 mod wallets;
 mod webhooks;
@@ -30,6 +32,7 @@ pub(crate) use approvals::{ApprovalJson, ApprovalsJson, ApprovalsQuery, approval
 pub(crate) use balances::{BalancesJson, BalancesQuery};
 pub(crate) use deposits::{DepositsJson, DepositsQuery, deposit_state};
 pub(crate) use effects::DryRunJson;
+pub(crate) use payouts::{PayoutBody, PayoutJson};
 pub(crate) use trade::{QuoteBody, QuoteResponseJson, SwapBody};
 pub(crate) use walletops_proto::rest::DepositJson;
 pub(crate) use walletops_proto::rest::TransactionJson;

@@ -22,7 +22,7 @@ use walletops_proto::{
     request_id::REQUEST_ID_HEADER,
     v1::{
         self as pb, approval_service_client::ApprovalServiceClient,
-        deposit_service_client::DepositServiceClient,
+        deposit_service_client::DepositServiceClient, payout_service_client::PayoutServiceClient,
         wallet_ops_service_client::WalletOpsServiceClient,
         webhook_service_client::WebhookServiceClient,
     },
@@ -30,6 +30,7 @@ use walletops_proto::{
 
 mod approvals;
 mod deposits;
+mod payouts;
 mod webhooks;
 mod writes;
 
@@ -71,6 +72,8 @@ fn v1_routes() -> OpenApiRouter<Edge> {
         .routes(at("GET /deposits",                   routes!(deposits::list_deposits)))  // ListDeposits
         .routes(at("GET /deposits/events",            routes!(deposits::watch_deposits))) // WatchDeposits
         .routes(at("GET /deposits/{id}",              routes!(deposits::get_deposit)))    // GetDeposit
+        .routes(at("POST /payouts",                   routes!(payouts::create_payout)))   // CreatePayout
+        .routes(at("GET /payouts/{id}",               routes!(payouts::get_payout)))      // GetPayout
         .route("/openapi.json", get(openapi_json))                               // none: OpenAPI
 }
 
@@ -114,6 +117,7 @@ pub(crate) fn v1(core: CoreChannel) -> axum::Router {
         webhooks: WebhookServiceClient::new(core.clone()),
         approvals: ApprovalServiceClient::new(core.clone()),
         deposits: DepositServiceClient::new(core.clone()),
+        payouts: PayoutServiceClient::new(core.clone()),
         core: WalletOpsServiceClient::new(core),
         doc: Arc::new(crate::openapi::document(paths)),
     })
@@ -132,6 +136,7 @@ pub(crate) struct Edge {
     webhooks: WebhookServiceClient<CoreChannel>,
     approvals: ApprovalServiceClient<CoreChannel>,
     deposits: DepositServiceClient<CoreChannel>,
+    payouts: PayoutServiceClient<CoreChannel>,
     doc: Arc<utoipa::openapi::OpenApi>,
 }
 

@@ -11,6 +11,8 @@ pub(crate) mod evm_nonces;
 pub(crate) mod idempotency_keys;
 pub(crate) mod key_policy_rules;
 pub(crate) mod keystore_check;
+pub(crate) mod payout_items;
+pub(crate) mod payouts;
 pub(crate) mod sign_in_links;
 pub(crate) mod signer_keys;
 pub(crate) mod spend_limits;

@@ -22,6 +22,7 @@ mod logs;
 mod mcp;
 mod mcp_gate;
 mod metrics;
+mod payouts;
 mod policies;
 mod provider;
 mod rate_limits;

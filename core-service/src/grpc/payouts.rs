@@ -1,0 +1,89 @@
+//! `walletops.v1.PayoutService`: batches of recipients paid from one wallet.
+
+use tonic::{Request, Response, Status};
+use walletops_proto::v1::{self as pb, payout_service_server::PayoutService};
+
+use super::convert::timestamp;
+use crate::{Core, writes::ItemStanding};
+use walletops_domain::{Payout, PayoutState};
+
+/// The gRPC face of `PayoutService`.
+#[derive(Debug, Clone)]
+pub struct PayoutApi {
+    core: Core,
+}
+
+impl PayoutApi {
+    /// The service over `core`.
+    pub fn new(core: Core) -> Self {
+        Self { core }
+    }
+
+    /// `payout` as the API gives it, each item where it stands.
+    async fn described(&self, payout: Payout) -> Result<pb::Payout, Status> {
+        let standings = self.core.payout_items(&payout).await?;
+        let mut totals = std::collections::HashMap::new();
+        let items = payout
+            .items
+            .into_iter()
+            .zip(standings)
+            .map(|(item, s): (_, ItemStanding)| {
+                *totals.entry(s.state.clone()).or_insert(0u32) += 1;
+                pb::PayoutItem {
+                    index: item.index,
+                    to: item.to,
+                    asset: item.asset,
+                    token: item.token,
+                    amount: item.amount,
+                    reference: item.reference,
+                    state: s.state,
+                    transaction_id: s.transaction_id.map(|t| t.to_string()),
+                    hash: s.hash,
+                    error: s.error,
+                    approval_id: s.approval_id.map(|a| a.to_string()),
+                }
+            })
+            .collect();
+        let state = match payout.state {
+            PayoutState::Running => pb::PayoutState::Running,
+            PayoutState::Completed => pb::PayoutState::Completed,
+        };
+        Ok(pb::Payout {
+            id: payout.id.to_string(),
+            chain: payout.chain,
+            from: payout.from,
+            state: state.into(),
+            items,
+            totals,
+            created_at: Some(timestamp(payout.created_at)),
+            completed_at: payout.completed_at.map(timestamp),
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl PayoutService for PayoutApi {
+    async fn create_payout(
+        &self,
+        request: Request<pb::CreatePayoutRequest>,
+    ) -> Result<Response<pb::CreatePayoutResponse>, Status> {
+        let (metadata, _, req) = request.into_parts();
+        let payout = self.core.create_payout(&metadata, req).await?;
+        Ok(Response::new(pb::CreatePayoutResponse {
+            payout: Some(self.described(payout).await?),
+        }))
+    }
+
+    async fn get_payout(
+        &self,
+        request: Request<pb::GetPayoutRequest>,
+    ) -> Result<Response<pb::GetPayoutResponse>, Status> {
+        let payout = self
+            .core
+            .get_payout(request.metadata(), &request.get_ref().id)
+            .await?;
+        Ok(Response::new(pb::GetPayoutResponse {
+            payout: Some(self.described(payout).await?),
+        }))
+    }
+}

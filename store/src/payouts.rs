@@ -1,0 +1,377 @@
+//! Payouts: a batch stored whole, with its items, under its Idempotency-Key before any item
+//! is made; then leased to one core at a time, which notes what became of each item's write.
+
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    sea_query::Expr,
+};
+use uuid::Uuid;
+
+use super::{
+    Store,
+    entities::{payout_items as items, payouts},
+    is_unique_violation,
+};
+use crate::error::{Result, StoreError};
+use walletops_domain::{ItemMade, Payout, PayoutItem, PayoutState};
+
+/// What storing a payout came to.
+#[derive(Debug)]
+pub enum PayoutStored {
+    /// Stored now.
+    New(Payout),
+    /// Its key already holds this request's payout: that one.
+    Replay(Payout),
+    /// Its key holds another request's payout.
+    Mismatch,
+}
+
+fn made_of(m: &items::Model) -> Result<ItemMade> {
+    let bad = || {
+        StoreError::Corrupt(anyhow::anyhow!(
+            "payout {} item {}: {:?}",
+            m.payout_id,
+            m.idx,
+            m.made
+        ))
+    };
+    Ok(match (m.made.as_str(), m.made_id) {
+        ("queued", _) => ItemMade::Queued,
+        ("submitted", Some(id)) => ItemMade::Submitted(id),
+        ("held", Some(id)) => ItemMade::Held(id),
+        ("failed", _) => ItemMade::Failed(m.error.clone().unwrap_or_default()),
+        _ => return Err(bad()),
+    })
+}
+
+fn payout_of(p: payouts::Model, rows: Vec<items::Model>) -> Result<Payout> {
+    let state = PayoutState::parse(&p.state).ok_or_else(|| {
+        StoreError::Corrupt(anyhow::anyhow!("payout {}: state {:?}", p.id, p.state))
+    })?;
+    let items = rows
+        .into_iter()
+        .map(|m| {
+            Ok(PayoutItem {
+                index: u32::try_from(m.idx).unwrap_or_default(),
+                made: made_of(&m)?,
+                to: m.to_address,
+                asset: m.asset,
+                token: m.token,
+                amount: m.amount,
+                reference: m.reference,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(Payout {
+        id: p.id,
+        user_id: p.user_id,
+        key_id: p.key_id,
+        idempotency_key: p.idempotency_key,
+        request_hash: p.request_hash,
+        chain: p.chain,
+        from: p.from_address,
+        state,
+        items,
+        created_at: p.created_at,
+        completed_at: p.completed_at,
+    })
+}
+
+impl Store {
+    /// Stores `payout` (its items queued) under its user's Idempotency-Key, in one
+    /// transaction; or, when the key holds one already, that one (`Replay`) or the news
+    /// that it was another request's (`Mismatch`).
+    pub async fn store_payout(&self, payout: &Payout) -> Result<PayoutStored> {
+        let txn = self.begin_sea().await?;
+        let row = payouts::ActiveModel {
+            id: Set(payout.id),
+            user_id: Set(payout.user_id),
+            key_id: Set(payout.key_id),
+            idempotency_key: Set(payout.idempotency_key),
+            request_hash: Set(payout.request_hash.clone()),
+            chain: Set(payout.chain.clone()),
+            from_address: Set(payout.from.clone()),
+            state: Set(PayoutState::Running.as_str().to_owned()),
+            created_at: Set(payout.created_at),
+            completed_at: Set(None),
+            lease_owner: Set(None),
+            lease_until: Set(None),
+        };
+        match payouts::Entity::insert(row)
+            .exec_without_returning(&txn)
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if is_unique_violation(&e) => {
+                txn.rollback().await?;
+                let earlier = payouts::Entity::find()
+                    .filter(payouts::Column::UserId.eq(payout.user_id))
+                    .filter(payouts::Column::IdempotencyKey.eq(payout.idempotency_key))
+                    .one(self.sea())
+                    .await?
+                    .ok_or_else(|| {
+                        StoreError::Corrupt(anyhow::anyhow!("a payout vanished under its key"))
+                    })?;
+                if earlier.request_hash != payout.request_hash {
+                    return Ok(PayoutStored::Mismatch);
+                }
+                let id = earlier.id;
+                return Ok(PayoutStored::Replay(
+                    self.get_payout(payout.user_id, id).await?.ok_or_else(|| {
+                        StoreError::Corrupt(anyhow::anyhow!("payout {id} vanished"))
+                    })?,
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let rows: Vec<_> = payout
+            .items
+            .iter()
+            .map(|item| items::ActiveModel {
+                payout_id: Set(payout.id),
+                idx: Set(i32::try_from(item.index).unwrap_or(i32::MAX)),
+                to_address: Set(item.to.clone()),
+                asset: Set(item.asset.clone()),
+                token: Set(item.token.clone()),
+                amount: Set(item.amount.clone()),
+                reference: Set(item.reference.clone()),
+                made: Set("queued".to_owned()),
+                made_id: Set(None),
+                error: Set(None),
+            })
+            .collect();
+        for run in super::in_cached_shapes(rows) {
+            items::Entity::insert_many(run)
+                .exec_without_returning(&txn)
+                .await?;
+        }
+        txn.commit().await?;
+        let mut stored = payout.clone();
+        stored.state = PayoutState::Running;
+        stored
+            .items
+            .iter_mut()
+            .for_each(|i| i.made = ItemMade::Queued);
+        Ok(PayoutStored::New(stored))
+    }
+
+    /// `user_id`'s payout `id`, with its items in request order.
+    pub async fn get_payout(&self, user_id: Uuid, id: Uuid) -> Result<Option<Payout>> {
+        let Some(p) = payouts::Entity::find_by_id(id)
+            .filter(payouts::Column::UserId.eq(user_id))
+            .one(self.sea())
+            .await?
+        else {
+            return Ok(None);
+        };
+        let rows = items::Entity::find()
+            .filter(items::Column::PayoutId.eq(id))
+            .order_by_asc(items::Column::Idx)
+            .all(self.sea())
+            .await?;
+        payout_of(p, rows).map(Some)
+    }
+
+    /// Takes up to `limit` running payouts whose lease is free, expired or `owner`'s, for
+    /// `owner` until `until`; their ids.
+    pub async fn lease_running_payouts(
+        &self,
+        owner: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<(Uuid, Uuid)>> {
+        let free = || {
+            Condition::any()
+                .add(payouts::Column::LeaseUntil.is_null())
+                .add(payouts::Column::LeaseUntil.lt(now))
+                .add(payouts::Column::LeaseOwner.eq(owner))
+        };
+        let running = PayoutState::Running.as_str();
+        let candidates: Vec<Uuid> = payouts::Entity::find()
+            .select_only()
+            .column(payouts::Column::Id)
+            .filter(payouts::Column::State.eq(running))
+            .filter(free())
+            .order_by_asc(payouts::Column::CreatedAt)
+            .limit(limit)
+            .into_tuple()
+            .all(self.sea())
+            .await?;
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(payouts::Entity::update_many()
+            .col_expr(payouts::Column::LeaseOwner, Expr::value(owner))
+            .col_expr(payouts::Column::LeaseUntil, Expr::value(until))
+            .filter(payouts::Column::Id.is_in(candidates))
+            .filter(payouts::Column::State.eq(running))
+            .filter(free())
+            .exec_with_returning(self.sea())
+            .await?
+            .into_iter()
+            .map(|m| (m.id, m.user_id))
+            .collect())
+    }
+
+    /// Notes what became of item `index` of payout `id`.
+    pub async fn note_payout_item(&self, id: Uuid, index: u32, made: &ItemMade) -> Result<()> {
+        let (kind, made_id, error) = match made {
+            ItemMade::Queued => ("queued", None, None),
+            ItemMade::Submitted(tx) => ("submitted", Some(*tx), None),
+            ItemMade::Held(approval) => ("held", Some(*approval), None),
+            ItemMade::Failed(why) => ("failed", None, Some(why.clone())),
+        };
+        items::Entity::update_many()
+            .col_expr(items::Column::Made, Expr::value(kind))
+            .col_expr(items::Column::MadeId, Expr::value(made_id))
+            .col_expr(items::Column::Error, Expr::value(error))
+            .filter(items::Column::PayoutId.eq(id))
+            .filter(items::Column::Idx.eq(i32::try_from(index).unwrap_or(i32::MAX)))
+            .exec(self.sea())
+            .await?;
+        Ok(())
+    }
+
+    /// Marks running payout `id` completed at `at`; `false` when it was not running (another
+    /// core completed it): only the one that completes it tells of it.
+    pub async fn complete_payout(&self, id: Uuid, at: DateTime<Utc>) -> Result<bool> {
+        Ok(payouts::Entity::update_many()
+            .col_expr(
+                payouts::Column::State,
+                Expr::value(PayoutState::Completed.as_str()),
+            )
+            .col_expr(payouts::Column::CompletedAt, Expr::value(at))
+            .filter(payouts::Column::Id.eq(id))
+            .filter(payouts::Column::State.eq(PayoutState::Running.as_str()))
+            .exec(self.sea())
+            .await?
+            .rows_affected
+            > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{Backend, on_store};
+
+    fn payout(user: Uuid, key: Uuid, amount: &str) -> Payout {
+        Payout {
+            id: Uuid::now_v7(),
+            user_id: user,
+            key_id: None,
+            idempotency_key: key,
+            request_hash: format!("hash of {amount}"),
+            chain: "anvil".to_owned(),
+            from: "0x01".to_owned(),
+            state: PayoutState::Running,
+            items: (0..3)
+                .map(|index| PayoutItem {
+                    index,
+                    to: format!("0x0{index}"),
+                    asset: "native".to_owned(),
+                    token: None,
+                    amount: amount.to_owned(),
+                    reference: Some(format!("invoice {index}")),
+                    made: ItemMade::Queued,
+                })
+                .collect(),
+            created_at: Utc::now(),
+            completed_at: None,
+        }
+    }
+
+    async fn a_payout_is_stored_once_under_its_key(b: Backend) {
+        on_store(b, |store| async move {
+            let (user, key) = (Uuid::now_v7(), Uuid::new_v4());
+            let first = payout(user, key, "5");
+            let PayoutStored::New(stored) = store.store_payout(&first).await.expect("store") else {
+                panic!("not stored");
+            };
+            let again = payout(user, key, "5");
+            match store.store_payout(&again).await.expect("replay") {
+                PayoutStored::Replay(p) => assert_eq!(p.id, stored.id),
+                other => panic!("not a replay: {other:?}"),
+            }
+            assert!(matches!(
+                store
+                    .store_payout(&payout(user, key, "6"))
+                    .await
+                    .expect("mismatch"),
+                PayoutStored::Mismatch
+            ));
+            // One core leases it; what each item became is kept; completed once.
+            let (a, other) = (Uuid::now_v7(), Uuid::now_v7());
+            let now = Utc::now();
+            let until = now + chrono::TimeDelta::seconds(30);
+            let leased = store
+                .lease_running_payouts(a, now, until, 10)
+                .await
+                .expect("lease");
+            assert_eq!(leased, [(stored.id, user)]);
+            assert!(
+                store
+                    .lease_running_payouts(other, now, until, 10)
+                    .await
+                    .expect("lease")
+                    .is_empty()
+            );
+            let tx = Uuid::now_v7();
+            store
+                .note_payout_item(stored.id, 1, &ItemMade::Submitted(tx))
+                .await
+                .expect("note");
+            store
+                .note_payout_item(stored.id, 2, &ItemMade::Failed("no".to_owned()))
+                .await
+                .expect("note");
+            let read = store
+                .get_payout(user, stored.id)
+                .await
+                .expect("get")
+                .expect("one");
+            let made: Vec<ItemMade> = read.items.iter().map(|i| i.made.clone()).collect();
+            assert_eq!(
+                made,
+                [
+                    ItemMade::Queued,
+                    ItemMade::Submitted(tx),
+                    ItemMade::Failed("no".to_owned())
+                ]
+            );
+            assert_eq!(read.items[0].reference.as_deref(), Some("invoice 0"));
+            assert!(
+                store
+                    .complete_payout(stored.id, Utc::now())
+                    .await
+                    .expect("complete")
+            );
+            assert!(
+                !store
+                    .complete_payout(stored.id, Utc::now())
+                    .await
+                    .expect("once")
+            );
+            assert!(
+                store
+                    .get_payout(Uuid::now_v7(), stored.id)
+                    .await
+                    .expect("get")
+                    .is_none()
+            );
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_payout_is_stored_once_under_its_key_sqlite() {
+        a_payout_is_stored_once_under_its_key(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn a_payout_is_stored_once_under_its_key_postgres() {
+        a_payout_is_stored_once_under_its_key(Backend::Postgres).await;
+    }
+}
