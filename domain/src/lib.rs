@@ -31,7 +31,7 @@ pub use chain_text::{MESSAGE_CHARS, SYMBOL_CHARS, chain_text};
 pub use deposit::{Deposit, DepositState};
 pub use effects::{Asset, Effects, Flow, Grant, GrantKind};
 pub use key_policy::{Allowed, PolicyRule, RuleKind};
-pub use payout::{ItemMade, Payout, PayoutItem, PayoutState};
+pub use payout::{ItemMade, ItemStanding, Payout, PayoutItem, PayoutState};
 pub use spend::{NATIVE_ASSET, Spend, SpendLimit, SpendStanding, asset_name};
 pub use transaction::{
     ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,
@@ -43,5 +43,5 @@ pub use wallet::{
 };
 pub use webhook::{
     DEPOSIT_SUBJECT, DeliveryState, Disabled, DisabledReason, EndpointMaker, EventType,
-    TRANSACTION_SUBJECT, WebhookDelivery, WebhookEndpoint,
+    PAYOUT_SUBJECT, TRANSACTION_SUBJECT, WebhookDelivery, WebhookEndpoint,
 };

@@ -58,6 +58,9 @@ pub struct PayoutItem {
     pub amount: String,
     /// The caller's reference.
     pub reference: Option<String>,
+    /// On Solana, the index of the first item of the transaction it is paid in (items of
+    /// one asset are packed several to a transaction); `None`: a transaction of its own.
+    pub pack: Option<u32>,
     /// What became of its write.
     pub made: ItemMade,
 }
@@ -87,6 +90,33 @@ pub struct Payout {
     pub created_at: DateTime<Utc>,
     /// When every item became final.
     pub completed_at: Option<DateTime<Utc>>,
+}
+
+/// Where a payout's item stands, as the API tells it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ItemStanding {
+    /// QUEUED, PENDING_APPROVAL, FAILED, or its transaction's status (SUBMITTED, CONFIRMED...).
+    pub state: String,
+    /// Its transaction record.
+    pub transaction_id: Option<Uuid>,
+    /// Its transaction's hash or signature.
+    pub hash: Option<String>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// The approval it waits for.
+    pub approval_id: Option<Uuid>,
+    /// Whether it is final: failed before signing, or its transaction final.
+    pub is_final: bool,
+}
+
+impl ItemStanding {
+    /// A standing without a transaction.
+    pub fn named(state: &str) -> Self {
+        Self {
+            state: state.to_owned(),
+            ..Self::default()
+        }
+    }
 }
 
 impl Payout {

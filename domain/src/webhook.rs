@@ -31,11 +31,13 @@ pub enum EventType {
     Transaction(TxStatus),
     /// `deposit.<state>` (never `deposit.ignored`).
     Deposit(DepositState),
+    /// `payout.completed`: every item of a payout is final.
+    PayoutCompleted,
 }
 
 impl EventType {
     /// Every event type, as webhooks may ask for them.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Transaction(TxStatus::Submitted),
         Self::Transaction(TxStatus::Confirmed),
         Self::Transaction(TxStatus::Reverted),
@@ -45,6 +47,7 @@ impl EventType {
         Self::Deposit(DepositState::Pending),
         Self::Deposit(DepositState::Confirmed),
         Self::Deposit(DepositState::Reverted),
+        Self::PayoutCompleted,
     ];
 
     /// Its name (`transaction.confirmed`, `deposit.pending`).
@@ -52,6 +55,7 @@ impl EventType {
         match self {
             Self::Transaction(status) => status.event_type(),
             Self::Deposit(state) => state.event_type(),
+            Self::PayoutCompleted => "payout.completed".to_owned(),
         }
     }
 
@@ -65,6 +69,7 @@ impl EventType {
         match self {
             Self::Transaction(_) => TRANSACTION_SUBJECT,
             Self::Deposit(_) => DEPOSIT_SUBJECT,
+            Self::PayoutCompleted => PAYOUT_SUBJECT,
         }
     }
 
@@ -76,6 +81,7 @@ impl EventType {
                 .find(|s| s.as_str() == state)
                 .map(Self::Transaction),
             DEPOSIT_SUBJECT => DepositState::parse(state).map(Self::Deposit),
+            PAYOUT_SUBJECT if state == COMPLETED => Some(Self::PayoutCompleted),
             _ => None,
         }
     }
@@ -85,6 +91,7 @@ impl EventType {
         match self {
             Self::Transaction(status) => status.as_str(),
             Self::Deposit(state) => state.as_str(),
+            Self::PayoutCompleted => COMPLETED,
         }
     }
 }
@@ -93,6 +100,10 @@ impl EventType {
 pub const TRANSACTION_SUBJECT: &str = "transaction";
 /// The subject of a deposit's events.
 pub const DEPOSIT_SUBJECT: &str = "deposit";
+/// The subject of a payout's events.
+pub const PAYOUT_SUBJECT: &str = "payout";
+/// The state of a payout's outbox row.
+const COMPLETED: &str = "completed";
 
 /// Who registered an endpoint: it belongs to that key, and revoking the key disables it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,3 +13,11 @@ document.addEventListener("click", async (event) => {
   }
   setTimeout(() => { button.textContent = "Copy"; }, 2000);
 });
+
+// A chosen CSV file fills the payout form's text (the form also takes the text pasted).
+document.addEventListener("change", async (event) => {
+  const input = event.target.closest("input[type=file][data-fills]");
+  if (!input || !input.files || !input.files[0]) return;
+  const field = document.getElementById(input.dataset.fills);
+  if (field) field.value = await input.files[0].text();
+});

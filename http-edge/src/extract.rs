@@ -102,6 +102,20 @@ impl QueryParams {
         Ok(first)
     }
 
+    /// A page's `limit`: a number from 1 to 500; absent or empty: `None` (the core's
+    /// default).
+    pub(crate) fn limit(&self) -> Result<Option<u32>, EdgeError> {
+        match self.string("limit")?.as_deref().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(n) => n
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .map(Some)
+                .ok_or_else(|| EdgeError::invalid("limit", "must be a number from 1 to 500")),
+        }
+    }
+
     /// A boolean: `true` or `false` (also `1` or `0`); empty means absent.
     pub(crate) fn boolean(&self, name: &str) -> Result<Option<bool>, EdgeError> {
         match self.string(name)?.as_deref().map(str::trim) {

@@ -30,6 +30,7 @@ mod m20261206_000023_webhook_standing;
 mod m20261207_000024_approval_wallet;
 mod m20261208_000025_deposits;
 mod m20261209_000026_payouts;
+mod m20261210_000027_payout_packs;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -64,6 +65,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000024_approval_wallet::Migration),
             Box::new(m20261208_000025_deposits::Migration),
             Box::new(m20261209_000026_payouts::Migration),
+            Box::new(m20261210_000027_payout_packs::Migration),
         ]
     }
 }

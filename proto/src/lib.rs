@@ -4,6 +4,7 @@
 
 pub mod channel;
 pub mod json;
+pub mod payouts_csv;
 pub mod request_id;
 pub mod rest;
 

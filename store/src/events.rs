@@ -106,6 +106,15 @@ impl Store {
         insert_rows(conn, deposits, EventType::Deposit(state)).await
     }
 
+    /// Notes, in `conn`'s transaction, that payout `(id, user, chain)` completed.
+    pub(crate) async fn insert_payout_event<C: sea_orm::ConnectionTrait>(
+        &self,
+        conn: &C,
+        payout: (Uuid, Uuid, String),
+    ) -> Result<()> {
+        insert_rows(conn, vec![payout], EventType::PayoutCompleted).await
+    }
+
     /// `insert_event` for an open record.
     pub async fn insert_event_of<C: Conn>(
         &self,

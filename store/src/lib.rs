@@ -49,7 +49,7 @@ pub use events::{DepositEvent, TransactionEvent};
 pub use idempotency::{ClaimRow, NewClaim};
 pub use leases::Leased;
 pub use leases::REQUEST_HOLD;
-pub use payouts::PayoutStored;
+pub use payouts::{ItemTransaction, PayoutFilter, PayoutStored};
 pub use provider_links::SyncReport;
 pub use sessions::NewSession;
 pub use transactions::NewTransaction;

@@ -3,18 +3,43 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
-    sea_query::Expr,
+    ActiveValue::Set,
+    ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    sea_query::{Expr, Query},
 };
 use uuid::Uuid;
 
 use super::{
     Store,
-    entities::{payout_items as items, payouts},
+    entities::{payout_items as items, payouts, transactions},
     is_unique_violation,
 };
 use crate::error::{Result, StoreError};
-use walletops_domain::{ItemMade, Payout, PayoutItem, PayoutState};
+use walletops_domain::{ItemMade, ItemStanding, Payout, PayoutItem, PayoutState, TxStatus};
+
+/// The transaction a payout's item is paid in, as its standing needs it.
+#[derive(Debug, Clone)]
+pub struct ItemTransaction {
+    /// The record.
+    pub id: Uuid,
+    /// Its status.
+    pub status: TxStatus,
+    /// Its hash or signature.
+    pub hash: Option<String>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// Which payouts a list selects.
+#[derive(Debug, Clone, Default)]
+pub struct PayoutFilter {
+    /// Only this chain's.
+    pub chain: Option<String>,
+    /// Only those in this state.
+    pub state: Option<PayoutState>,
+    /// Only those made before this one (payout ids grow with time): the page after it.
+    pub before: Option<Uuid>,
+}
 
 /// What storing a payout came to.
 #[derive(Debug)]
@@ -60,6 +85,7 @@ fn payout_of(p: payouts::Model, rows: Vec<items::Model>) -> Result<Payout> {
                 token: m.token,
                 amount: m.amount,
                 reference: m.reference,
+                pack: m.pack.and_then(|p| u32::try_from(p).ok()),
             })
         })
         .collect::<Result<_>>()?;
@@ -139,6 +165,7 @@ impl Store {
                 made: Set("queued".to_owned()),
                 made_id: Set(None),
                 error: Set(None),
+                pack: Set(item.pack.and_then(|p| i32::try_from(p).ok())),
             })
             .collect();
         for run in super::in_cached_shapes(rows) {
@@ -171,6 +198,81 @@ impl Store {
             .all(self.sea())
             .await?;
         payout_of(p, rows).map(Some)
+    }
+
+    /// `user_id`'s payouts that `filter` selects, newest first, at most `limit`, each with
+    /// its items.
+    pub async fn list_payouts(
+        &self,
+        user_id: Uuid,
+        filter: &PayoutFilter,
+        limit: u64,
+    ) -> Result<Vec<Payout>> {
+        let mut query = payouts::Entity::find().filter(payouts::Column::UserId.eq(user_id));
+        if let Some(chain) = &filter.chain {
+            query = query.filter(payouts::Column::Chain.eq(chain.as_str()));
+        }
+        if let Some(state) = filter.state {
+            query = query.filter(payouts::Column::State.eq(state.as_str()));
+        }
+        if let Some(before) = filter.before {
+            query = query.filter(payouts::Column::Id.lt(before));
+        }
+        let page = query
+            .order_by_desc(payouts::Column::Id)
+            .limit(limit)
+            .all(self.sea())
+            .await?;
+        let ids: Vec<Uuid> = page.iter().map(|p| p.id).collect();
+        let mut rows = items::Entity::find()
+            .filter(items::Column::PayoutId.is_in(ids))
+            .order_by_asc(items::Column::PayoutId)
+            .order_by_asc(items::Column::Idx)
+            .all(self.sea())
+            .await?;
+        page.into_iter()
+            .map(|p| {
+                let (mine, rest): (Vec<_>, Vec<_>) =
+                    rows.drain(..).partition(|r| r.payout_id == p.id);
+                rows = rest;
+                payout_of(p, mine)
+            })
+            .collect()
+    }
+
+    /// The transactions the items of payouts `ids` are paid in.
+    pub async fn payout_transactions(&self, ids: &[Uuid]) -> Result<Vec<ItemTransaction>> {
+        let made = Query::select()
+            .column(items::Column::MadeId)
+            .from(items::Entity)
+            .and_where(items::Column::PayoutId.is_in(ids.iter().copied()))
+            .and_where(items::Column::Made.eq("submitted"))
+            .to_owned();
+        let rows: Vec<(Uuid, String, Option<String>, Option<String>)> =
+            transactions::Entity::find()
+                .select_only()
+                .column(transactions::Column::Id)
+                .column(transactions::Column::Status)
+                .column(transactions::Column::Hash)
+                .column(transactions::Column::Error)
+                .filter(transactions::Column::Id.in_subquery(made))
+                .into_tuple()
+                .all(self.sea())
+                .await?;
+        rows.into_iter()
+            .map(|(id, status, hash, error)| {
+                let status = serde_json::from_value(serde_json::Value::String(status.clone()))
+                    .map_err(|_| {
+                        StoreError::Corrupt(anyhow::anyhow!("transaction {id}: status {status:?}"))
+                    })?;
+                Ok(ItemTransaction {
+                    id,
+                    status,
+                    hash,
+                    error,
+                })
+            })
+            .collect()
     }
 
     /// Takes up to `limit` running payouts whose lease is free, expired or `owner`'s, for
@@ -234,10 +336,31 @@ impl Store {
         Ok(())
     }
 
-    /// Marks running payout `id` completed at `at`; `false` when it was not running (another
-    /// core completed it): only the one that completes it tells of it.
-    pub async fn complete_payout(&self, id: Uuid, at: DateTime<Utc>) -> Result<bool> {
-        Ok(payouts::Entity::update_many()
+    /// Where each item of each of `payouts` stands (per payout, in item order).
+    pub async fn payout_standings(&self, payouts: &[Payout]) -> Result<Vec<Vec<ItemStanding>>> {
+        let ids: Vec<Uuid> = payouts.iter().map(|p| p.id).collect();
+        let txs: std::collections::HashMap<Uuid, ItemTransaction> = self
+            .payout_transactions(&ids)
+            .await?
+            .into_iter()
+            .map(|t| (t.id, t))
+            .collect();
+        Ok(payouts
+            .iter()
+            .map(|p| p.items.iter().map(|i| standing(&i.made, &txs)).collect())
+            .collect())
+    }
+
+    /// Marks running payout `id` of `user_id` on `chain` completed at `at`, and notes its
+    /// `payout.completed` event, in one transaction; `false` when it was not running
+    /// (another core completed it): only the one that completes it tells of it.
+    pub async fn complete_payout(
+        &self,
+        (id, user_id, chain): (Uuid, Uuid, &str),
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let txn = self.begin_sea().await?;
+        let done = payouts::Entity::update_many()
             .col_expr(
                 payouts::Column::State,
                 Expr::value(PayoutState::Completed.as_str()),
@@ -245,10 +368,49 @@ impl Store {
             .col_expr(payouts::Column::CompletedAt, Expr::value(at))
             .filter(payouts::Column::Id.eq(id))
             .filter(payouts::Column::State.eq(PayoutState::Running.as_str()))
-            .exec(self.sea())
+            .exec(&txn)
             .await?
             .rows_affected
-            > 0)
+            > 0;
+        if done {
+            self.insert_payout_event(&txn, (id, user_id, chain.to_owned()))
+                .await?;
+        }
+        txn.commit().await?;
+        Ok(done)
+    }
+}
+
+/// Where an item that became `made` stands, its transaction (if any) read in `txs`.
+fn standing(
+    made: &ItemMade,
+    txs: &std::collections::HashMap<Uuid, ItemTransaction>,
+) -> ItemStanding {
+    match made {
+        ItemMade::Queued => ItemStanding::named("QUEUED"),
+        ItemMade::Held(approval) => ItemStanding {
+            approval_id: Some(*approval),
+            ..ItemStanding::named("PENDING_APPROVAL")
+        },
+        ItemMade::Failed(why) => ItemStanding {
+            error: Some(why.clone()),
+            is_final: true,
+            ..ItemStanding::named("FAILED")
+        },
+        ItemMade::Submitted(tx) => match txs.get(tx) {
+            Some(t) => ItemStanding {
+                state: t.status.as_str().to_ascii_uppercase(),
+                transaction_id: Some(*tx),
+                hash: t.hash.clone(),
+                error: t.error.clone(),
+                approval_id: None,
+                is_final: t.status.is_final(),
+            },
+            None => ItemStanding {
+                transaction_id: Some(*tx),
+                ..ItemStanding::named("SUBMITTED")
+            },
+        },
     }
 }
 
@@ -275,6 +437,7 @@ mod tests {
                     token: None,
                     amount: amount.to_owned(),
                     reference: Some(format!("invoice {index}")),
+                    pack: None,
                     made: ItemMade::Queued,
                 })
                 .collect(),
@@ -342,17 +505,23 @@ mod tests {
                 ]
             );
             assert_eq!(read.items[0].reference.as_deref(), Some("invoice 0"));
+            let this = (stored.id, user, "anvil");
             assert!(
                 store
-                    .complete_payout(stored.id, Utc::now())
+                    .complete_payout(this, Utc::now())
                     .await
                     .expect("complete")
             );
-            assert!(
-                !store
-                    .complete_payout(stored.id, Utc::now())
+            assert!(!store.complete_payout(this, Utc::now()).await.expect("once"));
+            assert_eq!(
+                store
+                    .payout_standings(std::slice::from_ref(&read))
                     .await
-                    .expect("once")
+                    .expect("standings")[0]
+                    .iter()
+                    .map(|s| s.state.as_str())
+                    .collect::<Vec<_>>(),
+                ["QUEUED", "SUBMITTED", "FAILED"]
             );
             assert!(
                 store

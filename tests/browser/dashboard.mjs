@@ -278,10 +278,35 @@ try {
   await assertLabelled(page);
   await shot(page, "deposits");
 
+  // Payouts: a CSV file checked row by row and previewed; nothing is paid until Pay.
+  await page.click("nav a:has-text('Payouts')");
+  await page.waitForURL(/\/dashboard\/payouts$/);
+  await page.fill("#chain", "anvil");
+  await page.fill("#csv", "to,asset,amount\n0x2222222222222222222222222222222222222201,native,1000\n0x12,native,5\n");
+  const [checked] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.click("#check")]);
+  assert.equal(checked.status(), 400);
+  assert.match(await page.textContent("#problems"), /row 3, to/);
+  assert.equal(await page.inputValue("#chain"), "anvil", "what was typed stays");
+  const payroll = "to,asset,amount,reference\n0x2222222222222222222222222222222222222201,native,1000,march\n0x2222222222222222222222222222222222222202,native,2000,april\n";
+  await page.setInputFiles("#csv-file", { name: "payroll.csv", mimeType: "text/csv", buffer: Buffer.from(payroll) });
+  await page.waitForFunction(() => document.querySelector("#csv").value.includes("april"));
+  await page.click("#check");
+  await page.waitForSelector("#preview");
+  assert.equal(await page.locator("#preview tbody tr").count(), 2);
+  assert.match(await page.textContent("#pay"), /Pay 2 recipients/);
+  await assertLabelled(page);
+  await shot(page, "payouts-preview");
+  await page.click("#pay");
+  await page.waitForURL(/\/dashboard\/payouts\/[0-9a-f-]{36}$/);
+  // The page reloads itself while the payout runs.
+  await page.locator("#payout", { hasText: "Completed" }).waitFor({ timeout: 60000 });
+  assert.equal(await page.locator("#items td.state", { hasText: "CONFIRMED" }).count(), 2);
+  await shot(page, "payout");
+
   // Phone width: nothing wider than the screen but the tables' own scrolling.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await context.storageState() });
   const small = await phone.newPage();
-  for (const path of ["keys", "wallets", "transactions", "approvals", "deposits"]) {
+  for (const path of ["keys", "wallets", "transactions", "approvals", "deposits", "payouts"]) {
     await small.goto(`${BASE}/dashboard/${path}`);
     await shot(small, `${path}-phone`);
     const overflow = await small.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

@@ -13,18 +13,32 @@ pub const WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL_EVERY: Duration = Duration::from_millis(20);
 
 /// Polls `check` until it yields a value; fails after `WAIT_TIMEOUT` naming `what`.
-pub async fn poll_until<T, F, Fut>(what: &str, mut check: F) -> anyhow::Result<T>
+pub async fn poll_until<T, F, Fut>(what: &str, check: F) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = anyhow::Result<Option<T>>>,
 {
-    let deadline = tokio::time::Instant::now() + WAIT_TIMEOUT;
+    poll_until_within(what, WAIT_TIMEOUT, check).await
+}
+
+/// `poll_until` for work that is long by its nature (a thousand payments, say): fails
+/// after `timeout`.
+pub async fn poll_until_within<T, F, Fut>(
+    what: &str,
+    timeout: Duration,
+    mut check: F,
+) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if let Some(v) = check().await? {
             return Ok(v);
         }
         if tokio::time::Instant::now() >= deadline {
-            bail!("timed out after {WAIT_TIMEOUT:?} waiting for {what}");
+            bail!("timed out after {timeout:?} waiting for {what}");
         }
         tokio::time::sleep(POLL_EVERY).await;
     }

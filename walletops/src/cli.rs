@@ -122,6 +122,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         data: DataDir,
     },
+    /// Pay many recipients from one wallet, from a CSV file; list and show payouts.
+    Payouts {
+        #[command(subcommand)]
+        command: PayoutsCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
     /// Manage the keystore's master key.
     Keystore {
         #[command(subcommand)]
@@ -339,6 +346,49 @@ pub(crate) enum ApprovalsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum PayoutsCommand {
+    /// Check and store a payout of the items of a CSV file (columns `to`, `asset`, `amount`,
+    /// optional `token` and `reference`; amounts in base units): a running core pays each
+    /// item once. Nothing is stored when any row or the wallet's funds are wrong.
+    Create {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Chain slug.
+        #[arg(long)]
+        chain: String,
+        /// The CSV file.
+        #[arg(long)]
+        csv: std::path::PathBuf,
+        /// The paying wallet; default: the user's default wallet for the chain.
+        #[arg(long)]
+        from: Option<String>,
+        /// The payout's idempotency key (a UUID); default: derived from the user, chain,
+        /// wallet and the file's bytes, so running the command again with the same file
+        /// answers the same payout instead of paying twice.
+        #[arg(long)]
+        idempotency_key: Option<uuid::Uuid>,
+        /// Only check the file and the funds; store nothing.
+        #[arg(long)]
+        check: bool,
+    },
+    /// List a user's payouts, newest first.
+    List {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+    },
+    /// Show a payout and where each item stands.
+    Show {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Payout id.
+        id: uuid::Uuid,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum WebhooksCommand {
     /// Register an endpoint and print its signing secret (shown once).
     Create {
@@ -495,6 +545,7 @@ impl Command {
             | Self::Keys { data, .. }
             | Self::Webhooks { data, .. }
             | Self::Approvals { data, .. }
+            | Self::Payouts { data, .. }
             | Self::Wallets { data, .. }
             | Self::Keystore { data, .. }
             | Self::Backup { data, .. }

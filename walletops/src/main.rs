@@ -12,6 +12,7 @@ mod admin;
 mod approvals;
 mod cli;
 mod metrics_listener;
+mod payouts;
 mod serve;
 mod serving_record;
 mod webhooks;
@@ -123,6 +124,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Wallets { command, .. } => admin::wallets(config, command).await,
         Command::Webhooks { command, .. } => webhooks::webhooks(config, command).await,
         Command::Approvals { command, .. } => approvals::approvals(config, command).await,
+        Command::Payouts { command, .. } => payouts::payouts(config, command).await,
         Command::Keystore { command, .. } => admin::keystore(config, command).await,
         Command::Backup { file, .. } => admin::backup(&config, &file).await,
     }

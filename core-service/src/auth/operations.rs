@@ -43,11 +43,12 @@ pub enum Operation {
     WatchDeposits,
     CreatePayout,
     GetPayout,
+    ListPayouts,
 }
 
 impl Operation {
     /// Every operation.
-    pub const ALL: [Self; 34] = [
+    pub const ALL: [Self; 35] = [
         Self::ListWallets,
         Self::GetBalances,
         Self::GetTransaction,
@@ -82,6 +83,7 @@ impl Operation {
         Self::WatchDeposits,
         Self::CreatePayout,
         Self::GetPayout,
+        Self::ListPayouts,
     ];
 
     /// The scope a caller needs for it.
@@ -102,6 +104,7 @@ impl Operation {
             | Self::GetDeposit
             | Self::WatchDeposits
             | Self::GetPayout
+            | Self::ListPayouts
             | Self::SimulateWrite => Scope::Read,
             Self::GetQuote => Scope::Trade,
             Self::Send
@@ -157,6 +160,7 @@ impl Operation {
             Self::WatchDeposits => "/walletops.v1.DepositService/WatchDeposits",
             Self::CreatePayout => "/walletops.v1.PayoutService/CreatePayout",
             Self::GetPayout => "/walletops.v1.PayoutService/GetPayout",
+            Self::ListPayouts => "/walletops.v1.PayoutService/ListPayouts",
             Self::ReplayWebhookDeliveries => "/walletops.v1.WebhookService/ReplayWebhookDeliveries",
             Self::EnableWebhook => "/walletops.v1.WebhookService/EnableWebhook",
             Self::ListHoldings => "/walletops.v1.DashboardService/ListHoldings",

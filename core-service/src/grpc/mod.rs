@@ -226,6 +226,10 @@ pub fn webhook_body(event: crate::webhooks::delivery::Event, core: &Core) -> Vec
             EventData::Transaction(Box::new(convert::transaction(*record, &core.chains)))
         }
         Subject::Deposit(deposit) => EventData::Deposit(Box::new(convert::deposit(*deposit, core))),
+        Subject::Payout(payout) => {
+            let (payout, standings) = *payout;
+            EventData::Payout(Box::new(payouts::described(payout, standings, false)))
+        }
     };
     walletops_proto::rest::webhook_body(event.event_type, event.at, data)
 }

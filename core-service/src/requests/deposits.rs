@@ -14,11 +14,6 @@ use crate::{
 use walletops_domain::{DepositState, WalletAddress};
 use walletops_store::DepositFilter;
 
-/// Deposits per page when the request says none.
-const DEFAULT_PAGE_SIZE: u64 = 50;
-/// Most deposits per page.
-const MAX_PAGE_SIZE: u64 = 500;
-
 /// The wallet a deposit list is narrowed to: by id or by address.
 #[derive(Debug, Clone)]
 pub enum WalletRef {
@@ -63,14 +58,7 @@ pub fn list(
             .ok_or_else(|| "must be a time".to_owned());
         v.check("since", at)
     });
-    let page_size = match u64::from(req.page_size) {
-        0 => DEFAULT_PAGE_SIZE,
-        n if n > MAX_PAGE_SIZE => {
-            v.push("page_size", format!("must be 1 to {MAX_PAGE_SIZE}"));
-            DEFAULT_PAGE_SIZE
-        }
-        n => n,
-    };
+    let page_size = super::page_size(&mut v, req.page_size);
     let page = non_empty(req.page_token.as_ref()).and_then(|raw| {
         let token =
             PageToken::parse(raw).ok_or_else(|| "not a page token this service gave".to_owned());

@@ -30,6 +30,23 @@ use walletops_domain::{ChainFamily, WalletAddress};
 
 /// An optional field's value; empty counts as absent (proto3 cannot tell them apart for a
 /// client that sets every field).
+/// Rows per page of a list when the request says none.
+const DEFAULT_PAGE_SIZE: u64 = 50;
+/// Most rows per page of a list.
+const MAX_PAGE_SIZE: u64 = 500;
+
+/// A list's `page_size`: 0 is the default, more than the most is a violation.
+pub(crate) fn page_size(v: &mut crate::error::Violations, requested: u32) -> u64 {
+    match u64::from(requested) {
+        0 => DEFAULT_PAGE_SIZE,
+        n if n > MAX_PAGE_SIZE => {
+            v.push("page_size", format!("must be 1 to {MAX_PAGE_SIZE}"));
+            DEFAULT_PAGE_SIZE
+        }
+        n => n,
+    }
+}
+
 pub(crate) fn non_empty(v: Option<&String>) -> Option<&str> {
     v.map(String::as_str).filter(|s| !s.is_empty())
 }

@@ -3,11 +3,15 @@
 
 use walletops_proto::v1 as pb;
 
-use super::{SendRequest, non_empty};
+use solana_pubkey::Pubkey;
+
+use super::{SendRequest, Transfer, WriteRequest, non_empty};
 use crate::{
-    chains::Registry,
-    error::{FieldViolation, Result, WalletOpsError},
+    chains::{Chain, Registry},
+    error::{FieldViolation, Result, Violations, WalletOpsError},
 };
+use walletops_domain::{PayoutState, WalletAddress};
+use walletops_store::PayoutFilter;
 
 /// Most items one payout may hold.
 pub const MAX_ITEMS: usize = 1000;
@@ -74,4 +78,108 @@ impl PayoutRequest {
         }
         Ok(Self { items })
     }
+}
+
+/// One recipient of a Solana transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leg {
+    /// The recipient (the owner, for SPL).
+    pub to: Pubkey,
+    /// Lamports or token base units.
+    pub amount: u64,
+}
+
+/// A payout's items of one asset paid in one Solana transaction (a pack), as the runner
+/// asks for it: the items' sends, parsed.
+#[derive(Debug, Clone)]
+pub struct PackRequest {
+    /// The chain.
+    pub chain: Chain,
+    /// The paying wallet.
+    pub from: Option<WalletAddress>,
+    /// The mint; `None`: SOL.
+    pub mint: Option<Pubkey>,
+    /// Each recipient and its amount.
+    pub legs: Vec<Leg>,
+}
+
+impl PackRequest {
+    /// Parses the pack `req`: Solana items, all of one asset.
+    pub fn parse(chains: &Registry, req: &pb::CreatePayoutRequest) -> Result<Self> {
+        let parsed = PayoutRequest::parse(chains, req)?;
+        let first = &parsed.items[0].1;
+        let mut mint = None;
+        let mut legs = Vec::with_capacity(parsed.items.len());
+        for (i, (_, send, _)) in parsed.items.iter().enumerate() {
+            let Transfer::Solana {
+                to,
+                mint: m,
+                amount,
+            } = send.transfer
+            else {
+                return Err(WalletOpsError::invalid(
+                    "chain",
+                    "items are packed in one transaction only on Solana",
+                ));
+            };
+            if i == 0 {
+                mint = m;
+            } else if m != mint {
+                return Err(WalletOpsError::InvalidInput(vec![FieldViolation::new(
+                    format!("items[{i}].token"),
+                    "the items of one transaction move one asset",
+                )]));
+            }
+            legs.push(Leg { to, amount });
+        }
+        Ok(Self {
+            chain: first.chain.clone(),
+            from: first.from,
+            mint,
+            legs,
+        })
+    }
+}
+
+impl WriteRequest for PackRequest {
+    fn chain(&self) -> &Chain {
+        &self.chain
+    }
+    fn from(&self) -> Option<&WalletAddress> {
+        self.from.as_ref()
+    }
+}
+
+/// `ListPayouts`, parsed: the filter and the page size.
+pub fn list(chains: &Registry, req: &pb::ListPayoutsRequest) -> Result<(PayoutFilter, u64)> {
+    let mut v = Violations::default();
+    let chain = non_empty(req.chain.as_ref()).and_then(|slug| {
+        let chain = chains.resolve(slug).map_err(|e| e.to_string());
+        v.check("chain", chain.map(|c| c.slug().to_owned()))
+    });
+    let state = match pb::PayoutState::try_from(req.state) {
+        Ok(pb::PayoutState::Unspecified) => None,
+        Ok(pb::PayoutState::Running) => Some(PayoutState::Running),
+        Ok(pb::PayoutState::Completed) => Some(PayoutState::Completed),
+        Err(_) => {
+            v.push("state", "unknown state");
+            None
+        }
+    };
+    let page_size = super::page_size(&mut v, req.page_size);
+    let before = non_empty(req.page_token.as_ref()).and_then(|raw| {
+        let id = raw
+            .parse::<uuid::Uuid>()
+            .map_err(|_| "not a page token this service gave".to_owned());
+        v.check("page_token", id)
+    });
+    v.finish()?;
+    Ok((
+        PayoutFilter {
+            chain,
+            state,
+            before,
+        },
+        page_size,
+    ))
 }

@@ -3,10 +3,13 @@
 
 use alloy::primitives::{Bytes, U256};
 
-use super::{evm::EvmIntent, solana::SolanaIntent};
+use super::{
+    evm::EvmIntent,
+    solana::{Leg, SolanaIntent},
+};
 use crate::{
     chains::evm::{erc20_approve, erc20_transfer},
-    requests::{ApproveRequest, CallRequest, SendRequest, Transfer},
+    requests::{ApproveRequest, CallRequest, SendRequest, Transfer, payouts::PackRequest},
 };
 use walletops_domain::{DelegatedWallet, TxKind};
 
@@ -24,9 +27,8 @@ pub(crate) fn send(req: &SendRequest, wallet: &DelegatedWallet) -> SendIntent {
     let slug = req.chain.slug();
     match req.transfer {
         Transfer::Solana { to, mint, amount } => SendIntent::Solana(SolanaIntent {
-            to,
+            legs: vec![Leg { to, amount }],
             mint,
-            amount,
             request: serde_json::json!({
                 "chain": slug, "from": from, "to": to.to_string(),
                 "asset": if mint.is_some() { "ASSET_SPL" } else { "ASSET_NATIVE" },
@@ -66,6 +68,24 @@ pub(crate) fn send(req: &SendRequest, wallet: &DelegatedWallet) -> SendIntent {
                 },
             })
         }
+    }
+}
+
+/// The payout items `req` packed in one transaction from `wallet`.
+pub(crate) fn pack(req: &PackRequest, wallet: &DelegatedWallet) -> SolanaIntent {
+    let items: Vec<serde_json::Value> = req
+        .legs
+        .iter()
+        .map(|leg| serde_json::json!({"to": leg.to.to_string(), "amount": leg.amount.to_string()}))
+        .collect();
+    SolanaIntent {
+        legs: req.legs.clone(),
+        mint: req.mint,
+        request: serde_json::json!({
+            "chain": req.chain.slug(), "from": wallet.wallet().address.to_string(),
+            "asset": if req.mint.is_some() { "ASSET_SPL" } else { "ASSET_NATIVE" },
+            "token": req.mint.map(|m| m.to_string()), "items": items,
+        }),
     }
 }
 

@@ -7,6 +7,7 @@
 mod broadcasts;
 pub mod evm;
 mod intents;
+pub mod packs;
 pub mod solana;
 
 #[cfg(test)]
@@ -21,7 +22,7 @@ use crate::{
     effects::Foreseen,
     error::{Result, WalletOpsError},
     idempotency::Ticket,
-    requests::{ApproveRequest, CallRequest, SendRequest},
+    requests::{ApproveRequest, CallRequest, SendRequest, payouts::PackRequest},
 };
 use walletops_domain::{DelegatedWallet, OpenTransaction, Submission};
 
@@ -86,6 +87,19 @@ impl Transfers {
                 Prepared::Solana(self.solana.prepare(&req.chain, wallet, intent).await?)
             }
         })
+    }
+
+    /// Builds and checks the payout items `req` packed in one Solana transaction from
+    /// `wallet`.
+    pub async fn prepare_pack(
+        &self,
+        req: &PackRequest,
+        wallet: &DelegatedWallet,
+    ) -> Result<Prepared> {
+        let intent = intents::pack(req, wallet);
+        Ok(Prepared::Solana(
+            self.solana.prepare(&req.chain, wallet, intent).await?,
+        ))
     }
 
     /// Builds and checks the approval of `req`'s spender from `wallet`.

@@ -13,10 +13,7 @@ use solana_hash::Hash;
 use solana_message::Message;
 use solana_pubkey::Pubkey;
 use solana_transaction::{Transaction, versioned::VersionedTransaction};
-use spl_associated_token_account_interface::{
-    address::get_associated_token_address_with_program_id,
-    instruction::create_associated_token_account_idempotent,
-};
+use spl_associated_token_account_interface::address::get_associated_token_address_with_program_id;
 use uuid::Uuid;
 
 use super::{BroadcastLog, handed_over};
@@ -39,17 +36,27 @@ use walletops_domain::{
 };
 use walletops_store::{NewTransaction, Store};
 
-/// What a Solana send moves, parsed and ready.
+/// What a Solana send moves, parsed and ready: one leg, or several of one asset (a payout's
+/// items packed in one transaction).
 #[derive(Debug, Clone)]
 pub struct SolanaIntent {
-    /// The recipient (the owner, for SPL).
-    pub to: Pubkey,
-    /// The mint, for SPL; `None` for SOL.
+    /// Each recipient (the owner, for SPL) and its lamports or token base units.
+    pub legs: Vec<Leg>,
+    /// The mint, for SPL; `None`: SOL.
     pub mint: Option<Pubkey>,
-    /// Lamports or token base units.
-    pub amount: u64,
     /// The request as received, kept with the record for audit.
     pub request: serde_json::Value,
+}
+
+pub use crate::requests::payouts::Leg;
+
+impl SolanaIntent {
+    /// What all its legs move together.
+    fn total(&self) -> u64 {
+        self.legs
+            .iter()
+            .fold(0u64, |sum, leg| sum.saturating_add(leg.amount))
+    }
 }
 
 /// What a Solana write signs.
@@ -131,16 +138,9 @@ impl SolanaPipeline {
             ));
         };
         let id = Uuid::now_v7();
-        let (mut instructions, rent, token) = match intent.mint {
-            None => (
-                vec![solana_system_interface::instruction::transfer(
-                    &from,
-                    &intent.to,
-                    intent.amount,
-                )],
-                0,
-                None,
-            ),
+        let total = intent.total();
+        let (mut instructions, rent) = match intent.mint {
+            None => (super::packs::instructions(&from, None, &intent.legs)?, 0),
             Some(mint) => {
                 let info = client
                     .mints(&[mint])
@@ -163,50 +163,43 @@ impl SolanaPipeline {
                     .into_iter()
                     .find(|h| h.mint == mint)
                     .map_or(0, |h| h.amount);
-                if held < intent.amount {
+                if held < total {
                     return Err(WalletOpsError::InsufficientFunds(format!(
-                        "wallet {} holds {held} of {mint}, less than {}",
-                        w.address, intent.amount
+                        "wallet {} holds {held} of {mint}, less than {total}",
+                        w.address
                     )));
                 }
-                let source =
-                    get_associated_token_address_with_program_id(&from, &mint, &info.program);
-                let dest =
-                    get_associated_token_address_with_program_id(&intent.to, &mint, &info.program);
                 // A new recipient account is paid by the sender: it needs its rent too.
-                let rent = if client.exists(&dest).await? {
+                let mut new_accounts = 0u64;
+                let mut seen = Vec::with_capacity(intent.legs.len());
+                for leg in &intent.legs {
+                    let dest =
+                        get_associated_token_address_with_program_id(&leg.to, &mint, &info.program);
+                    if !seen.contains(&dest) && !client.exists(&dest).await? {
+                        new_accounts += 1;
+                    }
+                    seen.push(dest);
+                }
+                let rent = if new_accounts == 0 {
                     0
                 } else {
                     client
                         .rent_exempt(token_account_len(&info.program)?)
                         .await?
+                        .saturating_mul(new_accounts)
                 };
-                let transfer = spl_token_2022_interface::instruction::transfer_checked(
-                    &info.program,
-                    &source,
-                    &mint,
-                    &dest,
-                    &from,
-                    &[],
-                    intent.amount,
-                    info.decimals,
-                )
-                .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("transfer_checked: {e}")))?;
+                let spl = super::packs::Spl {
+                    mint,
+                    program: info.program,
+                    decimals: info.decimals,
+                };
                 (
-                    vec![
-                        create_associated_token_account_idempotent(
-                            &from,
-                            &intent.to,
-                            &mint,
-                            &info.program,
-                        ),
-                        transfer,
-                    ],
+                    super::packs::instructions(&from, Some(spl), &intent.legs)?,
                     rent,
-                    Some(mint),
                 )
             }
         };
+        let token = intent.mint;
         // Signatures are deterministic: without it, two equal payments signed with one
         // blockhash (same wallet, recipient and amount, within a slot or a provider's cached
         // blockhash) would be one transaction, landing once for two records.
@@ -221,7 +214,7 @@ impl SolanaPipeline {
             .fee(&Transaction::new_unsigned(message.clone()))
             .await?;
         let lamports = client.balance(&from).await?;
-        let sol_out = if token.is_none() { intent.amount } else { 0 };
+        let sol_out = if token.is_none() { total } else { 0 };
         let needed = sol_out.saturating_add(fee).saturating_add(rent);
         if lamports < needed {
             return Err(WalletOpsError::InsufficientFunds(format!(
@@ -237,18 +230,25 @@ impl SolanaPipeline {
             chain_id: chain.chain_id(),
             kind: TxKind::Send,
             from: w.address,
-            to: intent.to.to_string(),
+            to: intent
+                .legs
+                .first()
+                .map(|l| l.to.to_string())
+                .unwrap_or_default(),
             asset: Some(if token.is_some() { "spl" } else { "native" }.to_owned()),
             token: token.map(|t| t.to_string()),
-            amount: Some(intent.amount.to_string()),
+            amount: Some(total.to_string()),
             request: intent.request,
             hash: String::new(),
             nonce: None,
             signed_payload: Vec::new(),
             idempotency_key: None,
-            note: Some(format!(
-                "signed with a blockhash valid to block height {valid_until}"
-            )),
+            note: Some(match intent.legs.len() {
+                1 => format!("signed with a blockhash valid to block height {valid_until}"),
+                n => format!(
+                    "pays {n} recipients; signed with a blockhash valid to block height {valid_until}"
+                ),
+            }),
             valid_until: Some(valid_until),
             held_until: None,
             simulated_effects: None,

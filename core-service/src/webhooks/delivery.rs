@@ -20,7 +20,9 @@ use uuid::Uuid;
 
 use super::{WebhooksConfig, signing, targets};
 use crate::{error::WalletOpsError, signer::Keystore};
-use walletops_domain::{Deposit, EventType, TransactionRecord, WebhookDelivery};
+use walletops_domain::{
+    Deposit, EventType, ItemStanding, Payout, TransactionRecord, WebhookDelivery,
+};
 use walletops_store::{FailedAttempt, Store};
 
 /// What a delivery tells: an event, when it happened, and its subject in that state.
@@ -41,6 +43,8 @@ pub enum Subject {
     Transaction(Box<TransactionRecord>),
     /// A deposit.
     Deposit(Box<Deposit>),
+    /// A payout and where each of its items stands.
+    Payout(Box<(Payout, Vec<ItemStanding>)>),
 }
 
 /// How an event becomes a delivery's body: the Standard Webhooks envelope around the JSON
@@ -287,6 +291,23 @@ impl Deliverer {
                     .ok_or_else(|| missing(format!("deposit {}", delivery.subject_id)))?;
                 deposit.state = state;
                 Subject::Deposit(Box::new(deposit))
+            }
+            EventType::PayoutCompleted => {
+                let payout = self
+                    .store
+                    .get_payout(delivery.user_id, delivery.subject_id)
+                    .await
+                    .map_err(|e| Failure::Internal(e.into()))?
+                    .ok_or_else(|| missing(format!("payout {}", delivery.subject_id)))?;
+                let standings = self
+                    .store
+                    .payout_standings(std::slice::from_ref(&payout))
+                    .await
+                    .map_err(|e| Failure::Internal(e.into()))?;
+                Subject::Payout(Box::new((
+                    payout,
+                    standings.into_iter().flatten().collect(),
+                )))
             }
         };
         // The change's own time; a delivery made without its event (none is ever purged)

@@ -7,6 +7,7 @@
 use std::{future::Future, time::Duration};
 
 use chrono::Utc;
+use uuid::Uuid;
 
 use super::{Gate, Write, Written};
 use crate::{
@@ -104,18 +105,36 @@ impl Core {
         &self,
         approval: &Approval,
     ) -> Result<std::result::Result<Caller, WalletOpsError>> {
+        self.standing_key(
+            approval.user_id,
+            approval.key_id,
+            Some(Scopes::ALL),
+            "the API key that asked for the write was revoked or expired before it was made",
+        )
+        .await
+    }
+
+    /// `user_id`'s key `key_id` as the caller of a write made later on its behalf, if the
+    /// key is still in force (with `scopes`, or the key's own); else `Forbidden(refusal)`.
+    pub(super) async fn standing_key(
+        &self,
+        user_id: Uuid,
+        key_id: Uuid,
+        scopes: Option<Scopes>,
+        refusal: &str,
+    ) -> Result<std::result::Result<Caller, WalletOpsError>> {
         let now = Utc::now();
         let key = self
             .keys
-            .list(approval.user_id)
+            .list(user_id)
             .await?
             .into_iter()
-            .find(|k| k.id == approval.key_id);
+            .find(|k| k.id == key_id);
         Ok(match key {
             Some(key) if matches!(key.state(now), KeyState::Active | KeyState::ExpiringSoon) => {
                 Ok(Caller {
-                    user_id: approval.user_id,
-                    scopes: Scopes::ALL,
+                    user_id,
+                    scopes: scopes.unwrap_or(key.scopes),
                     credential: Credential::Key {
                         id: key.id,
                         prefix: key.prefix,
@@ -125,10 +144,7 @@ impl Core {
                     },
                 })
             }
-            _ => Err(WalletOpsError::Forbidden(
-                "the API key that asked for the write was revoked or expired before it was made"
-                    .to_owned(),
-            )),
+            _ => Err(WalletOpsError::Forbidden(refusal.to_owned())),
         })
     }
 }

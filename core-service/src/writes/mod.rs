@@ -26,7 +26,6 @@ mod parsed;
 mod payouts;
 
 pub use dry_run::DryRun;
-pub use payouts::ItemStanding;
 
 use prost::Message;
 use tonic::metadata::MetadataMap;
@@ -56,7 +55,12 @@ pub enum Write {
     Call(pb::CallContractRequest),
     /// `POST /trade/swap`.
     Swap(pb::SwapRequest),
+    /// Payout items of one asset paid in one Solana transaction (`PackRequest`).
+    Pack(pb::CreatePayoutRequest),
 }
+
+/// The path a pack of payout items is kept under.
+const PACK_PATH: &str = "/payouts/pack";
 
 /// What a write answers.
 #[derive(Debug, Clone)]
@@ -80,7 +84,7 @@ impl Write {
     /// The operation it is, for the scope it needs.
     pub fn operation(&self) -> Operation {
         match self {
-            Self::Send(_) => Operation::Send,
+            Self::Send(_) | Self::Pack(_) => Operation::Send,
             Self::Approve(_) => Operation::ApproveToken,
             Self::Call(_) => Operation::CallContract,
             Self::Swap(_) => Operation::Swap,
@@ -94,6 +98,7 @@ impl Write {
             Self::Approve(_) => "/token/approve",
             Self::Call(_) => "/contracts/send",
             Self::Swap(_) => "/trade/swap",
+            Self::Pack(_) => PACK_PATH,
         }
     }
 
@@ -104,6 +109,7 @@ impl Write {
             Self::Approve(m) => m.canonical_bytes(),
             Self::Call(m) => m.canonical_bytes(),
             Self::Swap(m) => m.canonical_bytes(),
+            Self::Pack(m) => m.canonical_bytes(),
         }
     }
 
@@ -119,6 +125,7 @@ impl Write {
             "/token/approve" => Self::Approve(pb::ApproveTokenRequest::decode(bytes).map_err(bad)?),
             "/contracts/send" => Self::Call(pb::CallContractRequest::decode(bytes).map_err(bad)?),
             "/trade/swap" => Self::Swap(pb::SwapRequest::decode(bytes).map_err(bad)?),
+            PACK_PATH => Self::Pack(pb::CreatePayoutRequest::decode(bytes).map_err(bad)?),
             other => {
                 return Err(WalletOpsError::Internal(anyhow::anyhow!(
                     "a held write has an unknown path {other}"
@@ -147,6 +154,10 @@ impl Write {
             Self::Swap(m) => format!(
                 "swap {amount} {asset} for {} from {from} on {chain}",
                 m.to_token
+            ),
+            Self::Pack(m) => format!(
+                "pay {} recipients {amount} {asset} in all from {from} on {chain}",
+                m.items.len()
             ),
         }
     }

@@ -9,7 +9,9 @@ use crate::{
     chains::Chain,
     error::{Result, WalletOpsError},
     policy::Act,
-    requests::{ApproveRequest, CallRequest, SendRequest, SwapRequest, WriteRequest},
+    requests::{
+        ApproveRequest, CallRequest, SendRequest, SwapRequest, WriteRequest, payouts::PackRequest,
+    },
     transfers::Prepared,
 };
 use alloy::primitives::Selector;
@@ -22,6 +24,7 @@ enum Request {
     Approve(ApproveRequest),
     Call(CallRequest),
     Swap(SwapRequest),
+    Pack(PackRequest),
 }
 
 impl Request {
@@ -31,6 +34,7 @@ impl Request {
             Self::Approve(r) => r,
             Self::Call(r) => r,
             Self::Swap(r) => r,
+            Self::Pack(r) => r,
         }
     }
 }
@@ -52,7 +56,7 @@ impl Parsed {
     /// What it is, as key policies tell writes apart.
     pub(super) fn act(&self) -> Act {
         match &self.request {
-            Request::Send(_) | Request::Approve(_) => Act::Transfer,
+            Request::Send(_) | Request::Approve(_) | Request::Pack(_) => Act::Transfer,
             Request::Call(r) => Act::Call {
                 contract: WalletAddress::Evm(r.to),
                 selector: r.input.get(..4).map(Selector::from_slice),
@@ -79,6 +83,7 @@ impl Core {
             Write::Approve(m) => Request::Approve(ApproveRequest::parse(chains, m)?),
             Write::Call(m) => Request::Call(CallRequest::parse(chains, m)?),
             Write::Swap(m) => Request::Swap(SwapRequest::parse(chains, m)?),
+            Write::Pack(m) => Request::Pack(PackRequest::parse(chains, m)?),
         };
         let parsed = request.parsed();
         let family = parsed.chain().family();
@@ -110,6 +115,7 @@ impl Core {
             Request::Approve(r) => self.transfers.prepare_approve(r, wallet).await,
             Request::Call(r) => self.transfers.prepare_call(r, wallet).await,
             Request::Swap(r) => self.swaps.prepare(r, wallet).await,
+            Request::Pack(r) => self.transfers.prepare_pack(r, wallet).await,
         }
     }
 }

@@ -25,28 +25,35 @@ use walletops_proto::v1 as pb;
 use super::{Gate, Write, Written};
 use crate::{
     Core,
-    auth::{Caller, Credential, KeyState, Operation},
+    auth::{Caller, Credential, Operation},
     error::{Result, WalletOpsError},
     idempotency::{Canonical, IdempotencyKey, request_hash},
     requests::{Transfer, payouts::PayoutRequest},
 };
-use walletops_domain::{ItemMade, Payout, PayoutItem, PayoutState, WalletAddress};
+use walletops_domain::{ItemMade, ItemStanding, Payout, PayoutItem, PayoutState, WalletAddress};
 use walletops_store::PayoutStored;
 
 /// How often running payouts are looked at.
 const POLL_EVERY: Duration = Duration::from_millis(500);
 /// Payouts leased at once.
 const BATCH: u64 = 4;
-/// How long a core holds a payout it makes.
-const LEASE: chrono::Duration = chrono::Duration::seconds(120);
-/// Items made at once within a payout.
+/// How long a core holds a payout it makes; each round renews it, so a core that dies
+/// leaves its payouts to the others this long after its last round.
+const LEASE: chrono::Duration = chrono::Duration::seconds(20);
+/// Transactions made at once within a payout.
 const ITEMS_AT_ONCE: usize = 8;
+/// Transactions made per payout in one round, well within a lease; the next round (at
+/// once, while there is more) renews the lease and goes on.
+const ITEMS_PER_ROUND: usize = 64;
 /// The path payouts' keys are kept under.
 const PATH: &str = "/payouts";
 
 impl Canonical for pb::CreatePayoutRequest {
     fn canonical(&self) -> Self {
-        self.clone()
+        Self {
+            validate_only: false,
+            ..self.clone()
+        }
     }
 }
 
@@ -58,12 +65,57 @@ impl Core {
         req: pb::CreatePayoutRequest,
     ) -> Result<Payout> {
         let caller = self.admit(metadata, Operation::CreatePayout).await?;
-        let key = IdempotencyKey::parse(
-            metadata
-                .get(walletops_proto::IDEMPOTENCY_KEY_HEADER)
-                .map(|v| v.to_str().unwrap_or("")),
-        )?;
-        let parsed = PayoutRequest::parse(&self.chains, &req)?;
+        let key = if req.validate_only {
+            None
+        } else {
+            Some(IdempotencyKey::of(metadata)?)
+        };
+        self.create_payout_as(&caller, key, req).await
+    }
+
+    /// Checks the payout `req` of user `user_id` itself (the command line), and stores it
+    /// under `key` (unless `None`: only checked).
+    pub async fn create_owner_payout(
+        &self,
+        user_id: Uuid,
+        key: Option<Uuid>,
+        req: pb::CreatePayoutRequest,
+    ) -> Result<Payout> {
+        let key = key.map(IdempotencyKey::from);
+        self.create_payout_as(&owner(user_id, Uuid::nil()), key, req)
+            .await
+    }
+
+    /// Checks `caller`'s payout `req` and stores it under `key`; without a key, answers it
+    /// as it would be stored, its id nil.
+    async fn create_payout_as(
+        &self,
+        caller: &Caller,
+        key: Option<IdempotencyKey>,
+        req: pb::CreatePayoutRequest,
+    ) -> Result<Payout> {
+        let payout = self.checked_payout(caller, key, &req).await?;
+        let Some(key) = key else {
+            return Ok(payout);
+        };
+        match self.store.store_payout(&payout).await? {
+            PayoutStored::New(p) | PayoutStored::Replay(p) => {
+                self.payouts_wake.notify_one();
+                Ok(p)
+            }
+            PayoutStored::Mismatch => Err(crate::idempotency::body_mismatch(key.uuid())),
+        }
+    }
+
+    /// The payout `req` of `caller` under `key`, every item and the funds checked: as it
+    /// would be stored (its id nil without a key).
+    async fn checked_payout(
+        &self,
+        caller: &Caller,
+        key: Option<IdempotencyKey>,
+        req: &pb::CreatePayoutRequest,
+    ) -> Result<Payout> {
+        let parsed = PayoutRequest::parse(&self.chains, req)?;
         let first = &parsed.items[0].1;
         let wallet = self
             .wallets
@@ -76,46 +128,11 @@ impl Core {
             .await?;
         let wallet = wallet.wallet().clone();
         self.funds_cover(&parsed, &wallet).await?;
-        let now = Utc::now();
-        let payout = Payout {
-            id: Uuid::now_v7(),
-            user_id: caller.user_id,
-            key_id: caller.key_id(),
-            idempotency_key: key.uuid(),
-            request_hash: request_hash(PATH, &req.canonical_bytes()),
-            chain: first.chain.slug().to_owned(),
-            from: wallet.address.to_string(),
-            state: PayoutState::Running,
-            items: parsed
-                .items
-                .iter()
-                .enumerate()
-                .map(|(i, (send, _, reference))| PayoutItem {
-                    index: u32::try_from(i).unwrap_or(u32::MAX),
-                    to: send.to.trim().to_owned(),
-                    asset: pb::Asset::try_from(send.asset)
-                        .map(|a| {
-                            a.as_str_name()
-                                .trim_start_matches("ASSET_")
-                                .to_ascii_lowercase()
-                        })
-                        .unwrap_or_default(),
-                    token: send.token.clone().filter(|t| !t.is_empty()),
-                    amount: send.amount.trim().to_owned(),
-                    reference: reference.clone(),
-                    made: ItemMade::Queued,
-                })
-                .collect(),
-            created_at: now,
-            completed_at: None,
-        };
-        match self.store.store_payout(&payout).await? {
-            PayoutStored::New(p) | PayoutStored::Replay(p) => {
-                self.payouts_wake.notify_one();
-                Ok(p)
-            }
-            PayoutStored::Mismatch => Err(crate::idempotency::body_mismatch(key.uuid())),
+        let mut payout = payout_of(caller, key, req, &parsed, &wallet);
+        if key.is_none() {
+            payout.id = Uuid::nil();
         }
+        Ok(payout)
     }
 
     /// The caller of `metadata`'s payout `id`.
@@ -131,37 +148,28 @@ impl Core {
             .ok_or_else(|| WalletOpsError::NotFound(format!("payout {id}")))
     }
 
-    /// Where each item of `payout` stands: its state's name (QUEUED, PENDING_APPROVAL, FAILED,
-    /// or its transaction's status), with its transaction (id and hash), approval or error.
-    pub async fn payout_items(&self, payout: &Payout) -> Result<Vec<ItemStanding>> {
-        let mut out = Vec::with_capacity(payout.items.len());
-        for item in &payout.items {
-            out.push(match &item.made {
-                ItemMade::Queued => ItemStanding::named("QUEUED"),
-                ItemMade::Held(approval) => ItemStanding {
-                    approval_id: Some(*approval),
-                    ..ItemStanding::named("PENDING_APPROVAL")
-                },
-                ItemMade::Failed(why) => ItemStanding {
-                    error: Some(why.clone()),
-                    ..ItemStanding::named("FAILED")
-                },
-                ItemMade::Submitted(tx) => {
-                    let record = self.store.find_transaction(payout.user_id, *tx).await?;
-                    ItemStanding {
-                        state: record.as_ref().map_or_else(
-                            || "SUBMITTED".to_owned(),
-                            |r| r.status.as_str().to_ascii_uppercase(),
-                        ),
-                        transaction_id: Some(*tx),
-                        hash: record.as_ref().and_then(|r| r.hash.clone()),
-                        error: record.and_then(|r| r.error),
-                        approval_id: None,
-                    }
-                }
-            });
-        }
-        Ok(out)
+    /// The caller of `metadata`'s payouts that `filter` selects, newest first, at most
+    /// `limit`; and the page token after them when there may be more.
+    pub async fn list_payouts(
+        &self,
+        metadata: &MetadataMap,
+        req: &pb::ListPayoutsRequest,
+    ) -> Result<(Vec<Payout>, Option<Uuid>)> {
+        let caller = self.admit(metadata, Operation::ListPayouts).await?;
+        let (filter, limit) = crate::requests::payouts::list(&self.chains, req)?;
+        let payouts = self
+            .store
+            .list_payouts(caller.user_id, &filter, limit)
+            .await?;
+        let next = (payouts.len() as u64 == limit)
+            .then(|| payouts.last().map(|p| p.id))
+            .flatten();
+        Ok((payouts, next))
+    }
+
+    /// Where each item of each of `payouts` stands (per payout, in item order).
+    pub async fn payout_standings(&self, payouts: &[Payout]) -> Result<Vec<Vec<ItemStanding>>> {
+        Ok(self.store.payout_standings(payouts).await?)
     }
 
     /// Whether `wallet` holds, per asset, at least what `parsed`'s items move together.
@@ -265,134 +273,201 @@ impl Core {
                 return Ok(());
             }
         };
-        let pending: Vec<&PayoutItem> = payout.items.iter().filter(|i| !made(&i.made)).collect();
-        for some in pending.chunks(ITEMS_AT_ONCE) {
+        // What is paid in one transaction: an item, or on Solana the items of its pack.
+        let mut units: Vec<Vec<&PayoutItem>> = Vec::new();
+        for item in payout.items.iter().filter(|i| !made(&i.made)) {
+            match units
+                .iter_mut()
+                .find(|u| item.pack.is_some() && u[0].pack == item.pack)
+            {
+                Some(unit) => unit.push(item),
+                None => units.push(vec![item]),
+            }
+        }
+        let more = units.len() > ITEMS_PER_ROUND;
+        units.truncate(ITEMS_PER_ROUND);
+        let mut progressed = false;
+        for some in units.chunks(ITEMS_AT_ONCE) {
             let outcomes = futures::future::join_all(
                 some.iter()
-                    .map(|item| self.make_item(&caller, &payout, item)),
+                    .map(|unit| self.make_unit(&caller, &payout, unit)),
             )
             .await;
-            for (item, outcome) in some.iter().zip(outcomes) {
+            for (unit, outcome) in some.iter().zip(outcomes) {
                 if let Some(made) = outcome {
-                    self.store.note_payout_item(id, item.index, &made).await?;
+                    progressed = true;
+                    for item in unit {
+                        self.store.note_payout_item(id, item.index, &made).await?;
+                    }
                 }
             }
         }
-        let payout = self.store.get_payout(user, id).await?.unwrap_or(payout);
-        let mut all_final = true;
-        for item in &payout.items {
-            all_final &= match &item.made {
-                ItemMade::Failed(_) => true,
-                ItemMade::Submitted(tx) => self
-                    .store
-                    .find_transaction(user, *tx)
-                    .await?
-                    .is_some_and(|t| t.status.is_final()),
-                ItemMade::Queued | ItemMade::Held(_) => false,
-            };
+        if more && progressed {
+            // The rest in the next round, at once.
+            self.payouts_wake.notify_one();
+            return Ok(());
         }
-        if all_final && self.store.complete_payout(id, Utc::now()).await? {
+        let payout = self.store.get_payout(user, id).await?.unwrap_or(payout);
+        let standings = self
+            .store
+            .payout_standings(std::slice::from_ref(&payout))
+            .await?;
+        let all_final = standings.iter().flatten().all(|s| s.is_final);
+        if all_final
+            && self
+                .store
+                .complete_payout((id, user, &payout.chain), Utc::now())
+                .await?
+        {
             tracing::info!(payout = %id, items = payout.items.len(), "payout completed");
         }
         Ok(())
     }
 
-    /// Makes `item` of `payout` as a Send of `caller` under the item's key: what became of
-    /// it, or `None` when it should be tried again (a passing refusal).
-    async fn make_item(
+    /// Makes `unit` of `payout` (an item, or the items of a Solana pack) as a write of
+    /// `caller` under the key of its first item: what became of it, or `None` when it should
+    /// be tried again (a passing refusal).
+    async fn make_unit(
         &self,
         caller: &Caller,
         payout: &Payout,
-        item: &PayoutItem,
+        unit: &[&PayoutItem],
     ) -> Option<ItemMade> {
-        let asset = match item.asset.as_str() {
+        let first = unit.first()?;
+        let asset = |item: &PayoutItem| match item.asset.as_str() {
             "erc20" => pb::Asset::Erc20,
             "spl" => pb::Asset::Spl,
             _ => pb::Asset::Native,
         };
-        let send = pb::SendRequest {
-            chain: payout.chain.clone(),
-            from: Some(payout.from.clone()),
-            to: item.to.clone(),
-            asset: asset.into(),
-            token: item.token.clone(),
-            amount: item.amount.clone(),
+        let write = if let Some(pack) = first.pack {
+            debug_assert_eq!(pack, first.index, "a pack is named by its first item");
+            Write::Pack(pb::CreatePayoutRequest {
+                chain: payout.chain.clone(),
+                from: Some(payout.from.clone()),
+                items: unit
+                    .iter()
+                    .map(|item| pb::PayoutItemRequest {
+                        to: item.to.clone(),
+                        asset: asset(item).into(),
+                        token: item.token.clone(),
+                        amount: item.amount.clone(),
+                        reference: None,
+                    })
+                    .collect(),
+                validate_only: false,
+            })
+        } else {
+            Write::Send(pb::SendRequest {
+                chain: payout.chain.clone(),
+                from: Some(payout.from.clone()),
+                to: first.to.clone(),
+                asset: asset(first).into(),
+                token: first.token.clone(),
+                amount: first.amount.clone(),
+            })
         };
-        let key = IdempotencyKey::from(Payout::item_key(payout.idempotency_key, item.index));
-        match self
-            .write_as(caller, key, Write::Send(send), Gate::Thresholds)
-            .await
-        {
+        let key = IdempotencyKey::from(Payout::item_key(payout.idempotency_key, first.index));
+        match self.write_as(caller, key, write, Gate::Thresholds).await {
             Ok(Written::Submitted(s)) => Some(ItemMade::Submitted(s.id)),
             Ok(Written::Held(approval)) => Some(ItemMade::Held(approval.id)),
             Err(e) if passing(&e) => {
-                tracing::info!(payout = %payout.id, item = item.index, error = %e, "a payout item waits");
+                tracing::info!(payout = %payout.id, item = first.index, error = %e, "a payout item waits");
                 None
             }
             Err(e) => Some(ItemMade::Failed(format!("{}: {e}", e.code()))),
         }
     }
 
-    /// The caller a payout's items are made as: the key that made it, while it stands.
+    /// The caller a payout's items are made as: the key that made it, while it stands; the
+    /// owner itself for one made in the dashboard or on the command line.
     async fn payout_caller(
         &self,
         payout: &Payout,
     ) -> Result<std::result::Result<Caller, WalletOpsError>> {
-        let Some(key_id) = payout.key_id else {
-            return Ok(Err(WalletOpsError::Forbidden(
-                "a payout is made under an API key".to_owned(),
-            )));
-        };
-        let now = Utc::now();
-        let key = self
-            .keys
-            .list(payout.user_id)
-            .await?
-            .into_iter()
-            .find(|k| k.id == key_id);
-        Ok(match key {
-            Some(key) if matches!(key.state(now), KeyState::Active | KeyState::ExpiringSoon) => {
-                Ok(Caller {
-                    user_id: payout.user_id,
-                    scopes: key.scopes,
-                    credential: Credential::Key {
-                        id: key.id,
-                        prefix: key.prefix,
-                        expires_at: key.expires_at,
-                        limited: key.limited,
-                        line: key.lineage_id,
-                    },
-                })
+        match payout.key_id {
+            Some(key_id) => {
+                self.standing_key(
+                    payout.user_id,
+                    key_id,
+                    None,
+                    "the API key that made the payout was revoked or expired before this item was made",
+                )
+                .await
             }
-            _ => Err(WalletOpsError::Forbidden(
-                "the API key that made the payout was revoked or expired before this item was made"
-                    .to_owned(),
-            )),
-        })
+            None => Ok(Ok(owner(payout.user_id, payout.id))),
+        }
     }
 }
 
-/// Where a payout's item stands, as the API tells it.
-#[derive(Debug, Clone, Default)]
-pub struct ItemStanding {
-    /// QUEUED, PENDING_APPROVAL, FAILED, or its transaction's status (SUBMITTED, CONFIRMED...).
-    pub state: String,
-    /// Its transaction record.
-    pub transaction_id: Option<Uuid>,
-    /// Its transaction's hash or signature.
-    pub hash: Option<String>,
-    /// Why it failed.
-    pub error: Option<String>,
-    /// The approval it waits for.
-    pub approval_id: Option<Uuid>,
+/// The payout `req` of `caller` under `key`, parsed as `parsed`, paid from `wallet`: its
+/// items queued, packed on Solana.
+fn payout_of(
+    caller: &Caller,
+    key: Option<IdempotencyKey>,
+    req: &pb::CreatePayoutRequest,
+    parsed: &PayoutRequest,
+    wallet: &walletops_domain::Wallet,
+) -> Payout {
+    let packs = match wallet.address {
+        WalletAddress::Solana(from) => {
+            let items: Vec<_> = parsed
+                .items
+                .iter()
+                .filter_map(|(_, send, _)| match send.transfer {
+                    Transfer::Solana { to, mint, .. } => Some((mint, to)),
+                    Transfer::Evm { .. } => None,
+                })
+                .collect();
+            crate::transfers::packs::pack_items(&from, &items)
+                .into_iter()
+                .map(Some)
+                .collect()
+        }
+        WalletAddress::Evm(_) => vec![None; parsed.items.len()],
+    };
+    Payout {
+        id: Uuid::now_v7(),
+        user_id: caller.user_id,
+        key_id: caller.key_id(),
+        idempotency_key: key.map_or_else(Uuid::nil, |k| k.uuid()),
+        request_hash: request_hash(PATH, &req.canonical_bytes()),
+        chain: parsed.items[0].1.chain.slug().to_owned(),
+        from: wallet.address.to_string(),
+        state: PayoutState::Running,
+        items: parsed
+            .items
+            .iter()
+            .zip(packs)
+            .enumerate()
+            .map(|(i, ((send, _, reference), pack))| PayoutItem {
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+                to: send.to.trim().to_owned(),
+                asset: pb::Asset::try_from(send.asset)
+                    .map(|a| {
+                        a.as_str_name()
+                            .trim_start_matches("ASSET_")
+                            .to_ascii_lowercase()
+                    })
+                    .unwrap_or_default(),
+                token: send.token.clone().filter(|t| !t.is_empty()),
+                amount: send.amount.trim().to_owned(),
+                reference: reference.clone(),
+                pack,
+                made: ItemMade::Queued,
+            })
+            .collect(),
+        created_at: Utc::now(),
+        completed_at: None,
+    }
 }
 
-impl ItemStanding {
-    fn named(state: &str) -> Self {
-        Self {
-            state: state.to_owned(),
-            ..Self::default()
-        }
+/// User `user_id` itself as a caller, with every scope, as a dashboard session acts (`id`
+/// names what it acts for).
+fn owner(user_id: Uuid, id: Uuid) -> Caller {
+    Caller {
+        user_id,
+        scopes: walletops_domain::Scopes::ALL,
+        credential: Credential::Session { id },
     }
 }
 

@@ -14,6 +14,7 @@
 //! - `policy`: a key's policy rules, shown on its limits page.
 //! - `approvals`: writes held for approval, approved or rejected here.
 //! - `deposits`: money that arrived at the user's wallets.
+//! - `payouts`: many recipients paid at once, from a checked CSV upload.
 //! - `views`: the wallets and transactions pages.
 //! - `webhooks`: the Webhooks page, an endpoint's deliveries.
 //! - `format`: amounts, times and labels as the pages show them.
@@ -26,6 +27,7 @@ mod flash;
 mod format;
 mod keys;
 mod limits;
+mod payouts;
 mod policy;
 mod views;
 mod webhooks;
@@ -52,7 +54,8 @@ use walletops_proto::{
         self as pb, api_key_service_client::ApiKeyServiceClient,
         approval_service_client::ApprovalServiceClient,
         dashboard_service_client::DashboardServiceClient,
-        deposit_service_client::DepositServiceClient, webhook_service_client::WebhookServiceClient,
+        deposit_service_client::DepositServiceClient, payout_service_client::PayoutServiceClient,
+        webhook_service_client::WebhookServiceClient,
     },
 };
 
@@ -79,6 +82,7 @@ pub(crate) struct Dashboard {
     keys: ApiKeyServiceClient<CoreChannel>,
     approvals: ApprovalServiceClient<CoreChannel>,
     deposits: DepositServiceClient<CoreChannel>,
+    payouts: PayoutServiceClient<CoreChannel>,
     webhooks: WebhookServiceClient<CoreChannel>,
     secure_cookies: bool,
 }
@@ -90,6 +94,7 @@ pub(crate) fn router(core: CoreChannel, secure_cookies: bool) -> Router {
         keys: ApiKeyServiceClient::new(core.clone()),
         approvals: ApprovalServiceClient::new(core.clone()),
         deposits: DepositServiceClient::new(core.clone()),
+        payouts: PayoutServiceClient::new(core.clone()),
         webhooks: WebhookServiceClient::new(core),
         secure_cookies,
     };
@@ -119,6 +124,8 @@ pub(crate) fn router(core: CoreChannel, secure_cookies: bool) -> Router {
         .route("/wallets", get(views::wallets))
         .route("/transactions", get(views::transactions))
         .route("/deposits", get(deposits::list))
+        .route("/payouts", get(payouts::list).post(payouts::upload))
+        .route("/payouts/{id}", get(payouts::show))
         .route("/approvals", get(approvals::list))
         .route(
             "/approvals/{id}/approve",

@@ -32,9 +32,10 @@ pub(crate) use approvals::{ApprovalJson, ApprovalsJson, ApprovalsQuery, approval
 pub(crate) use balances::{BalancesJson, BalancesQuery};
 pub(crate) use deposits::{DepositsJson, DepositsQuery, deposit_state};
 pub(crate) use effects::DryRunJson;
-pub(crate) use payouts::{PayoutBody, PayoutJson};
+pub(crate) use payouts::PayoutBody;
 pub(crate) use trade::{QuoteBody, QuoteResponseJson, SwapBody};
 pub(crate) use walletops_proto::rest::DepositJson;
+pub(crate) use walletops_proto::rest::PayoutJson;
 pub(crate) use walletops_proto::rest::TransactionJson;
 pub(crate) use wallets::{ListWalletsQuery, WalletsJson};
 pub(crate) use webhooks::{

@@ -4,8 +4,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use walletops_proto::v1 as pb;
 
-use super::{iso, iso_or_empty, short_name};
-
 /// One recipient of `POST /payouts`.
 #[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
@@ -37,6 +35,9 @@ pub(crate) struct PayoutBody {
     /// 1 to 1,000 recipients.
     #[schema(required = true)]
     pub(crate) items: Vec<PayoutItemBody>,
+    /// Only check the payout (every item, the funds) and answer it as it would be stored,
+    /// its `id` empty: nothing is stored or sent, and no Idempotency-Key is needed.
+    pub(crate) validate_only: bool,
 }
 
 impl From<PayoutBody> for pb::CreatePayoutRequest {
@@ -61,91 +62,7 @@ impl From<PayoutBody> for pb::CreatePayoutRequest {
                     reference: i.reference,
                 })
                 .collect(),
-        }
-    }
-}
-
-/// One item of a payout and where it stands.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct PayoutItemJson {
-    /// Its place in the request, from 0.
-    pub(crate) index: u32,
-    /// Recipient.
-    pub(crate) to: String,
-    /// `native`, `erc20` or `spl`.
-    pub(crate) asset: String,
-    /// The token, when not native.
-    pub(crate) token: Option<String>,
-    /// Base units.
-    pub(crate) amount: String,
-    /// Your reference.
-    pub(crate) reference: Option<String>,
-    /// `QUEUED`, `PENDING_APPROVAL`, `SUBMITTED`, `CONFIRMED`, `REVERTED`, `FAILED`,
-    /// `DROPPED` or `FEE_CAPPED`.
-    pub(crate) state: String,
-    /// Its transaction, for `GET /tx/{id}`.
-    pub(crate) transaction_id: Option<String>,
-    /// Its hash or signature.
-    pub(crate) hash: Option<String>,
-    /// Why it failed.
-    pub(crate) error: Option<String>,
-    /// The approval it waits for, for `GET /approvals/{id}`.
-    pub(crate) approval_id: Option<String>,
-}
-
-/// A payout and where each item stands.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct PayoutJson {
-    /// Payout id, for `GET /payouts/{id}`.
-    pub(crate) id: String,
-    /// Chain slug.
-    pub(crate) chain: String,
-    /// The paying wallet.
-    pub(crate) from: String,
-    /// `RUNNING` or `COMPLETED` (every item final).
-    pub(crate) state: String,
-    /// How many items are in each state.
-    pub(crate) totals: std::collections::BTreeMap<String, u32>,
-    /// The items, in request order.
-    pub(crate) items: Vec<PayoutItemJson>,
-    /// Created at.
-    pub(crate) created_at: String,
-    /// Completed at.
-    pub(crate) completed_at: Option<String>,
-}
-
-impl From<pb::Payout> for PayoutJson {
-    fn from(p: pb::Payout) -> Self {
-        Self {
-            state: short_name(
-                pb::PayoutState::try_from(p.state).map(|s| s.as_str_name()),
-                "PAYOUT_STATE_",
-            ),
-            id: p.id,
-            chain: p.chain,
-            from: p.from,
-            totals: p.totals.into_iter().collect(),
-            items: p
-                .items
-                .into_iter()
-                .map(|i| PayoutItemJson {
-                    index: i.index,
-                    to: i.to,
-                    asset: i.asset,
-                    token: i.token,
-                    amount: i.amount,
-                    reference: i.reference,
-                    state: i.state,
-                    transaction_id: i.transaction_id,
-                    hash: i.hash,
-                    error: i.error,
-                    approval_id: i.approval_id,
-                })
-                .collect(),
-            created_at: iso_or_empty(p.created_at),
-            completed_at: iso(p.completed_at),
+            validate_only: b.validate_only,
         }
     }
 }

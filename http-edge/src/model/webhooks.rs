@@ -182,8 +182,14 @@ pub(crate) struct DeliveryJson {
     pub(crate) event_id: u64,
     /// `transaction.confirmed`, ...
     pub(crate) event_type: String,
-    /// The transaction it is about.
+    /// The transaction it is about (`transaction.*` events; empty for others).
     pub(crate) transaction_id: String,
+    /// The deposit it is about (`deposit.*` events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) deposit_id: Option<String>,
+    /// The payout it is about (`payout.completed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) payout_id: Option<String>,
     /// `pending`, `delivered` or `dead`.
     pub(crate) state: String,
     /// Attempts made.
@@ -224,6 +230,8 @@ impl From<pb::ListWebhookDeliveriesResponse> for DeliveriesJson {
                         event_id: d.event_id,
                         event_type: d.event_type,
                         transaction_id: d.transaction_id,
+                        deposit_id: d.deposit_id,
+                        payout_id: d.payout_id,
                         state: short_name(state, "WEBHOOK_DELIVERY_STATE_").to_ascii_lowercase(),
                         attempts: d.attempts,
                         next_attempt_at: iso(d.next_attempt_at),

@@ -43,14 +43,7 @@ pub(super) async fn list_deposits(
                 })
             }
         };
-        let page_size = match q.string("limit")?.as_deref().map(str::trim) {
-            None | Some("") => 0,
-            Some(n) => n
-                .parse::<u32>()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| EdgeError::invalid("limit", "must be a number from 1 to 500"))?,
-        };
+        let page_size = q.limit()?.unwrap_or(0);
         Ok(pb::ListDepositsRequest {
             chain: q.string("chain")?,
             wallet: q.string("wallet")?,

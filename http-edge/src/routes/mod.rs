@@ -74,6 +74,7 @@ fn v1_routes() -> OpenApiRouter<Edge> {
         .routes(at("GET /deposits/{id}",              routes!(deposits::get_deposit)))    // GetDeposit
         .routes(at("POST /payouts",                   routes!(payouts::create_payout)))   // CreatePayout
         .routes(at("GET /payouts/{id}",               routes!(payouts::get_payout)))      // GetPayout
+        .routes(at("GET /payouts",                    routes!(payouts::list_payouts)))    // ListPayouts
         .route("/openapi.json", get(openapi_json))                               // none: OpenAPI
 }
 

@@ -130,13 +130,7 @@ pub(super) async fn list_webhook_deliveries(
     let req = q.and_then(|q| {
         let state = delivery_state(q.string("state")?.as_deref())
             .map_err(|e| EdgeError::invalid("state", e))?;
-        let limit = match q.string("limit")?.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(n) => Some(
-                n.parse::<u32>()
-                    .map_err(|_| EdgeError::invalid("limit", "must be a number from 1 to 500"))?,
-            ),
-        };
+        let limit = q.limit()?;
         Ok(pb::ListWebhookDeliveriesRequest {
             webhook_id,
             state: state.into(),

@@ -17,6 +17,7 @@ pub(crate) struct Model {
     pub(crate) made: String,
     pub(crate) made_id: Option<Uuid>,
     pub(crate) error: Option<String>,
+    pub(crate) pack: Option<i32>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -33,6 +33,18 @@ fn deposit_events(received: &[Received]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Fails unless every event of `events` is told once.
+fn assert_told_once(events: &[(String, String)]) {
+    let mut unique = events.to_vec();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        events.len(),
+        "an event told twice: {events:?}"
+    );
+}
+
 /// The caller's deposits (every page).
 async fn deposits(api: &Rest, query: &str) -> anyhow::Result<Vec<Value>> {
     let reply = api.get(&format!("/deposits?{query}")).await?;
@@ -230,15 +242,7 @@ async fn evm_deposits_are_found_once_announced_and_confirmed(b: Backend) -> anyh
     let received = receiver
         .wait_until("the new deposit's events", |r| deposit_events(r).len() >= 6)
         .await?;
-    let events = deposit_events(&received);
-    let mut unique = events.clone();
-    unique.sort();
-    unique.dedup();
-    assert_eq!(
-        unique.len(),
-        events.len(),
-        "an event told twice: {events:?}"
-    );
+    assert_told_once(&deposit_events(&received));
     assert_eq!(deposits(&api, "limit=500").await?.len(), 5);
     Ok(())
 }
@@ -372,11 +376,8 @@ async fn two_cores_announce_each_deposit_once(b: Backend) -> anyhow::Result<()> 
         .wait_until("twelve deposit events", |r| deposit_events(r).len() >= 12)
         .await?;
     let events = deposit_events(&received);
-    let mut unique = events.clone();
-    unique.sort();
-    unique.dedup();
     assert_eq!(events.len(), 12, "{events:?}");
-    assert_eq!(unique.len(), 12, "an event told twice: {events:?}");
+    assert_told_once(&events);
     assert_eq!(deposits(&api, "").await?.len(), 6);
     Ok(())
 }

@@ -23,6 +23,7 @@ mod mcp;
 mod mcp_gate;
 mod metrics;
 mod payouts;
+mod payouts_solana;
 mod policies;
 mod provider;
 mod rate_limits;

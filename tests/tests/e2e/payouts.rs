@@ -1,11 +1,15 @@
 //! Payouts against a real anvil: every item checked before anything is stored, each
-//! recipient paid exactly once (balances read on the node), the same payout answered to a
-//! replay of its key, another body under it refused.
+//! recipient paid exactly once (balances read on the node) for 1,000 items and across a
+//! SIGKILL of the service, the same payout answered to a replay of its key, another body
+//! under it refused, `payout.completed` told once.
 
 use alloy::primitives::{Address, U256};
 use anyhow::Context as _;
 use serde_json::{Value, json};
-use walletops_tests::{Backend, Service, anvil::Anvil, on_both_backends, poll_until};
+use walletops_tests::{
+    Backend, Rest, Service, anvil::Anvil, on_both_backends, poll_until, poll_until_within,
+    webhooks::Receiver,
+};
 
 const ETH: u128 = 1_000_000_000_000_000_000;
 
@@ -14,10 +18,45 @@ fn recipient(n: u64) -> Address {
     Address::left_padding_from(&(0x5e00_0000_0000u64 + n).to_be_bytes())
 }
 
+/// Waits until payout `id` is completed; its body. It asks the list of completed payouts,
+/// which holds none of a running payout's items, not to load the service it waits on.
+async fn completed(api: &Rest, id: &str) -> anyhow::Result<Value> {
+    // A thousand payments on a busy machine take a while.
+    let long = 4 * walletops_tests::WAIT_TIMEOUT;
+    poll_until_within("the payout to complete", long, || async {
+        let done = api.get("/payouts?state=completed&limit=500").await?;
+        Ok(done.text.contains(id).then_some(()))
+    })
+    .await?;
+    Ok(api.get(&format!("/payouts/{id}")).await?.body)
+}
+
+/// `n` native items to `recipient(first..)`, item `k` paying `1_000 + k` wei.
+fn native_items(first: u64, n: u64) -> Vec<Value> {
+    (first..first + n)
+        .map(|k| json!({"to": recipient(k).to_string(), "asset": "native", "amount": (1_000 + k).to_string()}))
+        .collect()
+}
+
+/// Each of `n` recipients from `first` holds exactly what its item paid.
+async fn each_paid_once(anvil: &Anvil, first: u64, n: u64) -> anyhow::Result<()> {
+    for k in first..first + n {
+        let paid = anvil.balance(recipient(k)).await?;
+        anyhow::ensure!(
+            paid == U256::from(1_000 + k),
+            "recipient {k} holds {paid}, not {}",
+            1_000 + k
+        );
+    }
+    Ok(())
+}
+
 async fn an_evm_payout_pays_each_recipient_once(b: Backend) -> anyhow::Result<()> {
     let anvil = Anvil::start().await?;
     let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
     let api = svc.rest(&svc.api_key);
+    let receiver = Receiver::start().await?;
+    receiver.register(&api, &["payout.completed"]).await?;
     let wallet = anvil
         .fund_default_wallet(&api, U256::from(10 * ETH))
         .await?;
@@ -32,6 +71,17 @@ async fn an_evm_payout_pays_each_recipient_once(b: Backend) -> anyhow::Result<()
             }
         })
         .collect();
+    // Checked only: the payout as it would be, nothing stored.
+    let checked = api
+        .post(
+            "/payouts",
+            &json!({"chain": "anvil", "items": items, "validateOnly": true}),
+        )
+        .await?;
+    assert_eq!(checked.status, 200, "{}", checked.text);
+    assert_eq!(checked.body["id"], "", "{}", checked.text);
+    assert_eq!(checked.body["itemCount"], 20);
+    assert_eq!(api.get("/payouts").await?.body["payouts"], json!([]));
     let body = json!({"chain": "anvil", "items": items}).to_string();
     let key = uuid::Uuid::new_v4().to_string();
     let made = api.post_with_key("/payouts", &key, &body).await?;
@@ -48,11 +98,7 @@ async fn an_evm_payout_pays_each_recipient_once(b: Backend) -> anyhow::Result<()
     assert_eq!(mismatch.status, 409, "{}", mismatch.text);
     assert_eq!(mismatch.body["code"], "IDEMPOTENT_BODY_MISMATCH");
     // Every item paid and final, the payout completed.
-    let done = poll_until("the payout to complete", || async {
-        let p = api.get(&format!("/payouts/{id}")).await?;
-        Ok((p.body["state"] == "COMPLETED").then_some(p.body))
-    })
-    .await?;
+    let done = completed(&api, &id).await?;
     assert_eq!(done["totals"]["CONFIRMED"], 20, "{done}");
     assert!(done["completedAt"].is_string(), "{done}");
     for n in 0..20u64 {
@@ -69,6 +115,76 @@ async fn an_evm_payout_pays_each_recipient_once(b: Backend) -> anyhow::Result<()
     }
     // Twenty transactions of the wallet, no more: nothing paid twice.
     assert_eq!(anvil.nonce(wallet).await?, 20);
+    // Told once, with its totals; listed with them.
+    let told = receiver.wait_for_event(&id, "payout.completed").await?;
+    assert_eq!(told.body["totals"]["CONFIRMED"], 20, "{}", told.body);
+    assert_eq!(told.body["transactionCount"], 20, "{}", told.body);
+    let listed = api.get("/payouts?state=completed&limit=10").await?;
+    assert_eq!(
+        listed.body["payouts"][0]["id"],
+        id.as_str(),
+        "{}",
+        listed.text
+    );
+    assert_eq!(listed.body["payouts"][0]["itemCount"], 20);
+    assert!(listed.body["payouts"][0].get("items").is_none());
+    assert_eq!(
+        api.get("/payouts?state=running").await?.body["payouts"],
+        json!([])
+    );
+    assert_eq!(api.get("/payouts?state=lost").await?.status, 400);
+    // Deliveries are at least once: one webhook id, whatever came again under it.
+    let events: std::collections::HashSet<_> = receiver
+        .taken()
+        .into_iter()
+        .filter(|r| r.event_type() == "payout.completed")
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(events.len(), 1, "payout.completed told once: {events:?}");
+    Ok(())
+}
+
+async fn a_thousand_item_payout_pays_each_recipient_once(b: Backend) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
+    let api = svc.rest(&svc.api_key);
+    let wallet = anvil.fund_default_wallet(&api, U256::from(ETH)).await?;
+    let body = json!({"chain": "anvil", "items": native_items(0, 1000)});
+    let made = api.post("/payouts", &body).await?;
+    assert_eq!(made.status, 202, "{}", made.text);
+    let id = made.body["id"].as_str().context("an id")?.to_owned();
+    let done = completed(&api, &id).await?;
+    assert_eq!(done["totals"]["CONFIRMED"], 1000, "{}", done["totals"]);
+    each_paid_once(&anvil, 0, 1000).await?;
+    assert_eq!(anvil.nonce(wallet).await?, 1000);
+    Ok(())
+}
+
+async fn a_payout_killed_midway_pays_each_item_once(b: Backend) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    // A record whose request died with the service is the monitor's once its hold ends.
+    let options = anvil.service_options("", &[("WALLETOPS_REQUEST_TIMEOUT_SECS", "5")]);
+    let mut svc = Service::start_with(b, options.clone()).await?;
+    let api = svc.rest(&svc.api_key);
+    let wallet = anvil.fund_default_wallet(&api, U256::from(ETH)).await?;
+    let body = json!({"chain": "anvil", "items": native_items(2_000, 300)});
+    let made = api.post("/payouts", &body).await?;
+    assert_eq!(made.status, 202, "{}", made.text);
+    let id = made.body["id"].as_str().context("an id")?.to_owned();
+    // Some items paid, most not: the service dies without a word.
+    poll_until("a few items to be paid", || async {
+        Ok((anvil.nonce(wallet).await? >= 10).then_some(()))
+    })
+    .await?;
+    svc.kill().await?;
+    let paid_before = anvil.nonce(wallet).await?;
+    assert!(paid_before < 300, "the payout was done before the kill");
+    svc.relaunch(options).await?;
+    let api = svc.rest(&svc.api_key);
+    let done = completed(&api, &id).await?;
+    assert_eq!(done["totals"]["CONFIRMED"], 300, "{}", done["totals"]);
+    each_paid_once(&anvil, 2_000, 300).await?;
+    assert_eq!(anvil.nonce(wallet).await?, 300, "nothing paid twice");
     Ok(())
 }
 
@@ -124,7 +240,105 @@ async fn a_bad_row_refuses_the_whole_batch(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn a_csv_file_pays_on_the_command_line(b: Backend) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
+    let api = svc.rest(&svc.api_key);
+    let wallet = anvil.fund_default_wallet(&api, U256::from(ETH)).await?;
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("payroll.csv");
+    let path = file.to_str().context("a path")?;
+    let rows: Vec<String> = (0..5u64)
+        .map(|k| {
+            format!(
+                "{},native,{},march {k}",
+                recipient(3_000 + k),
+                1_000 + 3_000 + k
+            )
+        })
+        .collect();
+    // A bad row: refused, named by its row, nothing stored.
+    let mut bad = rows.clone();
+    bad[2] = "0x1234,native,10,oops".to_owned();
+    std::fs::write(
+        &file,
+        format!(
+            "to,asset,amount,reference
+{}
+",
+            bad.join(
+                "
+"
+            )
+        ),
+    )?;
+    let refused = svc
+        .cli(&["payouts", "create", "--chain", "anvil", "--csv", path])
+        .await?;
+    assert!(!refused.success, "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("(row 4) items[2].to"),
+        "{}",
+        refused.stderr
+    );
+    std::fs::write(
+        &file,
+        format!(
+            "to,asset,amount,reference
+{}
+",
+            rows.join(
+                "
+"
+            )
+        ),
+    )?;
+    let checked = svc
+        .cli(&[
+            "payouts", "create", "--chain", "anvil", "--csv", path, "--check",
+        ])
+        .await?;
+    assert!(checked.success, "{}", checked.stderr);
+    assert!(
+        checked.stdout.contains("Checked: 5 items"),
+        "{}",
+        checked.stdout
+    );
+    assert_eq!(api.get("/payouts").await?.body["payouts"], json!([]));
+    let made = svc
+        .cli(&["payouts", "create", "--chain", "anvil", "--csv", path])
+        .await?;
+    assert!(made.success, "{}", made.stderr);
+    let id = made
+        .stdout
+        .split_whitespace()
+        .nth(1)
+        .context("the payout's id")?
+        .to_owned();
+    // The same file again: the same payout, nothing paid twice.
+    let again = svc
+        .cli(&["payouts", "create", "--chain", "anvil", "--csv", path])
+        .await?;
+    assert!(again.stdout.contains(&id), "{}", again.stdout);
+    completed(&api, &id).await?;
+    each_paid_once(&anvil, 3_000, 5).await?;
+    assert_eq!(anvil.nonce(wallet).await?, 5);
+    let shown = svc.cli(&["payouts", "show", &id]).await?;
+    assert_eq!(
+        shown.stdout.matches("CONFIRMED").count(),
+        6,
+        "{}",
+        shown.stdout
+    );
+    let listed = svc.cli(&["payouts", "list"]).await?;
+    assert!(listed.stdout.contains(&id), "{}", listed.stdout);
+    Ok(())
+}
+
 on_both_backends!(
+    a_csv_file_pays_on_the_command_line,
     an_evm_payout_pays_each_recipient_once,
+    a_thousand_item_payout_pays_each_recipient_once,
+    a_payout_killed_midway_pays_each_item_once,
     a_bad_row_refuses_the_whole_batch,
 );

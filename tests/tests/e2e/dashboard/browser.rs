@@ -123,6 +123,8 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
         "transactions",
         "approvals",
         "deposits",
+        "payouts-preview",
+        "payout",
     ] {
         let shot = out_dir.join(format!("{page}.png"));
         anyhow::ensure!(shot.exists(), "no screenshot {}", shot.display());
@@ -135,6 +137,18 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
     })
     .await?;
     assert_eq!(made["decidedBy"], "dashboard:owner");
+    // The payout made in the browser paid each of its two recipients once.
+    let payouts = api.get("/payouts").await?;
+    assert_eq!(
+        payouts.body["payouts"][0]["totals"]["CONFIRMED"], 2,
+        "{}",
+        payouts.text
+    );
+    for (to, wei) in [("01", 1_000u64), ("02", 2_000)] {
+        let to: alloy::primitives::Address =
+            format!("0x22222222222222222222222222222222222222{to}").parse()?;
+        assert_eq!(anvil.balance(to).await?, alloy::primitives::U256::from(wei));
+    }
     api.wait_for_status(
         made["transactionId"].as_str().unwrap_or_default(),
         "CONFIRMED",

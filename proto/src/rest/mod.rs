@@ -1,6 +1,6 @@
 //! The REST contract's JSON shapes that the core writes too: a transaction record with its
 //! status history, as `GET /tx/{id}` gives it, and a deposit, as `GET /deposits/{id}` gives
-//! it, both as webhooks deliver them (in their envelope), and the value
+//! it, and a payout, all as webhooks deliver them (in their envelope), and the value
 //! spellings every shape uses (ISO 8601 timestamps, enum names without their prefix). The
 //! edge serves them; the core's webhook bodies are made with the same code.
 
@@ -9,6 +9,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::v1 as pb;
+
+mod payouts;
+
+pub use payouts::{PayoutItemJson, PayoutJson};
 
 /// ISO 8601 with milliseconds, UTC (`2026-11-23T02:15:19.123Z`), as the spec asks.
 pub fn iso(ts: Option<prost_types::Timestamp>) -> Option<String> {
@@ -305,6 +309,8 @@ pub enum EventDataJson {
     Transaction(Box<TransactionJson>),
     /// `deposit.*` events.
     Deposit(Box<DepositJson>),
+    /// `payout.completed`: the payout with its totals, without its items.
+    Payout(Box<PayoutJson>),
 }
 
 /// What an event is about, from the core.
@@ -314,6 +320,8 @@ pub enum EventData {
     Transaction(Box<pb::Transaction>),
     /// A deposit.
     Deposit(Box<pb::Deposit>),
+    /// A payout.
+    Payout(Box<pb::Payout>),
 }
 
 /// A webhook delivery's body: the Standard Webhooks envelope around the record.
@@ -343,6 +351,7 @@ pub fn webhook_body(
                 EventDataJson::Transaction(Box::new(TransactionJson::from(*t)))
             }
             EventData::Deposit(d) => EventDataJson::Deposit(Box::new(DepositJson::from(*d))),
+            EventData::Payout(p) => EventDataJson::Payout(Box::new(PayoutJson::from(*p))),
         },
     };
     serde_json::to_vec(&event).unwrap_or_default()
