@@ -23,6 +23,7 @@
 pub mod approved;
 mod dry_run;
 mod parsed;
+mod payout_checks;
 mod payouts;
 
 pub use dry_run::DryRun;

@@ -16,7 +16,6 @@
 
 use std::{future::Future, time::Duration};
 
-use alloy::primitives::U256;
 use chrono::Utc;
 use tonic::metadata::MetadataMap;
 use uuid::Uuid;
@@ -127,6 +126,8 @@ impl Core {
             )
             .await?;
         let wallet = wallet.wallet().clone();
+        // The key's limits first: a payout it may not make learns nothing of the balances.
+        self.within_limits(caller, &parsed).await?;
         self.funds_cover(&parsed, &wallet).await?;
         let mut payout = payout_of(caller, key, req, &parsed, &wallet);
         if key.is_none() {
@@ -170,61 +171,6 @@ impl Core {
     /// Where each item of each of `payouts` stands (per payout, in item order).
     pub async fn payout_standings(&self, payouts: &[Payout]) -> Result<Vec<Vec<ItemStanding>>> {
         Ok(self.store.payout_standings(payouts).await?)
-    }
-
-    /// Whether `wallet` holds, per asset, at least what `parsed`'s items move together.
-    async fn funds_cover(
-        &self,
-        parsed: &PayoutRequest,
-        wallet: &walletops_domain::Wallet,
-    ) -> Result<()> {
-        let chain = &parsed.items[0].1.chain;
-        // Per asset (`None`: the native coin); a payout moves few assets.
-        let mut totals: Vec<(Option<WalletAddress>, U256)> = Vec::new();
-        for (_, send, _) in &parsed.items {
-            let (token, amount) = match send.transfer {
-                Transfer::Evm { token, amount, .. } => (token.map(WalletAddress::Evm), amount),
-                Transfer::Solana { mint, amount, .. } => {
-                    (mint.map(WalletAddress::Solana), U256::from(amount))
-                }
-            };
-            match totals.iter_mut().find(|(t, _)| *t == token) {
-                Some((_, total)) => *total = total.saturating_add(amount),
-                None => totals.push((token, amount)),
-            }
-        }
-        let tokens: Vec<WalletAddress> = totals.iter().filter_map(|(t, _)| *t).collect();
-        let held = self
-            .balances
-            .read(chain, wallet, &tokens, true, true)
-            .await?;
-        let mut short = Vec::new();
-        for (token, needed) in &totals {
-            let name = token.as_ref().map(ToString::to_string);
-            let has = held
-                .iter()
-                .find(|b| match (&name, &b.token) {
-                    (None, None) => true,
-                    (Some(t), Some(h)) => t.eq_ignore_ascii_case(h),
-                    _ => false,
-                })
-                .map_or(U256::ZERO, |b| b.raw);
-            if has < *needed {
-                short.push(format!(
-                    "{}: the items move {needed}, the wallet holds {has}",
-                    name.as_deref().unwrap_or("native")
-                ));
-            }
-        }
-        if short.is_empty() {
-            Ok(())
-        } else {
-            Err(WalletOpsError::InsufficientFunds(format!(
-                "the payout needs more than {} holds: {}",
-                wallet.address,
-                short.join("; ")
-            )))
-        }
     }
 
     /// Runs the payouts runner until `stop` resolves (steps 2 and 3).

@@ -335,7 +335,71 @@ async fn a_csv_file_pays_on_the_command_line(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A limited key's payout is judged per item and for its total: items each under the
+/// approval threshold cannot add up past it, nor past the 24-hour budget.
+async fn a_limited_keys_payout_is_judged_per_item_and_in_total(b: Backend) -> anyhow::Result<()> {
+    let walletops_tests::anvil::KeyedWallet {
+        anvil,
+        svc,
+        wallet,
+        key,
+        prefix,
+    } = walletops_tests::anvil::KeyedWallet::start(b).await?;
+    svc.limit_key(
+        &prefix,
+        &[
+            "--chain",
+            "anvil",
+            "--max-per-tx",
+            "5000",
+            "--daily",
+            "15000",
+            "--approve-above",
+            "9000",
+        ],
+    )
+    .await?;
+    let api = svc.rest(&key);
+    let pay = |amounts: &[u64], first: u64| {
+        let items: Vec<Value> = amounts
+            .iter()
+            .enumerate()
+            .map(|(i, a)| json!({"to": recipient(first + i as u64).to_string(), "asset": "native", "amount": a.to_string()}))
+            .collect();
+        json!({"chain": "anvil", "items": items})
+    };
+    let refused = |reply: &walletops_tests::Reply, says: &str| {
+        assert_eq!(reply.status, 403, "{}", reply.text);
+        assert!(reply.text.contains(says), "{says}: {}", reply.text);
+    };
+    refused(
+        &api.post("/payouts", &pay(&[4_000, 6_000], 4_000)).await?,
+        "items[1]",
+    );
+    // Three items under the threshold each, above it together: refused whole.
+    refused(
+        &api.post("/payouts", &pay(&[4_000, 4_000, 4_000], 4_000))
+            .await?,
+        "approval threshold",
+    );
+    let token = anvil.deploy_token("LIM", 6).await?;
+    let unlimited = json!({"chain": "anvil", "items": [{"to": recipient(4_000).to_string(), "asset": "erc20", "token": token.to_string(), "amount": "1"}]});
+    refused(&api.post("/payouts", &unlimited).await?, "has none on");
+    assert_eq!(anvil.nonce(wallet).await?, 0, "nothing was sent");
+    let made = api.post("/payouts", &pay(&[4_000, 4_000], 4_000)).await?;
+    assert_eq!(made.status, 202, "{}", made.text);
+    completed(&api, made.body["id"].as_str().context("an id")?).await?;
+    // 8,000 of the 15,000 spent: another 8,000 is past the budget.
+    refused(
+        &api.post("/payouts", &pay(&[4_000, 4_000], 4_010)).await?,
+        "the payout's total",
+    );
+    assert_eq!(anvil.nonce(wallet).await?, 2);
+    Ok(())
+}
+
 on_both_backends!(
+    a_limited_keys_payout_is_judged_per_item_and_in_total,
     a_csv_file_pays_on_the_command_line,
     an_evm_payout_pays_each_recipient_once,
     a_thousand_item_payout_pays_each_recipient_once,

@@ -1,0 +1,139 @@
+//! What a payout is checked against before it is stored: the wallet's funds and the
+//! spend limits of the key that makes it, for every item and for the items' total.
+
+use alloy::primitives::U256;
+
+use crate::{
+    Core,
+    auth::Caller,
+    error::{Result, WalletOpsError},
+    limits::{over_budget, over_per_write},
+    requests::{Transfer, payouts::PayoutRequest},
+};
+use walletops_domain::WalletAddress;
+
+/// What one item moves: its token (`None`: the native coin) and amount.
+fn moved(transfer: &Transfer) -> (Option<WalletAddress>, U256) {
+    match *transfer {
+        Transfer::Evm { token, amount, .. } => (token.map(WalletAddress::Evm), amount),
+        Transfer::Solana { mint, amount, .. } => {
+            (mint.map(WalletAddress::Solana), U256::from(amount))
+        }
+    }
+}
+
+/// What `parsed`'s items move together, per asset (a payout moves few assets).
+fn totals(parsed: &PayoutRequest) -> Vec<(Option<WalletAddress>, U256)> {
+    let mut totals: Vec<(Option<WalletAddress>, U256)> = Vec::new();
+    for (_, send, _) in &parsed.items {
+        let (token, amount) = moved(&send.transfer);
+        match totals.iter_mut().find(|(t, _)| *t == token) {
+            Some((_, total)) => *total = total.saturating_add(amount),
+            None => totals.push((token, amount)),
+        }
+    }
+    totals
+}
+
+/// An asset as spend limits name it: `native`, a token's address in lowercase, a mint.
+fn limit_asset(token: Option<&WalletAddress>) -> String {
+    match token {
+        None => "native".to_owned(),
+        Some(WalletAddress::Evm(a)) => a.to_string().to_ascii_lowercase(),
+        Some(WalletAddress::Solana(m)) => m.to_string(),
+    }
+}
+
+impl Core {
+    /// Whether `wallet` holds, per asset, at least what `parsed`'s items move together.
+    pub(super) async fn funds_cover(
+        &self,
+        parsed: &PayoutRequest,
+        wallet: &walletops_domain::Wallet,
+    ) -> Result<()> {
+        let chain = &parsed.items[0].1.chain;
+        let totals = totals(parsed);
+        let tokens: Vec<WalletAddress> = totals.iter().filter_map(|(t, _)| *t).collect();
+        let held = self
+            .balances
+            .read(chain, wallet, &tokens, true, true)
+            .await?;
+        let mut short = Vec::new();
+        for (token, needed) in &totals {
+            let name = token.as_ref().map(ToString::to_string);
+            let has = held
+                .iter()
+                .find(|b| match (&name, &b.token) {
+                    (None, None) => true,
+                    (Some(t), Some(h)) => t.eq_ignore_ascii_case(h),
+                    _ => false,
+                })
+                .map_or(U256::ZERO, |b| b.raw);
+            if has < *needed {
+                short.push(format!(
+                    "{}: the items move {needed}, the wallet holds {has}",
+                    name.as_deref().unwrap_or("native")
+                ));
+            }
+        }
+        if short.is_empty() {
+            Ok(())
+        } else {
+            Err(WalletOpsError::InsufficientFunds(format!(
+                "the payout needs more than {} holds: {}",
+                wallet.address,
+                short.join("; ")
+            )))
+        }
+    }
+
+    /// Refuses a payout of a limited key that its limits would refuse, before anything is
+    /// stored: an item above the most per write (named `items[i]`), an asset the key has no
+    /// limit on, a total above what the 24-hour budget has left, or a total above the key's
+    /// approval threshold (each item below it would otherwise pass unapproved: a person
+    /// makes such a payout in the dashboard or on the command line). Each item is judged
+    /// again, on its simulated effects, when it is made.
+    pub(super) async fn within_limits(
+        &self,
+        caller: &Caller,
+        parsed: &PayoutRequest,
+    ) -> Result<()> {
+        let Some(key_id) = caller.key_id().filter(|_| caller.limited()) else {
+            return Ok(());
+        };
+        let chain = parsed.items[0].1.chain.slug();
+        let limits = self.limits.of_key(key_id).await?;
+        let standing = |token: Option<&WalletAddress>| {
+            let asset = limit_asset(token);
+            limits
+                .iter()
+                .find(|s| s.limit.chain == chain && s.limit.asset == asset)
+                .ok_or_else(|| {
+                    WalletOpsError::Forbidden(format!(
+                        "spend limit: this key moves only assets it has a limit on, and has none on {asset} on {chain}"
+                    ))
+                })
+        };
+        for (i, (_, send, _)) in parsed.items.iter().enumerate() {
+            let (token, amount) = moved(&send.transfer);
+            if let Some(refusal) = over_per_write(&standing(token.as_ref())?.limit, amount) {
+                return Err(WalletOpsError::Forbidden(format!("items[{i}]: {refusal}")));
+            }
+        }
+        for (token, total) in totals(parsed) {
+            let s = standing(token.as_ref())?;
+            if let Some(refusal) = over_budget(&s.limit, s.spent_24h, total) {
+                return Err(WalletOpsError::Forbidden(format!(
+                    "the payout's total: {refusal}"
+                )));
+            }
+            if let Some(threshold) = s.limit.approval_above.filter(|t| total > *t) {
+                return Err(WalletOpsError::Forbidden(format!(
+                    "the payout moves {total} of {} on {chain} in all, above this key's approval threshold of {threshold}: a person makes it in the dashboard or with `walletops payouts create`",
+                    s.limit.asset
+                )));
+            }
+        }
+        Ok(())
+    }
+}
