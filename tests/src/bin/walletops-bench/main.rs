@@ -24,6 +24,7 @@ mod instructions;
 mod latency;
 mod load;
 mod memory;
+mod payouts;
 mod quotes;
 mod reads;
 mod report;
@@ -112,6 +113,9 @@ struct Args {
     /// Deposits made one at a time for the delay to their `deposit.pending` webhook.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     deposit_delays: u64,
+    /// Items of the payout timed against as many single sends; 0: skip the payout runs.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=1000))]
+    payout_items: u64,
     /// Also write every figure to this file, as JSON.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -445,8 +449,19 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         None
     };
 
+    let payouts = if args.payout_items > 0 {
+        println!(
+            "payouts: one of {} items, then {} single sends, from one wallet on a fresh anvil ...",
+            args.payout_items, args.payout_items
+        );
+        Some(payouts::payouts(args.payout_items).await?)
+    } else {
+        None
+    };
+
     Ok(Report {
         deposits,
+        payouts,
         sqlite,
         postgres,
         filler,

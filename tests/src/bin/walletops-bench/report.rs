@@ -219,6 +219,8 @@ pub(crate) struct Report {
     pub(crate) backlog: Vec<Backlog>,
     /// Deposits found per second and their webhooks' delay; `None`: not measured.
     pub(crate) deposits: Option<crate::deposits::Figures>,
+    /// A payout's items per second against single sends; `None`: not measured.
+    pub(crate) payouts: Option<crate::payouts::Figures>,
     pub(crate) memory: Memory,
 }
 
@@ -235,6 +237,7 @@ impl Report {
         .chain(self.filler.as_ref())
         .any(SendRun::failed)
             || self.deposits.as_ref().is_some_and(|d| d.wrong > 0)
+            || self.payouts.as_ref().is_some_and(|p| p.wrong > 0)
     }
 
     fn runs(&self) -> [(&'static str, &SendRun); 4] {
@@ -369,6 +372,9 @@ impl Report {
         if let Some(deposits) = &self.deposits {
             deposits.print();
         }
+        if let Some(payouts) = &self.payouts {
+            payouts.print();
+        }
         println!(
             "nonce gaps and duplicates in every run: {} (goal 0: {})",
             if self.failed() { "some" } else { "none" },
@@ -470,6 +476,7 @@ impl Report {
             "balance_read": {"one_token": self.one_token.json(), "tokens_50": self.all_tokens.json()},
             "quote": {"walletops": self.quote.json(), "aggregator_alone": self.quote_alone.json()},
             "deposits": self.deposits.as_ref().map(crate::deposits::Figures::json),
+            "payouts": self.payouts.as_ref().map(crate::payouts::Figures::json),
             "correct": !self.failed(),
         })
     }
