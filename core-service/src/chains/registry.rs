@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     builtin::{BUILT_IN, default_confirmations},
     deposit_settings::DepositSettings,
+    solana_fees::SolanaFees,
 };
 use crate::error::WalletOpsError;
 use walletops_domain::{ChainFamily, OpenTransaction, Submission};
@@ -28,6 +29,8 @@ pub struct Chain {
     configured: bool,
     /// Its deposit scan, when on.
     deposits: Option<DepositSettings>,
+    /// How its own Solana transfers price their compute.
+    fees: SolanaFees,
 }
 
 impl Chain {
@@ -93,6 +96,10 @@ impl Chain {
     pub fn deposits(&self) -> Option<&DepositSettings> {
         self.deposits.as_ref()
     }
+    /// How its own Solana transfers price their compute (defaults on EVM chains, unused).
+    pub fn solana_fees(&self) -> &SolanaFees {
+        &self.fees
+    }
     /// Explorer link for a transaction hash or signature, where the chain has an explorer.
     pub fn explorer_url(&self, hash: &str) -> Option<String> {
         self.explorer_tx_url
@@ -156,6 +163,12 @@ pub struct ChainConfig {
     /// Whether deposits to the wallets are scanned for, and which are announced; default
     /// off (on for `serve --dev`'s chains).
     pub deposits: Option<DepositSettings>,
+    /// Solana: compute units asked beyond the simulation's, in percent (default 10).
+    pub compute_unit_margin: Option<u32>,
+    /// Solana: the percentile of recent prioritization fees paid (default 75).
+    pub priority_fee_percentile: Option<u8>,
+    /// Solana: the most micro-lamports per compute unit paid (default 1,000,000).
+    pub max_priority_fee_micro_lamports: Option<u64>,
 }
 
 /// The endpoints `cfg` sets: `rpc_url` or `rpc_urls`, not both, and not an empty list.
@@ -203,6 +216,7 @@ impl Registry {
                         confirmations: default_confirmations(slug),
                         configured: false,
                         deposits: None,
+                        fees: SolanaFees::default(),
                     },
                 )
             })
@@ -229,6 +243,7 @@ impl Registry {
                     c.confirmations = cfg.confirmations.unwrap_or(c.confirmations);
                     c.configured = true;
                     c.deposits = cfg.deposits.clone();
+                    c.fees = SolanaFees::of(slug, cfg)?;
                     c
                 }
                 None => {
@@ -256,6 +271,7 @@ impl Registry {
                         confirmations: cfg.confirmations.unwrap_or(1),
                         configured: true,
                         deposits: cfg.deposits.clone(),
+                        fees: SolanaFees::of(slug, cfg)?,
                     }
                 }
             };

@@ -188,6 +188,7 @@ impl DevNode {
             confirmations: None,
             // The playground's wallets see what arrives at them.
             deposits: Some(crate::chains::DepositSettings::default()),
+            ..ChainConfig::default()
         }
     }
 
@@ -213,6 +214,7 @@ impl DevNode {
             native_symbol: Some("ETH".to_owned()),
             confirmations: None,
             deposits: Some(crate::chains::DepositSettings::default()),
+            ..ChainConfig::default()
         }
     }
 

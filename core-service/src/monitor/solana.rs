@@ -81,7 +81,7 @@ impl Monitor {
                         self.solana
                             .resign_with_new_blockhash(
                                 &wallet,
-                                &client,
+                                (&client, chain.solana_fees()),
                                 &open,
                                 "its blockhash expired unseen",
                             )

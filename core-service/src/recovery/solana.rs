@@ -8,7 +8,11 @@ use solana_signature::Signature;
 use solana_transaction::versioned::VersionedTransaction;
 
 use crate::{
-    chains::solana::{SignatureState, SolanaClient},
+    chains::{
+        SolanaFees, budget_of, reprice,
+        solana::{SignatureState, SolanaClient},
+        writable,
+    },
     error::{Result, WalletOpsError},
     idempotency::failure_detail,
     signer::Signer,
@@ -61,22 +65,42 @@ impl SolanaRecovery {
         Self { store, signer }
     }
 
-    /// Re-signs `open` with a fresh blockhash. Callers make sure the old bytes can never be
-    /// processed (their blockhash expired and the signature was never seen).
+    /// Re-signs `open` with a fresh blockhash and a fresh compute-unit price (`fees` of its
+    /// chain). Callers make sure the old bytes can never be processed (their blockhash
+    /// expired and the signature was never seen).
     pub(crate) async fn resign_with_new_blockhash(
         &self,
         wallet: &DelegatedWallet,
-        client: &SolanaClient,
+        (client, fees): (&SolanaClient, &SolanaFees),
         open: &OpenTransaction,
         why: &str,
     ) -> Result<()> {
         // Only the service's own transfers are legacy, and only they are signed again: a
         // swap's route is never re-signed (its price would be stale).
-        let VersionedMessage::Legacy(message) = decode(&open.signed_payload)?.message else {
+        let VersionedMessage::Legacy(mut message) = decode(&open.signed_payload)?.message else {
             return Err(WalletOpsError::Internal(anyhow::anyhow!(
                 "record {} is not a transfer of the service's own: it is never signed again",
                 open.id
             )));
+        };
+        // What blocks take now; a transfer signed before prices were set keeps its shape.
+        let priced = match budget_of(&message) {
+            (_, Some(_)) => {
+                let (price, capped) =
+                    fees.price(client.priority_prices(&writable(&message)).await?);
+                reprice(&mut message, price);
+                let limit = budget_of(&message).0.unwrap_or_default();
+                format!(
+                    ", compute unit limit {limit}, price {price} micro-lamports (p{} of recent fees{})",
+                    fees.percentile,
+                    if capped {
+                        format!(", capped at {}", fees.max_price)
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            (_, None) => String::new(),
         };
         let (blockhash, valid_until) = client.blockhash().await?;
         let (tx, signature) = self
@@ -93,7 +117,9 @@ impl SolanaRecovery {
                 encode(&tx.into())?,
                 &signature,
                 TxStatus::Submitted,
-                format!("{why}; re-signed with a blockhash valid to block height {valid_until}"),
+                format!(
+                    "{why}; re-signed with a blockhash valid to block height {valid_until}{priced}"
+                ),
             )
             .await?;
         txn.commit().await?;

@@ -139,7 +139,7 @@ impl Swaps {
         };
         // What the route does to the wallet, read from its simulation: exactly the amount
         // sold leaves, at least the minimum comes in, nothing else moves or changes hands.
-        let effects = client.simulate(&from, &built.transaction).await?;
+        let (effects, _) = client.simulate(&from, &built.transaction).await?;
         match &effects {
             Foreseen::Known(seen) => guard::check_effects(
                 seen,

@@ -19,8 +19,9 @@ use uuid::Uuid;
 use super::{BroadcastLog, handed_over};
 use crate::{
     chains::{
-        Chain,
+        Chain, MAX_UNITS, SolanaFees,
         solana::{SendOutcome, SolanaClient, SolanaClients},
+        with_budget, writable,
     },
     effects::Foreseen,
     error::{Result, WalletOpsError},
@@ -209,19 +210,59 @@ impl SolanaPipeline {
             &[],
         ));
         let (blockhash, valid_until) = client.blockhash().await?;
-        let message = Message::new_with_blockhash(&instructions, Some(&from), &blockhash);
-        let fee = client
-            .fee(&Transaction::new_unsigned(message.clone()))
+        // The signature fee alone first: the wallet must hold at least that before anything
+        // is simulated.
+        let plain = Message::new_with_blockhash(&instructions, Some(&from), &blockhash);
+        let base_fee = client
+            .fee(&Transaction::new_unsigned(plain.clone()))
             .await?;
         let lamports = client.balance(&from).await?;
         let sol_out = if token.is_none() { total } else { 0 };
-        let needed = sol_out.saturating_add(fee).saturating_add(rent);
-        if lamports < needed {
-            return Err(WalletOpsError::InsufficientFunds(format!(
-                "wallet {} holds {lamports} lamports, less than amount, fee and rent ({needed})",
-                w.address
-            )));
+        let short = |fee: u64| {
+            let needed = sol_out.saturating_add(fee).saturating_add(rent);
+            (lamports < needed).then(|| {
+                WalletOpsError::InsufficientFunds(format!(
+                    "wallet {} holds {lamports} lamports, less than amount, fee and rent ({needed})",
+                    w.address
+                ))
+            })
+        };
+        if let Some(refusal) = short(base_fee) {
+            return Err(refusal);
         }
+        // The price recent blocks took for what this transfer writes; the limit from what
+        // its simulation, at the most a transaction may ask, consumed.
+        let fees = chain.solana_fees();
+        let recent = client.priority_prices(&writable(&plain)).await?;
+        let (price, capped) = fees.price(recent);
+        let probe = Message::new_with_blockhash(
+            &with_budget(&instructions, MAX_UNITS, price),
+            Some(&from),
+            &blockhash,
+        );
+        let (effects, consumed) = client.simulate(&from, &unsigned(&probe)).await?;
+        let limit = consumed.map_or(MAX_UNITS, |units| fees.limit(units));
+        let message = Message::new_with_blockhash(
+            &with_budget(&instructions, limit, price),
+            Some(&from),
+            &blockhash,
+        );
+        let fee = base_fee.saturating_add(SolanaFees::priority_lamports(price, limit));
+        if let Some(refusal) = short(fee) {
+            return Err(refusal);
+        }
+        let budget = format!(
+            "compute unit limit {limit}{}, price {price} micro-lamports (p{} of recent fees{})",
+            consumed
+                .map(|u| format!(" ({u} consumed in simulation + {}%)", fees.margin_percent))
+                .unwrap_or_default(),
+            fees.percentile,
+            if capped {
+                format!(", capped at {}", fees.max_price)
+            } else {
+                String::new()
+            }
+        );
         let record = NewTransaction {
             id,
             user_id: w.user_id,
@@ -244,23 +285,17 @@ impl SolanaPipeline {
             signed_payload: Vec::new(),
             idempotency_key: None,
             note: Some(match intent.legs.len() {
-                1 => format!("signed with a blockhash valid to block height {valid_until}"),
+                1 => {
+                    format!("signed with a blockhash valid to block height {valid_until}; {budget}")
+                }
                 n => format!(
-                    "pays {n} recipients; signed with a blockhash valid to block height {valid_until}"
+                    "pays {n} recipients; signed with a blockhash valid to block height {valid_until}; {budget}"
                 ),
             }),
             valid_until: Some(valid_until),
             held_until: None,
             simulated_effects: None,
         };
-        let unsigned = VersionedTransaction {
-            signatures: vec![
-                Signature::default();
-                usize::from(message.header.num_required_signatures)
-            ],
-            message: VersionedMessage::Legacy(message.clone()),
-        };
-        let effects = client.simulate(&from, &unsigned).await?;
         Ok(Prepared {
             chain: chain.clone(),
             wallet: wallet.clone(),
@@ -269,7 +304,7 @@ impl SolanaPipeline {
             effects,
             fee: super::Fee {
                 max: U256::from(fee),
-                units: 0,
+                units: u64::from(limit),
             },
         })
     }
@@ -392,6 +427,14 @@ impl SolanaPipeline {
             Ok(false) => Ok(chain.submission_of(open)),
             Err(e) => Ok(handed_over(chain, open, &e)),
         }
+    }
+}
+
+/// `message` as a transaction to simulate, its signatures not in place.
+fn unsigned(message: &Message) -> VersionedTransaction {
+    VersionedTransaction {
+        signatures: vec![Signature::default(); usize::from(message.header.num_required_signatures)],
+        message: VersionedMessage::Legacy(message.clone()),
     }
 }
 

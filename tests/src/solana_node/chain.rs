@@ -97,6 +97,8 @@ pub(crate) struct Chain {
     /// not taken; `refusal`: processed all the same; `rejected`: a preflight failure, not
     /// taken).
     pub(crate) fault_next: VecDeque<String>,
+    /// The prices `getRecentPrioritizationFees` reports, one per recent slot, oldest first.
+    pub(crate) recent_fees: Vec<u64>,
     faucet: Keypair,
 }
 
@@ -122,6 +124,7 @@ impl Chain {
             transaction_count: 0,
             drop_next: 0,
             fault_next: VecDeque::new(),
+            recent_fees: Vec::new(),
             faucet,
         };
         chain.sync_clock();

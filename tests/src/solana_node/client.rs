@@ -182,3 +182,9 @@ pub async fn drop_transactions(rpc: &RpcClient, count: u64) -> anyhow::Result<()
 pub async fn fault_sends(rpc: &RpcClient, count: u64, kind: &str) -> anyhow::Result<()> {
     Ok(control(rpc, "litesvm_faultSends", json!([count, kind])).await?)
 }
+
+/// `litesvm_setRecentFees`: `getRecentPrioritizationFees` reports `fees`, one per recent
+/// slot, oldest first.
+pub async fn set_recent_fees(rpc: &RpcClient, fees: &[u64]) -> anyhow::Result<()> {
+    Ok(control(rpc, "litesvm_setRecentFees", json!([fees])).await?)
+}

@@ -103,6 +103,7 @@ pub(crate) fn call(chain: &mut Chain, method: &str, params: &Params) -> RpcResul
         "getSignatureStatuses" => get_signature_statuses(chain, params),
         "getTransaction" => get_transaction(chain, params),
         "getSignaturesForAddress" => super::history::get_signatures_for_address(chain, params),
+        "getRecentPrioritizationFees" => super::fees::get_recent_prioritization_fees(chain, params),
         "requestAirdrop" => {
             let pubkey = parse_pubkey(&params.required::<String>(0)?)?;
             let lamports: u64 = params.required(1)?;
@@ -118,6 +119,10 @@ pub(crate) fn call(chain: &mut Chain, method: &str, params: &Params) -> RpcResul
         }
         "litesvm_dropTransactions" => {
             chain.drop_next = params.required(0)?;
+            Ok(Value::Null)
+        }
+        "litesvm_setRecentFees" => {
+            chain.recent_fees = params.required(0)?;
             Ok(Value::Null)
         }
         "litesvm_faultSends" => {

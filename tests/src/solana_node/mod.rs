@@ -27,6 +27,7 @@
 mod chain;
 mod client;
 mod encoding;
+mod fees;
 mod history;
 mod methods;
 mod rpc;
@@ -46,7 +47,7 @@ use tokio::{sync::oneshot, task::JoinHandle};
 
 pub use client::{
     create_mint, drop_transactions, expire_blockhash, fault_sends, mint_to, mint_to_existing,
-    token_balance,
+    set_recent_fees, token_balance,
 };
 
 use chain::Chain;
@@ -119,6 +120,20 @@ impl SolanaNode {
     /// The JSON-RPC URL, `http://<addr>`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Options of a service whose `solana-devnet` is this node, with `chain_toml` under the
+    /// chain's table and `extra_toml` after it; reads are not rate limited and the monitor
+    /// polls every 100 ms.
+    pub fn service_options(&self, chain_toml: &str, extra_toml: &str) -> crate::Options {
+        crate::Options {
+            log_file: None,
+            config_toml: Some(format!(
+                "request_timeout_secs = 120\n[chains.solana-devnet]\nrpc_url = \"{}\"\n{chain_toml}\n[rate_limits]\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n{extra_toml}",
+                self.url()
+            )),
+            env: Vec::new(),
+        }
     }
 
     /// Sends `lamports` from the node's faucet to `to`, exactly as `requestAirdrop` does.

@@ -30,6 +30,7 @@ mod rate_limits;
 mod request_ids;
 mod secrets;
 mod solana;
+mod solana_fees;
 mod spend_limits;
 mod streams;
 mod surfaces;

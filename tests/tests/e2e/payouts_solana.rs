@@ -11,7 +11,7 @@ use solana_pubkey::Pubkey;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 use solana_signer::Signer as _;
 use walletops_tests::{
-    Backend, Options, Service, on_both_backends, poll_until,
+    Backend, Service, on_both_backends, poll_until,
     solana_node::{self as sol, SolanaNode},
 };
 
@@ -19,18 +19,7 @@ const SOL: u64 = 1_000_000_000;
 
 async fn a_solana_payout_packs_items_and_pays_each_once(b: Backend) -> anyhow::Result<()> {
     let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
-    let svc = Service::start_with(
-        b,
-        Options {
-            log_file: None,
-            config_toml: Some(format!(
-                "request_timeout_secs = 120\n[chains.solana-devnet]\nrpc_url = \"{}\"\n[rate_limits]\nreads_per_minute = 100000\n[monitor]\npoll_interval_ms = 100\n",
-                node.url()
-            )),
-            env: Vec::new(),
-        },
-    )
-    .await?;
+    let svc = Service::start_with(b, node.service_options("", "")).await?;
     let api = svc.rest(&svc.api_key);
     let wallet = Pubkey::from_str(&api.default_wallet("solana").await?)?;
     node.airdrop(&wallet, 10 * SOL)?;

@@ -295,6 +295,18 @@ impl SolanaClient {
             .map_err(|e| rpc_failed("read the block height", e))
     }
 
+    /// The compute-unit prices (micro-lamports) recent blocks took from transactions that
+    /// write `accounts` (at most 128 are asked about), oldest first.
+    pub async fn priority_prices(&self, accounts: &[Pubkey]) -> Result<Vec<u64>, WalletOpsError> {
+        let mut fees = self
+            .rpc
+            .get_recent_prioritization_fees(&accounts[..accounts.len().min(128)])
+            .await
+            .map_err(|e| rpc_failed("read recent prioritization fees", e))?;
+        fees.sort_by_key(|f| f.slot);
+        Ok(fees.into_iter().map(|f| f.prioritization_fee).collect())
+    }
+
     /// The fee of `tx`'s message.
     pub async fn fee(&self, tx: &Transaction) -> Result<u64, WalletOpsError> {
         self.rpc

@@ -28,13 +28,14 @@ const LOG_LINES: usize = 5;
 
 impl SolanaClient {
     /// Simulates `tx` (its signatures need not be in place) and reads what it does to
-    /// `wallet`. A transaction that would fail is SEND_FAILED with the node's error and the
-    /// end of its logs; nothing has been signed at this point.
+    /// `wallet`, and the compute units it consumed when the node says. A transaction that
+    /// would fail is SEND_FAILED with the node's error and the end of its logs; nothing has
+    /// been signed at this point.
     pub async fn simulate(
         &self,
         wallet: &Pubkey,
         tx: &VersionedTransaction,
-    ) -> Result<Foreseen, WalletOpsError> {
+    ) -> Result<(Foreseen, Option<u64>), WalletOpsError> {
         let keys = tx.message.static_account_keys().to_vec();
         let mut pre = self.token_accounts(&keys).await?;
         // Every token account of the wallet, not only those the transaction names outright:
@@ -106,7 +107,7 @@ impl SolanaClient {
             .map(serde_json::to_value)
             .transpose()
             .map_err(|e| rpc_failed("read inner instructions", e))?;
-        read_effects(wallet, tx, &all, inner.as_ref(), &pre)
+        read_effects(wallet, tx, &all, inner.as_ref(), &pre).map(|e| (e, result.units_consumed))
     }
 
     /// The token accounts among `keys`, with their mint and owner, read in one call.

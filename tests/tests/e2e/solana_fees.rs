@@ -1,0 +1,130 @@
+//! Solana sends priced to land, against the test node: each carries a compute-unit limit
+//! from its simulation plus the margin and a compute-unit price at the configured percentile
+//! of the fees the node reports for what it writes, capped, and its history says which. Read
+//! from the transaction that landed, not from what the service says it asked.
+
+use std::str::FromStr;
+
+use anyhow::Context as _;
+use serde_json::json;
+use solana_pubkey::Pubkey;
+use solana_rpc_client::nonblocking::rpc_client::RpcClient;
+use solana_signature::Signature;
+use solana_transaction_status_client_types::{
+    UiTransactionEncoding, option_serializer::OptionSerializer,
+};
+use walletops_tests::{
+    Backend, Service, on_both_backends,
+    solana_node::{self as sol, SolanaNode},
+};
+
+const SOL: u64 = 1_000_000_000;
+
+/// The compute-unit limit and price the landed transaction `signature` asked for, and the
+/// units it consumed.
+async fn budget_landed(rpc: &RpcClient, signature: &str) -> anyhow::Result<(u32, u64, u64)> {
+    let landed = rpc
+        .get_transaction(
+            &Signature::from_str(signature)?,
+            UiTransactionEncoding::Base64,
+        )
+        .await?;
+    let tx = landed
+        .transaction
+        .transaction
+        .decode()
+        .context("a transaction in base64")?;
+    let keys = tx.message.static_account_keys();
+    let (mut limit, mut price) = (None, None);
+    for ix in tx.message.instructions() {
+        if keys[usize::from(ix.program_id_index)] != solana_compute_budget_interface::ID {
+            continue;
+        }
+        match ix.data.split_first() {
+            Some((2, rest)) => limit = Some(u32::from_le_bytes(rest.try_into()?)),
+            Some((3, rest)) => price = Some(u64::from_le_bytes(rest.try_into()?)),
+            other => anyhow::bail!("an unexpected compute budget instruction {other:?}"),
+        }
+    }
+    let consumed = match landed
+        .transaction
+        .meta
+        .context("meta")?
+        .compute_units_consumed
+    {
+        OptionSerializer::Some(units) => units,
+        _ => anyhow::bail!("no compute units consumed"),
+    };
+    Ok((
+        limit.context("no compute unit limit")?,
+        price.context("no compute unit price")?,
+        consumed,
+    ))
+}
+
+async fn sends_pay_the_reported_price_and_ask_what_they_use(b: Backend) -> anyhow::Result<()> {
+    let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
+    let options = node.service_options("max_priority_fee_micro_lamports = 500", "");
+    let svc = Service::start_with(b, options).await?;
+    let api = svc.rest(&svc.api_key);
+    let wallet = Pubkey::from_str(&api.default_wallet("solana").await?)?;
+    node.airdrop(&wallet, 2 * SOL)?;
+    let rpc = RpcClient::new(node.url());
+    let send = async |lamports: u64| -> anyhow::Result<(String, String)> {
+        let reply = api
+            .post(
+                "/send",
+                &json!({"chain": "solana-devnet", "to": Pubkey::new_unique().to_string(), "asset": "native", "amount": lamports.to_string()}),
+            )
+            .await?;
+        anyhow::ensure!(reply.status == 200, "{}", reply.text);
+        let id = reply.body["id"].as_str().context("an id")?.to_owned();
+        let done = api.wait_for_status(&id, "CONFIRMED").await?;
+        let hash = done["hash"].as_str().context("a signature")?.to_owned();
+        Ok((id, hash))
+    };
+    // p75 of ten reported prices is the eighth, 800: above the cap of 500.
+    sol::set_recent_fees(&rpc, &(1..=10).map(|k| k * 100).collect::<Vec<_>>()).await?;
+    let (id, hash) = send(SOL / 100).await?;
+    let (limit, price, consumed) = budget_landed(&rpc, &hash).await?;
+    assert_eq!(price, 500, "the cap holds");
+    assert!(
+        u64::from(limit) >= consumed && u64::from(limit) <= consumed * 11 / 10 + 1,
+        "limit {limit} for {consumed} consumed"
+    );
+    api.wait_for_note(
+        &id,
+        "price 500 micro-lamports (p75 of recent fees, capped at 500)",
+    )
+    .await?;
+    // Quieter blocks: p75 of 10, 20, 30, 40 is 30.
+    sol::set_recent_fees(&rpc, &[40, 10, 30, 20]).await?;
+    let (id, hash) = send(SOL / 100).await?;
+    let (_, price, _) = budget_landed(&rpc, &hash).await?;
+    assert_eq!(price, 30);
+    api.wait_for_note(&id, &format!("compute unit limit {limit}"))
+        .await?;
+    // Lost, then expired unseen: signed again at the price blocks take now.
+    sol::drop_transactions(&rpc, 1).await?;
+    let reply = api
+        .post(
+            "/send",
+            &json!({"chain": "solana-devnet", "to": Pubkey::new_unique().to_string(), "asset": "native", "amount": (SOL / 100).to_string()}),
+        )
+        .await?;
+    anyhow::ensure!(reply.status == 200, "{}", reply.text);
+    let id = reply.body["id"].as_str().context("an id")?.to_owned();
+    sol::set_recent_fees(&rpc, &[100, 200]).await?;
+    sol::expire_blockhash(&rpc).await?;
+    let done = api.wait_for_status(&id, "CONFIRMED").await?;
+    let (_, price, _) = budget_landed(&rpc, done["hash"].as_str().context("a signature")?).await?;
+    assert_eq!(price, 200, "re-signed at the price of now");
+    assert!(
+        done["statusHistory"].to_string().contains("re-signed"),
+        "{done}"
+    );
+    api.wait_for_note(&id, "price 200 micro-lamports").await?;
+    Ok(())
+}
+
+on_both_backends!(sends_pay_the_reported_price_and_ask_what_they_use);
