@@ -169,6 +169,8 @@ pub struct ChainConfig {
     pub priority_fee_percentile: Option<u8>,
     /// Solana: the most micro-lamports per compute unit paid (default 1,000,000).
     pub max_priority_fee_micro_lamports: Option<u64>,
+    /// Solana: how often a transfer not yet seen is sent again, in ms (default 2,000).
+    pub resend_interval_ms: Option<u64>,
 }
 
 /// The endpoints `cfg` sets: `rpc_url` or `rpc_urls`, not both, and not an empty list.

@@ -2,7 +2,8 @@
 //! simulation's units consumed plus a margin, and a compute-unit price at a percentile of
 //! the prices recent blocks took for the accounts the transfer writes, never above a cap
 //! (`chains.<slug>.compute_unit_margin`, `priority_fee_percentile`,
-//! `max_priority_fee_micro_lamports`).
+//! `max_priority_fee_micro_lamports`); and how often an unseen one is sent again
+//! (`resend_interval_ms`).
 
 use solana_compute_budget_interface::ComputeBudgetInstruction;
 use solana_message::{Instruction, Message};
@@ -22,6 +23,8 @@ pub struct SolanaFees {
     pub percentile: u8,
     /// The most micro-lamports per compute unit paid.
     pub max_price: u64,
+    /// How often a transfer not yet seen is sent again while its blockhash is valid, in ms.
+    pub resend_interval_ms: u64,
 }
 
 impl Default for SolanaFees {
@@ -32,6 +35,7 @@ impl Default for SolanaFees {
             // One lamport a compute unit: a transfer's few thousand units at most double its
             // signature fee; a payout's pack a few times.
             max_price: 1_000_000,
+            resend_interval_ms: 2_000,
         }
     }
 }
@@ -46,7 +50,11 @@ impl SolanaFees {
             max_price: cfg
                 .max_priority_fee_micro_lamports
                 .unwrap_or(base.max_price),
+            resend_interval_ms: cfg.resend_interval_ms.unwrap_or(base.resend_interval_ms),
         };
+        if fees.resend_interval_ms < 100 {
+            anyhow::bail!("chain {slug}: `resend_interval_ms` must be at least 100");
+        }
         if fees.margin_percent > 100 {
             anyhow::bail!("chain {slug}: `compute_unit_margin` is a percentage from 0 to 100");
         }

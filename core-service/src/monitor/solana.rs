@@ -106,7 +106,9 @@ impl Monitor {
             }
             return Ok(None);
         }
-        let resend_after = chrono::Duration::seconds(2);
+        let resend_after = chrono::Duration::milliseconds(
+            i64::try_from(chain.solana_fees().resend_interval_ms).unwrap_or(i64::MAX),
+        );
         if open
             .last_broadcast_at
             .is_none_or(|at| Utc::now() - at >= resend_after)

@@ -99,6 +99,8 @@ pub(crate) struct Chain {
     pub(crate) fault_next: VecDeque<String>,
     /// The prices `getRecentPrioritizationFees` reports, one per recent slot, oldest first.
     pub(crate) recent_fees: Vec<u64>,
+    /// What the leader includes (`fees`).
+    pub(crate) congestion: super::fees::Congestion,
     faucet: Keypair,
 }
 
@@ -125,6 +127,7 @@ impl Chain {
             drop_next: 0,
             fault_next: VecDeque::new(),
             recent_fees: Vec::new(),
+            congestion: super::fees::Congestion::default(),
             faucet,
         };
         chain.sync_clock();

@@ -188,3 +188,19 @@ pub async fn fault_sends(rpc: &RpcClient, count: u64, kind: &str) -> anyhow::Res
 pub async fn set_recent_fees(rpc: &RpcClient, fees: &[u64]) -> anyhow::Result<()> {
     Ok(control(rpc, "litesvm_setRecentFees", json!([fees])).await?)
 }
+
+/// `litesvm_setCongestion`: the node includes only sends priced at least `threshold`
+/// micro-lamports a compute unit, reports recent prices around it, and loses
+/// `drop_percent` of sends whatever their price.
+pub async fn set_congestion(
+    rpc: &RpcClient,
+    threshold: u64,
+    drop_percent: u64,
+) -> anyhow::Result<()> {
+    Ok(control(
+        rpc,
+        "litesvm_setCongestion",
+        json!([threshold, drop_percent]),
+    )
+    .await?)
+}

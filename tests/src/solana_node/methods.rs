@@ -125,6 +125,7 @@ pub(crate) fn call(chain: &mut Chain, method: &str, params: &Params) -> RpcResul
             chain.recent_fees = params.required(0)?;
             Ok(Value::Null)
         }
+        "litesvm_setCongestion" => super::fees::set_congestion(chain, params),
         "litesvm_faultSends" => {
             let (count, kind): (usize, String) = (params.required(0)?, params.required(1)?);
             chain.fault_next.extend(std::iter::repeat_n(kind, count));
@@ -428,9 +429,8 @@ fn send_transaction(chain: &mut Chain, params: &Params) -> RpcResult {
             RpcError::new(JSON_RPC_SERVER_ERROR_NODE_UNHEALTHY, "Node is unhealthy")
         });
     }
-    if chain.drop_next > 0 {
-        // Accepted, then lost on the way to the leader.
-        chain.drop_next -= 1;
+    if super::fees::lost(chain, &tx) {
+        // Accepted, then lost on the way to the leader, or skipped by a busy one.
         return Ok(json!(signature.to_string()));
     }
     // A transaction no block would include (bad signature, expired blockhash, fee payer

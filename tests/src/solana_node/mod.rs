@@ -47,7 +47,7 @@ use tokio::{sync::oneshot, task::JoinHandle};
 
 pub use client::{
     create_mint, drop_transactions, expire_blockhash, fault_sends, mint_to, mint_to_existing,
-    set_recent_fees, token_balance,
+    set_congestion, set_recent_fees, token_balance,
 };
 
 use chain::Chain;

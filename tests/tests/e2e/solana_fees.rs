@@ -127,4 +127,98 @@ async fn sends_pay_the_reported_price_and_ask_what_they_use(b: Backend) -> anyho
     Ok(())
 }
 
-on_both_backends!(sends_pay_the_reported_price_and_ask_what_they_use);
+/// A service over a fresh node, its cap `max_price`, resending every 200 ms; its API, its
+/// wallet (funded) and an RPC client of the node.
+async fn busy_cluster(
+    b: Backend,
+    max_price: u64,
+) -> anyhow::Result<(SolanaNode, Service, RpcClient)> {
+    let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
+    let chain = format!("max_priority_fee_micro_lamports = {max_price}\nresend_interval_ms = 200");
+    let svc = Service::start_with(b, node.service_options(&chain, "")).await?;
+    let wallet = Pubkey::from_str(&svc.rest(&svc.api_key).default_wallet("solana").await?)?;
+    node.airdrop(&wallet, 2 * SOL)?;
+    let rpc = RpcClient::new(node.url());
+    Ok((node, svc, rpc))
+}
+
+/// Sends `lamports` to `to` through `api`; the record's id.
+async fn pay(api: &walletops_tests::Rest, to: &Pubkey, lamports: u64) -> anyhow::Result<String> {
+    let reply = api
+        .post(
+            "/send",
+            &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": lamports.to_string()}),
+        )
+        .await?;
+    anyhow::ensure!(reply.status == 200, "{}", reply.text);
+    Ok(reply.body["id"].as_str().context("an id")?.to_owned())
+}
+
+async fn a_busy_leader_takes_sends_priced_at_what_blocks_take(b: Backend) -> anyhow::Result<()> {
+    let (_node, svc, rpc) = busy_cluster(b, 1_000_000).await?;
+    let api = svc.rest(&svc.api_key);
+    sol::set_congestion(&rpc, 5_000, 0).await?;
+    let to = Pubkey::new_unique();
+    let done = api
+        .wait_for_status(&pay(&api, &to, SOL / 100).await?, "CONFIRMED")
+        .await?;
+    let (_, price, _) = budget_landed(&rpc, done["hash"].as_str().context("a signature")?).await?;
+    assert_eq!(price, 5_000, "the price follows what the node reports");
+    assert_eq!(rpc.get_balance(&to).await?, SOL / 100);
+    Ok(())
+}
+
+async fn a_send_capped_under_the_going_price_waits_until_it_falls(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let (_node, svc, rpc) = busy_cluster(b, 1_000).await?;
+    let api = svc.rest(&svc.api_key);
+    sol::set_congestion(&rpc, 5_000, 0).await?;
+    let to = Pubkey::new_unique();
+    let id = pay(&api, &to, SOL / 100).await?;
+    // Skipped by the busy leader until its blockhash expires; signed again, still capped.
+    sol::expire_blockhash(&rpc).await?;
+    let waiting = api.wait_for_note(&id, "re-signed").await?;
+    assert_eq!(waiting["status"], "SUBMITTED", "{waiting}");
+    assert!(
+        waiting["statusHistory"]
+            .to_string()
+            .contains("capped at 1000"),
+        "its history says why it waits: {waiting}"
+    );
+    assert_eq!(rpc.get_balance(&to).await?, 0);
+    // The cluster quiets down: the resent transfer lands, once.
+    sol::set_congestion(&rpc, 0, 0).await?;
+    api.wait_for_status(&id, "CONFIRMED").await?;
+    assert_eq!(rpc.get_balance(&to).await?, SOL / 100);
+    Ok(())
+}
+
+async fn with_a_third_of_sends_lost_every_transfer_lands_once(b: Backend) -> anyhow::Result<()> {
+    let (_node, svc, rpc) = busy_cluster(b, 1_000_000).await?;
+    let api = svc.rest(&svc.api_key);
+    sol::set_congestion(&rpc, 0, 30).await?;
+    let recipients: Vec<Pubkey> = (0..10).map(|_| Pubkey::new_unique()).collect();
+    let mut ids = Vec::new();
+    for (k, to) in recipients.iter().enumerate() {
+        ids.push(pay(&api, to, SOL / 100 + k as u64).await?);
+    }
+    for id in &ids {
+        api.wait_for_status(id, "CONFIRMED").await?;
+    }
+    for (k, to) in recipients.iter().enumerate() {
+        assert_eq!(
+            rpc.get_balance(to).await?,
+            SOL / 100 + k as u64,
+            "recipient {k} paid once"
+        );
+    }
+    Ok(())
+}
+
+on_both_backends!(
+    sends_pay_the_reported_price_and_ask_what_they_use,
+    a_busy_leader_takes_sends_priced_at_what_blocks_take,
+    a_send_capped_under_the_going_price_waits_until_it_falls,
+    with_a_third_of_sends_lost_every_transfer_lands_once,
+);
