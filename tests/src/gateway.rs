@@ -54,6 +54,8 @@ pub struct Gateway {
     refused: Arc<Mutex<Vec<String>>>,
     /// HTTP requests received (a JSON-RPC batch is one).
     requests: Arc<AtomicU64>,
+    /// The params of every Solana `sendTransaction` passed on.
+    solana_sends: Arc<Mutex<Vec<Value>>>,
 }
 
 impl Gateway {
@@ -65,8 +67,15 @@ impl Gateway {
         let refused = Arc::new(Mutex::new(Vec::new()));
         let (node, http) = (node.to_owned(), reqwest::Client::new());
         let (mode, limited, kept) = (sends.clone(), limits.clone(), refused.clone());
+        let solana_sends = Arc::new(Mutex::new(Vec::new()));
+        let seen = solana_sends.clone();
         let one = move |call: Value| {
             let (node, http, kept) = (node.clone(), http.clone(), kept.clone());
+            if call["method"] == "sendTransaction" {
+                seen.lock()
+                    .expect("gateway sends")
+                    .push(call["params"].clone());
+            }
             let mode = *mode.lock().expect("gateway mode");
             let (limited_call, behind, without) = {
                 let limits = limited.lock().expect("gateway limits");
@@ -159,7 +168,13 @@ impl Gateway {
             limits,
             refused,
             requests,
+            solana_sends,
         })
+    }
+
+    /// The params of every Solana `sendTransaction` passed on so far.
+    pub fn solana_sends(&self) -> Vec<Value> {
+        self.solana_sends.lock().expect("gateway sends").clone()
     }
 
     /// The HTTP requests received so far (a JSON-RPC batch counts once).

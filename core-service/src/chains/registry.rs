@@ -31,6 +31,8 @@ pub struct Chain {
     deposits: Option<DepositSettings>,
     /// How its own Solana transfers price their compute.
     fees: SolanaFees,
+    /// Solana: where every send of a transfer also goes (a block engine, a staked sender).
+    send_urls: Vec<String>,
 }
 
 impl Chain {
@@ -86,6 +88,10 @@ impl Chain {
     /// Every JSON-RPC endpoint, in the order they are tried (see `chains::failover`).
     pub fn rpc_urls(&self) -> &[String] {
         &self.rpc_urls
+    }
+    /// Solana: where every send of a transfer also goes, besides its RPC URLs.
+    pub fn send_urls(&self) -> &[String] {
+        &self.send_urls
     }
     /// Blocks (the including one counted) an EVM transaction must be under before its record
     /// is final: a record whose block is reorganised away before then is followed again.
@@ -171,6 +177,9 @@ pub struct ChainConfig {
     pub max_priority_fee_micro_lamports: Option<u64>,
     /// Solana: how often a transfer not yet seen is sent again, in ms (default 2,000).
     pub resend_interval_ms: Option<u64>,
+    /// Solana: where every send of a transfer also goes (`sendTransaction`, preflight
+    /// skipped), such as a block engine or a staked-connection sender.
+    pub send_urls: Option<Vec<String>>,
 }
 
 /// The endpoints `cfg` sets: `rpc_url` or `rpc_urls`, not both, and not an empty list.
@@ -219,6 +228,7 @@ impl Registry {
                         configured: false,
                         deposits: None,
                         fees: SolanaFees::default(),
+                        send_urls: Vec::new(),
                     },
                 )
             })
@@ -246,6 +256,7 @@ impl Registry {
                     c.configured = true;
                     c.deposits = cfg.deposits.clone();
                     c.fees = SolanaFees::of(slug, cfg)?;
+                    c.send_urls = cfg.send_urls.clone().unwrap_or_default();
                     c
                 }
                 None => {
@@ -274,6 +285,7 @@ impl Registry {
                         configured: true,
                         deposits: cfg.deposits.clone(),
                         fees: SolanaFees::of(slug, cfg)?,
+                        send_urls: cfg.send_urls.clone().unwrap_or_default(),
                     }
                 }
             };

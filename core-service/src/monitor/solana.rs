@@ -151,7 +151,7 @@ impl Monitor {
             return Ok(());
         };
         let tx = decode(&open.signed_payload)?;
-        match client.send(&tx).await {
+        match client.resend(&tx).await {
             SendOutcome::Accepted => self.sent(id).await,
             // Unknown blockhash: handled once the height passes its validity.
             SendOutcome::BlockhashExpired | SendOutcome::Unknown(_) => Ok(()),

@@ -369,6 +369,12 @@ impl SolanaPipeline {
             }
         };
         if outcome == SendOutcome::Accepted {
+            // Taken by the node that checked it: every route gets it too (a block engine, the
+            // other RPC URLs), never before that check, so a refused transfer goes nowhere.
+            if let Ok(tx) = decode(&open.signed_payload) {
+                let client = client.clone();
+                tokio::spawn(async move { client.resend(&tx).await });
+            }
             // The broadcast's note hands the record over.
             self.broadcasts.note(id);
             return Ok(chain.submission_of(&open));

@@ -311,8 +311,9 @@ async fn one_idempotency_key_gives_one_transfer(b: Backend) -> anyhow::Result<()
 async fn expired_blockhash_is_re_signed_without_a_duplicate(b: Backend) -> anyhow::Result<()> {
     let s = Sol::start(b, "").await?;
     let to = Keypair::new().pubkey();
-    // The cluster loses the transfer, then its blockhash expires.
-    client::drop_transactions(&s.rpc, 1).await?;
+    // The cluster loses the transfer, every send of it (one lost send is sent again to
+    // every route at once), until its blockhash expires.
+    client::drop_transactions(&s.rpc, 1_000_000).await?;
     let reply = s
         .api()
         .post("/send", &json!({"chain": "solana-devnet", "to": to.to_string(), "asset": "native", "amount": "1000000"}))
@@ -321,6 +322,8 @@ async fn expired_blockhash_is_re_signed_without_a_duplicate(b: Backend) -> anyho
     let id = reply.body["id"].as_str().expect("id").to_owned();
     let first = reply.body["hash"].as_str().expect("signature").to_owned();
     client::expire_blockhash(&s.rpc).await?;
+    s.wait_for_note(&id, "re-signed").await?;
+    client::drop_transactions(&s.rpc, 0).await?;
     let tx = s.wait_for(&id, "CONFIRMED").await?;
     assert_ne!(tx["hash"], first, "the transfer was signed again");
     assert!(tx["statusHistory"].to_string().contains("expired"), "{tx}");

@@ -104,8 +104,9 @@ async fn sends_pay_the_reported_price_and_ask_what_they_use(b: Backend) -> anyho
     assert_eq!(price, 30);
     api.wait_for_note(&id, &format!("compute unit limit {limit}"))
         .await?;
-    // Lost, then expired unseen: signed again at the price blocks take now.
-    sol::drop_transactions(&rpc, 1).await?;
+    // Lost, every send of it, until its blockhash expired unseen: signed again at the
+    // price blocks take now.
+    sol::drop_transactions(&rpc, 1_000_000).await?;
     let reply = api
         .post(
             "/send",
@@ -116,6 +117,8 @@ async fn sends_pay_the_reported_price_and_ask_what_they_use(b: Backend) -> anyho
     let id = reply.body["id"].as_str().context("an id")?.to_owned();
     sol::set_recent_fees(&rpc, &[100, 200]).await?;
     sol::expire_blockhash(&rpc).await?;
+    api.wait_for_note(&id, "re-signed").await?;
+    sol::drop_transactions(&rpc, 0).await?;
     let done = api.wait_for_status(&id, "CONFIRMED").await?;
     let (_, price, _) = budget_landed(&rpc, done["hash"].as_str().context("a signature")?).await?;
     assert_eq!(price, 200, "re-signed at the price of now");
@@ -216,7 +219,63 @@ async fn with_a_third_of_sends_lost_every_transfer_lands_once(b: Backend) -> any
     Ok(())
 }
 
+async fn an_unseen_transfer_is_sent_again_to_every_route(b: Backend) -> anyhow::Result<()> {
+    let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
+    let (second, engine) = (
+        walletops_tests::gateway::Gateway::start(&node.url()).await?,
+        walletops_tests::gateway::Gateway::start(&node.url()).await?,
+    );
+    // Two RPC URLs of the node and a send route (a block engine, say).
+    let chain = format!(
+        "resend_interval_ms = 200\nsend_urls = [\"{}\"]",
+        engine.url()
+    );
+    let mut options = node.service_options(&chain, "");
+    let toml = options.config_toml.take().unwrap_or_default().replace(
+        &format!("rpc_url = \"{}\"", node.url()),
+        &format!("rpc_urls = [\"{}\", \"{}\"]", node.url(), second.url()),
+    );
+    options.config_toml = Some(toml);
+    let svc = Service::start_with(b, options).await?;
+    let api = svc.rest(&svc.api_key);
+    let wallet = Pubkey::from_str(&api.default_wallet("solana").await?)?;
+    node.airdrop(&wallet, SOL)?;
+    let rpc = RpcClient::new(node.url());
+    // The first five sends reaching the node are lost on the way to the leader.
+    sol::drop_transactions(&rpc, 5).await?;
+    let to = Pubkey::new_unique();
+    let id = pay(&api, &to, SOL / 100).await?;
+    api.wait_for_status(&id, "CONFIRMED").await?;
+    assert_eq!(rpc.get_balance(&to).await?, SOL / 100, "paid once");
+    // The first send is checked (preflight) by one node; every other send skips it, and
+    // no node retries on its own.
+    let mut checked = 0;
+    for (route, gateway) in [("the second RPC URL", &second), ("the send route", &engine)] {
+        let sends = gateway.solana_sends();
+        let skipped = sends
+            .iter()
+            .filter(|p| p[1]["skipPreflight"] == true)
+            .count();
+        assert!(skipped >= 1, "{route} was sent nothing again: {sends:?}");
+        checked += sends.len() - skipped;
+        assert!(
+            sends.iter().all(|p| p[1]["maxRetries"] == 0),
+            "{route}: {sends:?}"
+        );
+    }
+    assert!(checked <= 1, "only the first send is checked");
+    assert!(
+        engine
+            .solana_sends()
+            .iter()
+            .all(|p| p[1]["skipPreflight"] == true),
+        "the send route gets a transfer only after a node checked it"
+    );
+    Ok(())
+}
+
 on_both_backends!(
+    an_unseen_transfer_is_sent_again_to_every_route,
     sends_pay_the_reported_price_and_ask_what_they_use,
     a_busy_leader_takes_sends_priced_at_what_blocks_take,
     a_send_capped_under_the_going_price_waits_until_it_falls,

@@ -107,6 +107,9 @@ struct Owned {
 #[derive(Clone)]
 pub struct SolanaClient {
     rpc: Arc<RpcClient>,
+    /// A client of each RPC URL of the chain and of each of its send URLs: a transfer sent
+    /// again goes to every one.
+    routes: Arc<Vec<RpcClient>>,
 }
 
 impl std::fmt::Debug for SolanaClient {
@@ -130,12 +133,30 @@ impl SolanaClients {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         clients
-            .entry(format!("{} {}", chain.slug(), rpc_urls.join(" ")))
+            .entry(format!(
+                "{} {} {}",
+                chain.slug(),
+                rpc_urls.join(" "),
+                chain.send_urls().join(" ")
+            ))
             .or_insert_with(|| SolanaClient {
                 rpc: Arc::new(RpcClient::new_sender(
                     Failover::new(chain.slug(), rpc_urls, RPC_TIMEOUT),
                     RpcClientConfig::with_commitment(CommitmentConfig::confirmed()),
                 )),
+                routes: Arc::new(
+                    rpc_urls
+                        .iter()
+                        .chain(chain.send_urls())
+                        .map(|url| {
+                            RpcClient::new_with_timeout_and_commitment(
+                                url.clone(),
+                                RPC_TIMEOUT,
+                                CommitmentConfig::confirmed(),
+                            )
+                        })
+                        .collect(),
+                ),
             })
             .clone()
     }
@@ -328,6 +349,37 @@ impl SolanaClient {
             Err(e) if refused(&e) => classify(&e),
             Err(e) => SendOutcome::Unknown(e.to_string()),
         }
+    }
+
+    /// Sends `tx` again to every RPC URL and send URL of the chain at once, preflight
+    /// skipped and no retries by the node (the service retries): taken when one route took
+    /// it, refused when none did and one refused it.
+    pub async fn resend(&self, tx: &VersionedTransaction) -> SendOutcome {
+        let config = RpcSendTransactionConfig {
+            skip_preflight: true,
+            max_retries: Some(0),
+            ..RpcSendTransactionConfig::default()
+        };
+        let answers = futures::future::join_all(
+            self.routes
+                .iter()
+                .map(|route| route.send_transaction_with_config(tx, config)),
+        )
+        .await;
+        let mut outcome = None;
+        for answer in answers {
+            let this = match answer {
+                Ok(_) => return SendOutcome::Accepted,
+                Err(e) if refused(&e) => classify(&e),
+                Err(e) => SendOutcome::Unknown(e.to_string()),
+            };
+            match (&outcome, this) {
+                (_, SendOutcome::Accepted) => return SendOutcome::Accepted,
+                (None | Some(SendOutcome::Unknown(_)), this) => outcome = Some(this),
+                _ => {}
+            }
+        }
+        outcome.unwrap_or_else(|| SendOutcome::Unknown("the chain has no route".to_owned()))
     }
 
     /// The state of each of `signatures`, searching the history, and the slot the node
