@@ -26,6 +26,13 @@ pub fn row_of(index: usize) -> usize {
     index + 2
 }
 
+/// The file row of the item a field such as `items[3].to` names (5), and the field within
+/// the item (`to`); `None` for a field of the payout itself (`from`).
+pub fn row_of_field(field: &str) -> Option<(usize, &str)> {
+    let (index, name) = field.strip_prefix("items[")?.split_once("].")?;
+    Some((row_of(index.parse().ok()?), name))
+}
+
 /// The items of the CSV `text`, or every row's shape problem.
 pub fn parse(text: &str) -> Result<Vec<pb::PayoutItemRequest>, Vec<CsvError>> {
     let mut reader = csv::ReaderBuilder::new()
@@ -125,5 +132,7 @@ mod tests {
         assert_eq!(errors[0].row, 3);
         assert!(errors[0].message.contains("gold"));
         assert_eq!(parse("to,asset,amount\n").expect_err("empty")[0].row, 2);
+        assert_eq!(row_of_field("items[3].to"), Some((5, "to")));
+        assert_eq!(row_of_field("from"), None);
     }
 }

@@ -224,18 +224,19 @@ impl Store {
             .all(self.sea())
             .await?;
         let ids: Vec<Uuid> = page.iter().map(|p| p.id).collect();
-        let mut rows = items::Entity::find()
+        let mut by_payout: std::collections::HashMap<Uuid, Vec<items::Model>> = Default::default();
+        for row in items::Entity::find()
             .filter(items::Column::PayoutId.is_in(ids))
-            .order_by_asc(items::Column::PayoutId)
             .order_by_asc(items::Column::Idx)
             .all(self.sea())
-            .await?;
+            .await?
+        {
+            by_payout.entry(row.payout_id).or_default().push(row);
+        }
         page.into_iter()
             .map(|p| {
-                let (mine, rest): (Vec<_>, Vec<_>) =
-                    rows.drain(..).partition(|r| r.payout_id == p.id);
-                rows = rest;
-                payout_of(p, mine)
+                let rows = by_payout.remove(&p.id).unwrap_or_default();
+                payout_of(p, rows)
             })
             .collect()
     }

@@ -2,7 +2,7 @@
 //! database. A running core pays each item once (within a second of the payout's storing).
 
 use anyhow::Context as _;
-use walletops_core::{Config, Core};
+use walletops_core::{Config, Core, error::WalletOpsError};
 use walletops_domain::{ItemStanding, Payout};
 use walletops_proto::{payouts_csv, v1 as pb};
 
@@ -49,7 +49,7 @@ pub(crate) async fn payouts(config: Config, command: PayoutsCommand) -> anyhow::
             let payout = core
                 .create_owner_payout(user.id, (!check).then_some(key), req)
                 .await
-                .map_err(|e| anyhow::anyhow!("{}", rows_named(&e.to_string())))?;
+                .map_err(rows_named)?;
             if check {
                 println!(
                     "Checked: {} items from {} on {}; nothing stored.",
@@ -142,28 +142,18 @@ fn totals(standings: &[ItemStanding]) -> String {
         .join(", ")
 }
 
-/// `message` with each `items[i]` also named by its file row.
-fn rows_named(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut rest = message;
-    while let Some(at) = rest.find("items[") {
-        let (before, after) = rest.split_at(at);
-        out.push_str(before);
-        let digits: String = after["items[".len()..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        match digits.parse::<usize>() {
-            Ok(i) => {
-                out.push_str(&format!("(row {}) items[{digits}", payouts_csv::row_of(i)));
-                rest = &after["items[".len() + digits.len()..];
-            }
-            Err(_) => {
-                out.push_str("items[");
-                rest = &after["items[".len()..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+/// A refusal of the payout, each bad item's field also named by its file row
+/// (`(row 4) items[2].to: …`).
+fn rows_named(e: WalletOpsError) -> anyhow::Error {
+    let WalletOpsError::InvalidInput(violations) = e else {
+        return e.into();
+    };
+    let lines: Vec<String> = violations
+        .iter()
+        .map(|v| match payouts_csv::row_of_field(&v.field) {
+            Some((row, _)) => format!("(row {row}) {}: {}", v.field, v.description),
+            None => format!("{}: {}", v.field, v.description),
+        })
+        .collect();
+    anyhow::anyhow!("invalid input:\n  {}", lines.join("\n  "))
 }

@@ -35,15 +35,6 @@ fn totals(parsed: &PayoutRequest) -> Vec<(Option<WalletAddress>, U256)> {
     totals
 }
 
-/// An asset as spend limits name it: `native`, a token's address in lowercase, a mint.
-fn limit_asset(token: Option<&WalletAddress>) -> String {
-    match token {
-        None => "native".to_owned(),
-        Some(WalletAddress::Evm(a)) => a.to_string().to_ascii_lowercase(),
-        Some(WalletAddress::Solana(m)) => m.to_string(),
-    }
-}
-
 impl Core {
     /// Whether `wallet` holds, per asset, at least what `parsed`'s items move together.
     pub(super) async fn funds_cover(
@@ -104,7 +95,7 @@ impl Core {
         let chain = parsed.items[0].1.chain.slug();
         let limits = self.limits.of_key(key_id).await?;
         let standing = |token: Option<&WalletAddress>| {
-            let asset = limit_asset(token);
+            let asset = walletops_domain::asset_name(token.copied());
             limits
                 .iter()
                 .find(|s| s.limit.chain == chain && s.limit.asset == asset)

@@ -263,14 +263,8 @@ pub(crate) async fn upload(
 
 /// `items[3].to` as the file's row says it (`row 5, to`); other fields as they are.
 fn row_named(field: &str) -> String {
-    let Some(rest) = field.strip_prefix("items[") else {
-        return field.to_owned();
-    };
-    match rest.split_once("].") {
-        Some((i, name)) => match i.parse::<usize>() {
-            Ok(i) => format!("row {}, {name}", payouts_csv::row_of(i)),
-            Err(_) => field.to_owned(),
-        },
+    match payouts_csv::row_of_field(field) {
+        Some((row, name)) => format!("row {row}, {name}"),
         None => field.to_owned(),
     }
 }
