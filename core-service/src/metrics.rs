@@ -47,6 +47,15 @@ pub const RECORDS_SWEPT: &str = "walletops_monitor_records_swept_total";
 /// Final transactions whose effects on chain differ from their simulation, by `chain` and
 /// `kind`.
 pub const EFFECTS_DIFFERED: &str = "walletops_effects_differed_total";
+/// Time from a write's request to its landing (`CONFIRMED`), by `chain` and `route` (`rpc`:
+/// the chain's RPC URLs; `rpc_and_send_urls`: those and its `send_urls`).
+pub const LANDING_SECONDS: &str = "walletops_landing_duration_seconds";
+/// Sends of a final transaction's same signed bytes again by the monitor (EVM rebroadcasts,
+/// Solana resends), per transaction, by `chain`.
+pub const RESENDS: &str = "walletops_resends_per_transaction";
+/// The priority fee a landed transaction offered, by `chain` and `unit` (`wei_per_gas`: EVM's
+/// `maxPriorityFeePerGas`; `micro_lamports_per_cu`: Solana's compute-unit price).
+pub const PRIORITY_FEE: &str = "walletops_priority_fee_paid";
 /// Writes held for approval and what became of them, by `outcome` (`held`, `approved`,
 /// `rejected`, `expired`, `submitted`, `failed`).
 pub const APPROVALS: &str = "walletops_approvals_total";
@@ -83,6 +92,19 @@ pub fn describe() {
         "final transactions whose effects on chain differ from their simulation, by chain and kind"
     );
     describe_counter!(FEE_CAPS, "records whose fee reached the cap, by chain");
+    describe_histogram!(
+        LANDING_SECONDS,
+        metrics::Unit::Seconds,
+        "time from a write's request to its landing, by chain and send route"
+    );
+    describe_histogram!(
+        RESENDS,
+        "sends of a final transaction's same bytes again by the monitor, per transaction, by chain"
+    );
+    describe_histogram!(
+        PRIORITY_FEE,
+        "the priority fee a landed transaction offered, by chain and unit (wei_per_gas, micro_lamports_per_cu)"
+    );
     describe_counter!(
         APPROVALS,
         "writes held for approval and what became of them, by outcome"
@@ -170,6 +192,26 @@ pub fn open_records(chain: &str, open: usize, oldest: Duration) {
 /// A transaction of `chain` re-sent for `reason` (`fee`, `nonce`).
 pub(crate) fn replacement(chain: &str, reason: &'static str) {
     counter!(REPLACEMENTS, "chain" => chain.to_owned(), "reason" => reason).increment(1);
+}
+
+/// A record of `chain` ended after the monitor sent its same bytes `resends` more times.
+pub(crate) fn resent(chain: &str, resends: u32) {
+    histogram!(RESENDS, "chain" => chain.to_owned()).record(f64::from(resends));
+}
+
+/// A write of `chain` landed `took` after its request, sent through `route`, offering
+/// `priority` (a unit and an amount) when it says.
+pub(crate) fn landed(
+    chain: &str,
+    route: &'static str,
+    took: Duration,
+    priority: Option<(&'static str, f64)>,
+) {
+    histogram!(LANDING_SECONDS, "chain" => chain.to_owned(), "route" => route)
+        .record(took.as_secs_f64());
+    if let Some((unit, fee)) = priority {
+        histogram!(PRIORITY_FEE, "chain" => chain.to_owned(), "unit" => unit).record(fee);
+    }
 }
 
 /// A nonce gap of `chain` filled.

@@ -1,9 +1,12 @@
 //! A JSON-RPC gateway in front of a node, as hosted providers run them: it passes calls on,
 //! and can be told to fail, refuse or hold back what a provider's gateway may.
 
-use std::sync::{
-    Arc, Mutex,
-    atomic::{AtomicU64, Ordering},
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use serde_json::{Value, json};
@@ -56,6 +59,8 @@ pub struct Gateway {
     requests: Arc<AtomicU64>,
     /// The params of every Solana `sendTransaction` passed on.
     solana_sends: Arc<Mutex<Vec<Value>>>,
+    /// Calls received, by method (each call of a batch counts).
+    calls: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 impl Gateway {
@@ -69,8 +74,15 @@ impl Gateway {
         let (mode, limited, kept) = (sends.clone(), limits.clone(), refused.clone());
         let solana_sends = Arc::new(Mutex::new(Vec::new()));
         let seen = solana_sends.clone();
+        let calls = Arc::new(Mutex::new(HashMap::new()));
+        let tally = calls.clone();
         let one = move |call: Value| {
             let (node, http, kept) = (node.clone(), http.clone(), kept.clone());
+            *tally
+                .lock()
+                .expect("gateway calls")
+                .entry(call["method"].as_str().unwrap_or_default().to_owned())
+                .or_insert(0) += 1;
             if call["method"] == "sendTransaction" {
                 seen.lock()
                     .expect("gateway sends")
@@ -169,7 +181,18 @@ impl Gateway {
             refused,
             requests,
             solana_sends,
+            calls,
         })
+    }
+
+    /// The calls of `method` received so far.
+    pub fn calls(&self, method: &str) -> u64 {
+        self.calls
+            .lock()
+            .expect("gateway calls")
+            .get(method)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The params of every Solana `sendTransaction` passed on so far.

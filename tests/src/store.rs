@@ -49,6 +49,13 @@ impl Service {
             .await
     }
 
+    /// How many stored transaction records have status `status` (`confirmed`, ...).
+    pub async fn transactions_with_status(&self, status: &str) -> anyhow::Result<i64> {
+        anyhow::ensure!(status.chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+        self.count_transactions(&format!("status = '{status}'"))
+            .await
+    }
+
     /// How many stored transaction records meet `condition` (SQL).
     async fn count_transactions(&self, condition: &str) -> anyhow::Result<i64> {
         let db = self.database().await?;

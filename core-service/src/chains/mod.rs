@@ -12,7 +12,9 @@ mod solana_fees;
 
 pub use deposit_settings::DepositSettings;
 pub use registry::{Chain, ChainConfig, Registry};
-pub use solana_fees::{MAX_UNITS, SolanaFees, budget_of, reprice, with_budget, writable};
+pub use solana_fees::{
+    MAX_UNITS, SolanaFees, budget_in, budget_of, reprice, with_budget, writable,
+};
 use walletops_domain::{TransactionRecord, TxKind};
 
 /// `text` with every URL in it replaced by `[rpc url]`, for messages that go back to

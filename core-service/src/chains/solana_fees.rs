@@ -139,10 +139,18 @@ pub fn reprice(message: &mut Message, price: u64) -> bool {
 
 /// The compute-unit limit and price `message` asks for, when it says.
 pub fn budget_of(message: &Message) -> (Option<u32>, Option<u64>) {
+    budget_in(&message.account_keys, &message.instructions)
+}
+
+/// The compute-unit limit and price of a message of `keys` (its static ones) and
+/// `instructions`, when it says: a swap's route's (v0) as well as the service's own.
+pub fn budget_in(
+    keys: &[Pubkey],
+    instructions: &[solana_message::compiled_instruction::CompiledInstruction],
+) -> (Option<u32>, Option<u64>) {
     let (mut limit, mut price) = (None, None);
-    for ix in &message.instructions {
-        if message.account_keys.get(usize::from(ix.program_id_index))
-            != Some(&solana_compute_budget_interface::ID)
+    for ix in instructions {
+        if keys.get(usize::from(ix.program_id_index)) != Some(&solana_compute_budget_interface::ID)
         {
             continue;
         }

@@ -137,6 +137,12 @@ pub struct MonitorConfig {
     /// three sweeps): a node behind a load balancer can hide a mined transaction for a block
     /// or two.
     pub resign_after_secs: u64,
+    /// How often the node is asked whether it still holds a transaction that is waiting as
+    /// it should (unmined, not stuck), in seconds.
+    pub held_check_secs: u64,
+    /// The longest pause between two sends of the same signed bytes to a node that lost
+    /// them or gave no verdict, in seconds: the pause doubles from one sweep up to it.
+    pub rebroadcast_max_secs: u64,
 }
 
 impl MonitorConfig {
@@ -160,6 +166,8 @@ impl Default for MonitorConfig {
             max_priority_fee_per_gas_gwei: 100,
             lease_secs: 30,
             resign_after_secs: 3,
+            held_check_secs: 30,
+            rebroadcast_max_secs: 30,
         }
     }
 }
@@ -382,6 +390,8 @@ impl Config {
             ),
             ("monitor.lease_secs", m.lease_secs, 5),
             ("monitor.resign_after_secs", m.resign_after_secs, 1),
+            ("monitor.held_check_secs", m.held_check_secs, 1),
+            ("monitor.rebroadcast_max_secs", m.rebroadcast_max_secs, 1),
         ];
         for (option, value, least) in at_least {
             anyhow::ensure!(

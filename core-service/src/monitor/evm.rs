@@ -14,12 +14,14 @@ use crate::effects::evm::{self, Log};
 use crate::{
     chains::evm::{BroadcastOutcome, Fees, Rejection},
     error::{Result, WalletOpsError},
-    recovery::evm::{Ending, Resign, decode_payload, sender},
+    recovery::evm::{Ending, decode_payload, sender},
 };
 use walletops_domain::{ChainFamily, Effects, OpenTransaction, TxHash, TxKind, TxStatus};
 
 /// The final state a mined transaction's `receipt` gives its record.
-fn outcome_of(receipt: &alloy::rpc::types::TransactionReceipt) -> (TxStatus, Option<String>) {
+pub(super) fn outcome_of(
+    receipt: &alloy::rpc::types::TransactionReceipt,
+) -> (TxStatus, Option<String>) {
     if receipt.status() {
         (TxStatus::Confirmed, None)
     } else {
@@ -58,13 +60,23 @@ fn landed(
 
 /// Whether block `block` is its chain's `confirmations` deep. A receipt is the node's
 /// canonical chain only: one for a block that is reorganised away is gone at the next sweep.
-async fn deep_enough(
+pub(super) async fn deep_enough(
     chain: &crate::chains::Chain,
     client: &crate::chains::evm::EvmClient,
     block: u64,
 ) -> Result<bool> {
     let needed = chain.confirmations();
     Ok(needed <= 1 || client.block_number().await?.saturating_sub(block) + 1 >= needed)
+}
+
+/// What the receipts of a record's hashes say of it.
+enum Receipts {
+    /// One is included deep enough: the record's final state.
+    Mined(Settlement),
+    /// One is included, not yet deep enough.
+    Shallow,
+    /// None is included: the record, given back.
+    None(OpenTransaction),
 }
 
 /// A node's definite refusal of a record's current version, as the monitor acts on it.
@@ -88,8 +100,15 @@ pub(super) fn hash_of(h: &TxHash) -> Result<B256> {
 }
 
 impl Monitor {
-    /// Follows `open` one step; returns its final state when the chain shows one.
-    pub(super) async fn follow(&self, open: OpenTransaction) -> Result<Option<Settlement>> {
+    /// Follows `open` one step; returns its final state when the chain shows one. `head`:
+    /// its chain's head read this sweep, if it was; `unmoved`: the record was found unmined,
+    /// its nonce unused, at that very head, so neither is asked again (see `quiet`).
+    pub(super) async fn follow(
+        &self,
+        open: OpenTransaction,
+        head: Option<u64>,
+        unmoved: bool,
+    ) -> Result<Option<Settlement>> {
         let id = open.id;
         let chain = self.chains.resolve(&open.chain)?.clone();
         if chain.family() == ChainFamily::Solana {
@@ -97,72 +116,57 @@ impl Monitor {
         }
         let client = self.evm_clients.get(&chain)?;
         let from = sender(&open)?;
-        for hash in open.hashes.iter().rev() {
-            let receipt = match client.receipt(hash_of(hash)?).await {
-                Ok(receipt) => {
-                    self.unanswered.clear(id);
-                    receipt
-                }
-                Err(e) => {
-                    self.no_verdict(&open, self.unanswered.first(id)).await?;
-                    return Err(e);
-                }
-            };
-            if let Some(receipt) = receipt {
-                let block = receipt.block_number.unwrap_or_default();
-                let included = format!(
-                    "included in block {block} ({:#x})",
-                    receipt.block_hash.unwrap_or_default()
-                );
-                if !deep_enough(&chain, &client, block).await? {
-                    let needed = chain.confirmations();
-                    self.note_once(
-                        &open,
-                        format!("{included}; waiting for {needed} confirmations"),
-                    )
-                    .await?;
-                    return Ok(None);
-                }
-                let (status, error) = outcome_of(&receipt);
-                let note = Some(included);
-                let landed = landed(&open, status, &receipt);
-                return Ok(Some(Settlement {
-                    hash: hash.to_string(),
-                    open,
-                    status,
-                    error,
-                    note,
-                    landed,
-                }));
+        let open = if unmoved {
+            open
+        } else {
+            match self.receipts(&chain, &client, open).await? {
+                Receipts::Mined(settled) => return Ok(Some(settled)),
+                Receipts::Shallow => return Ok(None),
+                Receipts::None(open) => open,
             }
-        }
+        };
         let Some(nonce) = open.nonce else {
             return Ok(None);
         };
-        // Read after the receipts, so the usual case (mined) costs one call. Ours may have
-        // been mined since: `resign_with_new_nonce` re-signs only when the node holds none of
-        // the record's hashes.
-        let mined = client.mined_nonce(from, 1).await?;
-        if mined > nonce {
-            // A filler is never signed again (only found unneeded, and the record it fills
-            // settled): it needs no key.
-            if open.kind == TxKind::NonceFill {
-                self.resign_and_send(&chain, None, &client, &open, "seen on chain")
-                    .await?;
-            } else if let Some(wallet) = self.signable(&open).await {
-                self.resign_and_send(&chain, Some(&wallet), &client, &open, "seen on chain")
-                    .await?;
+        if !unmoved {
+            // Read after the receipts, so the usual case (mined) costs one call. Ours may have
+            // been mined since: `resign_with_new_nonce` re-signs only when the node holds none
+            // of the record's hashes.
+            let mined = client.mined_nonce(from, 1).await?;
+            if mined > nonce {
+                // A filler is never signed again (only found unneeded, and the record it fills
+                // settled): it needs no key.
+                if open.kind == TxKind::NonceFill {
+                    self.resign_and_send(&chain, None, &client, &open, "seen on chain")
+                        .await?;
+                } else if let Some(wallet) = self.signable(&open).await {
+                    self.resign_and_send(&chain, Some(&wallet), &client, &open, "seen on chain")
+                        .await?;
+                }
+                return Ok(None);
             }
-            return Ok(None);
+            self.taken.clear(id);
+            if let Some(head) = head {
+                self.unmined.found_at(id, head);
+            }
         }
-        self.taken.clear(id);
         let current = open
             .hashes
             .last()
             .ok_or_else(|| WalletOpsError::Internal(anyhow::anyhow!("record {id} has no hash")))?;
         let sent_before = open.last_broadcast_at.is_some();
         let stuck_after = self.stuck_after();
-        if !sent_before || !client.knows(hash_of(current)?).await? {
+        let held = sent_before && client.knows(hash_of(current)?).await?;
+        if held {
+            self.resends.clear(id);
+        } else {
+            // A node that lost it, or gave no verdict, gets it again after growing pauses.
+            if !self.resend_due(id) {
+                return Ok(None);
+            }
+            if sent_before {
+                self.resent.add(id);
+            }
             let mut retaken = false;
             match client.broadcast(&open.signed_payload).await {
                 BroadcastOutcome::Accepted if sent_before => {
@@ -243,6 +247,56 @@ impl Monitor {
             }
         }
         Ok(None)
+    }
+
+    /// What the receipts of `open`'s hashes say of it (see `Receipts`).
+    async fn receipts(
+        &self,
+        chain: &crate::chains::Chain,
+        client: &crate::chains::evm::EvmClient,
+        open: OpenTransaction,
+    ) -> Result<Receipts> {
+        let id = open.id;
+        for hash in open.hashes.iter().rev() {
+            let receipt = match client.receipt(hash_of(hash)?).await {
+                Ok(receipt) => {
+                    self.unanswered.clear(id);
+                    receipt
+                }
+                Err(e) => {
+                    self.no_verdict(&open, self.unanswered.first(id)).await?;
+                    return Err(e);
+                }
+            };
+            if let Some(receipt) = receipt {
+                let block = receipt.block_number.unwrap_or_default();
+                let included = format!(
+                    "included in block {block} ({:#x})",
+                    receipt.block_hash.unwrap_or_default()
+                );
+                if !deep_enough(chain, client, block).await? {
+                    let needed = chain.confirmations();
+                    self.note_once(
+                        &open,
+                        format!("{included}; waiting for {needed} confirmations"),
+                    )
+                    .await?;
+                    return Ok(Receipts::Shallow);
+                }
+                let (status, error) = outcome_of(&receipt);
+                let note = Some(included);
+                let landed = landed(&open, status, &receipt);
+                return Ok(Receipts::Mined(Settlement {
+                    hash: hash.to_string(),
+                    open,
+                    status,
+                    error,
+                    note,
+                    landed,
+                }));
+            }
+        }
+        Ok(Receipts::None(open))
     }
 
     /// Fills the lowest nonce below `nonce`, that of `open` (sent from `from`), that the
@@ -326,7 +380,7 @@ impl Monitor {
             // A filler must fill its nonce. A transaction a node took before may still sit
             // in other nodes' pools and be mined: ending it would give back or fill a nonce
             // it holds, and its record would say DROPPED of a payment that is made. Both are
-            // sent again each sweep and raised in fee at most once a stuck time (a filler at
+            // sent again after growing pauses and raised in fee at most once a stuck time (a filler at
             // once), so a refusal for the fee (a base fee risen over it) ends, and a passing
             // one (a full pool) does not cost a raise each second.
             let stuck = filler
@@ -338,7 +392,7 @@ impl Monitor {
                 return self.replace(wallet, open, client).await;
             }
             let note = format!(
-                "the node refused it ({why}); it is sent again each sweep and raised in fee at most once every {} s",
+                "the node refused it ({why}); it is sent again after pauses that grow and raised in fee at most once every {} s",
                 self.config.stuck_after_secs
             );
             return self.note_once(open, note).await;
@@ -418,135 +472,6 @@ impl Monitor {
         self.send_current(client, open.id).await
     }
 
-    /// Re-signs `open` with a new nonce, its own being used on chain, and sends it. Nothing
-    /// happens when the node holds one of the record's own versions: that is what used the
-    /// nonce, and the next sweep reads its receipt. Nor, noted in its history, until the
-    /// block that used the nonce is the chain's `confirmations` deep.
-    pub(super) async fn resign_and_send(
-        &self,
-        chain: &crate::chains::Chain,
-        wallet: Option<&walletops_domain::DelegatedWallet>,
-        client: &crate::chains::evm::EvmClient,
-        open: &OpenTransaction,
-        why: &str,
-    ) -> Result<()> {
-        // Behind a load balancer, one call can reach a node a block behind (no receipt, no
-        // transaction: ours looks lost) and the next one a node ahead (the nonce used): a new
-        // nonce then pays twice. The sight must last a few sweeps first.
-        let grace = chrono::Duration::milliseconds(
-            (3 * self.config.poll_interval_ms).max(self.config.resign_after_secs * 1000) as i64,
-        );
-        if Utc::now() - self.taken.first(open.id) < grace {
-            // Looked up on each sweep of the grace (and of the wait for depth below), not only
-            // once the record has moved to a new nonce: one failed lookup then would leave a
-            // mined payment FAILED for good.
-            self.settle_ended_at_nonce(chain, client, open).await?;
-            let nonce = open.nonce.unwrap_or_default();
-            return self
-                .note_once(
-                    open,
-                    format!(
-                        "nonce {nonce} is used on chain and no version of it is found; checked again for {} ms before anything else is signed",
-                        grace.num_milliseconds()
-                    ),
-                )
-                .await;
-        }
-        let needed = chain.confirmations();
-        let resigned = match wallet {
-            Some(wallet) => {
-                self.evm
-                    .resign_with_new_nonce(chain, wallet, client, open, why, needed)
-                    .await?
-            }
-            // A filler is never signed again: its nonce taken, it is unneeded.
-            None => self.evm.nonce_taken(client, open, needed).await?,
-        };
-        if resigned != Resign::Shallow {
-            self.taken.clear(open.id);
-        }
-        match resigned {
-            Resign::Resigned => {
-                // The payment first: a correction that fails on the node must not hold it.
-                let sent = self.send_current(client, open.id).await;
-                self.settle_ended_at_nonce(chain, client, open).await?;
-                sent
-            }
-            Resign::Shallow => {
-                // The ended records' versions too may turn deep enough while this one waits.
-                self.settle_ended_at_nonce(chain, client, open).await?;
-                let nonce = open.nonce.unwrap_or_default();
-                self.note_once(
-                    open,
-                    format!(
-                        "nonce {nonce} is taken by another transaction; waiting until that is mined {needed} blocks deep"
-                    ),
-                )
-                .await
-            }
-            Resign::Unneeded => {
-                let nonce = open.nonce.unwrap_or_default();
-                self.settle_ended_at_nonce(chain, client, open).await?;
-                self.mark(
-                    open,
-                    TxStatus::Dropped,
-                    format!("nonce {nonce} was used by another transaction; no filler needed"),
-                )
-                .await
-            }
-            Resign::HeldByRecord | Resign::NonceFree | Resign::Due { .. } => Ok(()),
-        }
-    }
-
-    /// Settles a record ended DROPPED (taken as gone) or FAILED at the nonce of `open`, whose
-    /// nonce went to another transaction, when that transaction is one of the ended record's
-    /// own versions after all: the record a nonce filler was made for, which a node that
-    /// held it mined, or one refused for sure whose nonce was given back and reused, which
-    /// another node behind the same gateway mined. A caller reading either would pay again.
-    pub(super) async fn settle_ended_at_nonce(
-        &self,
-        chain: &crate::chains::Chain,
-        client: &crate::chains::evm::EvmClient,
-        open: &OpenTransaction,
-    ) -> Result<()> {
-        for ended in self.store.ended_records_at_nonce(open).await? {
-            for hash in ended.hashes.iter().rev() {
-                let Some(receipt) = client.receipt(hash_of(hash)?).await? else {
-                    continue;
-                };
-                // Final only once deep enough: looked up again at a later sweep (of the
-                // re-sign grace, or of the wait for the taker's depth).
-                let block = receipt.block_number.unwrap_or_default();
-                if !deep_enough(chain, client, block).await? {
-                    return Ok(());
-                }
-                let (status, error) = outcome_of(&receipt);
-                let was = if ended.status == TxStatus::Failed {
-                    // Its caller was told it failed, and may have paid again.
-                    tracing::error!(id = %ended.id, %hash, "a transaction ended FAILED was mined after all");
-                    "FAILED"
-                } else {
-                    tracing::warn!(id = %ended.id, %hash, "a transaction taken as dropped was mined after all");
-                    "DROPPED"
-                };
-                let note = format!(
-                    "mined after all, in block {block} ({:#x}), after it had ended {was}",
-                    receipt.block_hash.unwrap_or_default()
-                );
-                if self
-                    .store
-                    .settle_ended(&ended, status, error, note, &hash.to_string())
-                    .await?
-                {
-                    crate::metrics::settled(&ended, status);
-                }
-                // One transaction can use the nonce.
-                return Ok(());
-            }
-        }
-        Ok(())
-    }
-
     /// Sends the current payload of `id` right after it was re-signed, so the new version
     /// does not wait for the next sweep. A failure here is retried by that sweep.
     pub(super) async fn send_current(
@@ -554,6 +479,10 @@ impl Monitor {
         client: &crate::chains::evm::EvmClient,
         id: Uuid,
     ) -> Result<()> {
+        // A new version: its sends start again from one sweep's pause, and whether the node
+        // holds it is asked afresh.
+        self.resends.clear(id);
+        self.held.clear(id);
         let Some(open) = self.store.open_transaction(id).await? else {
             return Ok(());
         };

@@ -14,8 +14,10 @@
 //! - refused for good: it ends DROPPED and its nonce is given back or filled.
 
 use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
@@ -37,11 +39,17 @@ use walletops_store::Store;
 
 mod bump;
 mod evm;
+mod landing;
+mod marks;
+mod quiet;
+mod resign;
 mod solana;
 mod waiting;
 
+use marks::{Counts, Marks, Resends, Unmined};
+
 /// The history note of a record whose sends the node keeps answering without a verdict.
-const NO_VERDICT_NOTE: &str = "no verdict from the node yet (unreachable, or answering with errors that say nothing of the transaction); sent again each sweep";
+const NO_VERDICT_NOTE: &str = "no verdict from the node yet (unreachable, or answering with errors that say nothing of the transaction); sent again after pauses that grow";
 
 /// Records leased per sweep: most of a large backlog waits without a call of its own (see
 /// `waiting`), so a sweep takes many.
@@ -107,64 +115,12 @@ pub struct Monitor {
     /// a lease. Taken back at its next sweep, a record whose follow fails slowly (a node
     /// that times out) would be free for a moment only, and rarely reach another core.
     gave_up: Arc<Marks>,
-}
-
-/// A time per record, kept in memory for the records this core follows.
-#[derive(Debug, Default)]
-struct Marks(Mutex<HashMap<Uuid, DateTime<Utc>>>);
-
-impl Marks {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, DateTime<Utc>>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The time marked for `id`, marked now if there was none.
-    fn first(&self, id: Uuid) -> DateTime<Utc> {
-        *self.map().entry(id).or_insert_with(Utc::now)
-    }
-
-    /// Marks `id` now.
-    fn set(&self, id: Uuid) {
-        self.map().insert(id, Utc::now());
-    }
-
-    fn clear(&self, id: Uuid) {
-        self.map().remove(&id);
-    }
-
-    /// The records marked.
-    fn ids(&self) -> Vec<Uuid> {
-        self.map().keys().copied().collect()
-    }
-
-    fn marked(&self, id: Uuid) -> bool {
-        self.map().contains_key(&id)
-    }
-
-    /// Whether `id` was marked less than `period` ago.
-    fn within(&self, id: Uuid, period: chrono::Duration) -> bool {
-        self.map()
-            .get(&id)
-            .is_some_and(|at| Utc::now() - *at < period)
-    }
-
-    /// Whether `period` has passed since the time marked for `id` (or none is marked); if
-    /// so, marks now.
-    fn due(&self, id: Uuid, period: chrono::Duration) -> bool {
-        let now = Utc::now();
-        let mut map = self.map();
-        if map.get(&id).is_some_and(|at| now - *at < period) {
-            return false;
-        }
-        map.insert(id, now);
-        true
-    }
-
-    /// Forgets the times before `horizon`: records settled or followed by another core
-    /// since, mostly.
-    fn forget_before(&self, horizon: DateTime<Utc>) {
-        self.map().retain(|_, at| *at >= horizon);
-    }
+    /// The head at which each record was last found unmined (see `quiet`).
+    unmined: Arc<Unmined>,
+    /// The pauses between sends of each record's same bytes (see `quiet`).
+    resends: Arc<Resends>,
+    /// How often each record's same bytes were sent again (see `landing`).
+    resent: Arc<Counts>,
 }
 
 impl Monitor {
@@ -177,7 +133,9 @@ impl Monitor {
             wallets: core.wallets.clone(),
             evm: core.evm_recovery.clone(),
             solana: core.solana_recovery.clone(),
-            evm_clients: core.evm_clients.clone(),
+            // Clients of its own: the requests a sweep makes are counted apart from the
+            // writes' (see `quiet::Budget`).
+            evm_clients: Arc::new(core.evm_clients.apart()),
             solana_clients: core.solana_clients.clone(),
             idempotency: core.idempotency.clone(),
             config: core.config.monitor.clone(),
@@ -188,26 +146,32 @@ impl Monitor {
             failing: Arc::default(),
             gave_up: Arc::default(),
             held: Arc::default(),
+            unmined: Arc::default(),
+            resends: Arc::default(),
+            resent: Arc::default(),
         }
     }
 
     /// Sweeps until `stop` completes (a sweep under way is finished first), then gives up
     /// this core's leases.
     pub async fn run(self, stop: impl Future<Output = ()>) {
-        let mut tick = tokio::time::interval(Duration::from_millis(self.config.poll_interval_ms));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let poll = Duration::from_millis(self.config.poll_interval_ms);
+        let mut pause = Duration::ZERO;
         tokio::pin!(stop);
         let mut sweeps: u64 = 0;
         loop {
             tokio::select! {
-                _ = tick.tick() => {}
+                () = tokio::time::sleep(pause) => {}
                 () = &mut stop => break,
             }
             let started = std::time::Instant::now();
             if let Err(e) = self.sweep().await {
                 tracing::warn!(error = %e, "monitor sweep failed");
             }
-            crate::metrics::swept(started.elapsed());
+            let took = started.elapsed();
+            crate::metrics::swept(took);
+            // A node that answers slowly makes a sweep long: it is then asked less, not more.
+            pause = poll.max(took);
             sweeps += 1;
             if sweeps.is_multiple_of(PURGE_EVERY)
                 && let Err(e) = self.idempotency.purge().await
@@ -247,21 +211,36 @@ impl Monitor {
             ] {
                 marks.clear(*id);
             }
+            self.unmined.clear(*id);
+            self.resends.clear(*id);
         }
         let leased = leased.records;
         let ids: Vec<Uuid> = leased.iter().map(|open| open.id).collect();
         // Each record waits mostly on its node: several are followed at once, those that are
         // waiting as they should (see `waiting`) not at all.
         let follow_all = async {
-            let waiting = self.waiting(&leased).await;
-            let counts = (leased.len() - waiting.len(), waiting.len());
+            let budget = self.budget(&leased);
+            let heads = self.heads(&budget).await;
+            let (quiet, from_send) = self.unmoved(&leased, &heads).await;
+            let moved: Vec<&OpenTransaction> = leased
+                .iter()
+                .filter(|open| !quiet.contains(&open.id) && !from_send.contains(&open.id))
+                .collect();
+            let waiting = self.waiting(&moved, &heads).await;
+            let full = AtomicUsize::new(0);
+            let (full_ref, budget) = (&full, &budget);
+            let (heads, from_send) = (&heads, &from_send);
+            let swept = leased.len();
             let followed = leased
                 .into_iter()
-                .filter(|open| !waiting.contains(&open.id));
+                .filter(|open| !quiet.contains(&open.id) && !waiting.contains(&open.id))
+                .filter(|open| budget.admits(&open.chain));
             let settled = futures::stream::iter(followed)
                 .map(|open| async move {
                     let id = open.id;
-                    match self.follow(open).await {
+                    full_ref.fetch_add(1, Ordering::Relaxed);
+                    let head = heads.get(&open.chain).copied();
+                    match self.follow(open, head, from_send.contains(&id)).await {
                         Ok(settled) => {
                             self.failing.clear(id);
                             settled
@@ -280,7 +259,8 @@ impl Monitor {
                 .filter_map(std::future::ready)
                 .collect::<Vec<Settlement>>()
                 .await;
-            (settled, counts)
+            let full = full.load(Ordering::Relaxed);
+            (settled, (full, swept - full))
         };
         // A sweep slowed by its nodes past the lease (the wallets' nonces included) would let
         // another core follow the same records at once: the lease is renewed every third of
@@ -308,7 +288,11 @@ impl Monitor {
         self.taken.forget_before(horizon);
         self.refused_since.forget_before(horizon);
         self.failing.forget_before(horizon);
-        self.held.forget_before(now - waiting::HELD_FOR);
+        self.held
+            .forget_before(now - chrono::Duration::seconds(self.config.held_check_secs as i64));
+        self.unmined.forget_before(horizon);
+        self.resends.forget_before(horizon);
+        self.resent.forget_before(horizon);
         // The final states of the sweep are written in one database transaction; when it
         // fails, the records are still open and leased to this core, and the next sweep
         // finds the same receipts.
@@ -363,6 +347,7 @@ impl Monitor {
             txn.commit().await?;
             for (open, status) in &changed {
                 crate::metrics::settled(open, *status);
+                self.report_end(open, *status);
             }
             for (chain, kind) in &differed {
                 crate::metrics::effects_differed(chain, *kind);
@@ -469,6 +454,9 @@ impl Monitor {
         txn.commit().await?;
         if changed {
             crate::metrics::settled(open, status);
+            if status.is_final() {
+                self.report_end(open, status);
+            }
         }
         Ok(())
     }

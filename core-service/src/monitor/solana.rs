@@ -113,6 +113,9 @@ impl Monitor {
             .last_broadcast_at
             .is_none_or(|at| Utc::now() - at >= resend_after)
         {
+            if open.last_broadcast_at.is_some() {
+                self.resent.add(open.id);
+            }
             self.send_solana(&client, open.id).await?;
         }
         Ok(None)

@@ -7,8 +7,9 @@
 //! whose nonce is not mined yet (at or above the mined count) while the node's pool holds
 //! something at it (below the pending count), sent and not stuck yet, has nothing to be done,
 //! as long as what the pool holds at its nonce is the record's own transaction. That is
-//! asked of the node (by hash) once every `HELD_FOR` (30 s): another transaction at the nonce (the
-//! wallet's owner's, priced higher) is found within that. The calls of all wallets and
+//! asked of the node (by hash) once every `monitor.held_check_secs` (30 s): another transaction
+//! at the nonce (the wallet's owner's, priced higher) is found within that. A waiting record
+//! is noted unmined at the head read this sweep (see `quiet`). The calls of all wallets and
 //! records go out together (the RPC client batches calls that queue, see
 //! `chains::rpc_batch`), so a sweep of a thousand records of a hundred wallets costs a few
 //! requests.
@@ -31,19 +32,22 @@ use walletops_domain::{ChainFamily, OpenTransaction};
 /// A record that may be waiting: its id, nonce and one hash.
 type Candidate = (Uuid, u64, B256);
 
-/// How long the node's word that it holds a record's transaction is trusted: half the default
-/// stuck time. Longer than a backlog of 10,000 takes to come round again (1,000 records a
-/// sweep), so most visits of a record cost nothing of its own.
-pub(super) const HELD_FOR: chrono::Duration = chrono::Duration::seconds(30);
-
 impl Monitor {
     /// The ids of the records of `leased` that are waiting as they should (see the module
-    /// docs).
-    pub(super) async fn waiting(&self, leased: &[OpenTransaction]) -> HashSet<Uuid> {
+    /// docs), each noted unmined at its chain's head of `heads`. The node's word that it holds
+    /// a record is trusted for `monitor.held_check_secs` (half the default stuck time, longer
+    /// than a backlog of 10,000 takes to come round again at 1,000 records a sweep), so most
+    /// visits of a record cost nothing of its own.
+    pub(super) async fn waiting(
+        &self,
+        leased: &[&OpenTransaction],
+        heads: &HashMap<String, u64>,
+    ) -> HashSet<Uuid> {
         let now = Utc::now();
+        let held_for = chrono::Duration::seconds(self.config.held_check_secs as i64);
         let stuck_after = self.stuck_after();
         let mut wallets: HashMap<(&str, Address), Vec<Candidate>> = HashMap::new();
-        for open in leased {
+        for &open in leased {
             let id = open.id;
             let (Some(nonce), Some(sent), [hash]) =
                 (open.nonce, open.last_broadcast_at, open.hashes.as_slice())
@@ -92,7 +96,7 @@ impl Monitor {
                 let held = pooled.map(|(id, _, hash)| {
                     let client = client.clone();
                     async move {
-                        if self.held.within(id, HELD_FOR) {
+                        if self.held.within(id, held_for) {
                             return Some(id);
                         }
                         let known = client.knows(hash).await.ok()?;
@@ -108,10 +112,18 @@ impl Monitor {
                     .flatten()
                     .collect()
             });
-        futures::future::join_all(reads)
+        let waiting: HashSet<Uuid> = futures::future::join_all(reads)
             .await
             .into_iter()
             .flatten()
-            .collect()
+            .collect();
+        for open in leased {
+            if waiting.contains(&open.id)
+                && let Some(head) = heads.get(&open.chain)
+            {
+                self.unmined.found_at(open.id, *head);
+            }
+        }
+        waiting
     }
 }

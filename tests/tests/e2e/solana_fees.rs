@@ -14,7 +14,9 @@ use solana_transaction_status_client_types::{
     UiTransactionEncoding, option_serializer::OptionSerializer,
 };
 use walletops_tests::{
-    Backend, Service, on_both_backends,
+    Backend, Service,
+    metrics::{scrape_text, sum},
+    on_both_backends, poll_until,
     solana_node::{self as sol, SolanaNode},
 };
 
@@ -138,7 +140,11 @@ async fn busy_cluster(
 ) -> anyhow::Result<(SolanaNode, Service, RpcClient)> {
     let node = SolanaNode::start("127.0.0.1:0".parse()?).await?;
     let chain = format!("max_priority_fee_micro_lamports = {max_price}\nresend_interval_ms = 200");
-    let svc = Service::start_with(b, node.service_options(&chain, "")).await?;
+    let mut options = node.service_options(&chain, "");
+    options
+        .env
+        .push(("WALLETOPS_METRICS_ADDR".into(), "127.0.0.1:0".into()));
+    let svc = Service::start_with(b, options).await?;
     let wallet = Pubkey::from_str(&svc.rest(&svc.api_key).default_wallet("solana").await?)?;
     node.airdrop(&wallet, 2 * SOL)?;
     let rpc = RpcClient::new(node.url());
@@ -146,6 +152,16 @@ async fn busy_cluster(
 }
 
 /// Sends `lamports` to `to` through `api`; the record's id.
+/// The service's metrics text once `ready` holds of it.
+async fn metrics_once(svc: &Service, ready: impl Fn(&str) -> bool) -> anyhow::Result<String> {
+    let url = svc.metrics_url.clone().context("a metrics listener")?;
+    poll_until("the metrics to count the transfers", || async {
+        let text = scrape_text(&url).await?;
+        Ok(ready(&text).then_some(text))
+    })
+    .await
+}
+
 async fn pay(api: &walletops_tests::Rest, to: &Pubkey, lamports: u64) -> anyhow::Result<String> {
     let reply = api
         .post(
@@ -168,6 +184,20 @@ async fn a_busy_leader_takes_sends_priced_at_what_blocks_take(b: Backend) -> any
     let (_, price, _) = budget_landed(&rpc, done["hash"].as_str().context("a signature")?).await?;
     assert_eq!(price, 5_000, "the price follows what the node reports");
     assert_eq!(rpc.get_balance(&to).await?, SOL / 100);
+    // Its landing time, by chain and route, and the price it offered.
+    let landing = "walletops_landing_duration_seconds_count";
+    let text = metrics_once(&svc, |text| {
+        sum(text, landing, Some("route=\"rpc\"")) == 1.0
+    })
+    .await?;
+    assert_eq!(
+        sum(
+            &text,
+            "walletops_priority_fee_paid_sum",
+            Some("unit=\"micro_lamports_per_cu\"")
+        ),
+        5_000.0
+    );
     Ok(())
 }
 
@@ -231,6 +261,9 @@ async fn an_unseen_transfer_is_sent_again_to_every_route(b: Backend) -> anyhow::
         engine.url()
     );
     let mut options = node.service_options(&chain, "");
+    options
+        .env
+        .push(("WALLETOPS_METRICS_ADDR".into(), "127.0.0.1:0".into()));
     let toml = options.config_toml.take().unwrap_or_default().replace(
         &format!("rpc_url = \"{}\"", node.url()),
         &format!("rpc_urls = [\"{}\", \"{}\"]", node.url(), second.url()),
@@ -271,6 +304,13 @@ async fn an_unseen_transfer_is_sent_again_to_every_route(b: Backend) -> anyhow::
             .all(|p| p[1]["skipPreflight"] == true),
         "the send route gets a transfer only after a node checked it"
     );
+    // Its resends are counted as it ends: the lost sends were sent again.
+    let resends = "walletops_resends_per_transaction";
+    let text = metrics_once(&svc, |text| {
+        sum(text, &format!("{resends}_count"), None) == 1.0
+    })
+    .await?;
+    assert!(sum(&text, &format!("{resends}_sum"), None) >= 1.0, "{text}");
     Ok(())
 }
 

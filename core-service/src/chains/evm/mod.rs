@@ -71,6 +71,8 @@ pub struct EvmClient {
     contracts: moka::sync::Cache<Address, ()>,
     /// How the node simulates a write (`simulate`).
     simulation: Arc<simulate::Methods>,
+    /// HTTP requests this client has made of its nodes (see `requests_made`).
+    requests: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Contract addresses remembered per node.
@@ -105,6 +107,12 @@ impl EvmClients {
         }
     }
 
+    /// An empty set of clients with the same caps: clients of their own, whose requests
+    /// (and batches) are counted apart from these.
+    pub fn apart(&self) -> Self {
+        Self::new(self.caps)
+    }
+
     /// The client for `chain`, over its RPC URLs (tried in order, see `failover`).
     pub fn get(&self, chain: &super::Chain) -> Result<EvmClient, WalletOpsError> {
         let rpc_urls = chain.rpc_urls();
@@ -124,9 +132,11 @@ impl EvmClients {
         let is_local = rpc_urls
             .iter()
             .all(alloy::transports::utils::guess_local_url);
+        let main = transport(rpc_urls)?;
+        let requests = main.requests();
         let rpc = alloy::rpc::client::ClientBuilder::default()
             .layer(RPC_BATCHING)
-            .transport(transport(rpc_urls)?, is_local);
+            .transport(main, is_local);
         let fee_witnesses = if rpc_urls.len() > 1 {
             rpc_urls
                 .iter()
@@ -149,6 +159,7 @@ impl EvmClients {
             fee_witnesses,
             contracts: moka::sync::Cache::new(CONTRACTS_KEPT),
             simulation: Arc::default(),
+            requests,
         };
         clients.insert(key, client.clone());
         Ok(client)
@@ -402,6 +413,12 @@ impl EvmClient {
             self.provider.get_transaction_receipt(hash).into_future(),
         )
         .await
+    }
+
+    /// HTTP requests this client has made of the chain's nodes (a batch of calls is one; the
+    /// fee witnesses of a chain with several URLs are not counted).
+    pub fn requests_made(&self) -> u64 {
+        self.requests.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The number of the node's latest block.

@@ -5,7 +5,10 @@
 //! `eth_sendRawTransaction` goes to every URL at once, the first acceptance answering it.
 
 use std::{
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     task::{Context, Poll},
     time::Duration,
 };
@@ -31,6 +34,8 @@ pub(crate) struct Failover {
     nodes: Arc<Nodes>,
     /// How long one call may take over all its attempts.
     timeout: Duration,
+    /// HTTP requests posted so far, to any URL: what a node counts of its clients.
+    requests: Arc<AtomicU64>,
 }
 
 /// Why one attempt failed, and how long the URL asked to be left alone.
@@ -53,7 +58,13 @@ impl Failover {
             urls: parsed,
             nodes: Arc::new(Nodes::new(urls)),
             timeout,
+            requests: Arc::default(),
         })
+    }
+
+    /// The count of HTTP requests this transport has posted, shared with its clones.
+    pub(crate) fn requests(&self) -> Arc<AtomicU64> {
+        self.requests.clone()
     }
 
     async fn dispatch(self, req: RequestPacket) -> Result<ResponsePacket, TransportError> {
@@ -140,6 +151,7 @@ impl Failover {
     }
 
     async fn post(&self, node: usize, req: &RequestPacket) -> Result<ResponsePacket, Failure> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
         let failed = |e: reqwest::Error| Failure {
             // Without the URL: a provider's key is often in its path.
             error: TransportErrorKind::custom(e.without_url()),

@@ -174,7 +174,9 @@ async fn a_transaction_a_node_took_is_not_ended_by_a_refusal(b: Backend) -> anyh
     // It may still sit in other nodes' pools and be mined, so it is neither dropped nor its
     // nonce given back; it is sent again until a node takes it.
     let (e, id, hash) = lost_then_refused(b, 3600).await?;
-    let waiting = e.wait_for_note(&id, "sent again each sweep").await?;
+    let waiting = e
+        .wait_for_note(&id, "sent again after pauses that grow")
+        .await?;
     assert_eq!(waiting["status"], "SUBMITTED", "{waiting}");
     assert_eq!(e.svc.stored_statuses("nonce_fill").await?.len(), 0);
     e.gateway()?.set(Sends::PassOn);

@@ -7,6 +7,7 @@
 mod balances;
 mod broadcasts;
 mod fees;
+mod frozen_head;
 mod grpc;
 mod idempotency;
 mod monitor;
