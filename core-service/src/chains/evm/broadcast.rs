@@ -37,7 +37,12 @@ pub(super) fn classify(message: &str) -> Rejection {
         || m.contains("already been used")
     {
         Rejection::NonceTooLow(message.to_owned())
-    } else if m.contains("underpriced") || m.contains("fee too low") {
+    } else if m.contains("underpriced")
+        || m.contains("fee too low")
+        // A fee cap under the base fee (anvil, Nethermind, Erigon refuse it where geth
+        // keeps it waiting): a price to raise, never a reason to end the record.
+        || m.contains("less than block base fee")
+    {
         Rejection::Underpriced(message.to_owned())
     } else if m.contains("insufficient funds") || m.contains("insufficient balance") {
         Rejection::InsufficientFunds(message.to_owned())
@@ -187,6 +192,10 @@ mod tests {
             Rejection::Underpriced(_)
         ));
         assert!(matches!(
+            classify("max fee per gas less than block base fee"),
+            Rejection::Underpriced(_)
+        ));
+        assert!(matches!(
             classify("Insufficient funds for gas * price + value"),
             Rejection::InsufficientFunds(_)
         ));
@@ -243,7 +252,7 @@ mod tests {
             );
         }
         for refusal in [
-            "max fee per gas less than block base fee",
+            "intrinsic gas too low",
             "invalid EOF initcode",
             "nonce reset not allowed",
         ] {

@@ -81,7 +81,7 @@ impl Backlog {
 }
 
 /// `count` more EVM wallets of the service's first user, each given ether to spend.
-async fn funded_wallets(
+pub(crate) async fn funded_wallets(
     svc: &Service,
     anvil: &Anvil,
     count: usize,
@@ -154,20 +154,21 @@ async fn pooled(anvil: &Anvil) -> anyhow::Result<u64> {
 }
 
 /// The monitor's sweeps at each backlog of `sizes` (ascending) open records across `wallets`
-/// wallets, each watched for `window`.
+/// wallets, each watched for `window`, records counting as stuck after `stuck_after_secs`.
 pub(crate) async fn monitor_at_scale(
     sizes: &[u64],
     wallets: usize,
     concurrency: usize,
     window: Duration,
+    stuck_after_secs: u64,
 ) -> anyhow::Result<Vec<Backlog>> {
     let anvil = Anvil::start_with(&["--no-mining"]).await?;
     let gateway = Gateway::start(anvil.url()).await?;
-    // Records stay within their stuck time for the whole phase: what is measured is the
-    // watching of a backlog, not its replacements (once a stuck time each).
+    // With an hour's stuck time, records stay within it for the whole phase: what is measured
+    // is the watching of a backlog, not its replacements (once a stuck time each).
     let options = anvil.service_options_via(
         gateway.url(),
-        "[monitor]\nstuck_after_secs = 3600\n",
+        &format!("[monitor]\nstuck_after_secs = {stuck_after_secs}\n"),
         &[
             ("WALLETOPS_METRICS_ADDR", "127.0.0.1:0"),
             ("WALLETOPS_RATE_LIMITS__WRITES_PER_MINUTE", "1000000"),

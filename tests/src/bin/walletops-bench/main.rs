@@ -17,6 +17,7 @@
 
 mod backlog;
 mod compare;
+mod congestion;
 mod cpu;
 mod deposits;
 mod drive;
@@ -116,6 +117,19 @@ struct Args {
     /// Items of the payout timed against as many single sends; 0: skip the payout runs.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=1000))]
     payout_items: u64,
+    /// Solana transfers of each kind (estimated, unpriced) on the busy node; 0: skip the
+    /// congestion runs.
+    #[arg(long, default_value_t = 40)]
+    congested_sends: usize,
+    /// Blocks of the EVM run under a rising base fee.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    rising_blocks: u64,
+    /// Open records stuck on a frozen head when the monitor's requests are counted; 0: skip.
+    #[arg(long, default_value_t = 5000)]
+    frozen_records: u64,
+    /// Run the congestion phases alone, and print their lines.
+    #[arg(long)]
+    congestion_only: bool,
     /// Also write every figure to this file, as JSON.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -142,27 +156,51 @@ fn main() -> ExitCode {
         }
         return ExitCode::FAILURE;
     }
-    match runtime.block_on(run(&args)) {
-        Ok(report) => {
-            report.print();
-            if let Some(path) = &args.json {
-                let text = serde_json::to_string_pretty(&report.json()).unwrap_or_default();
-                if let Err(e) = std::fs::write(path, text + "\n") {
-                    eprintln!("error: writing {}: {e}", path.display());
-                    return ExitCode::FAILURE;
-                }
-                println!("figures written to {}", path.display());
-            }
-            if report.failed() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
+    if args.congestion_only {
+        let run = congestion::congestion(
+            args.congested_sends.max(1),
+            usize::try_from(args.rising_blocks).unwrap_or(30),
+            args.frozen_records,
+            usize::try_from(args.concurrency).unwrap_or(32),
+        );
+        let figures = runtime.block_on(run).map(|f| {
+            f.print();
+            (f.failed(), f.json())
+        });
+        return ended(figures, args.json.as_deref());
+    }
+    let report = runtime.block_on(run(&args)).map(|r| {
+        r.print();
+        (r.failed(), r.json())
+    });
+    ended(report, args.json.as_deref())
+}
+
+/// The exit of a run that ended as `run` says (whether something went wrong beyond a missed
+/// goal, and its figures, or an error), the figures written to `path` if asked.
+fn ended(
+    run: anyhow::Result<(bool, serde_json::Value)>,
+    path: Option<&std::path::Path>,
+) -> ExitCode {
+    let (failed, json) = match run {
+        Ok(ended) => ended,
         Err(e) => {
             eprintln!("error: {e:?}");
-            ExitCode::FAILURE
+            return ExitCode::FAILURE;
         }
+    };
+    if let Some(path) = path {
+        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            eprintln!("error: writing {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        println!("figures written to {}", path.display());
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
@@ -412,6 +450,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
             usize::try_from(args.backlog_wallets)?,
             concurrency,
             std::time::Duration::from_secs(args.backlog_secs),
+            3600,
         )
         .await?;
     }
@@ -459,7 +498,23 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         None
     };
 
+    let congestion = if args.congested_sends > 0 {
+        println!("congestion: a busy Solana node, a rising EVM base fee, a frozen head ...");
+        Some(
+            congestion::congestion(
+                args.congested_sends,
+                usize::try_from(args.rising_blocks)?,
+                args.frozen_records,
+                concurrency,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+
     Ok(Report {
+        congestion,
         deposits,
         payouts,
         sqlite,

@@ -221,6 +221,7 @@ pub(crate) struct Report {
     pub(crate) deposits: Option<crate::deposits::Figures>,
     /// A payout's items per second against single sends; `None`: not measured.
     pub(crate) payouts: Option<crate::payouts::Figures>,
+    pub(crate) congestion: Option<crate::congestion::Figures>,
     pub(crate) memory: Memory,
 }
 
@@ -238,6 +239,10 @@ impl Report {
         .any(SendRun::failed)
             || self.deposits.as_ref().is_some_and(|d| d.wrong > 0)
             || self.payouts.as_ref().is_some_and(|p| p.wrong > 0)
+            || self
+                .congestion
+                .as_ref()
+                .is_some_and(crate::congestion::Figures::failed)
     }
 
     fn runs(&self) -> [(&'static str, &SendRun); 4] {
@@ -372,6 +377,9 @@ impl Report {
         if let Some(deposits) = &self.deposits {
             deposits.print();
         }
+        if let Some(congestion) = &self.congestion {
+            congestion.print();
+        }
         if let Some(payouts) = &self.payouts {
             payouts.print();
         }
@@ -477,6 +485,7 @@ impl Report {
             "quote": {"walletops": self.quote.json(), "aggregator_alone": self.quote_alone.json()},
             "deposits": self.deposits.as_ref().map(crate::deposits::Figures::json),
             "payouts": self.payouts.as_ref().map(crate::payouts::Figures::json),
+            "congestion": self.congestion.as_ref().map(crate::congestion::Figures::json),
             "correct": !self.failed(),
         })
     }

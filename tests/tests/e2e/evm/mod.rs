@@ -8,6 +8,7 @@ mod balances;
 mod broadcasts;
 mod fees;
 mod frozen_head;
+mod rising_base_fee;
 mod grpc;
 mod idempotency;
 mod monitor;
