@@ -8,13 +8,13 @@ mod balances;
 mod broadcasts;
 mod fees;
 mod frozen_head;
-mod rising_base_fee;
 mod grpc;
 mod idempotency;
 mod monitor;
 mod multi_core;
 mod nonces;
 mod replacements;
+mod rising_base_fee;
 mod writes;
 
 use alloy::primitives::{Address, U256};
