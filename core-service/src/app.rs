@@ -25,7 +25,7 @@ use crate::{
     quotes::Quotes,
     ratelimit::{Budget, RateLimiter},
     recovery::{evm::EvmRecovery, solana::SolanaRecovery},
-    signer::{Keystore, LocalSigner, RoutedSigner, Signer},
+    signer::{Hsm, HsmSigner, Keystore, LocalSigner, RoutedSigner, Signer},
     swaps::Swaps,
     trade::{Aggregators, HttpPolicy},
     transactions::Transactions,
@@ -119,8 +119,13 @@ impl Core {
         let provider = Privy::from_config(&config.provider, HttpPolicy::default())
             .context("the wallet provider")?
             .map(Arc::new);
+        let hsm = match &config.hsm {
+            Some(hsm) => Some(Arc::new(Hsm::open(hsm).context("the HSM ([hsm])")?)),
+            None => None,
+        };
         let signer: Arc<dyn Signer> = Arc::new(RoutedSigner::new(
             LocalSigner::new(keystore.clone(), store.clone()),
+            hsm.clone().map(HsmSigner),
             provider.clone(),
         ));
         let evm_clients = Arc::new(EvmClients::new(config.monitor.fee_caps()));
@@ -165,7 +170,7 @@ impl Core {
             evm_clients.clone(),
             config.trade.clone(),
         );
-        let wallets = Wallets::new(store.clone(), keystore.clone(), provider);
+        let wallets = Wallets::new(store.clone(), keystore.clone(), provider, hsm);
         Ok(Self(Arc::new(Parts {
             streams: crate::streams::Streams::new(config.streams),
             keys: ApiKeys::new(store.clone()),

@@ -95,7 +95,9 @@ impl Core {
                 automation_only: false,
             };
             if self.wallets.list(user_id, filter(false)).await?.is_empty() {
-                self.wallets.create(user_id, family, false).await?;
+                self.wallets
+                    .create(user_id, family, false, Default::default())
+                    .await?;
             }
             wallets.extend(self.wallets.list(user_id, filter(true)).await?);
         }

@@ -1,6 +1,6 @@
 //! Wallets: listing the caller's wallets, resolving the wallet a request acts on (the
 //! caller's default for the chain family when none is named) with its ownership check,
-//! creating wallets whose keys the keystore generates, and keeping the wallets of users
+//! creating wallets whose keys the keystore (or the HSM) generates, and keeping the wallets of users
 //! linked to the wallet provider in step with it.
 
 use std::sync::Arc;
@@ -10,10 +10,11 @@ use uuid::Uuid;
 use crate::{
     error::{Result, WalletOpsError},
     provider::Privy,
-    signer::Keystore,
+    signer::{Hsm, Keystore},
 };
 use walletops_domain::{
-    ChainFamily, DelegatedWallet, NewWallet, NotSignable, User, Wallet, WalletAddress, WalletFilter,
+    ChainFamily, Custody, DelegatedWallet, NewKey, NewWallet, NotSignable, User, Wallet,
+    WalletAddress, WalletFilter,
 };
 use walletops_store::{Store, SyncReport};
 
@@ -23,17 +24,33 @@ pub struct Wallets {
     store: Store,
     keystore: Arc<Keystore>,
     provider: Option<Arc<Privy>>,
+    hsm: Option<Arc<Hsm>>,
 }
 
 impl Wallets {
     /// Wallets over `store`, with keys from `keystore` and, when one is configured, the
     /// wallet provider's.
-    pub fn new(store: Store, keystore: Arc<Keystore>, provider: Option<Arc<Privy>>) -> Self {
+    pub fn new(
+        store: Store,
+        keystore: Arc<Keystore>,
+        provider: Option<Arc<Privy>>,
+        hsm: Option<Arc<Hsm>>,
+    ) -> Self {
         Self {
             store,
             keystore,
             provider,
+            hsm,
         }
+    }
+
+    /// The HSM, or SERVICE_UNAVAILABLE naming the options that would configure it.
+    pub fn hsm(&self) -> Result<&Arc<Hsm>> {
+        self.hsm.as_ref().ok_or_else(|| {
+            WalletOpsError::ServiceUnavailable(
+                "no HSM is configured: set [hsm] module, token_label and pin".to_owned(),
+            )
+        })
     }
 
     /// The provider, or SERVICE_UNAVAILABLE naming the option that would configure it.
@@ -213,21 +230,35 @@ impl Wallets {
         self.keystore.rotate(&self.store, new).await
     }
 
-    /// Generates a wallet of `family` for `user_id`, delegated to the server signer. The
-    /// first wallet of a family becomes the default; `make_default` makes any one so.
+    /// Generates a wallet of `family` for `user_id`, delegated to the server signer, its key
+    /// in `custody`. The first wallet of a family becomes the default; `make_default` makes
+    /// any one so.
     pub async fn create(
         &self,
         user_id: Uuid,
         family: ChainFamily,
         make_default: bool,
+        custody: Custody,
     ) -> Result<Wallet> {
         self.bind_keystore()
             .await
             .map_err(WalletOpsError::Internal)?;
-        let (address, key) = self
-            .keystore
-            .generate(family)
-            .map_err(WalletOpsError::Internal)?;
+        let (address, key) = match custody {
+            Custody::Keystore => {
+                let (address, sealed) = self
+                    .keystore
+                    .generate(family)
+                    .map_err(WalletOpsError::Internal)?;
+                (address, NewKey::Sealed(sealed))
+            }
+            Custody::Hsm => {
+                // Labelled with the wallet's id: a key whose wallet is not stored after all
+                // is found by the audit.
+                let id = Uuid::now_v7();
+                let address = self.hsm()?.generate(family, id.to_string()).await?;
+                (address, NewKey::Hsm { id })
+            }
+        };
         Ok(self
             .store
             .insert_wallet(

@@ -38,8 +38,8 @@ pub use transaction::{
     TxKind, TxStatus,
 };
 pub use wallet::{
-    DelegatedWallet, EMBEDDED_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewWallet, NotSignable,
-    ProviderWallet, SealedKey, Wallet, WalletFilter,
+    Custody, DelegatedWallet, EMBEDDED_PROVIDER_TYPE, HSM_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewKey,
+    NewWallet, NotSignable, ProviderWallet, SealedKey, Wallet, WalletFilter,
 };
 pub use webhook::{
     DEPOSIT_SUBJECT, DeliveryState, Disabled, DisabledReason, EndpointMaker, EventType,

@@ -39,6 +39,8 @@ pub const LOCAL_CLIENT_TYPE: &str = "walletops";
 /// own, or the provider's `connector_type` for its wallets); anything else is an external
 /// wallet the user linked (MetaMask, Phantom…), which the server can never sign for.
 pub const EMBEDDED_PROVIDER_TYPE: &str = "embedded";
+/// `providerType` of a wallet of the service's own whose key is in its HSM.
+pub const HSM_PROVIDER_TYPE: &str = "hsm";
 
 impl Wallet {
     /// The wallet's chain family.
@@ -49,6 +51,11 @@ impl Wallet {
     /// Whether the wallet provider holds its key (else the service's own keystore does).
     pub fn held_by_provider(&self) -> bool {
         self.client_type != LOCAL_CLIENT_TYPE
+    }
+
+    /// Whether the service's HSM holds its key.
+    pub fn in_hsm(&self) -> bool {
+        !self.held_by_provider() && self.provider_type == HSM_PROVIDER_TYPE
     }
 
     /// Whether it is an external wallet the user linked at the provider, whose key nobody
@@ -158,7 +165,7 @@ pub struct WalletFilter {
     pub automation_only: bool,
 }
 
-/// A wallet about to be stored with its sealed private key.
+/// A wallet about to be stored with what signs for it.
 #[derive(Debug)]
 pub struct NewWallet {
     /// Owner.
@@ -167,8 +174,42 @@ pub struct NewWallet {
     pub address: WalletAddress,
     /// Make it the owner's default for the family (the first wallet of a family always is).
     pub make_default: bool,
-    /// The private key, sealed by the keystore.
-    pub key: SealedKey,
+    /// Its key.
+    pub key: NewKey,
+}
+
+/// Where a new wallet's private key is.
+#[derive(Debug)]
+pub enum NewKey {
+    /// Sealed by the keystore, stored beside the wallet.
+    Sealed(SealedKey),
+    /// Generated in the HSM, labelled with the wallet's id `id` there; nothing of it stored.
+    Hsm {
+        /// The wallet's id, chosen before the key was generated.
+        id: Uuid,
+    },
+}
+
+/// Where the service keeps the keys of the wallets it generates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Custody {
+    /// Sealed in the local keystore under the master key.
+    #[default]
+    Keystore,
+    /// Generated in a hardware security module, never leaving it.
+    Hsm,
+}
+
+impl std::str::FromStr for Custody {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "keystore" | "" => Ok(Self::Keystore),
+            HSM_PROVIDER_TYPE => Ok(Self::Hsm),
+            other => Err(format!("custody must be keystore or hsm, not {other:?}")),
+        }
+    }
 }
 
 /// A private key sealed by the keystore, as stored.

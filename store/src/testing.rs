@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
 use uuid::Uuid;
 
-use walletops_domain::{NewWallet, SealedKey, TxKind, WalletAddress};
+use walletops_domain::{NewKey, NewWallet, SealedKey, TxKind, WalletAddress};
 
 use crate::{NewTransaction, Store, entities::transactions as txs};
 
@@ -20,10 +20,10 @@ pub async fn open_records(store: &Store, n: u64, held_until: Option<DateTime<Utc
                 user_id: user.id,
                 address: from,
                 make_default: true,
-                key: SealedKey {
+                key: NewKey::Sealed(SealedKey {
                     nonce: vec![0; 12],
                     ciphertext: vec![0; 48],
-                },
+                }),
             },
             |_| true,
         )

@@ -17,8 +17,8 @@ use super::{
 };
 use crate::error::{Result, StoreError};
 use walletops_domain::{
-    ChainFamily, EMBEDDED_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewWallet, SealedKey, Wallet,
-    WalletAddress, WalletFilter,
+    ChainFamily, EMBEDDED_PROVIDER_TYPE, HSM_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewKey, NewWallet,
+    SealedKey, Wallet, WalletAddress, WalletFilter,
 };
 
 impl TryFrom<wallets::Model> for Wallet {
@@ -109,7 +109,8 @@ impl Store {
     }
 
     /// Stores a new delegated wallet and its sealed key in one transaction: a wallet is never
-    /// stored without the key that signs for it.
+    /// stored without the key that signs for it (an HSM wallet's key is in the HSM, labelled
+    /// with the wallet's id).
     /// `ours` says whether the database's keystore check opens under the master key that
     /// sealed `new.key`: a core whose key was rotated away must not seal new wallets under
     /// it (the rotation, which re-sealed the others, would never see this one).
@@ -141,14 +142,18 @@ impl Store {
             clear_default(&txn, new.user_id, family).await?;
         }
         let now = Utc::now();
-        let id = Uuid::now_v7();
+        let (id, provider_type) = match &new.key {
+            NewKey::Sealed(_) => (Uuid::now_v7(), EMBEDDED_PROVIDER_TYPE),
+            NewKey::Hsm { id } => (*id, HSM_PROVIDER_TYPE),
+        };
         let row = wallets::ActiveModel {
             id: Set(id),
             user_id: Set(new.user_id),
             chain_type: Set(family.as_str().to_owned()),
             address: Set(address.clone()),
-            provider_type: Set(EMBEDDED_PROVIDER_TYPE.to_owned()),
+            provider_type: Set(provider_type.to_owned()),
             client_type: Set(LOCAL_CLIENT_TYPE.to_owned()),
+            // The key's label in the HSM too.
             provider_wallet_id: Set(Some(id.to_string())),
             is_default: Set(is_default),
             automation_enabled: Set(true),
@@ -166,16 +171,18 @@ impl Store {
             }
             Err(e) => return Err(e.into()),
         };
-        signer_keys::ActiveModel {
-            wallet_id: Set(id),
-            chain_type: Set(family.as_str().to_owned()),
-            address: Set(address),
-            nonce: Set(new.key.nonce),
-            ciphertext: Set(new.key.ciphertext),
-            created_at: Set(now),
+        if let NewKey::Sealed(key) = new.key {
+            signer_keys::ActiveModel {
+                wallet_id: Set(id),
+                chain_type: Set(family.as_str().to_owned()),
+                address: Set(address),
+                nonce: Set(key.nonce),
+                ciphertext: Set(key.ciphertext),
+                created_at: Set(now),
+            }
+            .insert(&txn)
+            .await?;
         }
-        .insert(&txn)
-        .await?;
         txn.commit().await?;
         Ok(wallet)
     }

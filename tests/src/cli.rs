@@ -61,12 +61,13 @@ impl Service {
         cmd.args(args)
             // As for the service: the tests' webhook receivers listen on loopback.
             .env("WALLETOPS_WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true")
-            // The service's options (not its failpoints or log filter).
+            // The service's options (not its failpoints or log filter), and its HSM token's
+            // place.
             .envs(
                 self.options()
                     .env
                     .iter()
-                    .filter(|(k, _)| k.starts_with("WALLETOPS_"))
+                    .filter(|(k, _)| k.starts_with("WALLETOPS_") || k == crate::softhsm::CONF)
                     .map(|(k, v)| (k, v)),
             )
             .env("WALLETOPS_DATA_DIR", data_dir)

@@ -24,6 +24,7 @@ pub mod metrics;
 mod paths;
 mod rest;
 mod service;
+pub mod softhsm;
 pub mod solana_node;
 mod store;
 mod wait;

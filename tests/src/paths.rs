@@ -19,6 +19,11 @@ pub fn walletops_bin() -> anyhow::Result<PathBuf> {
     if let Some(path) = std::env::var_os("WALLETOPS_BIN") {
         return Ok(PathBuf::from(path));
     }
+    built_bin("walletops")
+}
+
+/// The workspace's binary `name`, beside this test binary (or this binary).
+pub(crate) fn built_bin(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     // A bin runs from target/<profile>/, a test from target/<profile>/deps/.
     let beside = exe.parent().context("locating the target directory")?;
@@ -26,11 +31,11 @@ pub fn walletops_bin() -> anyhow::Result<PathBuf> {
     candidates
         .into_iter()
         .flatten()
-        .map(|dir| dir.join("walletops"))
+        .map(|dir| dir.join(name))
         .find(|bin| bin.exists())
         .with_context(|| {
             format!(
-                "no walletops binary beside {}: build it with `cargo build --workspace --bins` (scripts/test does)",
+                "no {name} binary beside {}: build it with `cargo build --workspace --bins` (scripts/test does)",
                 exe.display()
             )
         })

@@ -242,12 +242,13 @@ pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::
             user,
             chain_type,
             make_default,
+            custody,
         } => {
             let user = core.find_user(&user).await?;
             print_wallet(
                 &core
                     .wallets
-                    .create(user.id, chain_type, make_default)
+                    .create(user.id, chain_type, make_default, custody)
                     .await?,
             );
         }
@@ -273,6 +274,7 @@ pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::
                 failed.len()
             );
         }
+        WalletsCommand::Audit => crate::hsm::audit(&core).await?,
         WalletsCommand::Delegate { address, state } => {
             print_wallet(
                 &core
@@ -365,19 +367,25 @@ fn read_password(user: &str) -> anyhow::Result<zeroize::Zeroizing<String>> {
 }
 
 fn print_wallet(w: &Wallet) {
+    let note = if w.removed_at.is_some() {
+        "  removed at the provider".to_owned()
+    } else if w.in_hsm() {
+        // The key's label in the HSM, which `pkcs11-tool` lists.
+        format!(
+            "  key {}",
+            w.provider_wallet_id.as_deref().unwrap_or_default()
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "{}  {:<8}  default={}  delegated={}  {}/{}{}",
+        "{}  {:<8}  default={}  delegated={}  {}/{}{note}",
         w.address,
         w.family(),
         w.is_default,
         w.automation_enabled,
         w.provider_type,
         w.client_type,
-        if w.removed_at.is_some() {
-            "  removed at the provider"
-        } else {
-            ""
-        }
     );
 }
 

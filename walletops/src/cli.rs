@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 use walletops_core::{Config, auth::Expiration, bootstrap::FIRST_USER};
-use walletops_domain::{ChainFamily, Scopes};
+use walletops_domain::{ChainFamily, Custody, Scopes};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -126,6 +126,13 @@ pub(crate) enum Command {
     Payouts {
         #[command(subcommand)]
         command: PayoutsCommand,
+        #[command(flatten)]
+        data: DataDir,
+    },
+    /// Check the HSM of `[hsm]`.
+    Hsm {
+        #[command(subcommand)]
+        command: HsmCommand,
         #[command(flatten)]
         data: DataDir,
     },
@@ -460,8 +467,15 @@ pub(crate) enum WebhooksCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum HsmCommand {
+    /// The module loads, the token is found, the PIN is accepted and a test signature of
+    /// each curve (secp256k1, Ed25519) verifies.
+    Check,
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum WalletsCommand {
-    /// Generate a delegated wallet in the keystore.
+    /// Generate a delegated wallet, its key in the keystore or the HSM.
     Create {
         /// Owner: user name or id.
         #[arg(long, default_value = FIRST_USER)]
@@ -472,6 +486,9 @@ pub(crate) enum WalletsCommand {
         /// Make it the owner's default for its family.
         #[arg(long)]
         make_default: bool,
+        /// `keystore` (sealed under the master key) or `hsm` (generated in the `[hsm]` token).
+        #[arg(long, default_value = "keystore")]
+        custody: Custody,
     },
     /// List a user's wallets.
     List {
@@ -479,6 +496,9 @@ pub(crate) enum WalletsCommand {
         #[arg(long, default_value = FIRST_USER)]
         user: String,
     },
+    /// Compare the HSM wallets of the store with the keys in the HSM: a key without a
+    /// wallet, or a wallet without its key, is reported (and the exit status is 1).
+    Audit,
     /// Read linked users' wallets from the wallet provider again (one user, or all).
     Sync {
         /// User name or id; every linked user when absent.
@@ -548,6 +568,7 @@ impl Command {
             | Self::Payouts { data, .. }
             | Self::Wallets { data, .. }
             | Self::Keystore { data, .. }
+            | Self::Hsm { data, .. }
             | Self::Backup { data, .. }
             | Self::Migrate(data) => data.apply(config),
         }

@@ -11,6 +11,7 @@
 mod admin;
 mod approvals;
 mod cli;
+mod hsm;
 mod metrics_listener;
 mod payouts;
 mod serve;
@@ -126,6 +127,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Approvals { command, .. } => approvals::approvals(config, command).await,
         Command::Payouts { command, .. } => payouts::payouts(config, command).await,
         Command::Keystore { command, .. } => admin::keystore(config, command).await,
+        Command::Hsm { command, .. } => hsm::hsm(&config, command).await,
         Command::Backup { file, .. } => admin::backup(&config, &file).await,
     }
 }

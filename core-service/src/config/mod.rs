@@ -99,6 +99,9 @@ pub struct Config {
     pub mcp_sessions_per_key: usize,
     /// How many event streams may be open, and for how long.
     pub streams: crate::streams::StreamsConfig,
+    /// The PKCS#11 token that holds the keys of wallets created with custody `hsm`; none:
+    /// such wallets cannot be created or signed for.
+    pub hsm: Option<crate::signer::HsmConfig>,
 }
 
 /// The header a trusted proxy names the client in.
@@ -203,6 +206,7 @@ impl Default for Config {
             forwarded_header: ForwardedHeader::default(),
             mcp_sessions_per_key: 10,
             streams: crate::streams::StreamsConfig::default(),
+            hsm: None,
             tls: TlsConfig::default(),
         }
     }
@@ -279,7 +283,8 @@ const MIN_ADMIN_TOKEN_LEN: usize = 16;
 
 /// Options that hold secrets, with the variables that set them. Read as they are: figment
 /// would parse a value that looks like a number (dropping leading zeros) or a list.
-const SECRET_VARIABLES: [(&str, &str); 7] = [
+const SECRET_VARIABLES: [(&str, &str); 8] = [
+    ("hsm.pin", "WALLETOPS_HSM__PIN"),
     ("admin_token", "WALLETOPS_ADMIN_TOKEN"),
     ("master_key", "WALLETOPS_MASTER_KEY"),
     ("redis_url", "WALLETOPS_REDIS_URL"),

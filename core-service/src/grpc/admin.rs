@@ -8,7 +8,7 @@ use walletops_proto::v1::{self as pb, admin_service_server::AdminService};
 
 use super::convert;
 use crate::{Core, error::WalletOpsError};
-use walletops_domain::ChainFamily;
+use walletops_domain::{ChainFamily, Custody};
 
 /// The gRPC face of `AdminService`.
 #[derive(Debug, Clone)]
@@ -61,11 +61,16 @@ impl AdminService for AdminApi {
             .chain_type
             .parse::<ChainFamily>()
             .map_err(|e| WalletOpsError::invalid("chainType", e))?;
+        let custody = req
+            .custody
+            .parse::<Custody>()
+            .map_err(|e| WalletOpsError::invalid("custody", e))?;
         let user = self.core.find_user(&req.user).await?;
+        let make_default = req.make_default.unwrap_or(false);
         let wallet = self
             .core
             .wallets
-            .create(user.id, family, req.make_default.unwrap_or(false))
+            .create(user.id, family, make_default, custody)
             .await?;
         Ok(Response::new(pb::CreateWalletResponse {
             wallet: Some(convert::wallet(wallet)),

@@ -5,8 +5,10 @@
 //! carries its wallet's family and address as associated data, so a ciphertext moved to
 //! another wallet's row fails to open instead of signing for the wrong wallet.
 
+mod hsm;
 mod routed;
 
+pub use hsm::{Hsm, HsmConfig, HsmSigner};
 pub use routed::RoutedSigner;
 
 use std::{fs, io::Write, path::Path};

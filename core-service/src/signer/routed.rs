@@ -10,24 +10,46 @@ use solana_message::{Message, VersionedMessage};
 use solana_signature::Signature;
 use solana_transaction::{Transaction, versioned::VersionedTransaction};
 
-use super::{LocalSigner, Signer};
+use super::{HsmSigner, LocalSigner, Signer};
 use crate::{
     error::WalletOpsError,
     provider::{Privy, provider_error},
 };
 use walletops_domain::{DelegatedWallet, WalletAddress};
 
-/// The local keystore's signer, and the provider for provider wallets.
+/// The local keystore's signer, the HSM's for wallets whose keys it holds, and the provider
+/// for provider wallets.
 #[derive(Debug)]
 pub struct RoutedSigner {
     local: LocalSigner,
+    hsm: Option<HsmSigner>,
     provider: Option<Arc<Privy>>,
 }
 
 impl RoutedSigner {
-    /// Signs with `local`, or with `provider` for wallets it holds.
-    pub fn new(local: LocalSigner, provider: Option<Arc<Privy>>) -> Self {
-        Self { local, provider }
+    /// Signs with `local`, with `hsm` for wallets whose keys are there, or with `provider`
+    /// for wallets it holds.
+    pub fn new(local: LocalSigner, hsm: Option<HsmSigner>, provider: Option<Arc<Privy>>) -> Self {
+        Self {
+            local,
+            hsm,
+            provider,
+        }
+    }
+
+    /// The signer of a wallet whose key the service holds: the keystore, or the HSM.
+    fn own(&self, wallet: &DelegatedWallet) -> Result<&dyn Signer, WalletOpsError> {
+        let w = wallet.wallet();
+        if !w.in_hsm() {
+            return Ok(&self.local);
+        }
+        match &self.hsm {
+            Some(hsm) => Ok(hsm),
+            None => Err(WalletOpsError::ServiceUnavailable(format!(
+                "wallet {}'s key is in an HSM, and none is configured: set [hsm] module, token_label and pin",
+                w.address
+            ))),
+        }
     }
 
     /// The provider and the wallet's id there, for a provider wallet; `None` for a local one.
@@ -68,7 +90,7 @@ fn whole_transactions_only(wallet: &DelegatedWallet) -> WalletOpsError {
 impl Signer for RoutedSigner {
     async fn prepare(&self, wallet: &DelegatedWallet) -> Result<(), WalletOpsError> {
         match self.provider_for(wallet)? {
-            None => self.local.prepare(wallet).await,
+            None => self.own(wallet)?.prepare(wallet).await,
             Some(_) => Ok(()),
         }
     }
@@ -79,7 +101,7 @@ impl Signer for RoutedSigner {
         hash: alloy::primitives::B256,
     ) -> Result<alloy::primitives::Signature, WalletOpsError> {
         match self.provider_for(wallet)? {
-            None => self.local.sign_evm(wallet, hash).await,
+            None => self.own(wallet)?.sign_evm(wallet, hash).await,
             Some(_) => Err(whole_transactions_only(wallet)),
         }
     }
@@ -90,7 +112,7 @@ impl Signer for RoutedSigner {
         message: &[u8],
     ) -> Result<[u8; 64], WalletOpsError> {
         match self.provider_for(wallet)? {
-            None => self.local.sign_solana(wallet, message).await,
+            None => self.own(wallet)?.sign_solana(wallet, message).await,
             Some(_) => Err(whole_transactions_only(wallet)),
         }
     }
@@ -101,7 +123,7 @@ impl Signer for RoutedSigner {
         tx: TxEip1559,
     ) -> Result<(Vec<u8>, String), WalletOpsError> {
         let Some((provider, id)) = self.provider_for(wallet)? else {
-            return self.local.sign_eip1559(wallet, tx).await;
+            return self.own(wallet)?.sign_eip1559(wallet, tx).await;
         };
         let address = wallet.wallet().address;
         let WalletAddress::Evm(from) = address else {
@@ -122,7 +144,7 @@ impl Signer for RoutedSigner {
     ) -> Result<(Transaction, String), WalletOpsError> {
         if self.provider_for(wallet)?.is_none() {
             return self
-                .local
+                .own(wallet)?
                 .sign_solana_message(wallet, message, blockhash)
                 .await;
         }
@@ -151,7 +173,7 @@ impl Signer for RoutedSigner {
         tx: VersionedTransaction,
     ) -> Result<(VersionedTransaction, String), WalletOpsError> {
         let Some((provider, id)) = self.provider_for(wallet)? else {
-            return self.local.sign_solana_built(wallet, tx).await;
+            return self.own(wallet)?.sign_solana_built(wallet, tx).await;
         };
         let address = wallet.wallet().address;
         let WalletAddress::Solana(signer) = address else {

@@ -99,6 +99,7 @@ async fn a_rotated_master_key_keeps_every_wallet_signing(b: Backend) -> anyhow::
             user: "owner".to_owned(),
             chain_type: "ethereum".to_owned(),
             make_default: None,
+            custody: String::new(),
         })?)
         .await
         .expect_err("a wallet sealed under the old key");

@@ -16,6 +16,7 @@ mod events;
 mod evm;
 mod faults;
 mod fuzz;
+mod hsm;
 mod key_lines;
 mod keystore;
 mod logs;

@@ -179,6 +179,7 @@ async fn wallets_made_at_once_give_one_default(b: Backend) -> anyhow::Result<()>
                 user: "carol".to_owned(),
                 chain_type: "ethereum".to_owned(),
                 make_default: None,
+                custody: String::new(),
             })?;
             Ok::<_, anyhow::Error>(admin.create_wallet(req).await?)
         }

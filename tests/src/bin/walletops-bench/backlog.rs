@@ -95,6 +95,7 @@ pub(crate) async fn funded_wallets(
                     user: "owner".to_owned(),
                     chain_type: "ethereum".to_owned(),
                     make_default: None,
+                    custody: String::new(),
                 })?;
                 let wallet = admin.create_wallet(req).await?.into_inner();
                 let address: Address = wallet

@@ -65,6 +65,7 @@ async fn grpc_errors_carry_error_info_and_field_violations(b: Backend) -> anyhow
             user: "admin".to_owned(),
             chain_type: "dogecoin".to_owned(),
             make_default: None,
+            custody: String::new(),
         })?)
         .await
         .expect_err("unknown chain type");
