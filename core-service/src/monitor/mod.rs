@@ -221,7 +221,7 @@ impl Monitor {
         let follow_all = async {
             let budget = self.budget(&leased);
             let heads = self.heads(&budget).await;
-            let (quiet, from_send) = self.unmoved(&leased, &heads).await;
+            let (quiet, from_send) = self.unmoved(&leased, (&budget, &heads)).await;
             let moved: Vec<&OpenTransaction> = leased
                 .iter()
                 .filter(|open| !quiet.contains(&open.id) && !from_send.contains(&open.id))

@@ -27,7 +27,7 @@ use crate::chains::evm::EvmClient;
 use walletops_domain::{ChainFamily, OpenTransaction};
 
 /// Records leased per node request a sweep may make.
-pub(super) const RECORDS_PER_REQUEST: u64 = 50;
+const RECORDS_PER_REQUEST: u64 = 50;
 /// Node requests a sweep may make of a chain however few its records.
 const LEAST_REQUESTS: u64 = 20;
 /// Records of a chain followed in full each sweep whatever the requests so far: the sweep
@@ -50,6 +50,11 @@ struct Allowance {
 }
 
 impl Budget {
+    /// The monitor's client of EVM chain `slug`, found once for the sweep.
+    fn client(&self, slug: &str) -> Option<&EvmClient> {
+        self.chains.get(slug).map(|a| &a.client)
+    }
+
     /// Whether a record of chain `slug` may be followed in full now (see the module docs).
     /// Records of chains without a budget (Solana) always may.
     pub(super) fn admits(&self, slug: &str) -> bool {
@@ -113,7 +118,7 @@ impl Monitor {
     pub(super) async fn unmoved(
         &self,
         leased: &[OpenTransaction],
-        heads: &HashMap<String, u64>,
+        (budget, heads): (&Budget, &HashMap<String, u64>),
     ) -> (HashSet<Uuid>, HashSet<Uuid>) {
         let now = Utc::now();
         let stuck_after = self.stuck_after();
@@ -150,11 +155,7 @@ impl Monitor {
             }
         }
         let asked = ask.into_iter().map(|(id, slug, hash)| async move {
-            let client = self
-                .chains
-                .resolve(slug)
-                .ok()
-                .and_then(|chain| self.evm_clients.get(chain).ok())?;
+            let client = budget.client(slug)?;
             Some((id, client.knows(hash).await))
         });
         for (id, known) in futures::future::join_all(asked).await.into_iter().flatten() {
