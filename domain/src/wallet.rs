@@ -58,6 +58,13 @@ impl Wallet {
         !self.held_by_provider() && self.provider_type == HSM_PROVIDER_TYPE
     }
 
+    /// The label of its key in the HSM: its id, as stored when the key was made.
+    pub fn key_label(&self) -> String {
+        self.provider_wallet_id
+            .clone()
+            .unwrap_or_else(|| self.id.to_string())
+    }
+
     /// Whether it is an external wallet the user linked at the provider, whose key nobody
     /// here or at the provider holds.
     pub fn is_external(&self) -> bool {

@@ -371,10 +371,7 @@ fn print_wallet(w: &Wallet) {
         "  removed at the provider".to_owned()
     } else if w.in_hsm() {
         // The key's label in the HSM, which `pkcs11-tool` lists.
-        format!(
-            "  key {}",
-            w.provider_wallet_id.as_deref().unwrap_or_default()
-        )
+        format!("  key {}", w.key_label())
     } else {
         String::new()
     };

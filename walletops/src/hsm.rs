@@ -39,14 +39,9 @@ pub(crate) async fn audit(core: &Core) -> anyhow::Result<()> {
     }
     let pairs = core.wallets.hsm()?.key_pairs().await?;
     let in_token: HashMap<&str, _> = pairs.iter().map(|(l, a)| (l.as_str(), a)).collect();
-    let label = |w: &Wallet| {
-        w.provider_wallet_id
-            .clone()
-            .unwrap_or_else(|| w.id.to_string())
-    };
     let mut problems = 0;
     for w in &stored {
-        let label = label(w);
+        let label = w.key_label();
         match in_token.get(label.as_str()) {
             Some(address) if **address == w.address => {}
             Some(address) => {
@@ -65,7 +60,7 @@ pub(crate) async fn audit(core: &Core) -> anyhow::Result<()> {
             }
         }
     }
-    let labels: Vec<String> = stored.iter().map(label).collect();
+    let labels: Vec<String> = stored.iter().map(Wallet::key_label).collect();
     for (label, address) in &pairs {
         if !labels.contains(label) {
             problems += 1;

@@ -390,17 +390,9 @@ fn point_of(session: &Session, public: ObjectHandle) -> Result<Option<Vec<u8>>, 
 }
 
 /// The signer of the wallets whose keys are in the HSM: each key is labelled with the
-/// wallet's id there (`provider_wallet_id`).
+/// wallet's id there (`Wallet::key_label`).
 #[derive(Debug, Clone)]
 pub struct HsmSigner(pub Arc<Hsm>);
-
-/// The label of `wallet`'s key in the HSM.
-fn label(wallet: &DelegatedWallet) -> Result<String, WalletOpsError> {
-    let w = wallet.wallet();
-    Ok(w.provider_wallet_id
-        .clone()
-        .unwrap_or_else(|| w.id.to_string()))
-}
 
 #[async_trait::async_trait]
 impl Signer for HsmSigner {
@@ -415,7 +407,9 @@ impl Signer for HsmSigner {
                 wallet.wallet().address
             )));
         };
-        self.0.sign_evm(&label(wallet)?, address, hash).await
+        self.0
+            .sign_evm(&wallet.wallet().key_label(), address, hash)
+            .await
     }
 
     async fn sign_solana(
@@ -423,6 +417,8 @@ impl Signer for HsmSigner {
         wallet: &DelegatedWallet,
         message: &[u8],
     ) -> Result<[u8; 64], WalletOpsError> {
-        self.0.sign_solana(&label(wallet)?, message).await
+        self.0
+            .sign_solana(&wallet.wallet().key_label(), message)
+            .await
     }
 }
