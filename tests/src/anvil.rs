@@ -83,6 +83,12 @@ fn chain_toml(url: &str) -> String {
     chain_toml_with(&format!("rpc_url = \"{url}\""))
 }
 
+/// A JSON-RPC quantity (`0x`-hex) as a number; an absent one is 0.
+pub fn quantity(v: &serde_json::Value) -> anyhow::Result<u128> {
+    let hex = v.as_str().unwrap_or("0x0").trim_start_matches("0x");
+    Ok(u128::from_str_radix(hex, 16)?)
+}
+
 /// The body of `POST /contracts/send` on `anvil`: a call of `data` to `to` with `value` wei.
 pub fn call_body(to: Address, data: Vec<u8>, value: u64) -> serde_json::Value {
     serde_json::json!({"chain": "anvil", "to": to.to_string(), "data": Bytes::from(data).to_string(),

@@ -22,7 +22,7 @@ use solana_transaction_status_client_types::{
 };
 use walletops_tests::{
     Backend, Rest, Service,
-    anvil::Anvil,
+    anvil::{Anvil, quantity},
     poll_until_within,
     solana_node::{self as sol, SolanaNode},
 };
@@ -347,9 +347,9 @@ async fn units(rpc: &RpcClient, signature: &str) -> anyhow::Result<(u64, u64)> {
     Ok((u64::from(limit), consumed))
 }
 
+/// A quantity of the node's answer; unreadable: 0.
 fn wei(v: &Value) -> u128 {
-    let hex = v.as_str().unwrap_or("0x0").trim_start_matches("0x");
-    u128::from_str_radix(hex, 16).unwrap_or(0)
+    quantity(v).unwrap_or(0)
 }
 
 /// One accepted EVM write of the rising phase.

@@ -5,7 +5,7 @@ use alloy::primitives::{Address, utils::parse_ether};
 use serde_json::{Value, json};
 use walletops_tests::{
     Backend, Rest, Service,
-    anvil::Anvil,
+    anvil::{Anvil, quantity},
     faults::{Fault, FaultProxy},
     poll_until,
 };
@@ -44,9 +44,10 @@ async fn signed_fees(api: &Rest, anvil: &Anvil, id: &str) -> anyhow::Result<(u12
     let tx = anvil
         .rpc("eth_getTransactionByHash", json!([record["hash"]]))
         .await?;
-    let wei =
-        |v: &Value| u128::from_str_radix(v.as_str().unwrap_or("0x0").trim_start_matches("0x"), 16);
-    Ok((wei(&tx["maxFeePerGas"])?, wei(&tx["maxPriorityFeePerGas"])?))
+    Ok((
+        quantity(&tx["maxFeePerGas"])?,
+        quantity(&tx["maxPriorityFeePerGas"])?,
+    ))
 }
 
 /// Sends until the service accepts (a fee reading is reused for a second); the record's id.

@@ -3,7 +3,7 @@
 //! replacement raises both fees by at least the 10 % nodes require.
 
 use serde_json::{Value, json};
-use walletops_tests::{Backend, on_both_backends, poll_until};
+use walletops_tests::{Backend, anvil::quantity, on_both_backends, poll_until};
 
 use super::{Evm, RECIPIENT};
 
@@ -14,18 +14,16 @@ const TIP_CAP: u128 = GWEI;
 /// Writes of each phase.
 const WRITES: usize = 4;
 
-fn wei(v: &Value) -> anyhow::Result<u128> {
-    let hex = v.as_str().unwrap_or("0x0").trim_start_matches("0x");
-    Ok(u128::from_str_radix(hex, 16)?)
-}
-
 /// The fees (max fee, tip) of the transaction `hash` as the node has it.
 async fn fees_of(e: &Evm, hash: &str) -> anyhow::Result<(u128, u128)> {
     let tx = e
         .anvil
         .rpc("eth_getTransactionByHash", json!([hash]))
         .await?;
-    Ok((wei(&tx["maxFeePerGas"])?, wei(&tx["maxPriorityFeePerGas"])?))
+    Ok((
+        quantity(&tx["maxFeePerGas"])?,
+        quantity(&tx["maxPriorityFeePerGas"])?,
+    ))
 }
 
 /// Mines one block whose base fee is `base` wei.
