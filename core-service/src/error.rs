@@ -166,6 +166,11 @@ pub enum WalletOpsError {
     /// A required service is not configured or not built yet.
     #[error("{0}")]
     ServiceUnavailable(String),
+    /// The HSM failed, refused or was absent (SERVICE_UNAVAILABLE). Like the wallet
+    /// provider's failure it leaves a write unsigned and its key free, and the monitor's
+    /// re-signings wait for it.
+    #[error("{0}")]
+    HsmUnavailable(String),
     /// Anything else. The source goes to the log; the caller sees only "internal error".
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -215,7 +220,7 @@ impl WalletOpsError {
             Self::InsufficientFunds(_) => ErrorCode::InsufficientFunds,
             Self::ProviderRpcError(_) | Self::WalletProviderError(_) => ErrorCode::ProviderRpcError,
             Self::SendFailed(_) => ErrorCode::SendFailed,
-            Self::ServiceUnavailable(_) => ErrorCode::ServiceUnavailable,
+            Self::ServiceUnavailable(_) | Self::HsmUnavailable(_) => ErrorCode::ServiceUnavailable,
             Self::Internal(_) => ErrorCode::InternalError,
         }
     }
@@ -230,6 +235,7 @@ impl WalletOpsError {
         match self {
             Self::QuoteFailed(_)
             | Self::ServiceUnavailable(_)
+            | Self::HsmUnavailable(_)
             | Self::WalletProviderError(_)
             | Self::Forbidden(_) => true,
             Self::Unauthorized(_)

@@ -470,7 +470,12 @@ pub(crate) enum WebhooksCommand {
 pub(crate) enum HsmCommand {
     /// The module loads, the token is found, the PIN is accepted and a test signature of
     /// each curve (secp256k1, Ed25519) verifies.
-    Check,
+    Check {
+        /// Also time this many signatures of each curve over the session pool, and print the
+        /// rate: what the token can sign for the service.
+        #[arg(long, default_value_t = 0)]
+        signatures: u32,
+    },
 }
 
 #[derive(Debug, Subcommand)]

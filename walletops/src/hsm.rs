@@ -11,7 +11,7 @@ use crate::cli::HsmCommand;
 
 pub(crate) async fn hsm(config: &Config, command: HsmCommand) -> anyhow::Result<()> {
     match command {
-        HsmCommand::Check => {
+        HsmCommand::Check { signatures } => {
             let settings = config.hsm.as_ref().context(
                 "no HSM is configured: set hsm.module, hsm.token_label and hsm.pin ([hsm] in the config file)",
             )?;
@@ -23,6 +23,21 @@ pub(crate) async fn hsm(config: &Config, command: HsmCommand) -> anyhow::Result<
             );
             hsm.check().await?;
             println!("test signatures verify: secp256k1 (EVM) and Ed25519 (Solana)");
+            if signatures > 0 {
+                for family in [ChainFamily::Evm, ChainFamily::Solana] {
+                    let took = hsm.time_signatures(family, signatures).await?;
+                    let curve = match family {
+                        ChainFamily::Evm => "secp256k1 (EVM)",
+                        ChainFamily::Solana => "Ed25519 (Solana)",
+                    };
+                    println!(
+                        "{curve}: {signatures} signatures in {:.3} s, {:.0} signatures/s over {} sessions",
+                        took.as_secs_f64(),
+                        f64::from(signatures) / took.as_secs_f64().max(1e-9),
+                        settings.sessions.max(1)
+                    );
+                }
+            }
         }
     }
     Ok(())

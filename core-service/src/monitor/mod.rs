@@ -247,8 +247,8 @@ impl Monitor {
                         }
                         Err(e) => {
                             tracing::warn!(%id, error = %e, "following a transaction failed");
-                            if let WalletOpsError::WalletProviderError(why) = &e {
-                                self.note_provider_down(id, why).await;
+                            if let Some(signer) = signer_down(&e) {
+                                self.note_signer_down(id, signer, &e).await;
                             }
                             self.give_up_if_failing(id, lease).await;
                             None
@@ -376,12 +376,13 @@ impl Monitor {
         }
     }
 
-    /// Notes in record `id`'s history that it waits for the wallet provider, which failed to
-    /// sign its next version: the monitor tries again each sweep.
-    async fn note_provider_down(&self, id: Uuid, why: &str) {
+    /// Notes in record `id`'s history that it waits for `signer` (the wallet provider or the
+    /// HSM), which failed to sign its next version with `e`: the monitor tries again each
+    /// sweep.
+    async fn note_signer_down(&self, id: Uuid, signer: &str, e: &WalletOpsError) {
         let noted = async {
             if let Some(open) = self.store.open_transaction(id).await? {
-                self.note_once(&open, format!("waiting for the wallet provider: {why}"))
+                self.note_once(&open, format!("waiting for {signer}: {e}"))
                     .await?;
             }
             Ok::<_, WalletOpsError>(())
@@ -485,6 +486,15 @@ async fn while_renewing<T, R: Future<Output = ()>>(
             out = &mut work => return out,
             _ = tick.tick() => renew().await,
         }
+    }
+}
+
+/// Which signer outside the process a failed re-signing waits for, if `e` says one failed.
+fn signer_down(e: &WalletOpsError) -> Option<&'static str> {
+    match e {
+        WalletOpsError::WalletProviderError(_) => Some("the wallet provider"),
+        WalletOpsError::HsmUnavailable(_) => Some("the HSM"),
+        _ => None,
     }
 }
 

@@ -45,7 +45,7 @@ impl RoutedSigner {
         }
         match &self.hsm {
             Some(hsm) => Ok(hsm),
-            None => Err(WalletOpsError::ServiceUnavailable(format!(
+            None => Err(WalletOpsError::HsmUnavailable(format!(
                 "wallet {}'s key is in an HSM, and none is configured: set [hsm] module, token_label and pin",
                 w.address
             ))),

@@ -5,15 +5,21 @@
 //!
 //! The module is loaded and the token logged into once per process. A PKCS#11 session may be
 //! used by one thread at a time: signings take a session from a pool (`hsm.sessions`, opened
-//! as needed) and run on the blocking pool. A session the device fails (a removed token, a
-//! changed PIN) is dropped, and the next signing opens (and logs in) a new one; the failing
-//! signing is answered 503 naming the HSM, nothing signed.
+//! as needed) and run on the blocking pool. When the device fails (a token removed, an HSM
+//! out of reach) the failing signing is answered 503 naming the HSM, nothing signed, and the
+//! next one first reopens the module (`reopen`), so a token back signs without a restart. A
+//! PIN the token refuses is tried again at most once a minute: real devices lock a PIN after
+//! a few wrong tries.
 
 mod keys;
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
 };
 
 use alloy::primitives::{Address, B256};
@@ -29,6 +35,7 @@ use cryptoki::{
     slot::Slot,
     types::AuthPin,
 };
+use futures::StreamExt as _;
 
 use super::Signer;
 use crate::error::WalletOpsError;
@@ -40,8 +47,18 @@ use keys::{ED25519_PARAMS, SECP256K1_PARAMS, ec_point, evm_signature};
 /// A PKCS#11 token the service signs with (see the module docs).
 pub struct Hsm {
     pkcs11: Pkcs11,
-    slot: Slot,
+    /// The token's slot: found again when the module is reopened.
+    slot: Mutex<Slot>,
+    /// `hsm.token_label` and `hsm.slot`, to find it.
+    token: (String, Option<u64>),
     pin: AuthPin,
+    /// The device failed: the next signing reopens the module first (see `reopen`).
+    stale: AtomicBool,
+    /// When the token last refused the PIN: logins are tried again at most once a
+    /// `PIN_RETRY`, as a real device locks a PIN after a few wrong tries.
+    pin_refused: Mutex<Option<Instant>>,
+    /// `hsm.sessions`.
+    size: u32,
     /// Idle sessions, logged in.
     idle: Mutex<Vec<Session>>,
     /// Sessions in use or idle, at most `hsm.sessions`.
@@ -58,9 +75,22 @@ impl std::fmt::Debug for Hsm {
     }
 }
 
+/// How long after the token refused the PIN a login is tried again.
+const PIN_RETRY: Duration = Duration::from_secs(60);
+
+/// The slot holding the token labelled `label` (in slot `id`, if given).
+fn find_slot(pkcs11: &Pkcs11, label: &str, id: Option<u64>) -> Result<Option<Slot>, Pkcs11Error> {
+    Ok(pkcs11.get_slots_with_token()?.into_iter().find(|slot| {
+        id.is_none_or(|id| slot.id() == id)
+            && pkcs11
+                .get_token_info(*slot)
+                .is_ok_and(|info| info.label().trim_end() == label)
+    }))
+}
+
 /// A device error, answered 503 naming the HSM.
 fn unavailable(names: &str, what: &str, e: &Pkcs11Error) -> WalletOpsError {
-    WalletOpsError::ServiceUnavailable(format!("the HSM ({names}) failed to {what}: {e}"))
+    WalletOpsError::HsmUnavailable(format!("the HSM ({names}) failed to {what}: {e}"))
 }
 
 impl Hsm {
@@ -74,18 +104,9 @@ impl Hsm {
             Ok(()) | Err(Pkcs11Error::Pkcs11(RvError::CryptokiAlreadyInitialized, _)) => {}
             Err(e) => anyhow::bail!("hsm.module {module} failed to initialise: {e}"),
         }
-        let slots = pkcs11
-            .get_slots_with_token()
-            .map_err(|e| anyhow::anyhow!("hsm.module {module} lists no slots: {e}"))?;
         let label = config.token_label.as_str();
-        let slot = slots
-            .into_iter()
-            .find(|slot| {
-                config.slot.is_none_or(|id| slot.id() == id)
-                    && pkcs11
-                        .get_token_info(*slot)
-                        .is_ok_and(|info| info.label().trim_end() == label)
-            })
+        let slot = find_slot(&pkcs11, label, config.slot)
+            .map_err(|e| anyhow::anyhow!("hsm.module {module} lists no slots: {e}"))?
             .ok_or_else(|| {
                 anyhow::anyhow!(
                     "hsm.token_label: no token labelled {label:?}{} in {module}",
@@ -97,12 +118,17 @@ impl Hsm {
             })?;
         let pin = AuthPin::new(config.pin()?.into());
         let names: Arc<str> = format!("{module}, token {label}").into();
+        let size = config.sessions.max(1);
         let hsm = Self {
             pkcs11,
-            slot,
+            slot: Mutex::new(slot),
+            token: (config.token_label.clone(), config.slot),
             pin,
+            stale: AtomicBool::new(false),
+            pin_refused: Mutex::default(),
+            size,
             idle: Mutex::default(),
-            permits: tokio::sync::Semaphore::new(usize::try_from(config.sessions.max(1))?),
+            permits: tokio::sync::Semaphore::new(usize::try_from(size)?),
             handles: Mutex::default(),
             names,
         };
@@ -122,38 +148,120 @@ impl Hsm {
 
     /// A new session, logged in (the login is the token's: once any session is).
     fn session(&self) -> Result<Session, Pkcs11Error> {
-        let session = self.pkcs11.open_rw_session(self.slot)?;
+        let slot = *self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let session = self.pkcs11.open_rw_session(slot)?;
         match session.login(UserType::User, Some(&self.pin)) {
             Ok(()) | Err(Pkcs11Error::Pkcs11(RvError::UserAlreadyLoggedIn, _)) => Ok(session),
             Err(e) => Err(e),
         }
     }
 
-    /// Runs `work` on a pooled session on the blocking pool; a session it fails is dropped.
+    /// Reopens the module after the device failed: every session closed (no signing runs:
+    /// all the pool's permits are held), the library finalized and initialized again, the
+    /// token found again by its label and logged into. A token pulled out and put back, or
+    /// an HSM reached again over the network, then signs without a restart.
+    async fn reopen(self: &Arc<Self>) -> Result<(), WalletOpsError> {
+        let closed =
+            || WalletOpsError::HsmUnavailable(format!("the HSM ({}) is closed", self.names));
+        let _all = self
+            .permits
+            .acquire_many(self.size)
+            .await
+            .map_err(|_| closed())?;
+        if !self.stale.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let refused = *self
+            .pin_refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = refused.filter(|at| at.elapsed() < PIN_RETRY) {
+            return Err(WalletOpsError::HsmUnavailable(format!(
+                "the HSM ({}) refused hsm.pin {} s ago; it is tried again at most once a minute, so as not to lock the token: set the token's PIN and restart",
+                self.names,
+                at.elapsed().as_secs()
+            )));
+        }
+        let hsm = self.clone();
+        let reopened = tokio::task::spawn_blocking(move || hsm.reinitialize())
+            .await
+            .map_err(|e| {
+                WalletOpsError::Internal(anyhow::anyhow!("reopening the HSM panicked: {e}"))
+            })?;
+        match reopened {
+            Ok(session) => {
+                self.idle().push(session);
+                self.stale.store(false, Ordering::Release);
+                tracing::info!(hsm = %self.names, "the HSM was reopened after a failure");
+                Ok(())
+            }
+            Err(e) => {
+                if let Pkcs11Error::Pkcs11(
+                    RvError::PinIncorrect | RvError::PinLocked | RvError::PinExpired,
+                    _,
+                ) = e
+                {
+                    *self
+                        .pin_refused
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+                }
+                Err(unavailable(&self.names, "open again", &e))
+            }
+        }
+    }
+
+    /// `reopen`'s work on the device: a logged-in session of the token found anew.
+    fn reinitialize(&self) -> Result<Session, Pkcs11Error> {
+        self.idle().clear();
+        self.handles
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        // A library already finalized (or never initialized again) is what is wanted here.
+        let _ = self.pkcs11.clone().finalize();
+        match self
+            .pkcs11
+            .initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK))
+        {
+            Ok(()) | Err(Pkcs11Error::Pkcs11(RvError::CryptokiAlreadyInitialized, _)) => {}
+            Err(e) => return Err(e),
+        }
+        let (label, id) = &self.token;
+        let slot = find_slot(&self.pkcs11, label, *id)?.ok_or(Pkcs11Error::Pkcs11(
+            RvError::TokenNotPresent,
+            cryptoki::context::Function::GetTokenInfo,
+        ))?;
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = slot;
+        self.session()
+    }
+
+    /// Runs `work` on a pooled session on the blocking pool. A device error drops the
+    /// session and marks the module for `reopen` before the next signing.
     async fn with_session<T: Send + 'static>(
         self: &Arc<Self>,
         what: &'static str,
         work: impl FnOnce(&Self, &Session) -> Result<T, Pkcs11Error> + Send + 'static,
     ) -> Result<T, WalletOpsError> {
+        if self.stale.load(Ordering::Acquire) {
+            self.reopen().await?;
+        }
         let _permit = self.permits.acquire().await.map_err(|_| {
-            WalletOpsError::ServiceUnavailable(format!("the HSM ({}) is closed", self.names))
+            WalletOpsError::HsmUnavailable(format!("the HSM ({}) is closed", self.names))
         })?;
         let hsm = self.clone();
         let done = tokio::task::spawn_blocking(move || {
             let session = match hsm.idle().pop() {
                 Some(session) => session,
-                None => hsm.session()?,
+                None => hsm
+                    .session()
+                    .inspect_err(|_| hsm.stale.store(true, Ordering::Release))?,
             };
             let out = work(&hsm, &session);
             match &out {
-                // The device lost the session, the token or the login: a new session next
-                // time, and key handles found again.
-                Err(Pkcs11Error::Pkcs11(..)) => {
-                    hsm.handles
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .clear();
-                }
+                // The device lost the session, the token or the login: the module is
+                // reopened before the next signing, and key handles found again.
+                Err(Pkcs11Error::Pkcs11(..)) => hsm.stale.store(true, Ordering::Release),
                 _ => hsm.idle().push(session),
             }
             out
@@ -176,7 +284,7 @@ impl Hsm {
         })
         .await?
         .ok_or_else(|| {
-            WalletOpsError::ServiceUnavailable(format!(
+            WalletOpsError::HsmUnavailable(format!(
                 "the HSM ({}) generated a key whose public point could not be read",
                 self.names
             ))
@@ -210,13 +318,49 @@ impl Hsm {
                 (None, _) => false,
             };
             if !verified {
-                return Err(WalletOpsError::ServiceUnavailable(format!(
+                return Err(WalletOpsError::HsmUnavailable(format!(
                     "the HSM ({}) made a {family} test signature that does not verify",
                     self.names
                 )));
             }
         }
         Ok(())
+    }
+
+    /// Times `n` signatures of `family`'s curve over the session pool (as many at once as it
+    /// has sessions), with a key pair that lives only as long as the timing (session
+    /// objects, seen by every session of the process).
+    pub async fn time_signatures(
+        self: &Arc<Self>,
+        family: ChainFamily,
+        n: u32,
+    ) -> Result<std::time::Duration, WalletOpsError> {
+        let (public, private) = self
+            .with_session("make a test key", move |_, session| {
+                key_pair(session, family, b"walletops-timing", false)
+            })
+            .await?;
+        let at_once = usize::try_from(self.size).unwrap_or(1);
+        let started = std::time::Instant::now();
+        let signed: Result<Vec<_>, _> = futures::stream::iter(0..n)
+            .map(|i| {
+                self.with_session("sign", move |_, session| {
+                    let digest = B256::left_padding_from(&i.to_be_bytes());
+                    session.sign(&mechanism(family), private, digest.as_slice())
+                })
+            })
+            .buffer_unordered(at_once)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect();
+        let took = started.elapsed();
+        self.with_session("remove the test key", move |_, session| {
+            session.destroy_object(private)?;
+            session.destroy_object(public)
+        })
+        .await?;
+        signed.map(|_| took)
     }
 
     /// The private key labelled `label`, found once; `None`: the token has none.
@@ -257,7 +401,7 @@ impl Hsm {
             })
             .await?;
         signed.ok_or_else(|| {
-            WalletOpsError::ServiceUnavailable(format!(
+            WalletOpsError::HsmUnavailable(format!(
                 "the HSM ({}) holds no key labelled {label}",
                 self.names
             ))
@@ -275,7 +419,7 @@ impl Hsm {
             .sign(label, ChainFamily::Evm, hash.as_slice().to_vec())
             .await?;
         evm_signature(&raw, hash, address).ok_or_else(|| {
-            WalletOpsError::ServiceUnavailable(format!(
+            WalletOpsError::HsmUnavailable(format!(
                 "the HSM ({}) made a signature that does not recover {address}",
                 self.names
             ))
@@ -292,7 +436,7 @@ impl Hsm {
             .sign(label, ChainFamily::Solana, message.to_vec())
             .await?;
         raw.try_into().map_err(|raw: Vec<u8>| {
-            WalletOpsError::ServiceUnavailable(format!(
+            WalletOpsError::HsmUnavailable(format!(
                 "the HSM ({}) made an Ed25519 signature of {} bytes",
                 self.names,
                 raw.len()
