@@ -27,6 +27,7 @@ mod service;
 pub mod softhsm;
 pub mod solana_node;
 mod store;
+pub mod venue;
 mod wait;
 pub mod webhooks;
 

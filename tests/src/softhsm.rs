@@ -52,6 +52,29 @@ impl SoftHsm {
         Ok(token)
     }
 
+    fn tokens(&self) -> PathBuf {
+        self.dir.path().join("tokens")
+    }
+
+    /// Takes the token away, as a device pulled out or an HSM gone from the network: its
+    /// files are moved aside.
+    pub fn remove(&self) -> anyhow::Result<()> {
+        std::fs::rename(self.tokens(), self.dir.path().join("away"))?;
+        Ok(())
+    }
+
+    /// Puts back the token `remove` took away.
+    pub fn put_back(&self) -> anyhow::Result<()> {
+        std::fs::rename(self.dir.path().join("away"), self.tokens())?;
+        Ok(())
+    }
+
+    /// Changes the user PIN from `from` to `to`, as an operator would with `pkcs11-tool`.
+    pub fn change_pin(&self, from: &str, to: &str) -> anyhow::Result<()> {
+        self.tool_with_pin(from, &["--change-pin", "--new-pin", to])?;
+        Ok(())
+    }
+
     fn conf(&self) -> PathBuf {
         self.dir.path().join("softhsm2.conf")
     }
@@ -84,6 +107,11 @@ impl SoftHsm {
 
     /// `pkcs11-tool` with `args` against this token, logged in.
     pub fn tool(&self, args: &[&str]) -> anyhow::Result<String> {
+        self.tool_with_pin(PIN, args)
+    }
+
+    /// `pkcs11-tool` with `args` against this token, logged in with `pin`.
+    fn tool_with_pin(&self, pin: &str, args: &[&str]) -> anyhow::Result<String> {
         let base = [
             "--module",
             MODULE,
@@ -91,9 +119,29 @@ impl SoftHsm {
             LABEL,
             "--login",
             "--pin",
-            PIN,
+            pin,
         ];
         self.run("pkcs11-tool", &[&base[..], args].concat())
+    }
+
+    /// Makes a wallet of `chain_type` (`ethereum`, `solana`) in this token with the CLI of
+    /// `svc`, its owner's default: its address and its key's label.
+    pub async fn wallet(
+        &self,
+        svc: &crate::Service,
+        chain_type: &str,
+    ) -> anyhow::Result<(String, String)> {
+        let args = ["wallets", "create", "--chain-type", chain_type];
+        let out = svc
+            .cli(&[&args[..], &["--custody", "hsm", "--make-default"]].concat())
+            .await?;
+        anyhow::ensure!(out.success, "wallets create: {}", out.stderr);
+        let address = out.stdout.split_whitespace().next().context("an address")?;
+        let (_, label) = out
+            .stdout
+            .split_once("  key ")
+            .with_context(|| format!("the key's label: {}", out.stdout))?;
+        Ok((address.to_owned(), label.trim().to_owned()))
     }
 
     /// What a `C_GetAttributeValue` of the private key labelled `label` answers, by

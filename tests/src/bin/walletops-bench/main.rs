@@ -21,6 +21,7 @@ mod congestion;
 mod cpu;
 mod deposits;
 mod drive;
+mod hsm;
 mod instructions;
 mod latency;
 mod load;
@@ -46,7 +47,7 @@ use crate::{
     cpu::{Probe, rss_mb},
     latency::low_load,
     memory::idle_connections,
-    quotes::{AGGREGATOR_KEY, open_venue, quote_latency},
+    quotes::{AGGREGATOR_KEY, quote_latency},
     reads::{TOKENS, balance_reads},
     report::{Memory, Report, SendRun, StoreRuns},
     sends::{Sender, all_settled, raw_sends, signing_floor, walletops_sends},
@@ -124,6 +125,10 @@ struct Args {
     /// Blocks of the EVM run under a rising base fee.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     rising_blocks: u64,
+    /// REST sends from an HSM wallet and from a keystore wallet, for their CPU side by side
+    /// (with the token's signatures per second); 0: skip.
+    #[arg(long, default_value_t = 200)]
+    hsm_sends: u64,
     /// Open records stuck on a frozen head when the monitor's requests are counted; 0: skip.
     #[arg(long, default_value_t = 5000)]
     frozen_records: u64,
@@ -208,7 +213,7 @@ fn ended(
 async fn start_service(
     backend: Backend,
     anvil: &Anvil,
-    venue: &quotes::Venue,
+    venue: &walletops_tests::venue::Venue,
 ) -> anyhow::Result<(Service, Rest, alloy::primitives::Address)> {
     // The bench measures the pipeline, not the per-user budgets. anvil now and then keeps a
     // ready transaction queued (foundry-rs/foundry#10122) until the monitor replaces it: a
@@ -295,7 +300,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     // The same node for the raw sends and WalletOps'.
     let anvil = Anvil::start_with(MIXED_MINING).await?;
     anvil.install_multicall().await?;
-    let venue = open_venue(&anvil).await?;
+    let venue = walletops_tests::venue::Venue::open(&anvil, "BQT", 100).await?;
     let (svc, api, wallet) = start_service(Backend::Sqlite, &anvil, &venue).await?;
     let api = &api;
     println!(
@@ -498,6 +503,16 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         None
     };
 
+    let hsm = if args.hsm_sends > 0 {
+        println!(
+            "hsm: {} REST sends from a keystore wallet, as many from a SoftHSM2 wallet, the token's signatures per second ...",
+            args.hsm_sends
+        );
+        Some(hsm::hsm(&anvil, args.hsm_sends, concurrency).await?)
+    } else {
+        None
+    };
+
     let congestion = if args.congested_sends > 0 {
         println!("congestion: a busy Solana node, a rising EVM base fee, a frozen head ...");
         Some(
@@ -515,6 +530,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
 
     Ok(Report {
         congestion,
+        hsm,
         deposits,
         payouts,
         sqlite,

@@ -5,15 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use alloy::primitives::{Address, U256};
 use anyhow::ensure;
 use reqwest::Method;
-use tokio::task::JoinHandle;
-use walletops_devnet_aggregator::{DevAggregator, NATIVE, add_liquidity, deploy_pool};
-use walletops_tests::{
-    Rest,
-    anvil::{Anvil, DEV_ACCOUNT},
-};
+use walletops_devnet_aggregator::NATIVE;
+use walletops_tests::{Rest, venue::Venue};
 
 use crate::report::Latency;
 
@@ -25,51 +20,6 @@ const WARMUP_QUOTES: u64 = 5;
 
 /// What is quoted: 1 ETH for the pool's token.
 const AMOUNT: u128 = 1_000_000_000_000_000_000;
-
-/// A pool of ETH and a token on the node and its aggregator, serving until dropped.
-pub(crate) struct Venue {
-    token: Address,
-    chain_id: u64,
-    /// Where the aggregator listens: the service's `trade.evm.base_url`.
-    pub(crate) url: String,
-    server: JoinHandle<std::io::Result<()>>,
-}
-
-impl Drop for Venue {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
-}
-
-/// Deploys a token and a pool of 100 ETH against 200,000 of it on `anvil`, and serves its
-/// aggregator on a loopback port.
-pub(crate) async fn open_venue(anvil: &Anvil) -> anyhow::Result<Venue> {
-    let whole = U256::from(10u64).pow(U256::from(18));
-    let token = anvil.deploy_token("BQT", 18).await?;
-    anvil
-        .mint(token, DEV_ACCOUNT, U256::from(200_000) * whole)
-        .await?;
-    let pool = deploy_pool(anvil.url(), DEV_ACCOUNT, token).await?;
-    add_liquidity(
-        anvil.url(),
-        DEV_ACCOUNT,
-        pool,
-        U256::from(100) * whole,
-        U256::from(200_000) * whole,
-    )
-    .await?;
-    let aggregator = DevAggregator::connect(anvil.url(), pool).await?;
-    let chain_id = aggregator.chain_id();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let server = tokio::spawn(aggregator.serve(listener));
-    Ok(Venue {
-        token,
-        chain_id,
-        url,
-        server,
-    })
-}
 
 /// `quotes` timings each of a quote through WalletOps' REST edge and of the same quote asked
 /// of the aggregator directly, in turn.

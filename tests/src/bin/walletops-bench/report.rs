@@ -222,6 +222,8 @@ pub(crate) struct Report {
     /// A payout's items per second against single sends; `None`: not measured.
     pub(crate) payouts: Option<crate::payouts::Figures>,
     pub(crate) congestion: Option<crate::congestion::Figures>,
+    /// HSM signatures per second and CPU per send against a keystore wallet's.
+    pub(crate) hsm: Option<crate::hsm::Figures>,
     pub(crate) memory: Memory,
 }
 
@@ -243,6 +245,7 @@ impl Report {
                 .congestion
                 .as_ref()
                 .is_some_and(crate::congestion::Figures::failed)
+            || self.hsm.as_ref().is_some_and(crate::hsm::Figures::failed)
     }
 
     fn runs(&self) -> [(&'static str, &SendRun); 4] {
@@ -377,6 +380,9 @@ impl Report {
         if let Some(deposits) = &self.deposits {
             deposits.print();
         }
+        if let Some(hsm) = &self.hsm {
+            hsm.print();
+        }
         if let Some(congestion) = &self.congestion {
             congestion.print();
         }
@@ -486,6 +492,7 @@ impl Report {
             "deposits": self.deposits.as_ref().map(crate::deposits::Figures::json),
             "payouts": self.payouts.as_ref().map(crate::payouts::Figures::json),
             "congestion": self.congestion.as_ref().map(crate::congestion::Figures::json),
+            "hsm": self.hsm.as_ref().map(crate::hsm::Figures::json),
             "correct": !self.failed(),
         })
     }

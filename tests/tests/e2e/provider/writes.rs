@@ -3,7 +3,9 @@
 
 use alloy::primitives::utils::parse_ether;
 use serde_json::json;
-use walletops_tests::{Backend, anvil::Anvil, on_both_backends, solana_node::SolanaNode};
+use walletops_tests::{
+    Backend, anvil::Anvil, on_both_backends, solana_node::SolanaNode, venue::Venue,
+};
 
 use super::{DID, Linked};
 
@@ -44,41 +46,11 @@ async fn approvals_and_contract_calls_from_a_provider_wallet_are_mined(
 }
 
 async fn a_swap_from_a_provider_wallet_is_signed_by_the_provider(b: Backend) -> anyhow::Result<()> {
-    use walletops_devnet_aggregator::{DevAggregator, add_liquidity, deploy_pool};
-    use walletops_tests::anvil::DEV_ACCOUNT;
     // The pool and its aggregator go up before the service, which is pointed at them.
     let anvil_first = Anvil::start().await?;
-    let whole = alloy::primitives::U256::from(10u64).pow(alloy::primitives::U256::from(18));
-    let token = anvil_first.deploy_token("PSW", 18).await?;
-    anvil_first
-        .mint(
-            token,
-            DEV_ACCOUNT,
-            alloy::primitives::U256::from(20_000) * whole,
-        )
-        .await?;
-    let pool = deploy_pool(anvil_first.url(), DEV_ACCOUNT, token).await?;
-    add_liquidity(
-        anvil_first.url(),
-        DEV_ACCOUNT,
-        pool,
-        parse_ether("10")?,
-        alloy::primitives::U256::from(20_000) * whole,
-    )
-    .await?;
-    let aggregator = DevAggregator::connect(anvil_first.url(), pool).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let _server = tokio::spawn(aggregator.serve(listener));
-    let linked = Linked::on(
-        b,
-        anvil_first,
-        &format!(
-            "[trade.evm]\nbase_url = \"{url}\"\napi_key = \"any\"\nallowed_routers = [\"{pool}\"]\n"
-        ),
-        |_| {},
-    )
-    .await?;
+    let venue = Venue::open(&anvil_first, "PSW", 10).await?;
+    let token = venue.token;
+    let linked = Linked::on(b, anvil_first, &venue.toml(), |_| {}).await?;
     linked.link().await?;
     let reply = linked
         .api()
