@@ -318,7 +318,12 @@ impl Core {
             .get(API_KEY_HEADER)
             .map(|v| v.to_str().unwrap_or_default());
         self.keys
-            .authenticate(presented, &self.limiter, client_address(metadata))
+            .authenticate(
+                presented,
+                &self.limiter,
+                client_address(metadata),
+                scope == Scope::Read,
+            )
             .await
     }
 

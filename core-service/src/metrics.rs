@@ -59,6 +59,11 @@ pub const PRIORITY_FEE: &str = "walletops_priority_fee_paid";
 /// Writes held for approval and what became of them, by `outcome` (`held`, `approved`,
 /// `rejected`, `expired`, `submitted`, `failed`).
 pub const APPROVALS: &str = "walletops_approvals_total";
+/// 1 while this core hears of API key changes (and holds keys for reads), 0 while it reads
+/// every key from the database.
+pub const KEY_CHANGES_HEARD: &str = "walletops_key_changes_heard";
+/// Times this core lost the channel it hears key changes on.
+pub const KEY_CHANNEL_LOST: &str = "walletops_key_change_channel_lost_total";
 
 /// Declares every metric's help text (once, at start).
 pub fn describe() {
@@ -132,6 +137,14 @@ pub fn describe() {
         "records the monitor swept, by whether each was followed with calls of its own (full) or waited with its wallet's nonces (waiting)"
     );
     describe_gauge!(LANE_DEPTH, "sends waiting in this core's signing lanes");
+    describe_gauge!(
+        KEY_CHANGES_HEARD,
+        "1 while this core hears of API key changes and holds keys in memory for reads"
+    );
+    describe_counter!(
+        KEY_CHANNEL_LOST,
+        "times this core lost the channel it hears API key changes on"
+    );
     describe_counter!(
         WEBHOOK_ATTEMPTS,
         "webhook delivery attempts, by event type and outcome (delivered, retried, dead_lettered)"
@@ -263,4 +276,12 @@ pub(crate) fn approval(outcome: &'static str) {
 pub(crate) fn webhook_attempt(event_type: String, outcome: &'static str, took: Duration) {
     counter!(WEBHOOK_ATTEMPTS, "event_type" => event_type, "outcome" => outcome).increment(1);
     histogram!(WEBHOOK_SECONDS).record(took.as_secs_f64());
+}
+
+/// The key-change channel is up (`true`) or lost.
+pub fn key_changes_heard(heard: bool) {
+    gauge!(KEY_CHANGES_HEARD).set(if heard { 1.0 } else { 0.0 });
+    if !heard {
+        counter!(KEY_CHANNEL_LOST).increment(1);
+    }
 }

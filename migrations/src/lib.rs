@@ -31,6 +31,7 @@ mod m20261207_000024_approval_wallet;
 mod m20261208_000025_deposits;
 mod m20261209_000026_payouts;
 mod m20261210_000027_payout_packs;
+mod m20261211_000028_key_changes;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -66,6 +67,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261208_000025_deposits::Migration),
             Box::new(m20261209_000026_payouts::Migration),
             Box::new(m20261210_000027_payout_packs::Migration),
+            Box::new(m20261211_000028_key_changes::Migration),
         ]
     }
 }

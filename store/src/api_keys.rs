@@ -171,6 +171,20 @@ impl Store {
             }))
     }
 
+    /// `find_api_key_by_prefix` for a request that only reads: from memory while this core
+    /// hears of key changes (`watch_key_changes`), which drop what it holds.
+    pub async fn find_api_key_for_read(&self, prefix: &str) -> Result<Option<(ApiKey, String)>> {
+        let generation = match self.keys.get(prefix) {
+            Ok(held) => return Ok(Some(held)),
+            Err(generation) => generation,
+        };
+        let found = self.find_api_key_by_prefix(prefix).await?;
+        if let Some(key) = &found {
+            self.keys.put(prefix, key.clone(), generation);
+        }
+        Ok(found)
+    }
+
     /// The key with id `id`.
     pub async fn api_key(&self, id: Uuid) -> Result<Option<ApiKey>> {
         Ok(api_keys::Entity::find_by_id(id)
@@ -237,6 +251,7 @@ impl Store {
         super::webhooks::disable_endpoints_of_keys(&txn, &line, now).await?;
         let revoked = api_keys::Entity::find_by_id(key.id).one(&txn).await?;
         txn.commit().await?;
+        self.keys.drop_all();
         Ok(revoked.map(Into::into))
     }
 

@@ -89,6 +89,7 @@ impl Store {
             .exec_without_returning(&txn)
             .await?;
         txn.commit().await?;
+        self.keys.drop_all();
         Ok(())
     }
 

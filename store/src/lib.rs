@@ -17,6 +17,7 @@ mod error;
 mod events;
 mod evm_nonces;
 mod idempotency;
+mod key_cache;
 mod key_policies;
 mod leases;
 mod lineage;
@@ -47,6 +48,7 @@ pub use deposits::{DepositFilter, ScanStep};
 pub use error::{Result, StoreError};
 pub use events::{DepositEvent, TransactionEvent};
 pub use idempotency::{ClaimRow, NewClaim};
+pub use key_cache::LISTENER_NAME;
 pub use leases::Leased;
 pub use leases::REQUEST_HOLD;
 pub use payouts::{ItemTransaction, PayoutFilter, PayoutStored};
@@ -64,6 +66,8 @@ pub const QUIET_LOG_TARGETS: &str = "sea_orm_migration=warn,sqlx=warn";
 #[derive(Debug, Clone)]
 pub struct Store {
     db: DatabaseConnection,
+    /// Keys held for reads (`find_api_key_for_read`).
+    keys: std::sync::Arc<key_cache::KeyCache>,
 }
 
 impl Store {
@@ -126,7 +130,10 @@ impl Store {
         Migrator::up(&db, None)
             .await
             .context("running migrations")?;
-        Ok(Self { db })
+        Ok(Self {
+            db,
+            keys: std::sync::Arc::default(),
+        })
     }
 
     /// The pool, for a store call that runs outside a caller's transaction.

@@ -106,6 +106,7 @@ impl Store {
             .exec_without_returning(&txn)
             .await?;
         txn.commit().await?;
+        self.keys.drop_all();
         Ok(())
     }
 

@@ -229,6 +229,16 @@ impl Rest {
         .await
     }
 
+    /// Waits at most a second (how soon a change to a key reaches every core's reads) until
+    /// this client's key is refused (`GET /wallets` answers 401); `what` names the change.
+    pub async fn wait_refused(&self, what: &str) -> anyhow::Result<()> {
+        let within = std::time::Duration::from_secs(1);
+        crate::wait::poll_until_within(what, within, || async {
+            Ok((self.get("/wallets").await?.status == 401).then_some(()))
+        })
+        .await
+    }
+
     /// Waits until the status history of transaction `id` mentions `note`; its record then.
     pub async fn wait_for_note(&self, id: &str, note: &str) -> anyhow::Result<Value> {
         self.wait_for_record(&format!("transaction {id} to note {note:?}"), id, |tx| {

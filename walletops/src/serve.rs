@@ -222,6 +222,10 @@ async fn start_core(
             async move { crate::metrics_listener::serve(core, metrics, handle, stop).await },
         );
     }
+    // Keys are held in memory for reads while this core hears of their changes (started
+    // after the metrics recorder, which counts it).
+    core.store
+        .watch_key_changes(walletops_core::metrics::key_changes_heard);
     if let Some(addr) = config.admin_addr {
         let admin = bind(addr, "admin").await?;
         println!("Admin listening on {} (AdminService)", admin.local_addr()?);

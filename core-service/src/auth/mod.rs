@@ -3,8 +3,10 @@
 //!
 //! A key reads `wops_<prefix>_<random>`: a 4-character lookup prefix and 32 random characters,
 //! all drawn from the thread CSPRNG. Only the SHA-256 of the whole value is stored; a key is
-//! found by its prefix and its hash compared in constant time. There is no cache of key
-//! lookups: every request reads the key row, so a revocation holds on every core at once.
+//! found by its prefix and its hash compared in constant time. A request that only reads
+//! finds the key in memory while the core hears of key changes (a revocation, an expiry
+//! moved, a limit or a policy set: within a second on every core, `Store::watch_key_changes`);
+//! a request that may move money or change anything always reads the key row.
 
 mod last_use;
 mod operations;
@@ -220,11 +222,13 @@ impl ApiKeys {
     /// `limiter`'s limit, failing calls are answered `RATE_LIMITED`, while a valid key is
     /// always let in: a stranger's guesses behind the same proxy, or against the key's
     /// prefix, must not lock its holder out.
+    /// A request that `reads_only` may be let in by a key held in memory.
     pub async fn authenticate(
         &self,
         presented: Option<&str>,
         limiter: &RateLimiter,
         client: &str,
+        reads_only: bool,
     ) -> Result<Caller> {
         let secret = presented.and_then(ApiKeySecret::parse);
         let mut subjects = vec![format!("auth:client:{client}")];
@@ -233,20 +237,26 @@ impl ApiKeys {
                 .as_ref()
                 .map(|s| format!("auth:prefix:{}", s.prefix())),
         );
-        let checked = self.check(presented, secret).await;
+        let checked = self.check(presented, secret, reads_only).await;
         limiter
             .counted(limiter.failed_auth(), &subjects, checked)
             .await
     }
 
-    async fn check(&self, presented: Option<&str>, secret: Option<ApiKeySecret>) -> Result<Caller> {
+    async fn check(
+        &self,
+        presented: Option<&str>,
+        secret: Option<ApiKeySecret>,
+        reads_only: bool,
+    ) -> Result<Caller> {
         presented.ok_or(WalletOpsError::Unauthorized("no x-api-key"))?;
         let secret = secret.ok_or(WalletOpsError::Unauthorized("malformed x-api-key"))?;
-        let (key, stored_hash) = self
-            .store
-            .find_api_key_by_prefix(secret.prefix())
-            .await?
-            .ok_or(WalletOpsError::Unauthorized("unknown key prefix"))?;
+        let found = if reads_only {
+            self.store.find_api_key_for_read(secret.prefix()).await?
+        } else {
+            self.store.find_api_key_by_prefix(secret.prefix()).await?
+        };
+        let (key, stored_hash) = found.ok_or(WalletOpsError::Unauthorized("unknown key prefix"))?;
         let matches: bool = secret
             .hash()
             .as_bytes()

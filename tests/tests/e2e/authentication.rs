@@ -72,8 +72,9 @@ async fn expired_keys_are_unauthorized_but_stay_listed(b: Backend) -> anyhow::Re
             "UPDATE api_keys SET expires_at = '2020-01-01T00:00:00Z' WHERE prefix = '{prefix}'"
         ))
         .await?;
-    svc.rest(&short)
-        .get("/wallets")
+    let api = svc.rest(&short);
+    api.wait_refused("the expired key to be refused").await?;
+    api.get("/wallets")
         .await?
         .assert_error(401, "UNAUTHORIZED")?;
     // The first key is unaffected, and the expired key is still listed for audit.

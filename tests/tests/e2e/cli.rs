@@ -65,9 +65,8 @@ async fn admin_commands_manage_users_and_keys(b: Backend) -> anyhow::Result<()> 
     assert!(revoked.success, "{}", revoked.stderr);
     assert!(revoked.stdout.contains("revoked"), "{}", revoked.stdout);
     svc.rest(&ci)
-        .get("/wallets")
-        .await?
-        .assert_error(401, "UNAUTHORIZED")?;
+        .wait_refused("the revoked key to be refused")
+        .await?;
     assert_eq!(svc.rest(&dave).get("/wallets").await?.status, 200);
     let migrate = svc.cli(&["migrate"]).await?;
     assert!(migrate.success, "{}", migrate.stderr);

@@ -17,6 +17,7 @@ mod evm;
 mod faults;
 mod fuzz;
 mod hsm;
+mod key_changes;
 mod key_lines;
 mod keystore;
 mod logs;

@@ -1,0 +1,127 @@
+//! Keys held in memory for reads, and a change to a key reaching every core within a second:
+//! a key revoked on one core is refused by another (PostgreSQL, `LISTEN`/`NOTIFY`), also
+//! after the other lost its channel (it reads keys from the database until the channel is
+//! back), and a key revoked by the CLI or moved past its expiry by hand is refused by the
+//! serving core (both stores).
+
+use sea_orm::ConnectionTrait as _;
+use walletops_proto::v1::{self as pb, api_key_service_client::ApiKeyServiceClient};
+use walletops_tests::{
+    Backend, Options, Rest, Service, metrics, on_both_backends, poll_until, with_key,
+};
+
+/// A key of the first user made on `svc`, used on `other` until it is held there.
+async fn key_read_on(svc: &Service, other: &Rest, name: &str) -> anyhow::Result<(String, Rest)> {
+    let key = svc.create_key(name).await?;
+    let api = other.with_key(&key);
+    for _ in 0..2 {
+        assert_eq!(api.get("/wallets").await?.status, 200, "{name} reads");
+    }
+    Ok((key, api))
+}
+
+/// Revokes `key` through the gRPC core of `svc`, with the key itself.
+async fn revoke_on(svc: &Service, key: &str) -> anyhow::Result<()> {
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    let id = key.split('_').nth(1).unwrap_or_default().to_owned();
+    keys.revoke_api_key(with_key(pb::RevokeApiKeyRequest { id }, key)?)
+        .await?;
+    Ok(())
+}
+
+/// How many cores listen for key changes on the service's database (their connections'
+/// `application_name`, `walletops_store::LISTENER_NAME`); ended first if `terminate`.
+async fn listeners(svc: &Service, terminate: bool) -> anyhow::Result<usize> {
+    let what = if terminate {
+        "pg_terminate_backend(pid)"
+    } else {
+        "pid"
+    };
+    let rows = svc
+        .database()
+        .await?
+        .query_all_raw(sea_orm::Statement::from_string(
+            sea_orm::DatabaseBackend::Postgres,
+            format!(
+                "SELECT {what} FROM pg_stat_activity WHERE application_name = 'walletops-key-changes' AND datname = current_database()"
+            ),
+        ))
+        .await?;
+    Ok(rows.len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_reaches_every_core_within_a_second() {
+    let run = async {
+        let options = Options::default().with_env("WALLETOPS_METRICS_ADDR", "127.0.0.1:0");
+        let svc = Service::start_with(Backend::Postgres, options.clone()).await?;
+        let other = svc.sibling_with(&options).await?;
+        let on_other = Rest::new(&other.http()?, &svc.api_key);
+        poll_until("both cores to listen for key changes", || async {
+            Ok((listeners(&svc, false).await? == 2).then_some(()))
+        })
+        .await?;
+        let url = other.metrics_url().expect("the other core's metrics");
+        poll_until("the other core to hold keys for reads", || async {
+            let text = metrics::scrape_text(&url).await?;
+            let heard = metrics::sum(&text, "walletops_key_changes_heard", None);
+            Ok((heard == 1.0).then_some(()))
+        })
+        .await?;
+        let (key, api) = key_read_on(&svc, &on_other, "held").await?;
+        revoke_on(&svc, &key).await?;
+        api.wait_refused("the other core to refuse the revoked key")
+            .await?;
+
+        // The channel lost: the other core reads keys from the database until it is back.
+        assert_eq!(listeners(&svc, true).await?, 2, "both listeners ended");
+        let (key, api) = key_read_on(&svc, &on_other, "while lost").await?;
+        revoke_on(&svc, &key).await?;
+        api.wait_refused("a revocation heard without the channel")
+            .await?;
+        let lost = metrics::sum(
+            &metrics::scrape_text(&url).await?,
+            "walletops_key_change_channel_lost_total",
+            None,
+        );
+        assert!(lost >= 1.0, "the loss was noticed: {lost}");
+
+        // Back: keys are held again, and changes still arrive.
+        poll_until("both cores to listen again", || async {
+            Ok((listeners(&svc, false).await? == 2).then_some(()))
+        })
+        .await?;
+        let (key, api) = key_read_on(&svc, &on_other, "after").await?;
+        revoke_on(&svc, &key).await?;
+        api.wait_refused("a revocation after the channel is back")
+            .await?;
+        anyhow::Ok(())
+    };
+    if let Err(e) = run.await {
+        panic!("{e:?}");
+    }
+}
+
+async fn a_change_made_outside_the_core_reaches_it_within_a_second(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let svc = Service::start(b).await?;
+    // Revoked by the CLI, another process.
+    let (key, api) = key_read_on(&svc, &svc.rest(&svc.api_key), "by the CLI").await?;
+    let out = svc.cli(&["keys", "revoke", &key[5..9]]).await?;
+    anyhow::ensure!(out.success, "{}", out.stderr);
+    api.wait_refused("a key revoked by the CLI").await?;
+    // Moved past its expiry by an operator's SQL.
+    let (key, api) = key_read_on(&svc, &svc.rest(&svc.api_key), "by hand").await?;
+    svc.database()
+        .await?
+        .execute_unprepared(&format!(
+            "UPDATE api_keys SET expires_at = '2020-01-01T00:00:00Z' WHERE prefix = '{}'",
+            &key[5..9]
+        ))
+        .await?;
+    api.wait_refused("a key expired by hand").await?;
+    Ok(())
+}
+
+on_both_backends!(a_change_made_outside_the_core_reaches_it_within_a_second);
