@@ -5,7 +5,8 @@ use super::*;
 #[test]
 fn evm_signatures_equal_alloys_local_signer() {
     use alloy::signers::SignerSync;
-    for _ in 0..16 {
+    // libsecp256k1 and k256 (alloy's) make the same RFC 6979 signature, low-s, recovery id.
+    for _ in 0..256 {
         let signer = alloy::signers::local::PrivateKeySigner::random();
         let mut hash = alloy::primitives::B256::ZERO;
         rand::rng().fill_bytes(&mut hash.0);
