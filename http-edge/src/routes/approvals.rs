@@ -22,7 +22,7 @@ use crate::{
         (status = 400, description = "An unknown state", body = ErrorBody),
     ))]
 pub(super) async fn list_approvals(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
 ) -> Result<Json<ApprovalsJson>, EdgeError> {
@@ -33,7 +33,10 @@ pub(super) async fn list_approvals(
             state: state.into(),
         })
     });
-    let resp = edge.approvals.list_approvals(call(&headers, req)?).await?;
+    let resp = edge
+        .approvals()
+        .list_approvals(call(&headers, req)?)
+        .await?;
     Ok(Json(resp.into_inner().into()))
 }
 
@@ -45,12 +48,12 @@ pub(super) async fn list_approvals(
         (status = 404, description = "Unknown id, or not the key's", body = ErrorBody),
     ))]
 pub(super) async fn get_approval(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<ApprovalJson>, EdgeError> {
     let req = Ok(pb::GetApprovalRequest { id });
-    let resp = edge.approvals.get_approval(call(&headers, req)?).await?;
+    let resp = edge.approvals().get_approval(call(&headers, req)?).await?;
     Ok(Json(ApprovalJson::from(
         resp.into_inner().approval.unwrap_or_default(),
     )))

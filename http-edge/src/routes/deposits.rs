@@ -25,7 +25,7 @@ const LIST_NAMES: &RestNames = &[("page_size", "limit"), ("page_token", "cursor"
         (status = 400, description = "A bad filter, limit or cursor", body = ErrorBody),
     ))]
 pub(super) async fn list_deposits(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
 ) -> Result<Json<DepositsJson>, EdgeError> {
@@ -54,7 +54,7 @@ pub(super) async fn list_deposits(
         })
     });
     let resp = edge
-        .deposits
+        .deposits()
         .list_deposits(call(&headers, req)?)
         .await
         .map_err(in_rest_names(LIST_NAMES))?;
@@ -69,12 +69,12 @@ pub(super) async fn list_deposits(
         (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
     ))]
 pub(super) async fn get_deposit(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<DepositJson>, EdgeError> {
     let req = Ok(pb::GetDepositRequest { id });
-    let resp = edge.deposits.get_deposit(call(&headers, req)?).await?;
+    let resp = edge.deposits().get_deposit(call(&headers, req)?).await?;
     Ok(Json(DepositJson::from(
         resp.into_inner().deposit.unwrap_or_default(),
     )))
@@ -92,7 +92,7 @@ pub(super) async fn get_deposit(
         (status = 400, description = "A bad chain or Last-Event-ID", body = ErrorBody),
     ))]
 pub(super) async fn watch_deposits(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
 ) -> Result<EventStream, EdgeError> {
@@ -105,7 +105,7 @@ pub(super) async fn watch_deposits(
     });
     const WATCH_NAMES: &RestNames = &[("after_event_id", "Last-Event-ID")];
     let events = edge
-        .deposits
+        .deposits()
         .watch_deposits(call(&headers, req)?)
         .await
         .map_err(in_rest_names(WATCH_NAMES))?

@@ -114,14 +114,14 @@ fn at(line: &str, route: UtoipaMethodRouter<Edge>) -> UtoipaMethodRouter<Edge> {
 /// paths.
 pub(crate) fn v1(core: CoreChannel) -> axum::Router {
     let (router, paths) = v1_routes().split_for_parts();
-    router.with_state(Edge {
+    router.with_state(Edge(Arc::new(Clients {
         webhooks: WebhookServiceClient::new(core.clone()),
         approvals: ApprovalServiceClient::new(core.clone()),
         deposits: DepositServiceClient::new(core.clone()),
         payouts: PayoutServiceClient::new(core.clone()),
         core: WalletOpsServiceClient::new(core),
         doc: Arc::new(crate::openapi::document(paths)),
-    })
+    })))
 }
 
 /// The OpenAPI document of the REST contract.
@@ -130,9 +130,13 @@ pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
     crate::openapi::document(paths)
 }
 
-/// The edge's state: a client of the core, and the OpenAPI document it serves.
+/// The edge's state: clients of the core's services, and the OpenAPI document it serves.
+/// Shared: axum clones the state for every request, and a handler clones (a tower stack
+/// each) only the client it calls.
 #[derive(Clone)]
-pub(crate) struct Edge {
+pub(crate) struct Edge(Arc<Clients>);
+
+struct Clients {
     core: WalletOpsServiceClient<CoreChannel>,
     webhooks: WebhookServiceClient<CoreChannel>,
     approvals: ApprovalServiceClient<CoreChannel>,
@@ -141,10 +145,28 @@ pub(crate) struct Edge {
     doc: Arc<utoipa::openapi::OpenApi>,
 }
 
+impl Edge {
+    fn core(&self) -> WalletOpsServiceClient<CoreChannel> {
+        self.0.core.clone()
+    }
+    fn webhooks(&self) -> WebhookServiceClient<CoreChannel> {
+        self.0.webhooks.clone()
+    }
+    fn approvals(&self) -> ApprovalServiceClient<CoreChannel> {
+        self.0.approvals.clone()
+    }
+    fn deposits(&self) -> DepositServiceClient<CoreChannel> {
+        self.0.deposits.clone()
+    }
+    fn payouts(&self) -> PayoutServiceClient<CoreChannel> {
+        self.0.payouts.clone()
+    }
+}
+
 impl std::fmt::Debug for Edge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Edge")
-            .field("core", &self.core)
+            .field("core", &self.0.core)
             .finish_non_exhaustive()
     }
 }
@@ -213,7 +235,7 @@ pub(crate) fn copy_headers<T>(
         (status = 429, description = "Read budget spent; see Retry-After", body = ErrorBody),
     ))]
 async fn list_wallets(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
 ) -> Result<Json<WalletsJson>, EdgeError> {
@@ -224,7 +246,7 @@ async fn list_wallets(
             automation_only: q.boolean("automationOnly")?,
         })
     });
-    let resp = edge.core.list_wallets(call(&headers, req)?).await?;
+    let resp = edge.core().list_wallets(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().into()))
 }
 
@@ -253,12 +275,12 @@ fn balances_request(
         (status = 404, description = "No such wallet", body = ErrorBody),
     ))]
 async fn get_balances(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
 ) -> Result<Json<BalancesJson>, EdgeError> {
     let req = balances_request(q, |q| q.string("address"));
-    let resp = edge.core.get_balances(call(&headers, req)?).await?;
+    let resp = edge.core().get_balances(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().into()))
 }
 
@@ -272,13 +294,13 @@ async fn get_balances(
         (status = 404, description = "No such wallet", body = ErrorBody),
     ))]
 async fn get_balances_of(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     Path(address): Path<String>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
 ) -> Result<Json<BalancesJson>, EdgeError> {
     let req = balances_request(q, |_| Ok(Some(address)));
-    let resp = edge.core.get_balances(call(&headers, req)?).await?;
+    let resp = edge.core().get_balances(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().into()))
 }
 
@@ -290,12 +312,12 @@ async fn get_balances_of(
         (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
     ))]
 async fn get_transaction(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<TransactionJson>, EdgeError> {
     let resp = edge
-        .core
+        .core()
         .get_transaction(call(&headers, Ok(pb::GetTransactionRequest { id }))?)
         .await?;
     let tx = resp.into_inner().transaction.unwrap_or_default();
@@ -315,7 +337,7 @@ async fn get_transaction(
         (status = 400, description = "A bad filter or Last-Event-ID", body = ErrorBody),
     ))]
 async fn watch_transactions(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
 ) -> Result<EventStream, EdgeError> {
@@ -333,7 +355,7 @@ async fn watch_transactions(
         ("after_event_id", "Last-Event-ID"),
     ];
     let events = edge
-        .core
+        .core()
         .watch_transactions(call(&headers, req)?)
         .await
         .map_err(in_rest_names(WATCH_NAMES))?
@@ -415,17 +437,17 @@ pub(super) fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, EdgeErro
         (status = 429, description = "Write budget spent (quotes count as writes)", body = ErrorBody),
     ))]
 async fn get_quote(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     body: Result<EdgeJson<QuoteBody>, EdgeError>,
 ) -> Result<Json<QuoteResponseJson>, EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
-    let resp = edge.core.get_quote(call(&headers, req)?).await?;
+    let resp = edge.core().get_quote(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().into()))
 }
 
 async fn openapi_json(State(edge): State<Edge>) -> Json<utoipa::openapi::OpenApi> {
-    Json(edge.doc.as_ref().clone())
+    Json(edge.0.doc.as_ref().clone())
 }
 
 #[cfg(test)]

@@ -27,13 +27,13 @@ use crate::{
         (status = 422, description = "INSUFFICIENT_FUNDS: the wallet holds less than the items move, per asset", body = ErrorBody),
     ))]
 pub(super) async fn create_payout(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     body: Result<EdgeJson<PayoutBody>, EdgeError>,
 ) -> Result<(StatusCode, Json<PayoutJson>), EdgeError> {
     let req = body.map(|EdgeJson(body)| -> pb::CreatePayoutRequest { body.into() });
     let validate_only = req.as_ref().is_ok_and(|r| r.validate_only);
-    let resp = edge.payouts.create_payout(call(&headers, req)?).await?;
+    let resp = edge.payouts().create_payout(call(&headers, req)?).await?;
     Ok((
         if validate_only {
             StatusCode::OK
@@ -54,12 +54,12 @@ pub(super) async fn create_payout(
         (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
     ))]
 pub(super) async fn get_payout(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<PayoutJson>, EdgeError> {
     let req = Ok(pb::GetPayoutRequest { id });
-    let resp = edge.payouts.get_payout(call(&headers, req)?).await?;
+    let resp = edge.payouts().get_payout(call(&headers, req)?).await?;
     Ok(Json(PayoutJson::from(
         resp.into_inner().payout.unwrap_or_default(),
     )))
@@ -102,7 +102,7 @@ pub(crate) struct PayoutsJson {
         (status = 400, description = "A bad filter, limit or cursor", body = ErrorBody),
     ))]
 pub(super) async fn list_payouts(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
 ) -> Result<Json<PayoutsJson>, EdgeError> {
@@ -129,7 +129,7 @@ pub(super) async fn list_payouts(
         })
     });
     let resp = edge
-        .payouts
+        .payouts()
         .list_payouts(call(&headers, req)?)
         .await
         .map_err(in_rest_names(LIST_NAMES))?

@@ -34,13 +34,13 @@ const REPLAY_NAMES: &RestNames = &[("webhook_id", "id"), ("delivery_ids", "deliv
         (status = 403, description = "The key lacks the write scope", body = ErrorBody),
     ))]
 pub(super) async fn create_webhook(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     body: Result<EdgeJson<CreateWebhookBody>, EdgeError>,
 ) -> Result<(StatusCode, Json<WebhookSecretJson>), EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
     let resp = edge
-        .webhooks
+        .webhooks()
         .create_webhook(call(&headers, req)?)
         .await
         .map_err(in_rest_names(CREATE_NAMES))?;
@@ -50,11 +50,11 @@ pub(super) async fn create_webhook(
 #[utoipa::path(get, path = "/webhooks", tag = "webhooks", security(("api_key" = [])),
     responses((status = 200, description = "The caller's endpoints", body = WebhooksJson)))]
 pub(super) async fn list_webhooks(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
 ) -> Result<Json<WebhooksJson>, EdgeError> {
     let req = Ok(pb::ListWebhooksRequest {});
-    let resp = edge.webhooks.list_webhooks(call(&headers, req)?).await?;
+    let resp = edge.webhooks().list_webhooks(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().into()))
 }
 
@@ -66,12 +66,12 @@ pub(super) async fn list_webhooks(
         (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
     ))]
 pub(super) async fn delete_webhook(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<WebhookJson>, EdgeError> {
     let req = Ok(pb::DeleteWebhookRequest { id });
-    let resp = edge.webhooks.delete_webhook(call(&headers, req)?).await?;
+    let resp = edge.webhooks().delete_webhook(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().webhook.into()))
 }
 
@@ -83,13 +83,13 @@ pub(super) async fn delete_webhook(
         (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
     ))]
 pub(super) async fn rotate_webhook_secret(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<WebhookSecretJson>, EdgeError> {
     let req = Ok(pb::RotateWebhookSecretRequest { id });
     let resp = edge
-        .webhooks
+        .webhooks()
         .rotate_webhook_secret(call(&headers, req)?)
         .await?;
     Ok(Json(resp.into_inner().into()))
@@ -104,12 +104,12 @@ pub(super) async fn rotate_webhook_secret(
         (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
     ))]
 pub(super) async fn enable_webhook(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<WebhookJson>, EdgeError> {
     let req = Ok(pb::EnableWebhookRequest { id });
-    let resp = edge.webhooks.enable_webhook(call(&headers, req)?).await?;
+    let resp = edge.webhooks().enable_webhook(call(&headers, req)?).await?;
     Ok(Json(resp.into_inner().webhook.into()))
 }
 
@@ -122,7 +122,7 @@ pub(super) async fn enable_webhook(
         (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
     ))]
 pub(super) async fn list_webhook_deliveries(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     Path(webhook_id): Path<String>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
@@ -138,7 +138,7 @@ pub(super) async fn list_webhook_deliveries(
         })
     });
     let resp = edge
-        .webhooks
+        .webhooks()
         .list_webhook_deliveries(call(&headers, req)?)
         .await
         .map_err(in_rest_names(DELIVERIES_NAMES))?;
@@ -156,7 +156,7 @@ pub(super) async fn list_webhook_deliveries(
         (status = 404, description = "Unknown id, or not the caller's", body = ErrorBody),
     ))]
 pub(super) async fn replay_webhook_deliveries(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     Path(webhook_id): Path<String>,
     headers: HeaderMap,
     body: Result<EdgeJson<ReplayBody>, EdgeError>,
@@ -166,7 +166,7 @@ pub(super) async fn replay_webhook_deliveries(
         delivery_ids: body.delivery_ids,
     });
     let resp = edge
-        .webhooks
+        .webhooks()
         .replay_webhook_deliveries(call(&headers, req)?)
         .await
         .map_err(in_rest_names(REPLAY_NAMES))?;

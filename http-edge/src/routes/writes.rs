@@ -42,12 +42,12 @@ fn dry_run(q: Result<QueryParams, EdgeError>) -> Option<Result<(), EdgeError>> {
 
 /// The dry run of `write`.
 async fn simulate(
-    edge: &mut Edge,
+    edge: &Edge,
     headers: &HeaderMap,
     write: Result<Write, EdgeError>,
 ) -> Result<Response, EdgeError> {
     let req = write.map(|w| pb::SimulateWriteRequest { write: Some(w) });
-    let resp = edge.core.simulate_write(call(headers, req)?).await?;
+    let resp = edge.core().simulate_write(call(headers, req)?).await?;
     Ok(Json(DryRunJson::from(resp.into_inner())).into_response())
 }
 
@@ -55,16 +55,16 @@ async fn simulate(
     params(WriteHeaders, DryRunQuery), security(("api_key" = [])),
     responses(WriteResponses))]
 pub(super) async fn send(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
     body: Result<EdgeJson<SendBody>, EdgeError>,
 ) -> Result<Response, EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
     if let Some(asked) = dry_run(q) {
-        return simulate(&mut edge, &headers, asked.and(req.map(Write::Send))).await;
+        return simulate(&edge, &headers, asked.and(req.map(Write::Send))).await;
     }
-    let resp = edge.core.send(call(&headers, req)?).await?;
+    let resp = edge.core().send(call(&headers, req)?).await?;
     Ok(submitted(resp.into_inner().submission).into_response())
 }
 
@@ -72,16 +72,16 @@ pub(super) async fn send(
     params(WriteHeaders, DryRunQuery), security(("api_key" = [])),
     responses(WriteResponses))]
 pub(super) async fn approve_token(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
     body: Result<EdgeJson<ApproveBody>, EdgeError>,
 ) -> Result<Response, EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
     if let Some(asked) = dry_run(q) {
-        return simulate(&mut edge, &headers, asked.and(req.map(Write::ApproveToken))).await;
+        return simulate(&edge, &headers, asked.and(req.map(Write::ApproveToken))).await;
     }
-    let resp = edge.core.approve_token(call(&headers, req)?).await?;
+    let resp = edge.core().approve_token(call(&headers, req)?).await?;
     Ok(submitted(resp.into_inner().submission).into_response())
 }
 
@@ -99,16 +99,16 @@ pub(super) async fn approve_token(
     params(WriteHeaders, DryRunQuery), security(("api_key" = [])),
     responses(WriteResponses))]
 pub(super) async fn call_contract(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
     body: Result<EdgeJson<ContractCallBody>, EdgeError>,
 ) -> Result<Response, EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
     if let Some(asked) = dry_run(q) {
-        return simulate(&mut edge, &headers, asked.and(req.map(Write::CallContract))).await;
+        return simulate(&edge, &headers, asked.and(req.map(Write::CallContract))).await;
     }
-    let resp = edge.core.call_contract(call(&headers, req)?).await?;
+    let resp = edge.core().call_contract(call(&headers, req)?).await?;
     Ok(submitted(resp.into_inner().submission).into_response())
 }
 
@@ -123,16 +123,16 @@ pub(super) async fn call_contract(
         (status = 503, description = "SERVICE_UNAVAILABLE: no aggregator configured for the chain (trade.evm.api_key)", body = ErrorBody),
     ))]
 pub(super) async fn swap(
-    State(mut edge): State<Edge>,
+    State(edge): State<Edge>,
     headers: HeaderMap,
     q: Result<QueryParams, EdgeError>,
     body: Result<EdgeJson<SwapBody>, EdgeError>,
 ) -> Result<Response, EdgeError> {
     let req = body.map(|EdgeJson(body)| body.into());
     if let Some(asked) = dry_run(q) {
-        return simulate(&mut edge, &headers, asked.and(req.map(Write::Swap))).await;
+        return simulate(&edge, &headers, asked.and(req.map(Write::Swap))).await;
     }
-    let resp = edge.core.swap(call(&headers, req)?).await?;
+    let resp = edge.core().swap(call(&headers, req)?).await?;
     Ok(submitted(resp.into_inner().submission).into_response())
 }
 
