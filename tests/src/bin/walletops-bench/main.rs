@@ -465,7 +465,8 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         WalletOpsServiceClient::new(svc.channel().await?),
         svc.api_key.clone(),
     );
-    let (one_token, all_tokens) = balance_reads(&anvil, api, &core, wallet, args.reads).await?;
+    let ((one_token, all_tokens), node_reads) =
+        balance_reads(&anvil, api, &core, wallet, args.reads).await?;
     println!(
         "quotes: {} through POST /api/v1/trade/quote and as many from the aggregator alone ...",
         args.reads
@@ -539,6 +540,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         raw,
         one_token,
         all_tokens,
+        node_reads,
         quote,
         quote_alone,
         low_load,

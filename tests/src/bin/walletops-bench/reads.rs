@@ -30,14 +30,14 @@ pub(crate) const TOKENS: usize = 50;
 const WARMUP_READS: u64 = 5;
 
 /// Balance reads: median and p95 of `GET /wallets/balances?fresh=true` naming 1 token and
-/// naming `TOKENS` tokens.
+/// naming `TOKENS` tokens, and of the node's own Multicall3 call for each.
 pub(crate) async fn balance_reads(
     anvil: &Anvil,
     api: &Rest,
     (core, key): &(WalletOpsServiceClient<Channel>, String),
     wallet: Address,
     reads: u64,
-) -> anyhow::Result<(Latency, Latency)> {
+) -> anyhow::Result<((Latency, Latency), (Latency, Latency))> {
     let mut tokens = Vec::with_capacity(TOKENS);
     for i in 0..TOKENS {
         let token = anvil.deploy_token(&format!("T{i:02}"), 18).await?;
@@ -88,7 +88,7 @@ pub(crate) async fn balance_reads(
             Ok::<_, anyhow::Error>(took)
         }
     };
-    print_medians("gRPC core", one_against_all(reads, grpc).await?);
+    print_medians("gRPC core", &one_against_all(reads, grpc).await?);
     // The node's share: the same Multicall3 reads asked of anvil directly.
     let token_addrs: Vec<Address> = tokens.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
     let node = |n: usize| {
@@ -113,8 +113,9 @@ pub(crate) async fn balance_reads(
             Ok::<_, anyhow::Error>(start.elapsed())
         }
     };
-    print_medians("node alone", one_against_all(reads, node).await?);
-    Ok(through_rest)
+    let node_alone = one_against_all(reads, node).await?;
+    print_medians("node alone", &node_alone);
+    Ok((through_rest, node_alone))
 }
 
 /// `reads` timings each of `time(1)` and `time(TOKENS)`, taken in turn so that any drift of
@@ -135,7 +136,7 @@ where
 }
 
 /// Prints the medians of a 1-token and a `TOKENS`-token read asked of `what`.
-fn print_medians(what: &str, (one, all): (Latency, Latency)) {
+fn print_medians(what: &str, (one, all): &(Latency, Latency)) {
     println!(
         "  {what}: 1 token median {:.2} ms, {TOKENS} tokens median {:.2} ms",
         ms(one.median),
