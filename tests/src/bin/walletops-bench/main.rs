@@ -26,6 +26,7 @@ mod instructions;
 mod latency;
 mod load;
 mod memory;
+mod pairs;
 mod payouts;
 mod quotes;
 mod reads;
@@ -341,7 +342,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         postgres: true,
         ..probe
     };
-    let (postgres, _) = store_runs(
+    let (postgres, pg_sent) = store_runs(
         &anvil,
         (&pg, &pg_api, pg_wallet),
         (0, n),
@@ -349,6 +350,16 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         pg_probe,
     )
     .await?;
+    println!(
+        "PostgreSQL against SQLite: {} pairs of {n} REST sends ...",
+        pairs::PAIRS
+    );
+    let sides = (
+        (&svc, api, wallet, sent, probe),
+        (&pg, &pg_api, pg_wallet, pg_sent, pg_probe),
+    );
+    let (pairs, after, _) = pairs::pairs(&anvil, sides, (n, concurrency)).await?;
+    sent = after;
     drop(pg);
 
     // In runs of at most 1,000, each mined and settled before the next: anvil mines a
@@ -541,6 +552,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         one_token,
         all_tokens,
         node_reads,
+        pairs,
         quote,
         quote_alone,
         low_load,
