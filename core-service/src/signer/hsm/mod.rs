@@ -88,12 +88,21 @@ fn find_slot(pkcs11: &Pkcs11, label: &str, id: Option<u64>) -> Result<Option<Slo
     }))
 }
 
-/// A device error, answered 503 naming the HSM.
-fn unavailable(names: &str, what: &str, e: &Pkcs11Error) -> WalletOpsError {
-    WalletOpsError::HsmUnavailable(format!("the HSM ({names}) failed to {what}: {e}"))
-}
-
 impl Hsm {
+    /// What the HSM did wrong (`what`), answered 503 naming the module and the token.
+    fn fault(&self, what: impl std::fmt::Display) -> WalletOpsError {
+        WalletOpsError::HsmUnavailable(format!("the HSM ({}) {what}", self.names))
+    }
+
+    /// A device error `e` while it was asked to `what`.
+    fn failed(&self, what: &str, e: &Pkcs11Error) -> WalletOpsError {
+        self.fault(format_args!("failed to {what}: {e}"))
+    }
+
+    /// The session pool's permits are gone: the process is stopping.
+    fn closed(&self) -> WalletOpsError {
+        self.fault("is closed")
+    }
     /// Loads `config.module`, finds the token by its label (or `config.slot`) and logs in
     /// with the PIN: any of them wrong is a startup error that names it.
     pub fn open(config: &HsmConfig) -> anyhow::Result<Self> {
@@ -161,13 +170,11 @@ impl Hsm {
     /// token found again by its label and logged into. A token pulled out and put back, or
     /// an HSM reached again over the network, then signs without a restart.
     async fn reopen(self: &Arc<Self>) -> Result<(), WalletOpsError> {
-        let closed =
-            || WalletOpsError::HsmUnavailable(format!("the HSM ({}) is closed", self.names));
         let _all = self
             .permits
             .acquire_many(self.size)
             .await
-            .map_err(|_| closed())?;
+            .map_err(|_| self.closed())?;
         if !self.stale.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -176,9 +183,8 @@ impl Hsm {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if let Some(at) = refused.filter(|at| at.elapsed() < PIN_RETRY) {
-            return Err(WalletOpsError::HsmUnavailable(format!(
-                "the HSM ({}) refused hsm.pin {} s ago; it is tried again at most once a minute, so as not to lock the token: set the token's PIN and restart",
-                self.names,
+            return Err(self.fault(format_args!(
+                "refused hsm.pin {} s ago; it is tried again at most once a minute, so as not to lock the token: set the token's PIN and restart",
                 at.elapsed().as_secs()
             )));
         }
@@ -206,7 +212,7 @@ impl Hsm {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
                 }
-                Err(unavailable(&self.names, "open again", &e))
+                Err(self.failed("open again", &e))
             }
         }
     }
@@ -246,9 +252,7 @@ impl Hsm {
         if self.stale.load(Ordering::Acquire) {
             self.reopen().await?;
         }
-        let _permit = self.permits.acquire().await.map_err(|_| {
-            WalletOpsError::HsmUnavailable(format!("the HSM ({}) is closed", self.names))
-        })?;
+        let _permit = self.permits.acquire().await.map_err(|_| self.closed())?;
         let hsm = self.clone();
         let done = tokio::task::spawn_blocking(move || {
             let session = match hsm.idle().pop() {
@@ -268,7 +272,7 @@ impl Hsm {
         })
         .await
         .map_err(|e| WalletOpsError::Internal(anyhow::anyhow!("an HSM signing panicked: {e}")))?;
-        done.map_err(|e| unavailable(&self.names, what, &e))
+        done.map_err(|e| self.failed(what, &e))
     }
 
     /// Generates a key pair of `family` in the token, labelled `label` (a wallet's id): its
@@ -283,12 +287,7 @@ impl Hsm {
             Ok(point_of(session, public)?.and_then(|point| keys::address(family, &point)))
         })
         .await?
-        .ok_or_else(|| {
-            WalletOpsError::HsmUnavailable(format!(
-                "the HSM ({}) generated a key whose public point could not be read",
-                self.names
-            ))
-        })
+        .ok_or_else(|| self.fault("generated a key whose public point could not be read"))
     }
 
     /// Makes a test signature with a key pair of each curve that lives only as long as the
@@ -318,9 +317,8 @@ impl Hsm {
                 (None, _) => false,
             };
             if !verified {
-                return Err(WalletOpsError::HsmUnavailable(format!(
-                    "the HSM ({}) made a {family} test signature that does not verify",
-                    self.names
+                return Err(self.fault(format_args!(
+                    "made a {family} test signature that does not verify"
                 )));
             }
         }
@@ -400,12 +398,7 @@ impl Hsm {
                 }
             })
             .await?;
-        signed.ok_or_else(|| {
-            WalletOpsError::HsmUnavailable(format!(
-                "the HSM ({}) holds no key labelled {label}",
-                self.names
-            ))
-        })
+        signed.ok_or_else(|| self.fault(format_args!("holds no key labelled {label}")))
     }
 
     /// Signs EVM digest `hash` with the key labelled `label`, whose address is `address`.
@@ -419,9 +412,8 @@ impl Hsm {
             .sign(label, ChainFamily::Evm, hash.as_slice().to_vec())
             .await?;
         evm_signature(&raw, hash, address).ok_or_else(|| {
-            WalletOpsError::HsmUnavailable(format!(
-                "the HSM ({}) made a signature that does not recover {address}",
-                self.names
+            self.fault(format_args!(
+                "made a signature that does not recover {address}"
             ))
         })
     }
@@ -436,9 +428,8 @@ impl Hsm {
             .sign(label, ChainFamily::Solana, message.to_vec())
             .await?;
         raw.try_into().map_err(|raw: Vec<u8>| {
-            WalletOpsError::HsmUnavailable(format!(
-                "the HSM ({}) made an Ed25519 signature of {} bytes",
-                self.names,
+            self.fault(format_args!(
+                "made an Ed25519 signature of {} bytes",
                 raw.len()
             ))
         })
