@@ -8,10 +8,7 @@
 //! a key goes to the database, until the channel is back and the keys have been dropped.
 
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicBool, AtomicU64, Ordering},
-    },
+    sync::atomic::{AtomicBool, AtomicU64, Ordering},
     time::Duration,
 };
 
@@ -80,8 +77,9 @@ impl KeyCache {
         self.keys.invalidate_all();
     }
 
+    /// Whether keys may be held from now on; drops what is held (a `put` racing with the
+    /// change sees the generation move).
     fn set_live(&self, live: bool) {
-        self.drop_all();
         self.live.store(live, Ordering::Release);
         self.drop_all();
     }
@@ -92,11 +90,10 @@ impl Store {
     /// for reads; `on_state` is told each time the channel is up (`true`) or lost.
     pub fn watch_key_changes(&self, on_state: impl Fn(bool) + Send + Sync + 'static) {
         let store = self.clone();
-        let on_state = Arc::new(on_state);
         tokio::spawn(async move {
             match store.sea().get_database_backend() {
-                DatabaseBackend::Postgres => store.listen(&*on_state).await,
-                _ => store.poll(&*on_state).await,
+                DatabaseBackend::Postgres => store.listen(&on_state).await,
+                _ => store.poll(&on_state).await,
             }
         });
     }

@@ -102,9 +102,7 @@ pub(crate) async fn hsm(anvil: &Anvil, n: u64, concurrency: usize) -> anyhow::Re
 impl Figures {
     /// The service's CPU per send of `run`, in ms.
     fn ms(run: &SendRun) -> f64 {
-        run.cpu
-            .walletops
-            .map_or(f64::NAN, |t| 1e3 * t.as_secs_f64() / run.sends as f64)
+        run.service_ms().unwrap_or(f64::NAN)
     }
 
     /// Whether the chain shows a correctness failure of either run.

@@ -111,7 +111,7 @@ impl SendRun {
     }
 
     /// The service's own CPU per send, in ms (with its store's, on PostgreSQL).
-    fn service_ms(&self) -> Option<f64> {
+    pub(crate) fn service_ms(&self) -> Option<f64> {
         let own = ms_per_send(self.cpu.walletops, self.sends)?;
         Some(own + ms_per_send(self.cpu.store, self.sends).unwrap_or(0.0))
     }
