@@ -73,7 +73,7 @@ impl Quotes {
     pub async fn quote_for(&self, user_id: Uuid, req: &QuoteRequest) -> Result<Quote> {
         if let Some(from) = &req.from {
             self.wallets
-                .resolve_owned(user_id, req.chain.family(), Some(from), "from")
+                .resolve_owned(user_id, req.chain.family(), Some(from), "from", false)
                 .await?;
         }
         self.quote(req).await

@@ -134,17 +134,24 @@ impl Wallets {
     /// The wallet of `family` a request of `user_id` acts on: the one at `address` (request
     /// field `field`, parsed for `family`), which must be the caller's, or the caller's
     /// default for the family. An unknown one is `WALLET_NOT_FOUND`, another user's
-    /// `FORBIDDEN`.
+    /// `FORBIDDEN`. For a request that only reads (`reads_only`: a balance read) the wallet
+    /// may be one this core holds in memory, dropped when any core changes a wallet.
     pub async fn resolve_owned(
         &self,
         user_id: Uuid,
         family: ChainFamily,
         address: Option<&WalletAddress>,
         field: &str,
+        reads_only: bool,
     ) -> Result<Wallet> {
         match address {
             Some(address) => {
-                let wallet = self.store.find_wallet(address).await?.ok_or_else(|| {
+                let found = if reads_only {
+                    self.store.find_wallet_for_read(address).await?
+                } else {
+                    self.store.find_wallet(address).await?
+                };
+                let wallet = found.ok_or_else(|| {
                     WalletOpsError::WalletNotFound(format!("{field}: no wallet {address}"))
                 })?;
                 if wallet.user_id != user_id {
@@ -154,24 +161,27 @@ impl Wallets {
                 }
                 Ok(wallet)
             }
-            None => self
-                .store
-                .list_wallets(
-                    user_id,
-                    WalletFilter {
+            None => {
+                let found = if reads_only {
+                    self.store.default_wallet_for_read(user_id, family).await?
+                } else {
+                    let filter = WalletFilter {
                         family: Some(family),
                         default_only: true,
                         automation_only: false,
-                    },
-                )
-                .await?
-                .into_iter()
-                .next()
-                .ok_or_else(|| {
+                    };
+                    self.store
+                        .list_wallets(user_id, filter)
+                        .await?
+                        .into_iter()
+                        .next()
+                };
+                found.ok_or_else(|| {
                     WalletOpsError::WalletNotFound(format!(
                         "you have no default {family} wallet; name one with `{field}`"
                     ))
-                }),
+                })
+            }
         }
     }
 
@@ -185,7 +195,9 @@ impl Wallets {
         address: Option<&WalletAddress>,
         field: &str,
     ) -> Result<DelegatedWallet> {
-        let wallet = self.resolve_owned(user_id, family, address, field).await?;
+        let wallet = self
+            .resolve_owned(user_id, family, address, field, false)
+            .await?;
         let wallet = match DelegatedWallet::try_from(wallet) {
             Ok(delegated) => return Ok(delegated),
             // The user may have delegated it at the provider since the last sync: a write is

@@ -1,11 +1,13 @@
-//! API keys held in memory for reads, and how a core hears that a key changed anywhere: the
-//! `key_changes` trigger (see its migration) notifies channel `walletops_keys` on PostgreSQL,
-//! which the core listens on; a SQLite core reads the row's version every `POLL`. A key
-//! changed through this store is dropped at once, after its transaction commits.
+//! API keys and wallets held in memory for reads, and how a core hears that a key or a
+//! wallet changed anywhere: the `key_changes` triggers on `api_keys` and `wallets` (see their
+//! migrations) notify channel `walletops_keys` on PostgreSQL, which the core listens on; a
+//! SQLite core reads the row's version every `POLL`. A key or wallet changed through this
+//! store is dropped at once, after its transaction commits.
 //!
-//! The keys are used only while the core hears of changes (`live`): from the moment the
-//! channel is lost (the listening connection dropped, the version unreadable) every read of
-//! a key goes to the database, until the channel is back and the keys have been dropped.
+//! What is held is used only while the core hears of changes (`live`): from the moment the
+//! channel is lost (the listening connection dropped, the version unreadable) every read goes
+//! to the database, until the channel is back and everything held has been dropped. Writes
+//! never use it: they read the key and the wallet in their own statements.
 
 use std::{
     sync::atomic::{AtomicBool, AtomicU64, Ordering},
@@ -13,7 +15,8 @@ use std::{
 };
 
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, sqlx::postgres::PgListener};
-use walletops_domain::ApiKey;
+use uuid::Uuid;
+use walletops_domain::{ApiKey, ChainFamily, Wallet, WalletAddress};
 
 use crate::Store;
 
@@ -25,13 +28,23 @@ const POLL: Duration = Duration::from_millis(250);
 /// What the listening connection calls itself (`pg_stat_activity.application_name`, set
 /// in `listen`).
 pub const LISTENER_NAME: &str = "walletops-key-changes";
-/// Keys held at most.
+/// Keys, and wallets, held at most.
 const HELD: u64 = 100_000;
 
-/// A key and its stored hash, by prefix.
+/// How a read names the wallet it reads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum WalletKey {
+    /// The user's default wallet of a family.
+    Default(Uuid, ChainFamily),
+    /// The wallet at an address.
+    At(WalletAddress),
+}
+
+/// Keys and their stored hashes by prefix, and wallets as reads name them.
 #[derive(Debug)]
 pub(crate) struct KeyCache {
     keys: moka::sync::Cache<String, (ApiKey, String)>,
+    wallets: moka::sync::Cache<WalletKey, Wallet>,
     /// Moves on every drop: a key read from the database before a drop is not kept after it.
     generation: AtomicU64,
     /// Whether the core hears of changes.
@@ -42,6 +55,7 @@ impl Default for KeyCache {
     fn default() -> Self {
         Self {
             keys: moka::sync::Cache::builder().max_capacity(HELD).build(),
+            wallets: moka::sync::Cache::builder().max_capacity(HELD).build(),
             generation: AtomicU64::new(0),
             live: AtomicBool::new(false),
         }
@@ -52,29 +66,57 @@ impl KeyCache {
     /// The key of `prefix` if held (and the cache is live); else the generation to `put`
     /// what the database says under.
     pub(crate) fn get(&self, prefix: &str) -> Result<(ApiKey, String), u64> {
-        let generation = self.generation.load(Ordering::Acquire);
-        if !self.live.load(Ordering::Acquire) {
-            return Err(generation);
-        }
-        self.keys.get(prefix).ok_or(generation)
+        self.held(&self.keys, prefix)
     }
 
     /// Keeps `key` read at `generation`, unless a drop came since.
     pub(crate) fn put(&self, prefix: &str, key: (ApiKey, String), generation: u64) {
+        self.keep(&self.keys, prefix.to_owned(), key, generation);
+    }
+
+    /// `get` of a wallet.
+    pub(crate) fn wallet(&self, key: &WalletKey) -> Result<Wallet, u64> {
+        self.held(&self.wallets, key)
+    }
+
+    /// `put` of a wallet.
+    pub(crate) fn put_wallet(&self, key: WalletKey, wallet: Wallet, generation: u64) {
+        self.keep(&self.wallets, key, wallet, generation);
+    }
+
+    fn held<K, Q, V>(&self, cache: &moka::sync::Cache<K, V>, key: &Q) -> Result<V, u64>
+    where
+        K: std::hash::Hash + Eq + Send + Sync + std::borrow::Borrow<Q> + 'static,
+        Q: std::hash::Hash + Eq + ?Sized,
+        V: Clone + Send + Sync + 'static,
+    {
+        let generation = self.generation.load(Ordering::Acquire);
+        if !self.live.load(Ordering::Acquire) {
+            return Err(generation);
+        }
+        cache.get(key).ok_or(generation)
+    }
+
+    fn keep<K, V>(&self, cache: &moka::sync::Cache<K, V>, key: K, value: V, generation: u64)
+    where
+        K: std::hash::Hash + Eq + Send + Sync + Clone + 'static,
+        V: Clone + Send + Sync + 'static,
+    {
         if !self.live.load(Ordering::Acquire) {
             return;
         }
-        self.keys.insert(prefix.to_owned(), key);
+        cache.insert(key.clone(), value);
         // A drop between the read and the insert may have missed it.
         if self.generation.load(Ordering::Acquire) != generation {
-            self.keys.invalidate(prefix);
+            cache.invalidate(&key);
         }
     }
 
-    /// Drops every key held.
+    /// Drops every key and wallet held.
     pub(crate) fn drop_all(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.keys.invalidate_all();
+        self.wallets.invalidate_all();
     }
 
     /// Whether keys may be held from now on; drops what is held (a `put` racing with the

@@ -77,6 +77,7 @@ impl Store {
             .await?;
         unlink_provider_wallets(&txn, user_id).await?;
         txn.commit().await?;
+        self.keys.drop_all();
         Ok(())
     }
 
@@ -110,6 +111,7 @@ impl Store {
         let Some(listed) = listed else {
             unlink_provider_wallets(&txn, user_id).await?;
             txn.commit().await?;
+            self.keys.drop_all();
             return Ok(report);
         };
         for family in [ChainFamily::Evm, ChainFamily::Solana] {
@@ -187,6 +189,7 @@ impl Store {
             report.removed += 1;
         }
         txn.commit().await?;
+        self.keys.drop_all();
         Ok(report)
     }
 }

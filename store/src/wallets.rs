@@ -15,7 +15,10 @@ use super::{
     is_unique_violation,
     records::{sealed_row, stored_address},
 };
-use crate::error::{Result, StoreError};
+use crate::{
+    error::{Result, StoreError},
+    key_cache::WalletKey,
+};
 use walletops_domain::{
     ChainFamily, EMBEDDED_PROVIDER_TYPE, HSM_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewKey, NewWallet,
     SealedKey, Wallet, WalletAddress, WalletFilter,
@@ -95,6 +98,46 @@ impl Store {
                 .all(self.sea())
                 .await?,
         )
+    }
+
+    /// `user_id`'s default wallet of `family`, for a request that only reads: from memory
+    /// while this core hears of wallet changes (`watch_key_changes`), which drop what it holds.
+    pub async fn default_wallet_for_read(
+        &self,
+        user_id: Uuid,
+        family: ChainFamily,
+    ) -> Result<Option<Wallet>> {
+        let filter = WalletFilter {
+            family: Some(family),
+            default_only: true,
+            automation_only: false,
+        };
+        let read = async { Ok(self.list_wallets(user_id, filter).await?.into_iter().next()) };
+        self.wallet_for_read(WalletKey::Default(user_id, family), read)
+            .await
+    }
+
+    /// `find_wallet` for a request that only reads, as `default_wallet_for_read`.
+    pub async fn find_wallet_for_read(&self, address: &WalletAddress) -> Result<Option<Wallet>> {
+        self.wallet_for_read(WalletKey::At(*address), self.find_wallet(address))
+            .await
+    }
+
+    /// The wallet named `key` if held; else what `read` finds in the database, kept.
+    async fn wallet_for_read(
+        &self,
+        key: WalletKey,
+        read: impl Future<Output = Result<Option<Wallet>>>,
+    ) -> Result<Option<Wallet>> {
+        let generation = match self.keys.wallet(&key) {
+            Ok(held) => return Ok(Some(held)),
+            Err(generation) => generation,
+        };
+        let found = read.await?;
+        if let Some(wallet) = &found {
+            self.keys.put_wallet(key, wallet.clone(), generation);
+        }
+        Ok(found)
     }
 
     /// The wallet at `address`, whoever owns it.
@@ -184,6 +227,7 @@ impl Store {
             .await?;
         }
         txn.commit().await?;
+        self.keys.drop_all();
         Ok(wallet)
     }
 
@@ -198,6 +242,7 @@ impl Store {
             .exec(&txn)
             .await?;
         txn.commit().await?;
+        self.keys.drop_all();
         Ok(())
     }
 
@@ -208,6 +253,7 @@ impl Store {
             .filter(wallets::Column::Id.eq(wallet.id))
             .exec(self.sea())
             .await?;
+        self.keys.drop_all();
         Ok(())
     }
 

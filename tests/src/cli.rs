@@ -35,6 +35,20 @@ impl Service {
         self.cli_in(self.data_dir.path(), args).await
     }
 
+    /// Makes an EVM wallet of the first user with `walletops wallets create`, its default
+    /// when `make_default`; its address.
+    pub async fn cli_evm_wallet(&self, make_default: bool) -> anyhow::Result<String> {
+        let mut args = vec!["wallets", "create", "--chain-type", "ethereum"];
+        if make_default {
+            args.push("--make-default");
+        }
+        let made = self.cli(&args).await?;
+        anyhow::ensure!(made.success, "{}", made.stderr);
+        // The line starts with the address.
+        let address = made.stdout.split_whitespace().next().unwrap_or_default();
+        Ok(address.to_owned())
+    }
+
     /// Runs `walletops <args>` against this service's database with `data_dir` as its data
     /// dir (the master key's place).
     pub async fn cli_in(&self, data_dir: &Path, args: &[&str]) -> anyhow::Result<CliOutput> {

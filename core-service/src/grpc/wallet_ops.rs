@@ -66,6 +66,7 @@ impl WalletOpsService for WalletOpsApi {
                 req.chain.family(),
                 req.address.as_ref(),
                 "address",
+                true,
             )
             .await?;
         let balances = self

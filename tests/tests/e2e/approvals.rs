@@ -347,16 +347,7 @@ async fn an_approved_write_goes_from_the_wallet_it_was_held_for(b: Backend) -> a
     } = guarded(b, &[]).await?;
     let api = svc.rest(&key);
     let id = hold(&api, &uuid::Uuid::new_v4().to_string()).await?;
-    let made = svc
-        .cli(&[
-            "wallets",
-            "create",
-            "--chain-type",
-            "ethereum",
-            "--make-default",
-        ])
-        .await?;
-    anyhow::ensure!(made.success, "{}", made.stderr);
+    svc.cli_evm_wallet(true).await?;
     let new_default: Address = api.default_wallet("ethereum").await?.parse()?;
     assert_ne!(new_default, wallet, "the default moved");
     anvil.set_balance(new_default, parse_ether("1")?).await?;

@@ -2,13 +2,51 @@
 //! a key revoked on one core is refused by another (PostgreSQL, `LISTEN`/`NOTIFY`), also
 //! after the other lost its channel (it reads keys from the database until the channel is
 //! back), and a key revoked by the CLI or moved past its expiry by hand is refused by the
-//! serving core (both stores).
+//! serving core (both stores). Wallets are held beside the keys for reads: a new default
+//! wallet, made on one core or by the CLI, is what every core's balance read names within a
+//! second.
 
 use sea_orm::ConnectionTrait as _;
-use walletops_proto::v1::{self as pb, api_key_service_client::ApiKeyServiceClient};
-use walletops_tests::{
-    Backend, Options, Rest, Service, metrics, on_both_backends, poll_until, with_key,
+use walletops_proto::v1::{
+    self as pb, admin_service_client::AdminServiceClient,
+    api_key_service_client::ApiKeyServiceClient,
 };
+use walletops_tests::{
+    Backend, Options, Rest, Service, anvil::Anvil, as_admin, metrics, on_both_backends, poll_until,
+    poll_until_within, with_key,
+};
+
+/// The wallet whose balances `api`'s balance read on the node lists.
+async fn wallet_read(api: &Rest) -> anyhow::Result<String> {
+    let reply = api
+        .get("/wallets/balances?chain=anvil&includeZero=true")
+        .await?;
+    anyhow::ensure!(reply.status == 200, "{}", reply.text);
+    Ok(reply.body["balances"][0]["address"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
+}
+
+/// Reads balances on `api` twice (the wallet held from then on), makes `change` elsewhere
+/// (which gives the new default wallet), and waits at most a second (as for a key) until the
+/// read names it.
+async fn read_until(
+    api: &Rest,
+    change: impl Future<Output = anyhow::Result<String>>,
+) -> anyhow::Result<()> {
+    let before = wallet_read(api).await?;
+    assert_eq!(wallet_read(api).await?, before, "the same wallet twice");
+    let wallet = change.await?;
+    assert_ne!(before, wallet, "a change to see");
+    let within = std::time::Duration::from_secs(1);
+    poll_until_within(
+        "the read to name the new default wallet",
+        within,
+        || async { Ok((wallet_read(api).await? == wallet).then_some(())) },
+    )
+    .await
+}
 
 /// A key of the first user made on `svc`, used on `other` until it is held there.
 async fn key_read_on(svc: &Service, other: &Rest, name: &str) -> anyhow::Result<(String, Rest)> {
@@ -124,4 +162,42 @@ async fn a_change_made_outside_the_core_reaches_it_within_a_second(
     Ok(())
 }
 
-on_both_backends!(a_change_made_outside_the_core_reaches_it_within_a_second);
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_default_wallet_reaches_every_core_within_a_second() {
+    let run = async {
+        let anvil = Anvil::start().await?;
+        let options = anvil.service_options("", &[]);
+        let svc = Service::start_with(Backend::Postgres, options.clone()).await?;
+        let other = svc.sibling_with(&options).await?;
+        let on_other = Rest::new(&other.http()?, &svc.api_key);
+        let made = svc.cli_evm_wallet(false).await?;
+        let mut admin = AdminServiceClient::new(svc.admin_channel().await?);
+        let update = as_admin(pb::UpdateWalletRequest {
+            address: made.clone(),
+            make_default: Some(true),
+            automation_enabled: None,
+        })?;
+        read_until(&on_other, async {
+            admin.update_wallet(update).await?;
+            Ok(made)
+        })
+        .await
+    };
+    if let Err(e) = run.await {
+        panic!("{e:?}");
+    }
+}
+
+async fn a_default_wallet_made_by_the_cli_reaches_the_core_within_a_second(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
+    let api = svc.rest(&svc.api_key);
+    read_until(&api, svc.cli_evm_wallet(true)).await
+}
+
+on_both_backends!(
+    a_change_made_outside_the_core_reaches_it_within_a_second,
+    a_default_wallet_made_by_the_cli_reaches_the_core_within_a_second
+);

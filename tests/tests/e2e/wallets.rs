@@ -18,14 +18,6 @@ async fn addresses(api: &Rest, query: &str) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
-fn created_address(stdout: &str) -> String {
-    stdout
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 async fn wallets_have_every_field_of_the_resource(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start(b).await?;
     let reply = svc.rest(&svc.api_key).get("/wallets").await?;
@@ -79,11 +71,7 @@ async fn filters_select_by_family_default_and_automation(b: Backend) -> anyhow::
     let api = svc.rest(&svc.api_key);
     let first_evm = addresses(&api, "?chain=ethereum").await?;
     assert_eq!(first_evm.len(), 1);
-    let extra = svc
-        .cli(&["wallets", "create", "--chain-type", "ethereum"])
-        .await?;
-    assert!(extra.success, "{}", extra.stderr);
-    let extra = created_address(&extra.stdout);
+    let extra = svc.cli_evm_wallet(false).await?;
     let all = addresses(&api, "").await?;
     assert_eq!(all.len(), 3);
     assert_eq!(addresses(&api, "?chain=ethereum").await?.len(), 2);
@@ -106,16 +94,7 @@ async fn filters_select_by_family_default_and_automation(b: Backend) -> anyhow::
         first_evm
     );
     // Making the extra wallet the default leaves exactly one default per family.
-    let made = svc
-        .cli(&[
-            "wallets",
-            "create",
-            "--chain-type",
-            "ethereum",
-            "--make-default",
-        ])
-        .await?;
-    let newest = created_address(&made.stdout);
+    let newest = svc.cli_evm_wallet(true).await?;
     assert_eq!(
         addresses(&api, "?chain=ethereum&defaultOnly=true").await?,
         [newest]
