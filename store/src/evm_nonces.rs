@@ -46,29 +46,25 @@ impl Store {
         let conn = conn.sea();
         let count = i64::try_from(Ord::max(count, 1)).map_err(|_| corrupt("nonce overflow"))?;
         let floor = i64::try_from(floor.unwrap_or(0)).map_err(|_| corrupt("nonce overflow"))?;
-        nonces::Entity::insert(nonces::ActiveModel {
+        // One statement, the ledger's first row or the next nonces: the row is locked from
+        // here to the end of the transaction, the shorter the better.
+        let next = Expr::col((nonces::Entity, nonces::Column::NextNonce));
+        let raised = Expr::case(next.clone().lt(floor), Expr::value(floor)).finally(next);
+        let now = Utc::now();
+        let row = nonces::Entity::insert(nonces::ActiveModel {
             chain_id: Set(chain_id),
             address: Set(address.to_checksum(None)),
-            next_nonce: Set(floor),
-            updated_at: Set(Utc::now()),
+            next_nonce: Set(floor + count),
+            updated_at: Set(now),
         })
         .on_conflict(
             OnConflict::columns([nonces::Column::ChainId, nonces::Column::Address])
-                .do_nothing()
+                .value(nonces::Column::NextNonce, raised.add(count))
+                .value(nonces::Column::UpdatedAt, Expr::value(now))
                 .to_owned(),
         )
-        .exec_without_returning(conn)
+        .exec_with_returning(conn)
         .await?;
-        let next = Expr::col(nonces::Column::NextNonce);
-        let raised = Expr::case(next.clone().lt(floor), Expr::value(floor)).finally(next);
-        let rows = nonces::Entity::update_many()
-            .col_expr(nonces::Column::NextNonce, raised.add(count))
-            .col_expr(nonces::Column::UpdatedAt, Expr::value(Utc::now()))
-            .filter(nonces::Column::ChainId.eq(chain_id))
-            .filter(nonces::Column::Address.eq(address.to_checksum(None)))
-            .exec_with_returning(conn)
-            .await?;
-        let row = rows.first().ok_or_else(|| corrupt("row missing"))?;
         u64::try_from(row.next_nonce - count).map_err(|_| corrupt("negative nonce"))
     }
 
