@@ -32,6 +32,7 @@ mod quotes;
 mod reads;
 mod report;
 mod sends;
+mod soak;
 
 use std::process::ExitCode;
 
@@ -136,6 +137,10 @@ struct Args {
     /// Run the congestion phases alone, and print their lines.
     #[arg(long)]
     congestion_only: bool,
+    /// Run the soak alone, for this many minutes: a steady mixed load on both stores, then
+    /// what memory, errors, records, the chain, webhooks and an event watcher show.
+    #[arg(long, value_name = "MINUTES")]
+    soak: Option<f64>,
     /// Also write every figure to this file, as JSON.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -172,6 +177,14 @@ fn main() -> ExitCode {
         let figures = runtime.block_on(run).map(|f| {
             f.print();
             (f.failed(), f.json())
+        });
+        return ended(figures, args.json.as_deref());
+    }
+    if let Some(minutes) = args.soak {
+        let figures = runtime.block_on(soak::soak(minutes)).map(|runs| {
+            runs.iter().for_each(soak::Figures::print);
+            let json = runs.iter().map(soak::Figures::json).collect();
+            (runs.iter().any(soak::Figures::failed), json)
         });
         return ended(figures, args.json.as_deref());
     }

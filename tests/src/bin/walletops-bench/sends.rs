@@ -129,14 +129,44 @@ pub(crate) async fn walletops_sends(
     let (run, cpu) = probe.measure(run).await;
     let (elapsed, results) = run?;
     let sent = all_ok(results, "sends")?;
-    let hashes: Vec<B256> = sent.iter().map(|(_, hash)| *hash).collect();
-
     let end = first + n;
     anvil
         .wait_for_nonce(&format!("the wallet's nonce to reach {end}"), wallet, end)
         .await?;
-    let on_chain = anvil.nonce(wallet).await?;
+    let seen = chain_view(anvil, api, wallet, sent, first..end, concurrency).await?;
+    Ok(SendRun {
+        sends: n,
+        elapsed,
+        cpu,
+        gaps: seen.gaps,
+        duplicates: seen.duplicates,
+        missing: seen.missing,
+        replaced: seen.replaced,
+    })
+}
 
+/// What the chain shows of a wallet's writes: see `SendRun`'s fields of the same names.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ChainView {
+    pub(crate) gaps: usize,
+    pub(crate) duplicates: usize,
+    pub(crate) missing: usize,
+    pub(crate) replaced: usize,
+}
+
+/// What the chain shows of `sent` (each accepted write's record id and returned hash), the
+/// writes of `wallet` that took nonces `range`, each hash looked up once, `concurrency` at a
+/// time.
+pub(crate) async fn chain_view(
+    anvil: &Anvil,
+    api: &Rest,
+    wallet: Address,
+    sent: Vec<(String, B256)>,
+    range: std::ops::Range<u64>,
+    concurrency: usize,
+) -> anyhow::Result<ChainView> {
+    let on_chain = anvil.nonce(wallet).await?;
+    let hashes: Vec<B256> = sent.iter().map(|(_, hash)| *hash).collect();
     // Look every returned hash up once: the mined transaction's nonce, if it is the wallet's.
     let distinct: BTreeSet<B256> = hashes.iter().copied().collect();
     let mined = |hash: B256| async move {
@@ -164,23 +194,16 @@ pub(crate) async fn walletops_sends(
             .await?;
     let missing = lookups.iter().filter(|(l, _)| l.is_none()).count();
     let replaced = lookups.iter().filter(|(l, r)| l.is_some() && *r).count();
-    let lookups: Vec<Option<u64>> = lookups.into_iter().map(|(l, _)| l).collect();
     let mut per_nonce: BTreeMap<u64, usize> = BTreeMap::new();
-    for nonce in lookups.into_iter().flatten() {
+    for nonce in lookups.into_iter().filter_map(|(l, _)| l) {
         *per_nonce.entry(nonce).or_default() += 1;
     }
-    let gaps = (first..end).filter(|k| !per_nonce.contains_key(k)).count();
+    let gaps = range.clone().filter(|k| !per_nonce.contains_key(k)).count();
     let duplicates = (hashes.len() - distinct.len())
         + per_nonce.values().map(|c| c - 1).sum::<usize>()
-        + per_nonce
-            .keys()
-            .filter(|k| !(first..end).contains(*k))
-            .count()
-        + usize::try_from(on_chain.saturating_sub(end))?;
-    Ok(SendRun {
-        sends: n,
-        elapsed,
-        cpu,
+        + per_nonce.keys().filter(|k| !range.contains(*k)).count()
+        + usize::try_from(on_chain.saturating_sub(range.end))?;
+    Ok(ChainView {
         gaps,
         duplicates,
         missing,
