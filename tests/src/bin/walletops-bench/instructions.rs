@@ -1,16 +1,19 @@
 //! Instructions per send and per cached read: a service run under valgrind's callgrind
 //! (performance counters are not exposed on every machine, and instructions, unlike seconds,
 //! repeat from run to run on a noisy one). Its counters are zeroed after a warm-up, `n` REST
-//! sends are made and mined, and the count of every instruction the service executed
-//! meanwhile (its threads, the monitor's share included) is divided by `n`; then the same for
-//! `n` cached `GET /api/v1/wallets/balances` reads.
+//! sends are made, mined and confirmed by the monitor, and the count of every instruction the
+//! service executed meanwhile (its threads, the monitor's share included) is divided by `n`;
+//! then the same for `n` cached `GET /api/v1/wallets/balances` reads, which no record's
+//! settling then falls into.
 
 use std::{path::Path, process::Stdio};
 
 use alloy::primitives::Address;
 use anyhow::{Context, ensure};
 use tokio::process::Command;
-use walletops_tests::{Rest, anvil::Anvil, first_api_key, gateway::Gateway, launch_logging_to};
+use walletops_tests::{
+    Rest, anvil::Anvil, first_api_key, gateway::Gateway, launch_logging_to, poll_until_within,
+};
 
 use crate::{
     ETH,
@@ -132,7 +135,8 @@ impl Served {
         self.launched.child.id().context("the service exited")
     }
 
-    /// `n` REST sends at `concurrency` after `before` of the wallet's, mined.
+    /// `n` REST sends at `concurrency` after `before` of the wallet's, mined and every record
+    /// final.
     pub(crate) async fn sends(
         &self,
         anvil: &Anvil,
@@ -149,7 +153,30 @@ impl Served {
         all_ok(results, "sends")?;
         anvil
             .wait_for_nonce("the sends to be mined", self.wallet, before + n)
-            .await
+            .await?;
+        self.settled().await
+    }
+
+    /// Waits until the monitor has taken every record to a final state, reading the
+    /// service's database from this process (which the service's counters do not see).
+    async fn settled(&self) -> anyhow::Result<()> {
+        use sea_orm::{ConnectionTrait as _, Statement};
+        let url = format!(
+            "sqlite://{}?mode=ro",
+            self.dir.path().join("data/walletops.db").display()
+        );
+        let db = sea_orm::Database::connect(url).await?;
+        let open = Statement::from_string(
+            db.get_database_backend(),
+            "SELECT COUNT(*) AS n FROM transactions WHERE status IN ('submitted', 'fee_capped')",
+        );
+        // Under callgrind the monitor runs some fifty times slower.
+        let within = std::time::Duration::from_secs(600);
+        poll_until_within("the monitor to settle every send", within, || async {
+            let row = db.query_one_raw(open.clone()).await?.context("no count")?;
+            Ok((row.try_get::<i64>("", "n")? == 0).then_some(()))
+        })
+        .await
     }
 }
 
