@@ -355,11 +355,37 @@ pub(crate) fn transaction(t: TransactionRecord, chains: &Registry) -> pb::Transa
     }
 }
 
+/// A balance as the API shows it.
 pub(crate) fn balance(b: crate::balances::Balance) -> pb::Balance {
+    let address = b.address.to_string();
+    balance_of(b, address)
+}
+
+/// A read's balances, the owner's address formatted once: an EVM address is a checksum to
+/// compute (a Keccak hash), and every item of a read names the same owner.
+pub(crate) fn balances(list: Vec<crate::balances::Balance>) -> Vec<pb::Balance> {
+    let mut owner: Option<(walletops_domain::WalletAddress, String)> = None;
+    list.into_iter()
+        .map(|b| {
+            let address = match &owner {
+                Some((known, text)) if *known == b.address => text.clone(),
+                _ => {
+                    let text = b.address.to_string();
+                    owner = Some((b.address, text.clone()));
+                    text
+                }
+            };
+            balance_of(b, address)
+        })
+        .collect()
+}
+
+/// `b` as the API shows it, its owner written `address`.
+fn balance_of(b: crate::balances::Balance, address: String) -> pb::Balance {
     pb::Balance {
         chain_type: b.family.as_str().to_owned(),
         chain_id: b.chain_id,
-        address: b.address.to_string(),
+        address,
         asset: b.asset.to_owned(),
         token: b.token,
         raw: b.raw.to_string(),

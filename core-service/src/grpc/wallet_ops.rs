@@ -75,7 +75,7 @@ impl WalletOpsService for WalletOpsApi {
             .read(req.chain, &wallet, &req.tokens, req.include_zero, req.fresh)
             .await?;
         Ok(Response::new(pb::GetBalancesResponse {
-            balances: balances.into_iter().map(convert::balance).collect(),
+            balances: convert::balances(balances),
         }))
     }
 
