@@ -22,9 +22,9 @@ use crate::Store;
 
 /// The PostgreSQL channel the trigger notifies.
 const CHANNEL: &str = "walletops_keys";
-/// How often a SQLite core reads the version; the pause before listening again on
-/// PostgreSQL.
-const POLL: Duration = Duration::from_millis(250);
+/// How often a SQLite core reads the version (a change must reach it within a second; each
+/// read is CPU an idle service spends), and the pause before listening again on PostgreSQL.
+const POLL: Duration = Duration::from_millis(500);
 /// What the listening connection calls itself (`pg_stat_activity.application_name`, set
 /// in `listen`).
 pub const LISTENER_NAME: &str = "walletops-key-changes";
