@@ -287,6 +287,9 @@ try {
   assert.equal(checked.status(), 400);
   assert.match(await page.textContent("#problems"), /row 3, to/);
   assert.equal(await page.inputValue("#chain"), "anvil", "what was typed stays");
+  // The answer is a new page: its deferred script, which fills the text from a chosen file,
+  // must have run before a file is chosen (under load it once had not, and the file was lost).
+  await page.waitForLoadState("load");
   const payroll = "to,asset,amount,reference\n0x2222222222222222222222222222222222222201,native,1000,march\n0x2222222222222222222222222222222222222202,native,2000,april\n";
   await page.setInputFiles("#csv-file", { name: "payroll.csv", mimeType: "text/csv", buffer: Buffer.from(payroll) });
   await page.waitForFunction(() => document.querySelector("#csv").value.includes("april"));
