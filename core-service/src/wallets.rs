@@ -165,16 +165,7 @@ impl Wallets {
                 let found = if reads_only {
                     self.store.default_wallet_for_read(user_id, family).await?
                 } else {
-                    let filter = WalletFilter {
-                        family: Some(family),
-                        default_only: true,
-                        automation_only: false,
-                    };
-                    self.store
-                        .list_wallets(user_id, filter)
-                        .await?
-                        .into_iter()
-                        .next()
+                    self.store.default_wallet(user_id, family).await?
                 };
                 found.ok_or_else(|| {
                     WalletOpsError::WalletNotFound(format!(

@@ -107,14 +107,23 @@ impl Store {
         user_id: Uuid,
         family: ChainFamily,
     ) -> Result<Option<Wallet>> {
+        let read = self.default_wallet(user_id, family);
+        self.wallet_for_read(WalletKey::Default(user_id, family), read)
+            .await
+    }
+
+    /// `user_id`'s default wallet of `family`, if it has one.
+    pub async fn default_wallet(
+        &self,
+        user_id: Uuid,
+        family: ChainFamily,
+    ) -> Result<Option<Wallet>> {
         let filter = WalletFilter {
             family: Some(family),
             default_only: true,
             automation_only: false,
         };
-        let read = async { Ok(self.list_wallets(user_id, filter).await?.into_iter().next()) };
-        self.wallet_for_read(WalletKey::Default(user_id, family), read)
-            .await
+        Ok(self.list_wallets(user_id, filter).await?.into_iter().next())
     }
 
     /// `find_wallet` for a request that only reads, as `default_wallet_for_read`.

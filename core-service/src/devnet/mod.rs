@@ -20,7 +20,7 @@ use tokio::{
 };
 
 use crate::{Config, Core, bootstrap::FIRST_USER, chains::ChainConfig, trade::LocalEvmAggregator};
-use walletops_domain::{ChainFamily, WalletFilter};
+use walletops_domain::ChainFamily;
 
 mod samples;
 
@@ -393,16 +393,9 @@ async fn first_wallet(core: &Core, family: ChainFamily) -> anyhow::Result<Option
     let Ok(owner) = core.find_user(FIRST_USER).await else {
         return Ok(None);
     };
-    let filter = WalletFilter {
-        family: Some(family),
-        default_only: true,
-        automation_only: false,
-    };
     Ok(core
-        .wallets
-        .list(owner.id, filter)
+        .store
+        .default_wallet(owner.id, family)
         .await?
-        .into_iter()
-        .next()
         .map(|w| w.address.to_string()))
 }
