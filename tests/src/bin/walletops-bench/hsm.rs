@@ -118,8 +118,8 @@ impl Figures {
             Self::ms(&self.hsm),
             Self::ms(&self.keystore),
             self.hsm.sends,
-            self.hsm.gaps + self.keystore.gaps,
-            self.hsm.duplicates + self.keystore.duplicates,
+            self.hsm.chain.gaps + self.keystore.chain.gaps,
+            self.hsm.chain.duplicates + self.keystore.chain.duplicates,
         );
     }
 

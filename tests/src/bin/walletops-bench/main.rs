@@ -290,7 +290,7 @@ async fn store_runs(
     let mut grpc = walletops_sends(anvil, api, grpc, wallet, (end, n), concurrency, probe).await?;
     all_settled(svc).await?;
     // A transaction signed after its run was counted (a late re-signing) is one too many.
-    grpc.duplicates += usize::try_from(anvil.nonce(wallet).await?.saturating_sub(end + n))?;
+    grpc.chain.duplicates += usize::try_from(anvil.nonce(wallet).await?.saturating_sub(end + n))?;
     grpc.print();
     Ok((StoreRuns { rest, grpc }, end + n))
 }

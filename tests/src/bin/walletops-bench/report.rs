@@ -61,22 +61,45 @@ pub(crate) fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
 
-/// A throughput run and what the chain shows of it.
-#[derive(Debug)]
-pub(crate) struct SendRun {
-    pub(crate) sends: u64,
-    pub(crate) elapsed: Duration,
-    pub(crate) cpu: CpuUse,
-    /// Nonces in the run's range that no returned hash was mined with.
+/// What the chain shows of a wallet's writes (`sends::chain_view`).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ChainView {
+    /// Nonces in the writes' range that no returned hash was mined with.
     pub(crate) gaps: usize,
     /// Hashes returned twice, nonces mined twice, and transactions beyond those requested.
     pub(crate) duplicates: usize,
     /// Returned hashes the chain does not hold as a mined transaction of the wallet, nor a
     /// replacement of it by WalletOps' monitor.
     pub(crate) missing: usize,
-    /// Sends mined as a replacement the monitor made (a higher fee at the same nonce), not
+    /// Writes mined as a replacement the monitor made (a higher fee at the same nonce), not
     /// with the hash first returned: anvil left the first one queued (foundry-rs/foundry#10122).
     pub(crate) replaced: usize,
+}
+
+impl ChainView {
+    /// This view and `next` counted as one.
+    pub(crate) fn and(self, next: Self) -> Self {
+        Self {
+            gaps: self.gaps + next.gaps,
+            duplicates: self.duplicates + next.duplicates,
+            missing: self.missing + next.missing,
+            replaced: self.replaced + next.replaced,
+        }
+    }
+
+    /// Whether the chain shows a correctness failure.
+    pub(crate) fn failed(&self) -> bool {
+        self.gaps > 0 || self.duplicates > 0 || self.missing > 0
+    }
+}
+
+/// A throughput run and what the chain shows of it.
+#[derive(Debug)]
+pub(crate) struct SendRun {
+    pub(crate) sends: u64,
+    pub(crate) elapsed: Duration,
+    pub(crate) cpu: CpuUse,
+    pub(crate) chain: ChainView,
 }
 
 impl SendRun {
@@ -98,16 +121,13 @@ impl SendRun {
                 anvil: add(self.cpu.anvil, next.cpu.anvil),
                 client: add(self.cpu.client, next.cpu.client),
             },
-            gaps: self.gaps + next.gaps,
-            duplicates: self.duplicates + next.duplicates,
-            missing: self.missing + next.missing,
-            replaced: self.replaced + next.replaced,
+            chain: self.chain.and(next.chain),
         }
     }
 
     /// Whether the chain shows a correctness failure.
     pub(crate) fn failed(&self) -> bool {
-        self.gaps > 0 || self.duplicates > 0 || self.missing > 0
+        self.chain.failed()
     }
 
     /// The service's own CPU per send, in ms (with its store's, on PostgreSQL).
@@ -121,10 +141,10 @@ impl SendRun {
         println!(
             "  {:.1} sends/s, gaps {}, duplicates {}, missing {}, replaced {}",
             self.rate(),
-            self.gaps,
-            self.duplicates,
-            self.missing,
-            self.replaced
+            self.chain.gaps,
+            self.chain.duplicates,
+            self.chain.missing,
+            self.chain.replaced
         );
     }
 
@@ -141,10 +161,10 @@ impl SendRun {
                 "anvil": per(self.cpu.anvil),
                 "bench_client": per(self.cpu.client),
             },
-            "gaps": self.gaps,
-            "duplicates": self.duplicates,
-            "missing": self.missing,
-            "replaced": self.replaced,
+            "gaps": self.chain.gaps,
+            "duplicates": self.chain.duplicates,
+            "missing": self.chain.missing,
+            "replaced": self.chain.replaced,
         })
     }
 }
@@ -283,10 +303,10 @@ impl Report {
                 run.rate(),
                 run.sends,
                 run.elapsed.as_secs_f64(),
-                run.gaps,
-                run.duplicates,
-                if run.replaced > 0 {
-                    format!("  replaced {} (left queued by anvil)", run.replaced)
+                run.chain.gaps,
+                run.chain.duplicates,
+                if run.chain.replaced > 0 {
+                    format!("  replaced {} (left queued by anvil)", run.chain.replaced)
                 } else {
                     String::new()
                 }

@@ -25,7 +25,7 @@ use crate::{
     ETH,
     cpu::Probe,
     drive::{all_ok, drive},
-    report::SendRun,
+    report::{ChainView, SendRun},
 };
 
 /// Where every benchmark transfer goes.
@@ -133,25 +133,13 @@ pub(crate) async fn walletops_sends(
     anvil
         .wait_for_nonce(&format!("the wallet's nonce to reach {end}"), wallet, end)
         .await?;
-    let seen = chain_view(anvil, api, wallet, sent, first..end, concurrency).await?;
+    let chain = chain_view(anvil, api, wallet, sent, first..end, concurrency).await?;
     Ok(SendRun {
         sends: n,
         elapsed,
         cpu,
-        gaps: seen.gaps,
-        duplicates: seen.duplicates,
-        missing: seen.missing,
-        replaced: seen.replaced,
+        chain,
     })
-}
-
-/// What the chain shows of a wallet's writes: see `SendRun`'s fields of the same names.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct ChainView {
-    pub(crate) gaps: usize,
-    pub(crate) duplicates: usize,
-    pub(crate) missing: usize,
-    pub(crate) replaced: usize,
 }
 
 /// What the chain shows of `sent` (each accepted write's record id and returned hash), the
@@ -364,9 +352,6 @@ pub(crate) async fn raw_sends(
         sends: n,
         elapsed,
         cpu,
-        gaps: 0,
-        duplicates: 0,
-        missing: 0,
-        replaced: 0,
+        chain: ChainView::default(),
     })
 }

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::SEND_WALLETS;
-use crate::{report::verdict, sends::ChainView};
+use crate::report::{ChainView, verdict};
 
 /// Resident memory growth after the first sixth of the run (5 minutes of 30), in percent.
 const GROWTH_GOAL_PERCENT: f64 = 10.0;
@@ -53,13 +53,9 @@ impl Figures {
         100.0 * (end - base) / base.max(f64::MIN_POSITIVE)
     }
 
-    fn wrong(&self) -> usize {
-        self.chain.gaps + self.chain.duplicates + self.chain.missing
-    }
-
     /// Whether the chain shows a correctness failure.
     pub(crate) fn failed(&self) -> bool {
-        self.wrong() > 0
+        self.chain.failed()
     }
 
     pub(crate) fn print(&self) {
@@ -102,7 +98,7 @@ impl Figures {
             self.chain.duplicates,
             self.chain.missing,
             self.chain.replaced,
-            verdict(self.wrong() == 0)
+            verdict(!self.chain.failed())
         );
         println!(
             "soak {s}: {} confirmations not delivered, {} not watched, {} events out of order (goal 0: {})",

@@ -35,7 +35,8 @@ use crate::{
     ETH,
     backlog::funded_wallets,
     cpu::rss_mb,
-    sends::{AMOUNT_WEI, ChainView, RECIPIENT, chain_view},
+    report::ChainView,
+    sends::{AMOUNT_WEI, RECIPIENT, chain_view},
 };
 
 /// Wallets the sends are spread over (the swaps have one of their own). The offered rate is
@@ -380,10 +381,7 @@ async fn soak_one(backend: Backend, minutes: f64) -> anyhow::Result<Figures> {
     for (wallet, sent) in by_wallet {
         let n = u64::try_from(sent.len())?;
         let view = chain_view(&anvil, &api, wallet, sent, 0..n, 16).await?;
-        chain.gaps += view.gaps;
-        chain.duplicates += view.duplicates;
-        chain.missing += view.missing;
-        chain.replaced += view.replaced;
+        chain = chain.and(view);
     }
 
     // Each write's confirmation, delivered and watched.
