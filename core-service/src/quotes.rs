@@ -111,8 +111,12 @@ impl Quotes {
                         _ => Ok(None),
                     }
                 };
-                let priced = async { Ok(aggregator.quote(id, pair).await?) };
-                let (quote, approval) = futures::try_join!(priced, approval)?;
+                let priced = async { Ok::<_, WalletOpsError>(aggregator.quote(id, pair).await?) };
+                // Both asked at once, but a router that may not be shown as a spender is the
+                // answer whatever the price says: the same refusal every time.
+                let (quote, approval) = futures::join!(priced, approval);
+                let approval = approval?;
+                let quote = quote?;
                 Ok(Quote {
                     src_amount: pair.amount.to_string(),
                     dst_amount: quote.dst_amount.to_string(),

@@ -403,7 +403,8 @@ async fn grpc_quotes_and_swaps_as_rest_does(b: Backend) -> anyhow::Result<()> {
 
 /// A router the aggregator names is no permission: a pool neither built in nor on
 /// `trade.evm.allowed_routers` is not shown as a spender to approve, and no swap of it is
-/// signed.
+/// signed. The quote's 100 token units buy nothing from the pool, so the aggregator refuses
+/// it too: the router's refusal is still the answer, every time.
 async fn a_spender_not_on_the_router_list_is_refused(b: Backend) -> anyhow::Result<()> {
     let desk = Desk::open(b, &[(super::desk::ALLOWED_ROUTERS, "[]")], Some(API_KEY)).await?;
     let quote = desk
