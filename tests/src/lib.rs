@@ -37,6 +37,7 @@ pub use grpc::{as_admin, grpcurl, reason, with_key, write_request};
 pub use paths::{grpcurl_bin, schemathesis_bin, venv_python, walletops_bin, workspace_root};
 pub use rest::{Reply, Rest};
 pub use service::{Launched, Options, Service, first_api_key, launch, launch_logging_to};
+pub use store::OPEN_RECORDS;
 pub use wait::{WAIT_TIMEOUT, poll_until, poll_until_within, within};
 
 /// The admin token every test service is started with, through `WALLETOPS_ADMIN_TOKEN`. All

@@ -6,6 +6,9 @@ use sea_orm::{ConnectionTrait, Database, DatabaseConnection, Statement};
 
 use crate::{Backend, Service, wait::poll_until};
 
+/// The SQL condition of a transaction record the monitor has not taken to a final state.
+pub const OPEN_RECORDS: &str = "status IN ('submitted', 'fee_capped')";
+
 impl Service {
     /// A direct connection to the service's database, to arrange states no API can reach
     /// quickly (a key past its expiry, say).
@@ -47,6 +50,11 @@ impl Service {
     pub async fn leased_transactions(&self) -> anyhow::Result<i64> {
         self.count_transactions("lease_until IS NOT NULL AND last_broadcast_at IS NOT NULL")
             .await
+    }
+
+    /// How many stored transaction records are not final yet (`OPEN_RECORDS`).
+    pub async fn open_transactions(&self) -> anyhow::Result<i64> {
+        self.count_transactions(OPEN_RECORDS).await
     }
 
     /// How many stored transaction records have status `status` (`confirmed`, ...).

@@ -12,7 +12,8 @@ use alloy::primitives::Address;
 use anyhow::{Context, ensure};
 use tokio::process::Command;
 use walletops_tests::{
-    Rest, anvil::Anvil, first_api_key, gateway::Gateway, launch_logging_to, poll_until_within,
+    OPEN_RECORDS, Rest, anvil::Anvil, first_api_key, gateway::Gateway, launch_logging_to,
+    poll_until_within,
 };
 
 use crate::{
@@ -168,7 +169,7 @@ impl Served {
         let db = sea_orm::Database::connect(url).await?;
         let open = Statement::from_string(
             db.get_database_backend(),
-            "SELECT COUNT(*) AS n FROM transactions WHERE status IN ('submitted', 'fee_capped')",
+            format!("SELECT COUNT(*) AS n FROM transactions WHERE {OPEN_RECORDS}"),
         );
         // Under callgrind the monitor runs some fifty times slower.
         let within = std::time::Duration::from_secs(600);

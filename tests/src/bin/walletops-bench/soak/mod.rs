@@ -338,17 +338,10 @@ async fn soak_one(backend: Backend, minutes: f64) -> anyhow::Result<Figures> {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
-    // Every record final, or the settling time spent.
-    let open = || async {
-        let mut open = 0;
-        for status in ["submitted", "fee_capped"] {
-            open += svc.transactions_with_status(status).await?;
-        }
-        anyhow::Ok(open)
-    };
-    // Whatever is still open then is counted below.
+    // Every record final, or the settling time spent; whatever is still open then is
+    // counted below.
     poll_until_within("every record to be final", SETTLE, || async {
-        Ok((open().await? == 0).then_some(()))
+        Ok((svc.open_transactions().await? == 0).then_some(()))
     })
     .await
     .ok();
