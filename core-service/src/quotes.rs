@@ -89,34 +89,40 @@ impl Quotes {
                 })?;
                 let aggregator = self.aggregators.evm(id)?;
                 let owner = req.from.as_ref().and_then(WalletAddress::evm);
-                let approval = async {
-                    match owner {
-                        Some(owner) if pair.src != NATIVE_TOKEN => {
-                            let spender = aggregator.spender(id).await?;
-                            if !self.trade.evm_routers(id.get()).contains(&spender) {
-                                return Err(WalletOpsError::QuoteFailed(format!(
-                                    "the aggregator names {spender} as its router, which is neither a built-in router of this chain (1inch v6) nor on trade.evm.allowed_routers: it is not shown as a spender to approve"
-                                )));
-                            }
-                            let client = self.evm_clients.get(&req.chain)?;
-                            let allowance = client
-                                .allowance(pair.src, owner, spender)
-                                .await?
-                                .unwrap_or(U256::ZERO);
-                            Ok::<_, WalletOpsError>(Some(Approval {
-                                needed: allowance < pair.amount,
-                                spender,
-                            }))
-                        }
-                        _ => Ok(None),
+                let owner = owner.filter(|_| pair.src != NATIVE_TOKEN);
+                let spender = async {
+                    if owner.is_none() {
+                        return Ok(None);
                     }
+                    let spender = aggregator.spender(id).await?;
+                    if !self.trade.evm_routers(id.get()).contains(&spender) {
+                        return Err(WalletOpsError::QuoteFailed(format!(
+                            "the aggregator names {spender} as its router, which is neither a built-in router of this chain (1inch v6) nor on trade.evm.allowed_routers: it is not shown as a spender to approve"
+                        )));
+                    }
+                    Ok(Some(spender))
                 };
                 let priced = async { Ok::<_, WalletOpsError>(aggregator.quote(id, pair).await?) };
-                // Both asked at once, but a router that may not be shown as a spender is the
-                // answer whatever the price says: the same refusal every time.
-                let (quote, approval) = futures::join!(priced, approval);
-                let approval = approval?;
+                // The price and the spender asked at once; a router that may not be shown as a
+                // spender is the answer whatever the price says (the same refusal every time),
+                // and a refused price does not wait for the allowance's read.
+                let (quote, spender) = futures::join!(priced, spender);
+                let spender = spender?;
                 let quote = quote?;
+                let approval = match (owner, spender) {
+                    (Some(owner), Some(spender)) => {
+                        let client = self.evm_clients.get(&req.chain)?;
+                        let allowance = client
+                            .allowance(pair.src, owner, spender)
+                            .await?
+                            .unwrap_or(U256::ZERO);
+                        Some(Approval {
+                            needed: allowance < pair.amount,
+                            spender,
+                        })
+                    }
+                    _ => None,
+                };
                 Ok(Quote {
                     src_amount: pair.amount.to_string(),
                     dst_amount: quote.dst_amount.to_string(),
