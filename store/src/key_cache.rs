@@ -1,7 +1,11 @@
 //! API keys and wallets held in memory for reads, and how a core hears that a key or a
 //! wallet changed anywhere: the `key_changes` triggers on `api_keys` and `wallets` (see their
 //! migrations) notify channel `walletops_keys` on PostgreSQL, which the core listens on; a
-//! SQLite core reads the row's version every `POLL`. A key or wallet changed through this
+//! SQLite core reads the row's version every `POLL`. A PostgreSQL core reads it too, every
+//! `PG_POLL`, through its pool: a listening connection that goes silent (no reset, no
+//! notification) cannot keep a revoked key held. A version that moved drops everything
+//! held; one that moved with no notification heard by the next read marks the channel lost,
+//! and the core listens again on a new connection. A key or wallet changed through this
 //! store is dropped at once, after its transaction commits.
 //!
 //! What is held is used only while the core hears of changes (`live`): from the moment the
@@ -25,6 +29,8 @@ const CHANNEL: &str = "walletops_keys";
 /// How often a SQLite core reads the version (a change must reach it within a second; each
 /// read is CPU an idle service spends), and the pause before listening again on PostgreSQL.
 const POLL: Duration = Duration::from_millis(500);
+/// How often a PostgreSQL core reads the version beside its listening connection.
+const PG_POLL: Duration = Duration::from_secs(1);
 /// What the listening connection calls itself (`pg_stat_activity.application_name`, set
 /// in `listen`).
 pub const LISTENER_NAME: &str = "walletops-key-changes";
@@ -152,16 +158,14 @@ impl Store {
                 Ok::<_, sea_orm::sqlx::Error>(listener)
             };
             match listening.await {
-                Ok(mut listener) => {
+                Ok(listener) => {
                     self.keys.set_live(true);
                     on_state(true);
-                    // `None`: the connection was lost, and notifications with it.
-                    while let Ok(Some(_)) = listener.try_recv().await {
-                        self.keys.drop_all();
-                    }
+                    let why = self.hear(listener).await;
                     self.keys.set_live(false);
                     on_state(false);
                     tracing::warn!(
+                        why,
                         "lost the key-change channel: keys are read from the database until it is back"
                     );
                 }
@@ -171,17 +175,62 @@ impl Store {
         }
     }
 
-    async fn poll(&self, on_state: &(dyn Fn(bool) + Send + Sync)) {
+    /// Drops what is held on each notification of `listener`, and on each move of the
+    /// version read every `PG_POLL`, until the channel is lost: why.
+    async fn hear(&self, mut listener: PgListener) -> &'static str {
+        let mut tick = tokio::time::interval(PG_POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut seen = self.version().await;
+        // Notifications since the last read, and whether the last read saw the version move
+        // without one.
+        let (mut heard, mut unheard_move) = (false, false);
+        loop {
+            tokio::select! {
+                notified = listener.try_recv() => match notified {
+                    Ok(Some(_)) => {
+                        heard = true;
+                        self.keys.drop_all();
+                    }
+                    // `None`: the connection was lost, and notifications with it.
+                    _ => return "the listening connection was lost",
+                },
+                _ = tick.tick() => {
+                    let Some(version) = self.version().await else {
+                        return "the version is unreadable";
+                    };
+                    let moved = seen.is_some_and(|s| s != version);
+                    if moved {
+                        self.keys.drop_all();
+                    }
+                    // A move may be read just before its notification arrives: the channel
+                    // is lost when none came by the next read either.
+                    if unheard_move && !heard {
+                        return "the version moved without a notification";
+                    }
+                    unheard_move = moved && !heard;
+                    heard = false;
+                    seen = Some(version);
+                }
+            }
+        }
+    }
+
+    /// The key-change version, `None` when it cannot be read.
+    async fn version(&self) -> Option<i64> {
         let read = Statement::from_string(
             self.sea().get_database_backend(),
             "SELECT version FROM key_changes WHERE id = 1",
         );
+        match self.sea().query_one_raw(read).await {
+            Ok(Some(row)) => row.try_get::<i64>("", "version").ok(),
+            _ => None,
+        }
+    }
+
+    async fn poll(&self, on_state: &(dyn Fn(bool) + Send + Sync)) {
         let mut seen: Option<i64> = None;
         loop {
-            let version = match self.sea().query_one_raw(read.clone()).await {
-                Ok(Some(row)) => row.try_get::<i64>("", "version").ok(),
-                _ => None,
-            };
+            let version = self.version().await;
             match (seen, version) {
                 (None, Some(_)) => {
                     self.keys.set_live(true);

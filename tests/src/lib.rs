@@ -9,6 +9,7 @@
 //! - `wait`: waiting on a condition, under one timeout.
 //! - `anvil` and `gateway`: a real EVM node, and a JSON-RPC gateway in front of it;
 //!   `solana_node`: a Solana node behind the real JSON-RPC shapes.
+//! - `silencer`: a TCP proxy that makes chosen connections go silent.
 //! - `webhooks`: a receiver that verifies Standard Webhooks signatures; `mcp`: an MCP
 //!   client.
 
@@ -24,6 +25,7 @@ pub mod metrics;
 mod paths;
 mod rest;
 mod service;
+pub mod silencer;
 pub mod softhsm;
 pub mod solana_node;
 mod store;

@@ -377,6 +377,13 @@ impl Service {
         launch(cmd, &SERVING).await
     }
 
+    /// `sibling`, reaching the database at `database_url` (the same database through a
+    /// proxy, say).
+    pub async fn sibling_over(&self, database_url: &str) -> anyhow::Result<Launched> {
+        let cmd = serve_command(self.data_dir.path(), Some(database_url), &self.options)?;
+        launch(cmd, &SERVING).await
+    }
+
     /// Stops the service now.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         self.child.kill().await?;

@@ -13,7 +13,7 @@ use walletops_proto::v1::{
 };
 use walletops_tests::{
     Backend, Options, Rest, Service, anvil::Anvil, as_admin, metrics, on_both_backends, poll_until,
-    poll_until_within, with_key,
+    poll_until_within, silencer::Silencer, with_key,
 };
 
 /// The wallet whose balances `api`'s balance read on the node lists.
@@ -140,6 +140,70 @@ async fn a_revocation_reaches_every_core_within_a_second() {
     }
 }
 
+/// A listening connection that goes silent (no reset, no notification: a route dropped
+/// under it) cannot keep a revoked key held: each core reads the key-change version every
+/// second through its pool, and a version that moved without a notification marks the
+/// channel lost. Two cores whose listeners are silenced refuse a key revoked elsewhere
+/// within two seconds, and listen again on new connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_listener_cannot_keep_a_revoked_key_held() {
+    let run = async {
+        let svc = Service::start(Backend::Postgres).await?;
+        let url = reqwest::Url::parse(svc.database_url().expect("a PostgreSQL URL"))?;
+        let server = tokio::net::lookup_host((
+            url.host_str().unwrap_or("127.0.0.1"),
+            url.port().unwrap_or(5432),
+        ))
+        .await?
+        .next()
+        .expect("the server's address");
+        // The listening connection names itself so (`walletops_store::LISTENER_NAME`).
+        let silencer = Silencer::start(server, b"walletops-key-changes").await?;
+        let mut via = url.clone();
+        via.set_host(Some("127.0.0.1"))?;
+        via.set_port(Some(silencer.addr().port()))
+            .map_err(|()| anyhow::anyhow!("no port"))?;
+        // In plain text, for the proxy to see which connection listens.
+        via.query_pairs_mut().append_pair("sslmode", "disable");
+        let cores = [
+            svc.sibling_over(via.as_str()).await?,
+            svc.sibling_over(via.as_str()).await?,
+        ];
+        poll_until("both cores to listen through the proxy", || async {
+            Ok((silencer.marked() >= 2).then_some(()))
+        })
+        .await?;
+        let key = svc.create_key("held").await?;
+        let apis: Vec<Rest> = cores
+            .iter()
+            .map(|c| Ok(Rest::new(&c.http()?, &key)))
+            .collect::<anyhow::Result<_>>()?;
+        for api in &apis {
+            for _ in 0..2 {
+                assert_eq!(api.get("/wallets").await?.status, 200, "the key reads");
+            }
+        }
+        silencer.silence();
+        revoke_on(&svc, &key).await?;
+        for api in &apis {
+            poll_until_within(
+                "a core with a silent listener to refuse the revoked key",
+                std::time::Duration::from_secs(2),
+                || async { Ok((api.get("/wallets").await?.status == 401).then_some(())) },
+            )
+            .await?;
+        }
+        poll_until("both cores to listen again on new connections", || async {
+            Ok((silencer.marked() >= 4).then_some(()))
+        })
+        .await?;
+        anyhow::Ok(())
+    };
+    if let Err(e) = run.await {
+        panic!("{e:?}");
+    }
+}
+
 async fn a_change_made_outside_the_core_reaches_it_within_a_second(
     b: Backend,
 ) -> anyhow::Result<()> {
@@ -151,13 +215,7 @@ async fn a_change_made_outside_the_core_reaches_it_within_a_second(
     api.wait_refused("a key revoked by the CLI").await?;
     // Moved past its expiry by an operator's SQL.
     let (key, api) = key_read_on(&svc, &svc.rest(&svc.api_key), "by hand").await?;
-    svc.database()
-        .await?
-        .execute_unprepared(&format!(
-            "UPDATE api_keys SET expires_at = '2020-01-01T00:00:00Z' WHERE prefix = '{}'",
-            &key[5..9]
-        ))
-        .await?;
+    svc.expire_key(&key[5..9]).await?;
     api.wait_refused("a key expired by hand").await?;
     Ok(())
 }
