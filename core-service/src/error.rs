@@ -281,6 +281,9 @@ impl From<walletops_store::StoreError> for WalletOpsError {
                 "that provider user is linked to another user already",
             ),
             E::Full(max) => Self::Forbidden(format!("at most {max} may be held: remove one first")),
+            E::LineFull(max) => Self::Forbidden(format!(
+                "a key line may hold at most {max} active keys besides its first key; revoke one of the keys made from it first"
+            )),
             E::MakerInactive => Self::Unauthorized("key revoked or expired"),
             E::NotInLine => Self::Forbidden(
                 "an API key may revoke only itself and the keys made with it (and theirs); the dashboard and the CLI revoke any"

@@ -81,6 +81,9 @@ pub(crate) async fn key_active<C: ConnectionTrait>(
         .is_some())
 }
 
+/// Active keys a line may hold besides its first.
+pub(crate) const MAX_IN_LINE: u64 = 3;
+
 impl Store {
     /// How many lines of keys `user_id` has with an active key at `now` (a key and the keys
     /// made from it are one line).
@@ -96,8 +99,10 @@ impl Store {
         Ok(lines.len() as u64)
     }
 
-    /// Stores `key` unless its owner already has `max_active` active keys (`Full`), or its
-    /// maker was revoked or expired meanwhile (`MakerInactive`).
+    /// Stores `key` unless its owner already has `max_active` active keys (`Full`), its
+    /// limited maker's line `MAX_IN_LINE` active keys besides its first (`LineFull`: a
+    /// limited key, an agent's, cannot spread itself over many keys, each with its own share
+    /// of the rate budget), or its maker was revoked or expired meanwhile (`MakerInactive`).
     /// `Ok(None)` means the prefix is taken: the caller draws a new key and tries again.
     ///
     /// The count and the insert run in one transaction that first writes the owner's row, so
@@ -130,6 +135,16 @@ impl Store {
             .await?;
         if active >= max_active {
             return Err(StoreError::Full(max_active));
+        }
+        if let Some(maker) = maker.as_ref().filter(|m| m.limited) {
+            let in_line = api_keys::Entity::find()
+                .filter(api_keys::Column::LineageId.eq(super::lineage::lineage_of(maker)))
+                .filter(active_at(now))
+                .count(&txn)
+                .await?;
+            if in_line >= MAX_IN_LINE {
+                return Err(StoreError::LineFull(MAX_IN_LINE));
+            }
         }
         let row = api_keys::ActiveModel {
             id: Set(Uuid::now_v7()),

@@ -26,6 +26,10 @@ pub enum StoreError {
     /// The owner already holds the most rows of this kind the caller allows.
     #[error("at most {0} may be held")]
     Full(u64),
+    /// The line of the key that makes a new key holds the most active keys besides its
+    /// first that the caller allows.
+    #[error("a key line may hold at most {0} active keys besides its first")]
+    LineFull(u64),
     /// The key that makes a new key was revoked or expired meanwhile.
     #[error("the making key is revoked or expired")]
     MakerInactive,

@@ -57,7 +57,6 @@ async fn keys_are_read_only_from_the_x_api_key_header(b: Backend) -> anyhow::Res
 }
 
 async fn expired_keys_are_unauthorized_but_stay_listed(b: Backend) -> anyhow::Result<()> {
-    use sea_orm::ConnectionTrait;
     let svc = Service::start(b).await?;
     let out = svc
         .cli(&["keys", "create", "--name", "short-lived", "--expires", "7d"])
@@ -66,12 +65,7 @@ async fn expired_keys_are_unauthorized_but_stay_listed(b: Backend) -> anyhow::Re
     assert_eq!(svc.rest(&short).get("/wallets").await?.status, 200);
     // Move the key's expiry into the past, as seven days would.
     let prefix = &short[5..9];
-    svc.database()
-        .await?
-        .execute_unprepared(&format!(
-            "UPDATE api_keys SET expires_at = '2020-01-01T00:00:00Z' WHERE prefix = '{prefix}'"
-        ))
-        .await?;
+    svc.expire_key(prefix).await?;
     let api = svc.rest(&short);
     api.wait_refused("the expired key to be refused").await?;
     api.get("/wallets")

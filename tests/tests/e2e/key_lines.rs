@@ -10,6 +10,17 @@ use walletops_tests::{Backend, anvil::KeyedWallet, on_both_backends, with_key};
 const RECIPIENT: &str = "0x1111111111111111111111111111111111111111";
 const STRANGER: &str = "0x5555555555555555555555555555555555555555";
 
+/// A request, made with key `by`, for a new key.
+fn spawn(by: &str) -> anyhow::Result<tonic::Request<pb::CreateApiKeyRequest>> {
+    with_key(
+        pb::CreateApiKeyRequest {
+            name: "spawn".to_owned(),
+            ..Default::default()
+        },
+        by,
+    )
+}
+
 fn pay(to: &str, amount: &str) -> serde_json::Value {
     json!({"chain": "anvil", "to": to, "asset": "native", "amount": amount})
 }
@@ -34,18 +45,9 @@ async fn a_key_made_with_a_limited_key_is_held_as_its_maker(b: Backend) -> anyho
     svc.allow_key(&prefix, &["--chain", "anvil", "--recipient", RECIPIENT])
         .await?;
     let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
-    let make = |by: &str| {
-        with_key(
-            pb::CreateApiKeyRequest {
-                name: "spawn".to_owned(),
-                ..Default::default()
-            },
-            by,
-        )
-    };
-    let child = keys.create_api_key(make(&key)?).await?.into_inner();
+    let child = keys.create_api_key(spawn(&key)?).await?.into_inner();
     let grandchild = keys
-        .create_api_key(make(&child.secret)?)
+        .create_api_key(spawn(&child.secret)?)
         .await?
         .into_inner();
     // Listed with its maker and what it was born with.
@@ -119,4 +121,41 @@ async fn a_key_made_with_a_limited_key_is_held_as_its_maker(b: Backend) -> anyho
     Ok(())
 }
 
-on_both_backends!(a_key_made_with_a_limited_key_is_held_as_its_maker);
+/// A limited key (an agent's) cannot spread itself over many keys, each with its share of
+/// the rate budget: its line holds at most three active keys besides its first, however
+/// deep they were made. A key of the line revoked leaves room for another; the owner's own
+/// key, unlimited, is held only to the ten keys of a user.
+async fn a_key_line_holds_at_most_three_keys_besides_its_first(b: Backend) -> anyhow::Result<()> {
+    let svc = walletops_tests::Service::start(b).await?;
+    let first = svc.create_key("first of its line").await?;
+    let prefix = first.split('_').nth(1).unwrap_or_default().to_owned();
+    svc.limit_key(&prefix, &["--chain", "ethereum", "--max-per-tx", "1"])
+        .await?;
+    let mut keys = ApiKeyServiceClient::new(svc.channel().await?);
+    let child = keys.create_api_key(spawn(&first)?).await?.into_inner();
+    let grandchild = keys
+        .create_api_key(spawn(&child.secret)?)
+        .await?
+        .into_inner();
+    keys.create_api_key(spawn(&first)?).await?;
+    for by in [&first, &grandchild.secret] {
+        let refused = keys
+            .create_api_key(spawn(by)?)
+            .await
+            .expect_err("a fourth key in the line");
+        assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused:?}");
+        assert!(refused.message().contains("at most 3"), "{refused:?}");
+    }
+    let id = grandchild.api_key.map(|k| k.id).unwrap_or_default();
+    keys.revoke_api_key(with_key(pb::RevokeApiKeyRequest { id }, &first)?)
+        .await?;
+    keys.create_api_key(spawn(&child.secret)?).await?;
+    // Another line, the owner's, is not held to this one's.
+    keys.create_api_key(spawn(&svc.api_key)?).await?;
+    Ok(())
+}
+
+on_both_backends!(
+    a_key_made_with_a_limited_key_is_held_as_its_maker,
+    a_key_line_holds_at_most_three_keys_besides_its_first,
+);
