@@ -55,7 +55,7 @@ fn clipped(error: &str) -> String {
 
 impl Store {
     /// Leases to `owner` until `until` up to `limit` pending deliveries due at `now` whose
-    /// lease is free, of enabled endpoints, none held back by an earlier pending delivery of
+    /// lease is free, of enabled endpoints (whose key, if a key made them, has not expired), none held back by an earlier pending delivery of
     /// its transaction to its endpoint, and none that would put more than `per_endpoint` of
     /// an endpoint's deliveries in flight (leased by any core, lease not run out). Taken
     /// round-robin: every endpoint's oldest due delivery, then every endpoint's second, and so
@@ -85,7 +85,9 @@ impl Store {
                              ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.event_seq) AS turn \
                            FROM webhook_deliveries d \
                            JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.disabled_at IS NULL \
+                           LEFT JOIN api_keys k ON k.id = w.created_by_key \
                            WHERE d.state = 'pending' AND d.next_attempt_at <= {now_at} \
+                             AND (k.expires_at IS NULL OR k.expires_at > {now_at}) \
                              AND (d.lease_until IS NULL OR d.lease_until < {now_at}) \
                              AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e \
                                  WHERE e.endpoint_id = d.endpoint_id \

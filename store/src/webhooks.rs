@@ -8,14 +8,18 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect, sea_query::Expr,
+    ActiveValue::Set,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect,
+    sea_query::{Expr, Query},
 };
 use uuid::Uuid;
 
 use super::{
     Store,
-    entities::{transaction_events as events, webhook_deliveries as deliveries, webhook_endpoints},
+    entities::{
+        api_keys, transaction_events as events, webhook_deliveries as deliveries, webhook_endpoints,
+    },
 };
 use crate::error::{Result, StoreError};
 use walletops_domain::{
@@ -254,9 +258,25 @@ impl Store {
         let mut endpoints: HashMap<Uuid, Vec<WebhookEndpoint>> = HashMap::new();
         // A disabled endpoint gets no new deliveries: were it enabled later, it would not be
         // flooded with what happened meanwhile (to a receiver a leaked key pointed there).
+        // Nor does one whose key expired: an expired key acts no more, through its
+        // endpoints neither.
+        let live_keys = Query::select()
+            .column(api_keys::Column::Id)
+            .from(api_keys::Entity)
+            .cond_where(
+                Condition::any()
+                    .add(api_keys::Column::ExpiresAt.is_null())
+                    .add(api_keys::Column::ExpiresAt.gt(Utc::now())),
+            )
+            .to_owned();
         for m in webhook_endpoints::Entity::find()
             .filter(webhook_endpoints::Column::UserId.is_in(users))
             .filter(webhook_endpoints::Column::DisabledAt.is_null())
+            .filter(
+                Condition::any()
+                    .add(webhook_endpoints::Column::CreatedByKey.is_null())
+                    .add(webhook_endpoints::Column::CreatedByKey.in_subquery(live_keys)),
+            )
             .all(conn)
             .await?
         {

@@ -31,6 +31,17 @@ impl Service {
         Ok(Database::connect(options).await?)
     }
 
+    /// Moves the key of `prefix` past its expiry, as an operator's SQL would.
+    pub async fn expire_key(&self, prefix: &str) -> anyhow::Result<()> {
+        self.database()
+            .await?
+            .execute_unprepared(&format!(
+                "UPDATE api_keys SET expires_at = '2020-01-01T00:00:00Z' WHERE prefix = '{prefix}'"
+            ))
+            .await?;
+        Ok(())
+    }
+
     /// How many transaction records the service has stored, whatever their state.
     pub async fn stored_transactions(&self) -> anyhow::Result<i64> {
         self.count_transactions("1 = 1").await

@@ -200,4 +200,44 @@ async fn revoking_a_key_disables_its_webhooks(b: Backend) -> anyhow::Result<()> 
     Ok(())
 }
 
-on_both_backends!(revoking_a_key_disables_its_webhooks);
+/// An expired key acts no more, through its endpoints neither: once the key that
+/// registered an endpoint has expired, no delivery reaches it, new or pending, while the
+/// owner's own endpoint gets every event.
+async fn an_expired_keys_webhooks_stop_delivering(b: Backend) -> anyhow::Result<()> {
+    let (_anvil, svc) = funded(b, &[]).await?;
+    let api = svc.rest(&svc.api_key);
+    let key = svc.create_key("short-lived").await?;
+    let hook = Receiver::start().await?;
+    hook.register(&api.with_key(&key), &[]).await?;
+    let control = Receiver::start().await?;
+    control.register(&api, &[]).await?;
+    let first = send(&api).await?;
+    let first_only = [first.clone()];
+    hook.wait_until("the first payment's events at the key's endpoint", |r| {
+        all_settled(r, &first_only)
+    })
+    .await?;
+    // Expired by the clock (moved past it by hand, as an operator's SQL would).
+    svc.expire_key(&key[5..9]).await?;
+    let at_expiry = hook.received().len();
+    let second = send(&api).await?;
+    let both = [first, second.clone()];
+    control
+        .wait_until("both payments' events at the owner's endpoint", |r| {
+            all_settled(r, &both)
+        })
+        .await?;
+    let received = hook.received();
+    assert_eq!(
+        received.len(),
+        at_expiry,
+        "deliveries went on after the key expired"
+    );
+    assert!(received.iter().all(|d| d.transaction() != second));
+    Ok(())
+}
+
+on_both_backends!(
+    revoking_a_key_disables_its_webhooks,
+    an_expired_keys_webhooks_stop_delivering,
+);
