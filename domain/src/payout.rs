@@ -90,6 +90,9 @@ pub struct Payout {
     pub created_at: DateTime<Utc>,
     /// When every item became final.
     pub completed_at: Option<DateTime<Utc>>,
+    /// The lamports a Solana payout pays as the rent of its recipients' new token accounts,
+    /// as counted when it was checked; `None` when read back (the accounts may exist by now).
+    pub rent: Option<u64>,
 }
 
 /// Where a payout's item stands, as the API tells it.

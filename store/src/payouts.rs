@@ -90,6 +90,7 @@ fn payout_of(p: payouts::Model, rows: Vec<items::Model>) -> Result<Payout> {
         })
         .collect::<Result<_>>()?;
     Ok(Payout {
+        rent: None,
         id: p.id,
         user_id: p.user_id,
         key_id: p.key_id,
@@ -422,6 +423,7 @@ mod tests {
 
     fn payout(user: Uuid, key: Uuid, amount: &str) -> Payout {
         Payout {
+            rent: None,
             id: Uuid::now_v7(),
             user_id: user,
             key_id: None,

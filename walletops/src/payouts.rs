@@ -50,9 +50,16 @@ pub(crate) async fn payouts(config: Config, command: PayoutsCommand) -> anyhow::
                 .create_owner_payout(user.id, (!check).then_some(key), req)
                 .await
                 .map_err(rows_named)?;
+            let rent = payout
+                .rent
+                .filter(|r| *r > 0)
+                .map(|r| {
+                    format!(" It pays {r} lamports of rent for recipients' new token accounts.")
+                })
+                .unwrap_or_default();
             if check {
                 println!(
-                    "Checked: {} items from {} on {}; nothing stored.",
+                    "Checked: {} items from {} on {}; nothing stored.{rent}",
                     payout.items.len(),
                     payout.from,
                     payout.chain

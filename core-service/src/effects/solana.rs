@@ -58,7 +58,7 @@ pub enum Op {
         new: Pubkey,
         /// What `from` gives it.
         lamports: u64,
-        /// Its size in bytes, whose rent `lamports` pays.
+        /// Its size in bytes.
         space: u64,
         /// The program that owns it from now on.
         owner: Pubkey,
@@ -145,13 +145,6 @@ pub enum Op {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Unreadable(pub String);
-
-/// The default rent-exempt minimum of an account of `space` bytes: 3 480 lamports per
-/// byte-year, two years, over its data and 128 bytes of metadata. A lower rent on the
-/// chain only makes more of a deposit count as an outflow.
-fn rent_exempt(space: u64) -> u64 {
-    space.saturating_add(128).saturating_mul(3_480 * 2)
-}
 
 /// The effects on `wallet` of the executed `ops`, given the pre-state of every token
 /// account they name (`accounts`).
@@ -283,22 +276,17 @@ impl View<'_> {
                 from,
                 new,
                 lamports,
-                space,
+                space: _,
                 owner,
             } => {
                 if new == self.wallet && owner != SYSTEM {
                     // A prefunded creation of the wallet hands it over like `Assign`.
                     Self::grant(GrantKind::Authority, Asset::Native, sol(owner), fx);
                 }
-                // The rent of a token account (most often a payee's associated one) is the
-                // network's cost of paying there, like the fee; lamports past it would be
-                // wrapped SOL or go with the account to whoever closes it.
-                let given = if owner == TOKEN || owner == TOKEN_2022 {
-                    lamports.saturating_sub(rent_exempt(space))
-                } else {
-                    lamports
-                };
-                self.flow(Asset::Native, (from, new), given, fx);
+                // Every lamport given leaves with the account: its rent goes to whoever
+                // closes it (a token account's owner, a payee's associated one included),
+                // so a key with no SOL to move cannot fund accounts for others.
+                self.flow(Asset::Native, (from, new), lamports, fx);
             }
             Op::Assign { account, owner } if account == self.wallet && owner != SYSTEM => {
                 Self::grant(GrantKind::Authority, Asset::Native, sol(owner), fx);

@@ -90,6 +90,7 @@ pub(crate) fn described(
         completed_at: payout.completed_at.map(timestamp),
         item_count,
         transaction_count: u32::try_from(transactions.len()).unwrap_or(u32::MAX),
+        rent: payout.rent.map(|r| r.to_string()),
     }
 }
 

@@ -20,7 +20,7 @@ use super::{BroadcastLog, handed_over};
 use crate::{
     chains::{
         Chain, MAX_UNITS, SolanaFees,
-        solana::{SendOutcome, SolanaClient, SolanaClients},
+        solana::{MintInfo, SendOutcome, SolanaClient, SolanaClients},
         with_budget, writable,
     },
     effects::Foreseen,
@@ -122,6 +122,83 @@ impl SolanaPipeline {
         self.clients.get(chain)
     }
 
+    /// The lamports `payees`' new token accounts of `mint` (whose program `info` names)
+    /// take as rent, the sender paying: each payee without its associated account, once.
+    pub async fn rent_for(
+        &self,
+        client: &SolanaClient,
+        mint: Pubkey,
+        info: &MintInfo,
+        payees: &[Pubkey],
+    ) -> Result<u64> {
+        let mut accounts: Vec<Pubkey> = payees
+            .iter()
+            .map(|to| get_associated_token_address_with_program_id(to, &mint, &info.program))
+            .collect();
+        accounts.sort_unstable();
+        accounts.dedup();
+        let new = client.missing(&accounts).await?;
+        if new == 0 {
+            return Ok(0);
+        }
+        Ok(client
+            .rent_exempt(token_account_len(&info.program)?)
+            .await?
+            .saturating_mul(new))
+    }
+
+    /// The instructions of `intent`'s token transfers of `mint` from `from` (the wallet at
+    /// `address`), and the rent its payees' new token accounts take: the mint read, the
+    /// wallet's holding of it checked against the total.
+    async fn spl_instructions(
+        &self,
+        client: &SolanaClient,
+        chain: &Chain,
+        (from, address): (&Pubkey, &WalletAddress),
+        mint: Pubkey,
+        intent: &SolanaIntent,
+    ) -> Result<(Vec<solana_message::Instruction>, u64)> {
+        let total = intent.total();
+        let info = client
+            .mints(&[mint])
+            .await?
+            .into_iter()
+            .next()
+            .flatten()
+            .ok_or_else(|| {
+                WalletOpsError::invalid(
+                    "token",
+                    format!(
+                        "{mint} is not an SPL Token or Token-2022 mint on {}",
+                        chain.slug()
+                    ),
+                )
+            })?;
+        let held = client
+            .holdings(from)
+            .await?
+            .into_iter()
+            .find(|h| h.mint == mint)
+            .map_or(0, |h| h.amount);
+        if held < total {
+            return Err(WalletOpsError::InsufficientFunds(format!(
+                "wallet {address} holds {held} of {mint}, less than {total}"
+            )));
+        }
+        // A new recipient account is paid by the sender: it needs its rent too.
+        let payees: Vec<Pubkey> = intent.legs.iter().map(|l| l.to).collect();
+        let rent = self.rent_for(client, mint, &info, &payees).await?;
+        let spl = super::packs::Spl {
+            mint,
+            program: info.program,
+            decimals: info.decimals,
+        };
+        Ok((
+            super::packs::instructions(from, Some(spl), &intent.legs)?,
+            rent,
+        ))
+    }
+
     /// Prepares `intent` from `wallet` on `chain`: builds the transfer and checks the funds
     /// it needs. Nothing is signed or stored.
     pub async fn prepare(
@@ -143,61 +220,8 @@ impl SolanaPipeline {
         let (mut instructions, rent) = match intent.mint {
             None => (super::packs::instructions(&from, None, &intent.legs)?, 0),
             Some(mint) => {
-                let info = client
-                    .mints(&[mint])
+                self.spl_instructions(&client, chain, (&from, &w.address), mint, &intent)
                     .await?
-                    .into_iter()
-                    .next()
-                    .flatten()
-                    .ok_or_else(|| {
-                        WalletOpsError::invalid(
-                            "token",
-                            format!(
-                                "{mint} is not an SPL Token or Token-2022 mint on {}",
-                                chain.slug()
-                            ),
-                        )
-                    })?;
-                let held = client
-                    .holdings(&from)
-                    .await?
-                    .into_iter()
-                    .find(|h| h.mint == mint)
-                    .map_or(0, |h| h.amount);
-                if held < total {
-                    return Err(WalletOpsError::InsufficientFunds(format!(
-                        "wallet {} holds {held} of {mint}, less than {total}",
-                        w.address
-                    )));
-                }
-                // A new recipient account is paid by the sender: it needs its rent too.
-                let mut new_accounts = 0u64;
-                let mut seen = Vec::with_capacity(intent.legs.len());
-                for leg in &intent.legs {
-                    let dest =
-                        get_associated_token_address_with_program_id(&leg.to, &mint, &info.program);
-                    if !seen.contains(&dest) && !client.exists(&dest).await? {
-                        new_accounts += 1;
-                    }
-                    seen.push(dest);
-                }
-                let rent = if new_accounts == 0 {
-                    0
-                } else {
-                    client
-                        .rent_exempt(token_account_len(&info.program)?)
-                        .await?
-                        .saturating_mul(new_accounts)
-                };
-                let spl = super::packs::Spl {
-                    mint,
-                    program: info.program,
-                    decimals: info.decimals,
-                };
-                (
-                    super::packs::instructions(&from, Some(spl), &intent.legs)?,
-                    rent,
-                )
             }
         };
         let token = intent.mint;
@@ -240,13 +264,16 @@ impl SolanaPipeline {
             Some(&from),
             &blockhash,
         );
-        let (effects, consumed) = client.simulate(&from, &unsigned(&probe)).await?;
+        let (_, consumed) = client.simulate(&from, &unsigned(&probe)).await?;
         let limit = consumed.map_or(MAX_UNITS, |units| fees.limit(units));
         let message = Message::new_with_blockhash(
             &with_budget(&instructions, limit, price),
             Some(&from),
             &blockhash,
         );
+        // The effects are those of the very message that is signed, its compute budget
+        // included: a program cannot show the probe one thing and the signed message another.
+        let (effects, _) = client.simulate(&from, &unsigned(&message)).await?;
         let fee = base_fee.saturating_add(SolanaFees::priority_lamports(price, limit));
         if let Some(refusal) = short(fee) {
             return Err(refusal);

@@ -1,5 +1,7 @@
 //! What a payout is checked against before it is stored: the wallet's funds and the
-//! spend limits of the key that makes it, for every item and for the items' total.
+//! spend limits of the key that makes it, for every item and for the items' total. On
+//! Solana the rent of the recipients' new token accounts is SOL the payout sends (it goes
+//! to whoever may close them): counted in the funds and against the key's SOL limit.
 
 use alloy::primitives::U256;
 
@@ -10,6 +12,7 @@ use crate::{
     limits::{over_budget, over_per_write},
     requests::{Transfer, payouts::PayoutRequest},
 };
+use solana_pubkey::Pubkey;
 use walletops_domain::WalletAddress;
 
 /// What one item moves: its token (`None`: the native coin) and amount.
@@ -22,11 +25,17 @@ fn moved(transfer: &Transfer) -> (Option<WalletAddress>, U256) {
     }
 }
 
-/// What `parsed`'s items move together, per asset (a payout moves few assets).
-fn totals(parsed: &PayoutRequest) -> Vec<(Option<WalletAddress>, U256)> {
+/// What `parsed`'s items move together, per asset (a payout moves few assets), the native
+/// coin counting `rent` too.
+fn totals(parsed: &PayoutRequest, rent: u64) -> Vec<(Option<WalletAddress>, U256)> {
     let mut totals: Vec<(Option<WalletAddress>, U256)> = Vec::new();
-    for (_, send, _) in &parsed.items {
-        let (token, amount) = moved(&send.transfer);
+    let rent = (rent > 0).then(|| (None, U256::from(rent)));
+    for (token, amount) in parsed
+        .items
+        .iter()
+        .map(|(_, send, _)| moved(&send.transfer))
+        .chain(rent)
+    {
         match totals.iter_mut().find(|(t, _)| *t == token) {
             Some((_, total)) => *total = total.saturating_add(amount),
             None => totals.push((token, amount)),
@@ -36,14 +45,52 @@ fn totals(parsed: &PayoutRequest) -> Vec<(Option<WalletAddress>, U256)> {
 }
 
 impl Core {
-    /// Whether `wallet` holds, per asset, at least what `parsed`'s items move together.
+    /// The lamports a Solana token payout `parsed` pays as the rent of its recipients' new
+    /// token accounts; 0 for any other payout.
+    pub(super) async fn payout_rent(&self, parsed: &PayoutRequest) -> Result<u64> {
+        let chain = &parsed.items[0].1.chain;
+        let mut by_mint: Vec<(Pubkey, Vec<Pubkey>)> = Vec::new();
+        for (_, send, _) in &parsed.items {
+            if let Transfer::Solana {
+                to,
+                mint: Some(mint),
+                ..
+            } = send.transfer
+            {
+                match by_mint.iter_mut().find(|(m, _)| *m == mint) {
+                    Some((_, payees)) => payees.push(to),
+                    None => by_mint.push((mint, vec![to])),
+                }
+            }
+        }
+        if by_mint.is_empty() {
+            return Ok(0);
+        }
+        let solana = &self.transfers.solana;
+        let client = solana.client(chain);
+        let mints: Vec<Pubkey> = by_mint.iter().map(|(m, _)| *m).collect();
+        let infos = client.mints(&mints).await?;
+        let mut rent = 0u64;
+        // A mint that is not one is left to the item's own check, which names it.
+        for ((mint, payees), info) in by_mint.iter().zip(infos) {
+            if let Some(info) = info {
+                let more = solana.rent_for(&client, *mint, &info, payees).await?;
+                rent = rent.saturating_add(more);
+            }
+        }
+        Ok(rent)
+    }
+
+    /// Whether `wallet` holds, per asset, at least what `parsed`'s items move together,
+    /// `rent` lamports besides.
     pub(super) async fn funds_cover(
         &self,
         parsed: &PayoutRequest,
+        rent: u64,
         wallet: &walletops_domain::Wallet,
     ) -> Result<()> {
         let chain = &parsed.items[0].1.chain;
-        let totals = totals(parsed);
+        let totals = totals(parsed, rent);
         let tokens: Vec<WalletAddress> = totals.iter().filter_map(|(t, _)| *t).collect();
         let held = self
             .balances
@@ -82,12 +129,14 @@ impl Core {
     /// stored: an item above the most per write (named `items[i]`), an asset the key has no
     /// limit on, a total above what the 24-hour budget has left, or a total above the key's
     /// approval threshold (each item below it would otherwise pass unapproved: a person
-    /// makes such a payout in the dashboard or on the command line). Each item is judged
-    /// again, on its simulated effects, when it is made.
+    /// makes such a payout in the dashboard or on the command line). The `rent` lamports
+    /// of new token accounts count as SOL sent. Each item is judged again, on its simulated
+    /// effects, when it is made.
     pub(super) async fn within_limits(
         &self,
         caller: &Caller,
         parsed: &PayoutRequest,
+        rent: u64,
     ) -> Result<()> {
         let Some(key_id) = caller.key_id().filter(|_| caller.limited()) else {
             return Ok(());
@@ -96,12 +145,19 @@ impl Core {
         let limits = self.limits.of_key(key_id).await?;
         let standing = |token: Option<&WalletAddress>| {
             let asset = walletops_domain::asset_name(token.copied());
+            let rent = if token.is_none() && rent > 0 {
+                format!(
+                    " (the payout pays {rent} lamports of rent for its recipients' new token accounts)"
+                )
+            } else {
+                String::new()
+            };
             limits
                 .iter()
                 .find(|s| s.limit.chain == chain && s.limit.asset == asset)
                 .ok_or_else(|| {
                     WalletOpsError::Forbidden(format!(
-                        "spend limit: this key moves only assets it has a limit on, and has none on {asset} on {chain}"
+                        "spend limit: this key moves only assets it has a limit on, and has none on {asset} on {chain}{rent}"
                     ))
                 })
         };
@@ -111,7 +167,7 @@ impl Core {
                 return Err(WalletOpsError::Forbidden(format!("items[{i}]: {refusal}")));
             }
         }
-        for (token, total) in totals(parsed) {
+        for (token, total) in totals(parsed, rent) {
             let s = standing(token.as_ref())?;
             if let Some(refusal) = over_budget(&s.limit, s.spent_24h, total) {
                 return Err(WalletOpsError::Forbidden(format!(

@@ -29,7 +29,9 @@ use crate::{
     idempotency::{Canonical, IdempotencyKey, request_hash},
     requests::{Transfer, payouts::PayoutRequest},
 };
-use walletops_domain::{ItemMade, ItemStanding, Payout, PayoutItem, PayoutState, WalletAddress};
+use walletops_domain::{
+    ChainFamily, ItemMade, ItemStanding, Payout, PayoutItem, PayoutState, WalletAddress,
+};
 use walletops_store::PayoutStored;
 
 /// How often running payouts are looked at.
@@ -126,10 +128,12 @@ impl Core {
             )
             .await?;
         let wallet = wallet.wallet().clone();
+        let rent = self.payout_rent(&parsed).await?;
         // The key's limits first: a payout it may not make learns nothing of the balances.
-        self.within_limits(caller, &parsed).await?;
-        self.funds_cover(&parsed, &wallet).await?;
+        self.within_limits(caller, &parsed, rent).await?;
+        self.funds_cover(&parsed, rent, &wallet).await?;
         let mut payout = payout_of(caller, key, req, &parsed, &wallet);
+        payout.rent = (wallet.address.family() == ChainFamily::Solana).then_some(rent);
         if key.is_none() {
             payout.id = Uuid::nil();
         }
@@ -380,6 +384,7 @@ fn payout_of(
         chain: parsed.items[0].1.chain.slug().to_owned(),
         from: wallet.address.to_string(),
         state: PayoutState::Running,
+        rent: None,
         items: parsed
             .items
             .iter()

@@ -114,6 +114,8 @@ struct PayoutsView {
     preview: Option<(Vec<ItemRow>, String)>,
     /// How many items the preview holds.
     preview_count: usize,
+    /// The lamports of rent the previewed payout pays, when any.
+    preview_rent: Option<String>,
 }
 
 #[derive(Template)]
@@ -147,8 +149,12 @@ async fn page(
     status: StatusCode,
     form: UploadForm,
     problems: Vec<String>,
-    preview: Option<(Vec<ItemRow>, String)>,
+    preview: Option<(Vec<ItemRow>, String, Option<String>)>,
 ) -> Page {
+    let (preview, preview_rent) = match preview {
+        Some((rows, key, rent)) => (Some((rows, key)), rent.filter(|r| r != "0")),
+        None => (None, None),
+    };
     let signed = match dashboard.signed(visit).await {
         Ok(s) => s,
         Err(page) => return page,
@@ -173,6 +179,7 @@ async fn page(
                 problems,
                 preview_count: preview.as_ref().map_or(0, |(rows, _)| rows.len()),
                 preview,
+                preview_rent,
             };
             Page::render(status, &view)
         }
@@ -231,7 +238,7 @@ pub(crate) async fn upload(
                 StatusCode::OK,
                 form,
                 Vec::new(),
-                Some((rows, key)),
+                Some((rows, key, payout.rent)),
             )
             .await
         }

@@ -62,6 +62,11 @@ pub struct PayoutJson {
     pub created_at: String,
     /// Completed at.
     pub completed_at: Option<String>,
+    /// Lamports a Solana payout pays as the rent of its recipients' new token accounts
+    /// (SOL it sends, counted against the key's SOL limit): in the answer that creates or
+    /// validates it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rent: Option<String>,
 }
 
 impl From<pb::Payout> for PayoutJson {
@@ -96,6 +101,7 @@ impl From<pb::Payout> for PayoutJson {
                 .collect(),
             created_at: iso_or_empty(p.created_at),
             completed_at: iso(p.completed_at),
+            rent: p.rent,
         }
     }
 }

@@ -281,14 +281,18 @@ impl SolanaClient {
             .collect())
     }
 
-    /// Whether `account` exists.
-    pub async fn exists(&self, account: &Pubkey) -> Result<bool, WalletOpsError> {
-        let found = self
-            .rpc
-            .get_account_with_commitment(account, CommitmentConfig::confirmed())
-            .await
-            .map_err(|e| rpc_failed("read an account", e))?;
-        Ok(found.value.is_some())
+    /// How many of `accounts` do not exist, read 100 at a time with `getMultipleAccounts`.
+    pub async fn missing(&self, accounts: &[Pubkey]) -> Result<u64, WalletOpsError> {
+        let mut missing = 0;
+        for chunk in accounts.chunks(100) {
+            let found = self
+                .rpc
+                .get_multiple_accounts_with_commitment(chunk, CommitmentConfig::confirmed())
+                .await
+                .map_err(|e| rpc_failed("read accounts", e))?;
+            missing += found.value.iter().filter(|a| a.is_none()).count() as u64;
+        }
+        Ok(missing)
     }
 
     /// Lamports that make an account of `len` bytes rent-exempt.

@@ -249,7 +249,8 @@ fn json_parsed_grants_creations_and_harmless_instructions() {
     assert_eq!(ops[7], Op::Harmless);
     assert_eq!(ops[8], Op::Harmless);
     let effects = read(&ops).expect("reads");
-    assert!(effects.outflows.is_empty());
+    // The stranger's new token account: its rent leaves the wallet for the stranger.
+    assert_eq!(effects.outflows, [flow(Asset::Native, STRANGER, RENT)]);
     assert_eq!(
         effects.grants,
         [
@@ -269,9 +270,14 @@ fn json_parsed_grants_creations_and_harmless_instructions() {
 }
 
 #[test]
-fn the_rent_of_a_payees_new_token_account_is_no_outflow_but_what_it_carries_past_it_is() {
+fn the_rent_of_a_new_account_for_another_is_an_outflow_to_its_owner() {
+    // A payee's new associated token account: its rent leaves with it, to the payee who may
+    // close it.
     let mut ops = ata_creation(NEW, MINT, STRANGER);
-    assert_eq!(read(&ops), Ok(Effects::default()));
+    assert_eq!(
+        read(&ops).expect("reads").outflows,
+        [flow(Asset::Native, STRANGER, RENT)]
+    );
     // The account is the stranger's from its initialization on.
     ops.push(transfer_checked(&ATA, &NEW, 11));
     ops.push(op(system::create_account(
@@ -285,16 +291,19 @@ fn the_rent_of_a_payees_new_token_account_is_no_outflow_but_what_it_carries_past
     assert_eq!(
         effects.outflows,
         [
+            flow(Asset::Native, STRANGER, RENT),
             flow(mint(), STRANGER, 11),
-            flow(Asset::Native, UNKNOWN, 500)
+            flow(Asset::Native, UNKNOWN, RENT + 500)
         ]
     );
-    // Any other program's new account is paid for in full.
+    // Any other program's new account is paid for in full; the wallet's own costs nothing.
     let other = read(&[op(system::create_account(&WALLET, &NEW, 900, 10, &PROGRAM))]);
     assert_eq!(
         other.expect("reads").outflows,
         [flow(Asset::Native, NEW, 900)]
     );
+    let own = ata_creation(NEW, MINT, WALLET);
+    assert_eq!(read(&own), Ok(Effects::default()));
 }
 
 #[test]
