@@ -181,7 +181,7 @@ impl Core {
             deposits: crate::deposits::Deposits::new(store.clone()),
             payouts_wake: tokio::sync::Notify::new(),
             approvals: Approvals::new(store.clone(), config.approvals.clone()),
-            policy: Policy::new(store.clone()),
+            policy: Policy::new(store.clone(), config.limits.clone()),
             wallets: wallets.clone(),
             transactions: Transactions::new(store.clone()),
             transfers,

@@ -9,6 +9,11 @@ use super::WalletAddress;
 /// The asset name of a chain's native coin in limits.
 pub const NATIVE_ASSET: &str = "native";
 
+/// The name, in limits, of the network fees a key's writes pay on a chain (in the native
+/// coin's base units): a budget of its own beside the coin's, since fees leave the wallet
+/// whatever a write moves.
+pub const FEES_ASSET: &str = "fees";
+
 /// The name limits give an asset: `native` for the coin (`None`), a token's address as
 /// lowercase 0x-hex, a mint in base58. Limits are set and writes are held under this one
 /// name, so the two always match.

@@ -65,6 +65,24 @@ async fn reserved_since<C: ConnectionTrait>(
         .try_fold(U256::ZERO, |sum, a| Ok(sum.saturating_add(amount_of(a)?)))
 }
 
+/// The rows of `limit` for each key of `keys`, written at `now`.
+fn rows_of(
+    limit: &SpendLimit,
+    keys: Vec<Uuid>,
+    now: DateTime<Utc>,
+) -> impl Iterator<Item = limits::ActiveModel> + '_ {
+    keys.into_iter().map(move |key_id| limits::ActiveModel {
+        key_id: Set(key_id),
+        chain: Set(limit.chain.clone()),
+        asset: Set(limit.asset.clone()),
+        max_per_transaction: Set(limit.max_per_transaction.map(|a| a.to_string())),
+        daily_budget: Set(limit.daily_budget.map(|a| a.to_string())),
+        approval_above: Set(limit.approval_above.map(|a| a.to_string())),
+        created_at: Set(now),
+        updated_at: Set(now),
+    })
+}
+
 impl Store {
     /// Sets (or replaces) a key's limit on one asset of one chain, and marks the key limited
     /// (for good), in one transaction, for the key and every key made from it: a key made
@@ -78,16 +96,7 @@ impl Store {
             .filter(api_keys::Column::Id.is_in(keys.clone()))
             .exec(&txn)
             .await?;
-        let rows = keys.into_iter().map(|key_id| limits::ActiveModel {
-            key_id: Set(key_id),
-            chain: Set(limit.chain.clone()),
-            asset: Set(limit.asset.clone()),
-            max_per_transaction: Set(limit.max_per_transaction.map(|a| a.to_string())),
-            daily_budget: Set(limit.daily_budget.map(|a| a.to_string())),
-            approval_above: Set(limit.approval_above.map(|a| a.to_string())),
-            created_at: Set(now),
-            updated_at: Set(now),
-        });
+        let rows = rows_of(limit, keys, now);
         limits::Entity::insert_many(rows)
             .on_conflict(
                 OnConflict::columns([
@@ -107,6 +116,40 @@ impl Store {
             .await?;
         txn.commit().await?;
         self.keys.drop_all();
+        Ok(())
+    }
+
+    /// Sets `limit` for its key and every key made from it where none is set on its chain
+    /// and asset (a default the owner did not choose never replaces one they did).
+    pub async fn ensure_spend_limit(&self, limit: &SpendLimit) -> Result<()> {
+        let now = Utc::now();
+        let txn = self.begin_sea().await?;
+        let keys = super::lineage::with_descendants(&txn, limit.key_id).await?;
+        let rows = rows_of(limit, keys, now);
+        limits::Entity::insert_many(rows)
+            .on_conflict_do_nothing()
+            .exec_without_returning(&txn)
+            .await?;
+        txn.commit().await?;
+        Ok(())
+    }
+
+    /// Sets, in `conn`'s transaction, what record `transaction_id` reserved against a fee
+    /// budget (`asset`) to `fee`, what it paid once final.
+    pub async fn settle_reserved_fee<C: Conn>(
+        &self,
+        conn: &C,
+        transaction_id: Uuid,
+        asset: &str,
+        fee: U256,
+    ) -> Result<()> {
+        reservations::Entity::update_many()
+            .col_expr(reservations::Column::Amount, Expr::value(fee.to_string()))
+            .filter(reservations::Column::TransactionId.eq(transaction_id))
+            .filter(reservations::Column::Asset.eq(asset))
+            .filter(reservations::Column::ReleasedAt.is_null())
+            .exec(conn.sea())
+            .await?;
         Ok(())
     }
 

@@ -382,7 +382,12 @@ impl Anvil {
 
     /// Deploys the Relay contract (tests/contracts/Relay.sol).
     pub async fn deploy_relay(&self) -> anyhow::Result<Address> {
-        let receipt = self.send_from_dev(None, artifact("Relay")?).await?;
+        self.deploy("Relay").await
+    }
+
+    /// Deploys tests/contracts/`name`.sol, whose constructor takes no argument.
+    pub async fn deploy(&self, name: &str) -> anyhow::Result<Address> {
+        let receipt = self.send_from_dev(None, artifact(name)?).await?;
         receipt.contract_address.context("no contract address")
     }
 

@@ -168,10 +168,15 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             max_per_tx,
             daily,
             approve_above,
+            fees_per_day,
             remove,
         } => {
             let user = core.find_user(&user).await?;
             let chain = core.chains.resolve(&chain)?;
+            let (asset, daily) = match fees_per_day {
+                Some(fees) => (walletops_domain::FEES_ASSET.to_owned(), Some(fees)),
+                None => (asset, daily),
+            };
             if remove {
                 core.limits.remove(user.id, &key, chain, &asset).await?;
                 println!("Removed the limit on {asset} of {}.", chain.slug());

@@ -231,7 +231,8 @@ pub(crate) enum KeysCommand {
         user: String,
     },
     /// Limit what a key may move of one asset on one chain (any of the three limits), or
-    /// remove the limit (`--remove`). Held against every write of the key.
+    /// what its writes may pay in fees there a day (`--fees-per-day`; `--asset fees` names
+    /// that budget), or remove the limit (`--remove`). Held against every write of the key.
     Limit {
         /// Owner: user name or id.
         #[arg(long, default_value = FIRST_USER)]
@@ -254,8 +255,13 @@ pub(crate) enum KeysCommand {
         /// (`walletops approvals`).
         #[arg(long)]
         approve_above: Option<String>,
+        /// The most the writes of a rolling 24 hours may pay in network fees on the chain,
+        /// in the native coin's base units (the budget `--asset fees` names; a limited key
+        /// without one has the chain's `limits.default_fees_per_day`).
+        #[arg(long, conflicts_with_all = ["asset", "max_per_tx", "daily", "approve_above"])]
+        fees_per_day: Option<String>,
         /// Remove the limit instead.
-        #[arg(long, conflicts_with_all = ["max_per_tx", "daily", "approve_above"])]
+        #[arg(long, conflicts_with_all = ["max_per_tx", "daily", "approve_above", "fees_per_day"])]
         remove: bool,
     },
     /// Add a rule to a key's policy, or remove it (`--remove`). With `--recipient`,

@@ -20,6 +20,22 @@ pub(super) fn default_confirmations(slug: &str) -> u64 {
     }
 }
 
+/// What a limited key's writes may pay in network fees a day on a chain, in the native
+/// coin's base units, when its owner set no fee budget there: about a hundred ordinary
+/// writes at a busy hour's fees. A chain added by configuration gets its family's.
+pub(super) fn default_fees_per_day(slug: &str, family: ChainFamily) -> u64 {
+    match (family, slug) {
+        // 10^17 lamports would be 100 SOL; 0.1 SOL pays thousands of prioritised transfers.
+        (ChainFamily::Solana, _) => 100_000_000,
+        // 0.05 ETH: ordinary writes at tens of gwei on Ethereum.
+        (_, "ethereum" | "sepolia" | "bsc" | "bsc-testnet") => 50_000_000_000_000_000,
+        // Polygon's coin is worth less: 1 POL.
+        (_, "polygon" | "polygon-amoy") => 1_000_000_000_000_000_000,
+        // Rollups and a local or added chain (the playground's anvil): 0.1 ETH.
+        _ => 100_000_000_000_000_000,
+    }
+}
+
 /// slug, family, chain id, name, explorer link template, public RPC URL.
 pub(super) type BuiltIn = (
     &'static str,

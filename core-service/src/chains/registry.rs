@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    builtin::{BUILT_IN, default_confirmations},
+    builtin::{BUILT_IN, default_confirmations, default_fees_per_day},
     deposit_settings::DepositSettings,
     solana_fees::SolanaFees,
 };
@@ -25,6 +25,8 @@ pub struct Chain {
     rpc_urls: Vec<String>,
     native_symbol: String,
     confirmations: u64,
+    /// A limited key's fee budget per day without one of its own, in base units.
+    fees_per_day: u64,
     /// Named in the config file (not only built in).
     configured: bool,
     /// Its deposit scan, when on.
@@ -97,6 +99,12 @@ impl Chain {
     /// is final: a record whose block is reorganised away before then is followed again.
     pub fn confirmations(&self) -> u64 {
         self.confirmations
+    }
+
+    /// What a limited key's writes may pay in fees a day here, by default (the operator's
+    /// `limits.default_fees_per_day` overrides it), in the native coin's base units.
+    pub fn default_fees_per_day(&self) -> u64 {
+        self.fees_per_day
     }
     /// Its deposit scan's settings, when it is scanned.
     pub fn deposits(&self) -> Option<&DepositSettings> {
@@ -225,6 +233,7 @@ impl Registry {
                         }
                         .to_owned(),
                         confirmations: default_confirmations(slug),
+                        fees_per_day: default_fees_per_day(slug, family),
                         configured: false,
                         deposits: None,
                         fees: SolanaFees::default(),
@@ -282,6 +291,7 @@ impl Registry {
                             anyhow::anyhow!("chain {slug}: `rpc_url` (or `rpc_urls`) is required")
                         })?,
                         confirmations: cfg.confirmations.unwrap_or(1),
+                        fees_per_day: default_fees_per_day(slug, family),
                         configured: true,
                         deposits: cfg.deposits.clone(),
                         fees: SolanaFees::of(slug, cfg)?,

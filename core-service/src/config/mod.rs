@@ -79,6 +79,8 @@ pub struct Config {
     pub webhooks: WebhooksConfig,
     /// How writes held for a person's approval are kept.
     pub approvals: ApprovalsConfig,
+    /// What holds a limited key where its owner set nothing (`[limits]`).
+    pub limits: crate::limits::LimitsConfig,
     /// The address operators reach the REST edge at (`https://ops.example.com`), when it
     /// is not `http://<http_addr>`: sign-in links point there, and with `https` the
     /// dashboard's session cookie is marked `Secure`.
@@ -200,6 +202,7 @@ impl Default for Config {
             provider: ProviderConfig::default(),
             webhooks: WebhooksConfig::default(),
             approvals: ApprovalsConfig::default(),
+            limits: crate::limits::LimitsConfig::default(),
             public_url: None,
             first_key_scopes: Scopes::ALL,
             trusted_proxies: Vec::new(),

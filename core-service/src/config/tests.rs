@@ -217,3 +217,25 @@ fn trade_values_no_swap_could_use_are_refused_by_name() {
         Ok(())
     });
 }
+
+#[test]
+fn a_fee_budget_default_is_per_chain_and_can_be_set() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("c.toml");
+    std::fs::write(
+        &path,
+        "[limits.default_fees_per_day]\nbase = 7\n[chains.anvil]\nfamily = \"ethereum\"\nchain_id = 31337\nrpc_url = \"http://127.0.0.1:8545\"\n",
+    )
+    .expect("write");
+    let c = Config::load(Some(&path)).expect("load");
+    let chains = crate::chains::Registry::new(&c.chains).expect("chains");
+    let budget = |slug: &str| {
+        c.limits
+            .fees_per_day(chains.resolve(slug).expect(slug))
+            .to_string()
+    };
+    assert_eq!(budget("base"), "7");
+    assert_eq!(budget("ethereum"), "50000000000000000");
+    assert_eq!(budget("anvil"), "100000000000000000");
+    assert_eq!(budget("solana-devnet"), "100000000");
+}

@@ -1,7 +1,10 @@
 //! An EVM write's effects on its wallet, read from the logs of its simulation
 //! (`eth_simulateV1` with `traceTransfers`, whose native moves come as ERC-20 `Transfer` logs
 //! of `0xEeee…EEeE`, internal calls included) or of its receipt: ERC-20 and ERC-721
-//! transfers and approvals, `ApprovalForAll`, ERC-1155 transfers, Permit2 approvals.
+//! transfers (indexed or not) and approvals, `ApprovalForAll`, ERC-1155 transfers, Permit2
+//! approvals, ERC-777 operators and Aave credit delegations. Nothing a log says is dropped
+//! by a guess: where the simulation also read the wallet's state (`reconcile`), the state
+//! decides what an `Approval` granted, and a fall of a balance no event shows is an outflow.
 
 use alloy::{
     primitives::{Address, B256, Bytes, U256, address},
@@ -21,6 +24,22 @@ sol! {
     interface Erc20 {
         event Transfer(address indexed from, address indexed to, uint256 value);
         event Approval(address indexed owner, address indexed spender, uint256 value);
+    }
+}
+
+sol! {
+    /// A `Transfer` with no indexed field: the same signature, everything in the data.
+    interface Erc20Unindexed {
+        event Transfer(address from, address to, uint256 value);
+    }
+}
+
+sol! {
+    /// ERC-777's operators (and the lending pools' credit delegations, Aave's debt tokens):
+    /// holds on the wallet's assets granted without an `Approval`.
+    interface Holds {
+        event AuthorizedOperator(address indexed operator, address indexed tokenHolder);
+        event BorrowAllowanceDelegated(address indexed fromUser, address indexed toUser, address asset, uint256 amount);
     }
 }
 
@@ -49,6 +68,36 @@ sol! {
     }
 }
 
+/// A value of the wallet's state before and after the write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Change {
+    /// Before the write, in the same simulated block.
+    pub before: U256,
+    /// After it.
+    pub after: U256,
+}
+
+impl Change {
+    /// How much it fell, or zero.
+    pub fn fall(&self) -> U256 {
+        self.before.saturating_sub(self.after)
+    }
+}
+
+/// What the reads found. A read a token did not answer as an ERC-20 is left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateReads {
+    /// The wallet's coin.
+    pub native: Option<Change>,
+    /// The fee the write paid in the simulation (gas used × effective gas price): the
+    /// coin's fall less this is what the write moved.
+    pub fee: U256,
+    /// Each watched token's balance.
+    pub tokens: Vec<(Address, Change)>,
+    /// Each (token, spender) allowance the write's `Approval`s named.
+    pub allowances: Vec<(Address, Address, Change)>,
+}
+
 /// One log of a simulated or mined call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Log {
@@ -64,12 +113,56 @@ pub struct Log {
 /// of the events above, or does not decode as one, moves nothing of the wallet's.
 pub fn effects_of(wallet: Address, logs: &[Log]) -> Effects {
     let mut effects = Effects::default();
-    for (i, log) in logs.iter().enumerate() {
-        if !spent_allowance(wallet, logs, i) {
-            read(wallet, log, &mut effects);
-        }
+    for log in logs {
+        read(wallet, log, &mut effects);
     }
     effects
+}
+
+/// `effects` of a write calling `called`, held against its wallet's state
+/// `reads` taken around it in the same simulation:
+///
+/// * a balance (the coin's less the fee) that fell by more than the events move out is an
+///   outflow of the difference, to the called contract (no event says to whom);
+/// * an allowance an `Approval` named is granted when it rose, as what it is after the
+///   write; one that did not rise (a `transferFrom` spending it, a lowered one) grants
+///   nothing.
+pub fn reconcile(effects: &mut Effects, called: Address, reads: &StateReads) {
+    let hidden = |effects: &Effects, asset: Asset, fell: U256| {
+        let seen = effects.outflow_of(asset);
+        (fell > seen).then(|| Flow {
+            asset,
+            counterparty: evm(called),
+            amount: fell - seen,
+            token_id: None,
+        })
+    };
+    if let Some(native) = reads.native {
+        let fell = native.fall().saturating_sub(reads.fee);
+        effects
+            .outflows
+            .extend(hidden(effects, Asset::Native, fell));
+    }
+    for (token, change) in &reads.tokens {
+        let asset = Asset::Token(evm(*token));
+        effects
+            .outflows
+            .extend(hidden(effects, asset, change.fall()));
+    }
+    for (token, spender, change) in &reads.allowances {
+        let (asset, spender) = (Asset::Token(evm(*token)), evm(*spender));
+        effects.grants.retain(|g| {
+            !(g.kind == GrantKind::Allowance && g.asset == asset && g.spender == spender)
+        });
+        if change.after > change.before {
+            effects.grants.push(Grant {
+                kind: GrantKind::Allowance,
+                asset,
+                spender,
+                amount: bounded(change.after, U256::MAX),
+            });
+        }
+    }
 }
 
 /// The effects on `wallet` of its mined transaction that sent `value` to `to` (`None`: it
@@ -94,26 +187,72 @@ pub fn landed(wallet: Address, (to, value): (Option<Address>, U256), logs: &[Log
     effects_of(wallet, &all)
 }
 
-/// Whether log `i` is the ERC-20 `Approval` a `transferFrom` emits for what is left of the
-/// wallet's allowance it spends (OpenZeppelin before v5 does, right before or after the
-/// `Transfer` out of the wallet): a smaller allowance, not a grant. The wallet itself grants
-/// one only by calling `approve`, which emits no `Transfer`.
-fn spent_allowance(wallet: Address, logs: &[Log], i: usize) -> bool {
-    let log = &logs[i];
-    let erc20 = |l: &Log, event: B256| l.topics.len() == 3 && l.topics[0] == event;
-    if !erc20(log, Erc20::Approval::SIGNATURE_HASH)
-        || log.topics[1] != B256::left_padding_from(wallet.as_slice())
-    {
-        return false;
+/// What a write the service encodes itself says it moves or grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Declared {
+    /// A send of `amount` of `asset` to `to`.
+    Send {
+        /// The asset sent.
+        asset: Asset,
+        /// The payee.
+        to: Address,
+        /// The amount.
+        amount: U256,
+    },
+    /// An allowance of `amount` of `token` to `spender`.
+    Allowance {
+        /// The token.
+        token: Address,
+        /// The spender.
+        spender: Address,
+        /// The allowance set.
+        amount: U256,
+    },
+}
+
+/// `effects` raised to at least what `declared` says: a token may show its simulation less
+/// than it moves or grants once mined, so the declared amount is a floor.
+pub fn at_least(effects: &mut Effects, declared: Declared) {
+    match declared {
+        Declared::Send { asset, to, amount } => {
+            let seen = effects.outflow_of(asset);
+            if amount > seen {
+                effects.outflows.push(Flow {
+                    asset,
+                    counterparty: evm(to),
+                    amount: amount - seen,
+                    token_id: None,
+                });
+            }
+        }
+        Declared::Allowance {
+            token,
+            spender,
+            amount,
+        } => {
+            let (asset, spender) = (Asset::Token(evm(token)), evm(spender));
+            let granted = effects.grants.iter_mut().find(|g| {
+                g.kind == GrantKind::Allowance && g.asset == asset && g.spender == spender
+            });
+            let amount = bounded(amount, U256::MAX);
+            match granted {
+                Some(g) => {
+                    if let (Some(seen), Some(declared)) = (g.amount, amount) {
+                        g.amount = Some(seen.max(declared));
+                    } else {
+                        g.amount = None;
+                    }
+                }
+                None if amount != Some(U256::ZERO) => effects.grants.push(Grant {
+                    kind: GrantKind::Allowance,
+                    asset,
+                    spender,
+                    amount,
+                }),
+                None => {}
+            }
+        }
     }
-    let pulled_out = |j: usize| {
-        logs.get(j).is_some_and(|t| {
-            t.address == log.address
-                && erc20(t, Erc20::Transfer::SIGNATURE_HASH)
-                && t.topics[1] == log.topics[1]
-        })
-    };
-    (i > 0 && pulled_out(i - 1)) || pulled_out(i + 1)
 }
 
 fn evm(a: Address) -> WalletAddress {
@@ -175,6 +314,10 @@ fn read(wallet: Address, log: &Log, effects: &mut Effects) {
     if signature == Erc20::Transfer::SIGNATURE_HASH {
         if fungible && let Ok(e) = Erc20::Transfer::decode_raw_log(topics, data) {
             flow(wallet, (e.from, e.to), asset, (e.value, None), effects);
+        } else if topics.len() == 1
+            && let Ok(e) = Erc20Unindexed::Transfer::decode_raw_log(topics, data)
+        {
+            flow(wallet, (e.from, e.to), asset, (e.value, None), effects);
         } else if let Ok(e) = Erc721::Transfer::decode_raw_log(topics, data) {
             let one = (U256::from(1), Some(e.tokenId));
             flow(wallet, (e.from, e.to), asset, one, effects);
@@ -210,6 +353,31 @@ fn read(wallet: Address, log: &Log, effects: &mut Effects) {
                 asset,
                 spender: evm(e.operator),
                 amount: None,
+            });
+        }
+    } else if signature == Holds::AuthorizedOperator::SIGNATURE_HASH {
+        if let Ok(e) = Holds::AuthorizedOperator::decode_raw_log(topics, data)
+            && e.tokenHolder == wallet
+        {
+            effects.grants.push(Grant {
+                kind: GrantKind::All,
+                asset,
+                spender: evm(e.operator),
+                amount: None,
+            });
+        }
+    } else if signature == Holds::BorrowAllowanceDelegated::SIGNATURE_HASH {
+        // A credit line on the pool's `asset`: the delegate borrows it against the wallet's
+        // collateral, and the debt is the wallet's.
+        if let Ok(e) = Holds::BorrowAllowanceDelegated::decode_raw_log(topics, data)
+            && e.fromUser == wallet
+            && !e.amount.is_zero()
+        {
+            effects.grants.push(Grant {
+                kind: GrantKind::Delegation,
+                asset: Asset::Token(evm(e.asset)),
+                spender: evm(e.toUser),
+                amount: bounded(e.amount, U256::MAX),
             });
         }
     } else if signature == Erc1155::TransferSingle::SIGNATURE_HASH {

@@ -31,6 +31,28 @@ pub use settings::{LimitText, limit_asset};
 /// The window of a daily budget.
 pub const BUDGET_WINDOW: Duration = Duration::hours(24);
 
+/// `[limits]`: what holds a limited key where its owner set nothing.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Per chain slug, the fees a limited key's writes may pay a day without a fee budget
+    /// of its own, in the native coin's base units; a chain not named here has its
+    /// built-in default (`Chain::default_fees_per_day`).
+    pub default_fees_per_day: std::collections::BTreeMap<String, u64>,
+}
+
+impl LimitsConfig {
+    /// The fee budget a limited key without one has on `chain`.
+    pub fn fees_per_day(&self, chain: &crate::chains::Chain) -> U256 {
+        U256::from(
+            self.default_fees_per_day
+                .get(chain.slug())
+                .copied()
+                .unwrap_or_else(|| chain.default_fees_per_day()),
+        )
+    }
+}
+
 /// The owner's view of the keys' spend limits: set, read, removed.
 #[derive(Debug, Clone)]
 pub struct Limits {

@@ -286,6 +286,8 @@ impl Monitor {
                 let (status, error) = outcome_of(&receipt);
                 let note = Some(included);
                 let landed = landed(&open, status, &receipt);
+                let fee = alloy::primitives::U256::from(receipt.gas_used)
+                    .saturating_mul(alloy::primitives::U256::from(receipt.effective_gas_price));
                 return Ok(Receipts::Mined(Settlement {
                     hash: hash.to_string(),
                     open,
@@ -293,6 +295,7 @@ impl Monitor {
                     error,
                     note,
                     landed,
+                    fee: Some(fee),
                 }));
             }
         }

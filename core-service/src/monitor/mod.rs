@@ -70,6 +70,9 @@ struct Settlement {
     hash: String,
     /// What it did to the wallet, read from the chain; `None`: not read.
     landed: Option<Effects>,
+    /// The fee it paid, where it may differ from what its write reserved (an EVM receipt's
+    /// gas used at its price; a Solana transaction pays what it was priced at).
+    fee: Option<alloy::primitives::U256>,
 }
 
 /// Stuck times a record a node took before is kept open while every send of it is refused,
@@ -335,6 +338,12 @@ impl Monitor {
                     }
                 };
                 if settled {
+                    // A fee budget holds what the write paid, not its most.
+                    if let Some(fee) = s.fee {
+                        self.store
+                            .settle_reserved_fee(&txn, id, walletops_domain::FEES_ASSET, fee)
+                            .await?;
+                    }
                     if let Some(what) = &difference {
                         tracing::warn!(%id, %what, "a transaction did otherwise than simulated");
                         differed.push((s.open.chain.clone(), s.open.kind));

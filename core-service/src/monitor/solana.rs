@@ -51,6 +51,7 @@ impl Monitor {
                 error,
                 note: None,
                 landed,
+                fee: None,
             }));
         }
         let expired = open.valid_until.is_some_and(|valid| height > valid);

@@ -5,7 +5,8 @@
 //! * **Deny by default.** A key with any spend limit moves only assets it has a limit on
 //!   for the write's chain; any other outflow or grant is FORBIDDEN naming the asset.
 //! * **Grants are moves.** An allowance or delegation granted counts as moving its amount;
-//!   an unlimited one is FORBIDDEN for a limited key.
+//!   an unlimited one (allowance, delegation, operator) is FORBIDDEN for a limited key,
+//!   whoever the spender is.
 //! * **Limits.** Per asset, everything that leaves the wallet plus what it grants is held
 //!   against the limit's most per write and 24-hour budget (`limits`); the verdict names the
 //!   spends that the signing transaction reserves, under the limit's lock.
@@ -14,7 +15,9 @@
 //! * **Key policies** (`rules`). Allowed chains, contracts (with optional selectors),
 //!   recipients and spenders: a key with any rule of a kind may do only what that kind's
 //!   rules allow. Recipients and spenders are read from the effects, never from the request.
-//!   A limited key may grant an unlimited hold only to a spender its policy names.
+//! * **Only understood calls.** A limited key calls a contract the wallet holds an
+//!   allowance for (on an asset the key is limited on) only when a contract rule names it
+//!   with a function: what it takes is decided at execution, not in the simulation.
 //! * **No simulation, no limited write.** When the chain's node can simulate neither way,
 //!   the write of a key with limits, recipients or spenders is SERVICE_UNAVAILABLE naming
 //!   the chain and what its node lacks; a key without them writes as before.
@@ -23,7 +26,7 @@ mod rules;
 
 use alloy::primitives::{Selector, U256};
 use chrono::Utc;
-use walletops_domain::{Effects, Spend, SpendStanding, WalletAddress};
+use walletops_domain::{Effects, FEES_ASSET, Spend, SpendLimit, SpendStanding, WalletAddress};
 use walletops_store::Store;
 
 use crate::{
@@ -31,7 +34,7 @@ use crate::{
     chains::Chain,
     effects::Foreseen,
     error::{Result, WalletOpsError},
-    limits::{BUDGET_WINDOW, over_budget, over_per_write},
+    limits::{BUDGET_WINDOW, LimitsConfig, over_budget, over_per_write},
 };
 
 /// Why a write may not be made.
@@ -55,6 +58,10 @@ pub enum Act {
         contract: WalletAddress,
         /// The calldata's first four bytes.
         selector: Option<Selector>,
+        /// Whether the wallet held, before the call, an allowance for the contract on an
+        /// asset the key is limited on: such a contract decides at execution what it takes,
+        /// whatever its simulation showed.
+        holds_allowance: bool,
     },
     /// A swap: its sold amount goes to its route, which the swap guard checks.
     Swap,
@@ -76,44 +83,104 @@ pub struct Verdict {
 #[derive(Debug, Clone)]
 pub struct Policy {
     store: Store,
+    /// The fee budget of a key without one.
+    defaults: LimitsConfig,
 }
 
 impl Policy {
-    /// A policy reading limits from `store`.
-    pub fn new(store: Store) -> Self {
-        Self { store }
+    /// A policy reading limits from `store`, a key's fee budget `defaults` where it has none.
+    pub fn new(store: Store, defaults: LimitsConfig) -> Self {
+        Self { store, defaults }
     }
 
-    /// The verdict on a write `act` of `caller` on `chain` that does `foreseen`: every reason
-    /// it may not be made, what it reserves and whether it waits.
+    /// The tokens whose balance a write of `caller` on the EVM chain `chain` has read around
+    /// its simulation (the coin's always is): those of its limits there. `None` for a key
+    /// without limits, whose write is judged on nothing the reads would add.
+    pub async fn watched(
+        &self,
+        caller: &Caller,
+        chain: &Chain,
+    ) -> Result<Option<Vec<alloy::primitives::Address>>> {
+        let Some(key_id) = caller.key_id().filter(|_| caller.limited()) else {
+            return Ok(None);
+        };
+        let standings = self
+            .store
+            .spend_limits(key_id, Utc::now() - BUDGET_WINDOW)
+            .await?;
+        Ok(Some(
+            standings
+                .iter()
+                .filter(|s| s.limit.chain == chain.slug())
+                .filter_map(|s| match chain.family().parse_address(&s.limit.asset) {
+                    Ok(WalletAddress::Evm(token)) => Some(token),
+                    _ => None,
+                })
+                .collect(),
+        ))
+    }
+
+    /// The verdict on a write `act` of `caller` on `chain` that does `foreseen` and may pay
+    /// `fee` in fees: every reason it may not be made, what it reserves and whether it waits.
     pub async fn judge(
         &self,
         caller: &Caller,
         chain: &Chain,
-        act: Act,
-        foreseen: &Foreseen,
+        (act, foreseen): (Act, &Foreseen),
+        fee: U256,
     ) -> Result<Verdict> {
         let Some(key_id) = caller.key_id().filter(|_| caller.limited()) else {
             return Ok(Verdict::default());
         };
-        let (standings, rules) = tokio::try_join!(
+        let (mut standings, rules) = tokio::try_join!(
             self.store.spend_limits(key_id, Utc::now() - BUDGET_WINDOW),
             self.store.policy_rules(key_id),
         )?;
+        if !standings.iter().any(|s| fee_budget_of(s, chain)) {
+            // A limited key's fees are bounded where its owner set no budget: the chain's
+            // default, kept as the key's row so the reservation locks it as any limit.
+            self.store
+                .ensure_spend_limit(&SpendLimit {
+                    key_id,
+                    chain: chain.slug().to_owned(),
+                    asset: FEES_ASSET.to_owned(),
+                    max_per_transaction: None,
+                    daily_budget: Some(self.defaults.fees_per_day(chain)),
+                    approval_above: None,
+                })
+                .await?;
+            standings = self
+                .store
+                .spend_limits(key_id, Utc::now() - BUDGET_WINDOW)
+                .await?;
+        }
         let rules = rules::Rules::new(&rules, chain.slug());
         let mut verdict = Verdict {
             refusals: rules.broken(&act, foreseen.known()),
             ..Verdict::default()
         };
+        if let Some(budget) = standings.iter().find(|s| fee_budget_of(s, chain)) {
+            verdict
+                .refusals
+                .extend(passed(budget, fee).map(|why| Refusal::Forbidden(format!("fees: {why}"))));
+            verdict.spends.push(Spend {
+                key_id,
+                chain: chain.slug().to_owned(),
+                asset: FEES_ASSET.to_owned(),
+                amount: fee,
+            });
+        }
+        // The fee budgets bound fees alone: what a write moves is held to the others.
+        standings.retain(|s| s.limit.asset != FEES_ASSET);
         if standings.is_empty() && !rules.need_effects() {
             return Ok(verdict);
         }
         match foreseen {
             Foreseen::Known(_) if standings.is_empty() => {}
             Foreseen::Known(effects) => {
-                let limited = verdict_on_limits(key_id, chain.slug(), effects, &standings, &rules);
+                let limited = verdict_on_limits(key_id, chain.slug(), effects, &standings);
                 verdict.refusals.extend(limited.refusals);
-                verdict.spends = limited.spends;
+                verdict.spends.extend(limited.spends);
                 verdict.holds = limited.holds;
             }
             Foreseen::Unknown(why) => verdict.refusals.push(Refusal::Unreadable(format!(
@@ -122,6 +189,22 @@ impl Policy {
         }
         Ok(verdict)
     }
+}
+
+/// Every limit of `standing` a write of `amount` passes: its most per write, its budget.
+fn passed(standing: &SpendStanding, amount: U256) -> impl Iterator<Item = WalletOpsError> {
+    let limit = &standing.limit;
+    [
+        over_per_write(limit, amount),
+        over_budget(limit, standing.spent_24h, amount),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// Whether `standing` is the fee budget on `chain`.
+fn fee_budget_of(standing: &SpendStanding, chain: &Chain) -> bool {
+    standing.limit.chain == chain.slug() && standing.limit.asset == FEES_ASSET
 }
 
 impl Verdict {
@@ -182,13 +265,12 @@ impl Verdict {
 
 /// The verdict on `effects` of a write of key `key_id` on chain `chain`, whose limits now
 /// stand at `standings` (every chain's): every limit it breaks, per asset. An unlimited
-/// hold granted to a spender the key's `rules` name is no move; any other is refused.
+/// hold is refused whoever it is granted to.
 fn verdict_on_limits(
     key_id: uuid::Uuid,
     chain: &str,
     effects: &Effects,
     standings: &[SpendStanding],
-    rules: &rules::Rules<'_>,
 ) -> Verdict {
     let mut verdict = Verdict::default();
     for asset in effects.assets_at_stake() {
@@ -200,15 +282,11 @@ fn verdict_on_limits(
         for grant in effects.grants.iter().filter(|g| g.asset == asset) {
             match grant.amount {
                 Some(granted) => amount = amount.saturating_add(granted),
-                // Only on an asset the key may move at all: the exception widens a limit,
-                // it does not make one.
-                None if standing.is_some() && rules.names_spender(&grant.spender) => {}
-                None if standing.is_none() => verdict.refusals.push(Refusal::Forbidden(format!(
-                    "spend limit: this key moves only assets it has a limit on, and this write grants {} an unlimited hold on {name} on {chain}, which has none",
-                    grant.spender
-                ))),
+                // Never allowed, not even to an allowed spender: a spender (or a contract
+                // it calls) decides at execution how much it takes, so an unlimited hold
+                // is a loss of everything the wallet holds of the asset.
                 None => verdict.refusals.push(Refusal::Forbidden(format!(
-                    "spend limit: this write grants {} an unlimited hold on {name} on {chain}; a key with spend limits may grant only bounded amounts, or any to a spender its policy allows",
+                    "spend limit: this write grants {} an unlimited hold on {name} on {chain}; a key with spend limits grants only bounded amounts, each counted as moved",
                     grant.spender
                 ))),
             }
@@ -223,16 +301,9 @@ fn verdict_on_limits(
             continue;
         };
         let limit = &standing.limit;
-        let broken = [
-            over_per_write(limit, amount),
-            over_budget(limit, standing.spent_24h, amount),
-        ];
-        verdict.refusals.extend(
-            broken
-                .into_iter()
-                .flatten()
-                .map(|e| Refusal::Forbidden(e.to_string())),
-        );
+        verdict
+            .refusals
+            .extend(passed(standing, amount).map(|why| Refusal::Forbidden(why.to_string())));
         let spend = Spend {
             key_id,
             chain: chain.to_owned(),

@@ -60,12 +60,6 @@ impl<'a> Rules<'a> {
         }
     }
 
-    /// Whether `spender` is named by a spender rule here (which lets a limited key grant it
-    /// an unlimited hold).
-    pub(super) fn names_spender(&self, spender: &WalletAddress) -> bool {
-        self.has(RuleKind::Spender) && self.spender_allowed(spender)
-    }
-
     /// Every rule `act` breaks, with `effects` when they are known.
     pub(super) fn broken(&self, act: &Act, effects: Option<&Effects>) -> Vec<Refusal> {
         let mut refusals = Vec::new();
@@ -83,7 +77,22 @@ impl<'a> Rules<'a> {
                 allowed.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
-        if let Act::Call { contract, selector } = act
+        if let Act::Call {
+            contract,
+            selector,
+            holds_allowance: true,
+        } = act
+            && !self.here().any(
+                |a| matches!(a, Allowed::Contract(c, Some(s)) if c == contract && Some(*s) == *selector),
+            )
+        {
+            refuse(format!(
+                "policy (understood calls): the wallet holds an allowance for {contract} on {chain}, which may take more at execution than its simulation shows; state change not understood: a key with spend limits calls such a contract only through a function its contract rules name"
+            ));
+        }
+        if let Act::Call {
+            contract, selector, ..
+        } = act
             && self.has(RuleKind::Contract)
         {
             let entries: Vec<Option<_>> = self

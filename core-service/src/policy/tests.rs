@@ -12,7 +12,7 @@ use crate::error::WalletOpsError;
 
 /// The verdict of limits alone: a key without a policy.
 fn verdict(key: Uuid, chain: &str, effects: &Effects, standings: &[SpendStanding]) -> Verdict {
-    verdict_on_limits(key, chain, effects, standings, &Rules::new(&[], chain))
+    verdict_on_limits(key, chain, effects, standings)
 }
 
 const CHAIN: &str = "ethereum";
@@ -278,7 +278,11 @@ fn chains_and_contracts_are_allow_lists() {
     assert!(broken(&[rule(CHAIN, Allowed::Chain)], Act::Transfer, &nothing).is_empty());
 
     let transfer: Selector = [0xa9, 0x05, 0x9c, 0xbb].into();
-    let call = |contract, selector| Act::Call { contract, selector };
+    let call = |contract, selector| Act::Call {
+        contract,
+        selector,
+        holds_allowance: false,
+    };
     let rules = [rule(CHAIN, Allowed::Contract(friend(), Some(transfer)))];
     assert!(broken(&rules, call(friend(), Some(transfer)), &nothing).is_empty());
     let why = broken(&rules, call(stranger(), Some(transfer)), &nothing);
@@ -296,7 +300,7 @@ fn chains_and_contracts_are_allow_lists() {
 }
 
 #[test]
-fn spenders_are_an_allow_list_and_the_exception_for_unlimited_grants() {
+fn spenders_are_an_allow_list_and_no_spender_gets_an_unlimited_hold() {
     let grant = |spender| Effects {
         grants: vec![Grant {
             kind: GrantKind::Allowance,
@@ -310,52 +314,20 @@ fn spenders_are_an_allow_list_and_the_exception_for_unlimited_grants() {
     assert!(broken(&rules, Act::Transfer, &grant(friend())).is_empty());
     let why = broken(&rules, Act::Transfer, &grant(stranger()));
     assert!(why[0].contains("allowed spenders"), "{why:?}");
-    let limits = [standing(token(1), 1_000, 5_000, 0)];
-    let allowed = verdict_on_limits(
-        Uuid::nil(),
-        CHAIN,
-        &grant(friend()),
-        &limits,
-        &Rules::new(&rules, CHAIN),
-    );
-    assert!(
-        allowed.refusals.is_empty() && allowed.spends.is_empty(),
-        "{allowed:?}"
-    );
-    let refused = verdict_on_limits(
-        Uuid::nil(),
-        CHAIN,
-        &grant(stranger()),
-        &limits,
-        &Rules::new(&rules, CHAIN),
-    );
-    assert!(forbidden(refused).contains("unlimited"));
-}
-
-#[test]
-fn an_allowed_spender_gives_no_unlimited_hold_on_an_asset_without_a_limit() {
-    let grant = Effects {
-        grants: vec![Grant {
-            kind: GrantKind::Allowance,
-            asset: token(2),
-            spender: friend(),
-            amount: None,
-        }],
-        ..Effects::default()
-    };
-    let rules = [rule(CHAIN, Allowed::Spender(friend()))];
-    let limits = [standing(token(1), 1_000, 5_000, 0)];
-    let why = forbidden(verdict_on_limits(
-        Uuid::nil(),
-        CHAIN,
-        &grant,
-        &limits,
-        &Rules::new(&rules, CHAIN),
-    ));
-    assert!(
-        why.contains("has none") && why.contains(&token(2).name()),
-        "{why}"
-    );
+    // The spender rule allows the spender; it does not lift the limit. An unlimited hold on
+    // a limited asset, or on one without a limit, is refused even to an allowed spender.
+    for limits in [
+        [standing(token(1), 1_000, 5_000, 0)],
+        [standing(token(2), 1_000, 5_000, 0)],
+    ] {
+        let refused = verdict(Uuid::nil(), CHAIN, &grant(friend()), &limits);
+        assert!(refused.spends.is_empty(), "{refused:?}");
+        let why = forbidden(refused);
+        assert!(
+            why.contains("unlimited") && why.contains(&friend().to_string()),
+            "{why}"
+        );
+    }
 }
 
 #[test]
@@ -385,4 +357,26 @@ fn without_spender_rules_recipient_rules_judge_grants() {
     ];
     assert!(broken(&both, Act::Transfer, &grant(stranger())).is_empty());
     assert!(broken(&both, Act::Transfer, &grant(friend()))[0].contains("allowed spenders"));
+}
+
+#[test]
+fn a_contract_holding_an_allowance_is_called_only_through_a_named_function() {
+    let collect = Selector::from([1, 2, 3, 4]);
+    let call = |holds_allowance| Act::Call {
+        contract: friend(),
+        selector: Some(collect),
+        holds_allowance,
+    };
+    let nothing = Effects::default();
+    assert!(broken(&[], call(false), &nothing).is_empty());
+    let why = broken(&[], call(true), &nothing);
+    assert!(
+        why.len() == 1 && why[0].contains("state change not understood"),
+        "{why:?}"
+    );
+    // A rule for the contract without a function does not name what the call may do.
+    let any = [rule(CHAIN, Allowed::Contract(friend(), None))];
+    assert_eq!(broken(&any, call(true), &nothing).len(), 1);
+    let named = [rule(CHAIN, Allowed::Contract(friend(), Some(collect)))];
+    assert!(broken(&named, call(true), &nothing).is_empty());
 }

@@ -38,6 +38,7 @@ impl Swaps {
         req: &SwapRequest,
         pair: &EvmQuoteRequest,
         wallet: &DelegatedWallet,
+        watch: Option<&[Address]>,
     ) -> Result<Prepared> {
         let chain = &req.trade.chain;
         let id = EvmChainId::of(chain)
@@ -125,7 +126,11 @@ impl Swaps {
             token_debit: None,
             request: record_request(chain, wallet, req.slippage, &terms),
         };
-        let prepared = self.transfers.evm.prepare(chain, wallet, intent).await?;
+        let prepared = self
+            .transfers
+            .evm
+            .prepare(chain, wallet, intent, watch)
+            .await?;
         // A swap signs only on effects that show it is the swap asked for.
         let effects = match &prepared.effects {
             Foreseen::Known(effects) => effects,

@@ -52,9 +52,15 @@ impl Swaps {
 
     /// Builds the swap `req` from `wallet` through its aggregator and guards it: ready to
     /// judge and sign (`Transfers::execute`).
-    pub async fn prepare(&self, req: &SwapRequest, wallet: &DelegatedWallet) -> Result<Prepared> {
+    /// `watch`: the tokens read around an EVM swap's simulation (`EvmPipeline::prepare`).
+    pub async fn prepare(
+        &self,
+        req: &SwapRequest,
+        wallet: &DelegatedWallet,
+        watch: Option<&[alloy::primitives::Address]>,
+    ) -> Result<Prepared> {
         match &req.trade.pair {
-            TradePair::Evm(pair) => self.evm(req, pair, wallet).await,
+            TradePair::Evm(pair) => self.evm(req, pair, wallet, watch).await,
             TradePair::Solana(pair) => self.solana(req, pair, wallet).await,
         }
     }

@@ -15,7 +15,7 @@ mod record_lifecycle_tests;
 
 pub use broadcasts::BroadcastLog;
 
-use alloy::primitives::U256;
+use alloy::primitives::{Address, U256};
 
 use crate::{
     chains::Chain,
@@ -63,6 +63,15 @@ impl Prepared {
         }
     }
 
+    /// Whether the wallet held, before it, an allowance for the contract it calls on a
+    /// watched token (EVM contract calls of limited keys).
+    pub fn holds_allowance(&self) -> bool {
+        match self {
+            Self::Evm(p) => p.holds_allowance,
+            Self::Solana(_) => false,
+        }
+    }
+
     /// The most its network fee may cost.
     pub fn fee(&self) -> Fee {
         match self {
@@ -74,14 +83,16 @@ impl Prepared {
 
 impl Transfers {
     /// Builds and checks the send `req` from `wallet`.
+    /// `watch`: the tokens read around an EVM write's simulation (`EvmPipeline::prepare`).
     pub async fn prepare_send(
         &self,
         req: &SendRequest,
         wallet: &DelegatedWallet,
+        watch: Option<&[Address]>,
     ) -> Result<Prepared> {
         Ok(match intents::send(req, wallet) {
             intents::SendIntent::Evm(intent) => {
-                Prepared::Evm(self.evm.prepare(&req.chain, wallet, intent).await?)
+                Prepared::Evm(self.evm.prepare(&req.chain, wallet, intent, watch).await?)
             }
             intents::SendIntent::Solana(intent) => {
                 Prepared::Solana(self.solana.prepare(&req.chain, wallet, intent).await?)
@@ -107,10 +118,11 @@ impl Transfers {
         &self,
         req: &ApproveRequest,
         wallet: &DelegatedWallet,
+        watch: Option<&[Address]>,
     ) -> Result<Prepared> {
         let intent = intents::approve(req, wallet);
         Ok(Prepared::Evm(
-            self.evm.prepare(&req.chain, wallet, intent).await?,
+            self.evm.prepare(&req.chain, wallet, intent, watch).await?,
         ))
     }
 
@@ -119,10 +131,11 @@ impl Transfers {
         &self,
         req: &CallRequest,
         wallet: &DelegatedWallet,
+        watch: Option<&[Address]>,
     ) -> Result<Prepared> {
         let intent = intents::call(req, wallet);
         Ok(Prepared::Evm(
-            self.evm.prepare(&req.chain, wallet, intent).await?,
+            self.evm.prepare(&req.chain, wallet, intent, watch).await?,
         ))
     }
 

@@ -1,7 +1,8 @@
 //! The dry run (`?dryRun=true`, `SimulateWrite`, the MCP `simulate` tool): a write parsed,
 //! built, simulated and judged exactly as `Core::write` would, answered with what it would
 //! do, the verdict with every reason, and its fee. Nothing is signed, claimed or stored, no
-//! idempotency key is needed, and it counts as a read.
+//! idempotency key is needed, and it counts as a read (a swap's needs the `trade` scope, as
+//! its quote does).
 
 use tonic::metadata::MetadataMap;
 
@@ -31,11 +32,21 @@ impl Core {
     /// before its verdict (a bad field, a revert, a shortfall) is this one's too.
     pub async fn simulate_write(&self, metadata: &MetadataMap, write: Write) -> Result<DryRun> {
         let caller = self.admit(metadata, Operation::SimulateWrite).await?;
+        // A swap's dry run asks the aggregator as a quote does: a `read` key reaches the
+        // aggregators no more through it than through `POST /trade/quote`.
+        if matches!(write, Write::Swap(_)) {
+            caller.require(Operation::GetQuote.scope())?;
+        }
         let parsed = self.parse(&caller, &write, None).await?;
-        let prepared = self.build(&parsed).await?;
+        let prepared = self.build(&caller, &parsed).await?;
         let mut verdict = self
             .policy
-            .judge(&caller, parsed.chain(), parsed.act(), prepared.effects())
+            .judge(
+                &caller,
+                parsed.chain(),
+                (parsed.act(&prepared), prepared.effects()),
+                prepared.fee().max,
+            )
             .await?;
         // The write's own scope is the first thing the write would be refused for.
         if let Err(WalletOpsError::Forbidden(why)) = caller.require(write.operation().scope()) {

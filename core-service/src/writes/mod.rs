@@ -213,14 +213,14 @@ impl Core {
     async fn run(&self, step: Step<'_>, ticket: Ticket, parsed: Parsed) -> Result<Written> {
         self.idempotency
             .run(ticket, &self.chains, async |ticket| {
-                let prepared = self.build(&parsed).await?;
+                let prepared = self.build(step.caller, &parsed).await?;
                 let verdict = self
                     .policy
                     .judge(
                         step.caller,
                         parsed.chain(),
-                        parsed.act(),
-                        prepared.effects(),
+                        (parsed.act(&prepared), prepared.effects()),
+                        prepared.fee().max,
                     )
                     .await?;
                 if let Some(refusal) = verdict.refusal() {

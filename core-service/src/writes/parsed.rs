@@ -15,7 +15,7 @@ use crate::{
     transfers::Prepared,
 };
 use alloy::primitives::Selector;
-use walletops_domain::{DelegatedWallet, WalletAddress};
+use walletops_domain::{ChainFamily, DelegatedWallet, WalletAddress};
 
 /// A write's request, parsed into typed values.
 #[derive(Debug)]
@@ -53,13 +53,14 @@ impl Parsed {
         self.request.parsed().chain()
     }
 
-    /// What it is, as key policies tell writes apart.
-    pub(super) fn act(&self) -> Act {
+    /// What it is, as key policies tell writes apart, built as `prepared`.
+    pub(super) fn act(&self, prepared: &Prepared) -> Act {
         match &self.request {
             Request::Send(_) | Request::Approve(_) | Request::Pack(_) => Act::Transfer,
             Request::Call(r) => Act::Call {
                 contract: WalletAddress::Evm(r.to),
                 selector: r.input.get(..4).map(Selector::from_slice),
+                holds_allowance: prepared.holds_allowance(),
             },
             Request::Swap(_) => Act::Swap,
         }
@@ -107,14 +108,20 @@ impl Core {
         Ok(Parsed { request, wallet })
     }
 
-    /// Builds `parsed` on its chain and simulates it: nothing is signed.
-    pub(super) async fn build(&self, parsed: &Parsed) -> Result<Prepared> {
+    /// Builds `parsed` on its chain and simulates it for `caller`, reading the wallet's
+    /// state around it where `caller`'s limits need it: nothing is signed.
+    pub(super) async fn build(&self, caller: &Caller, parsed: &Parsed) -> Result<Prepared> {
         let wallet = &parsed.wallet;
+        let watch = match parsed.chain().family() {
+            ChainFamily::Evm => self.policy.watched(caller, parsed.chain()).await?,
+            ChainFamily::Solana => None,
+        };
+        let watch = watch.as_deref();
         match &parsed.request {
-            Request::Send(r) => self.transfers.prepare_send(r, wallet).await,
-            Request::Approve(r) => self.transfers.prepare_approve(r, wallet).await,
-            Request::Call(r) => self.transfers.prepare_call(r, wallet).await,
-            Request::Swap(r) => self.swaps.prepare(r, wallet).await,
+            Request::Send(r) => self.transfers.prepare_send(r, wallet, watch).await,
+            Request::Approve(r) => self.transfers.prepare_approve(r, wallet, watch).await,
+            Request::Call(r) => self.transfers.prepare_call(r, wallet, watch).await,
+            Request::Swap(r) => self.swaps.prepare(r, wallet, watch).await,
             Request::Pack(r) => self.transfers.prepare_pack(r, wallet).await,
         }
     }

@@ -104,9 +104,16 @@ async fn a_dry_run_answers_with_the_real_writes_verdict(b: Backend) -> anyhow::R
     let within = transfer_of(token, 600);
     let dry = api.post("/contracts/send?dryRun=true", &within).await?;
     assert_eq!(dry.body["verdict"]["allowed"], true, "{}", dry.text);
+    // The token moved, and the most the write may pay in fees, against the key's fee
+    // budget (the chain's default).
     assert_eq!(
         dry.body["verdict"]["reservations"],
-        json!([{"chain": "anvil", "asset": lower, "amount": "600"}])
+        json!([
+            {"chain": "anvil", "asset": "fees", "amount": dry.body["fee"]["maxFee"]},
+            {"chain": "anvil", "asset": lower, "amount": "600"}
+        ]),
+        "{}",
+        dry.text
     );
     assert_eq!(anvil.nonce(wallet).await?, 0, "no dry run signed anything");
     let shown = svc.cli(&["keys", "limits", &prefix]).await?;
@@ -170,6 +177,15 @@ async fn a_dry_run_answers_with_the_real_writes_verdict(b: Backend) -> anyhow::R
         "{}",
         dry.text
     );
+    // A swap's dry run asks the aggregator, as a quote does: not with a read-only key.
+    let swap = json!({"chain": "anvil", "fromToken": token.to_string(),
+        "toToken": "native", "amount": "100"});
+    let dry = svc
+        .rest(&reader)
+        .post("/trade/swap?dryRun=true", &swap)
+        .await?;
+    dry.assert_error(403, "FORBIDDEN")?;
+    assert!(dry.text.contains("`trade`"), "{}", dry.text);
     Ok(())
 }
 

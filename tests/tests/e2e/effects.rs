@@ -257,7 +257,21 @@ async fn pulls_through_an_earlier_allowance_are_outflows(b: Backend) -> anyhow::
     );
 
     // A contract call whose effects pass the key's approval threshold waits for a person,
-    // who sees what it would do.
+    // who sees what it would do. (The relay holds an allowance: the key calls it only
+    // through a function its owner named.)
+    s.svc
+        .allow_key(
+            &s.prefix,
+            &[
+                "--chain",
+                "anvil",
+                "--contract",
+                &s.relay.to_string(),
+                "--function",
+                "pull(address,address,address,uint256)",
+            ],
+        )
+        .await?;
     let token = s.token.to_string();
     s.svc
         .limit_key(

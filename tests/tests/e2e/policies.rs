@@ -172,7 +172,8 @@ async fn recipients_and_spenders_are_read_from_effects(b: Backend) -> anyhow::Re
             &["allowed spenders", STRANGER],
         )
         .await?;
-    // A limited key may grant an unlimited allowance only to a spender its policy allows.
+    // A spender rule allows the spender, not an unlimited hold: a limited key grants even
+    // an allowed spender only a bounded allowance, counted as moved.
     svc.limit_key(
         &prefix,
         &[
@@ -185,10 +186,18 @@ async fn recipients_and_spenders_are_read_from_effects(b: Backend) -> anyhow::Re
         ],
     )
     .await?;
-    made(&api, "/contracts/send", &approve(FRIEND, U256::MAX)).await?;
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            ("/contracts/send", &approve(FRIEND, U256::MAX)),
+            &["unlimited", FRIEND],
+        )
+        .await?;
+    made(&api, "/contracts/send", &approve(FRIEND, U256::from(1000))).await?;
     assert_eq!(
         anvil.allowance(token, wallet, address(FRIEND)).await?,
-        U256::MAX
+        U256::from(1000)
     );
     Ok(())
 }

@@ -1,11 +1,19 @@
 //! A record keeps both what its simulation showed it does to the wallet and what the chain
-//! says it did once final; when the two differ (here, two swaps simulated on the same pool
-//! and mined in one block, the second buying less than its simulation said) the record says
-//! how, and the difference is counted.
+//! says it did once final; when the two differ (here, a swap simulated on the pending block
+//! and overtaken in its block by a stranger's swap paying a higher tip, so that it buys less
+//! than its simulation said) the record says how, and the difference is counted.
 
-use alloy::primitives::{U256, utils::parse_ether};
+use alloy::{
+    primitives::{U256, utils::parse_ether},
+    sol,
+    sol_types::SolCall,
+};
 use serde_json::{Value, json};
-use walletops_tests::{Backend, metrics, on_both_backends};
+use walletops_tests::{Backend, anvil::DEV_ACCOUNT, metrics, on_both_backends};
+
+sol! {
+    function swapNativeForToken(uint256 minOut) returns (uint256 amountOut);
+}
 
 use super::desk::{API_KEY, Desk};
 
@@ -57,7 +65,8 @@ async fn a_record_keeps_its_simulated_and_final_effects(b: Backend) -> anyhow::R
     assert_eq!(&record["finalEffects"], simulated, "{record}");
     assert!(record["effectsDifference"].is_null(), "{record}");
 
-    // Two swaps simulated on the same pool, mined in one block: the second buys less.
+    // Two swaps of the service in one block: the second is simulated on the pending block,
+    // after the first, and buys what its simulation said.
     desk.anvil.set_automine(false).await?;
     let mut ids = Vec::new();
     for _ in 0..2 {
@@ -65,6 +74,22 @@ async fn a_record_keeps_its_simulated_and_final_effects(b: Backend) -> anyhow::R
         anyhow::ensure!(reply.status == 200, "{reply:?}");
         ids.push(reply.body["id"].as_str().unwrap_or_default().to_owned());
     }
+    desk.anvil.mine().await?;
+    // A third, overtaken in its block by a stranger's swap on the same pool paying a higher
+    // tip: it buys less than its simulation said.
+    let reply = api.post("/trade/swap", &swap(&desk)).await?;
+    anyhow::ensure!(reply.status == 200, "{reply:?}");
+    ids.push(reply.body["id"].as_str().unwrap_or_default().to_owned());
+    let gwei = |n: u64| format!("{:#x}", U256::from(n) * U256::from(1_000_000_000u64));
+    let front = swapNativeForTokenCall { minOut: U256::ZERO }.abi_encode();
+    desk.anvil
+        .rpc(
+            "eth_sendTransaction",
+            json!([{"from": DEV_ACCOUNT, "to": desk.pool, "value": format!("{:#x}", parse_ether("5")?),
+                "input": alloy::primitives::Bytes::from(front), "gas": "0x30000",
+                "maxFeePerGas": gwei(1_000), "maxPriorityFeePerGas": gwei(500)}]),
+        )
+        .await?;
     desk.anvil.mine().await?;
     desk.anvil.set_automine(true).await?;
     let mut differences = Vec::new();
@@ -87,15 +112,15 @@ async fn a_record_keeps_its_simulated_and_final_effects(b: Backend) -> anyhow::R
                 landed.parse::<U256>()? < simulated.parse::<U256>()?,
                 "{record}"
             );
-            differences.push(said);
+            differences.push((id.clone(), said));
         } else {
             assert!(record["effectsDifference"].is_null(), "{record}");
         }
     }
     assert_eq!(
-        differences.len(),
-        1,
-        "the second swap of the block: {differences:?}"
+        differences.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+        [&ids[2]],
+        "only the overtaken swap: {differences:?}"
     );
     let url = desk.svc.metrics_url.clone().unwrap_or_default();
     let text = metrics::scrape_text(&url).await?;

@@ -25,13 +25,15 @@ mod broadcast;
 mod fees;
 mod scan;
 mod simulate;
+mod state_reads;
 mod tokens;
 
 use broadcast::classify;
 pub use broadcast::{BroadcastOutcome, Rejection};
 pub use fees::{FeeCaps, FeeReading};
 pub use scan::{ScannedBlock, TransferLog};
-pub use simulate::Simulation;
+pub use simulate::{Signing, Simulation};
+pub use state_reads::Watch;
 pub use tokens::{
     TokenQuery, TokenReading, decode_balance, erc20_allowance, erc20_approve, erc20_balance_of,
     erc20_transfer,

@@ -2,8 +2,15 @@
 //! moves, internal calls included, come back as ERC-20 `Transfer` logs of `0xEeee…EEeE`), or
 //! on a node without it `debug_traceCall` with the call tracer and its logs, whose frames
 //! that carry value are turned into those same logs. A node with neither leaves the write's
-//! effects unknown. Which method a node answers is remembered per client, so a send asks
-//! one of them, in the batch that carries its gas estimate.
+//! effects unknown. Which method a node answers is remembered per client.
+//!
+//! The simulated transaction is the one that will be signed: its gas limit and fee fields,
+//! on the pending block, with `eth_simulateV1`'s validation (the block's real base fee, the
+//! sender's balance for gas): a contract cannot tell it from the execution by `tx.gasprice`,
+//! `block.basefee` or `gasleft()`. (Its nonce is the node's: no opcode reads it.) Where the
+//! caller watches the wallet's state, reads of it run in the same block before and after
+//! the write (`state_reads`), and every allowance an `Approval` of the wallet names is read
+//! the same way in a second simulation.
 
 use std::{
     sync::{Mutex, PoisonError},
@@ -26,9 +33,13 @@ use alloy::{
 };
 use serde::Deserialize;
 
-use super::{EvmClient, RPC_TIMEOUT, rpc_failed, would_fail};
+use super::{
+    EvmClient, Fees, RPC_TIMEOUT, rpc_failed,
+    state_reads::{Watch, effective_price},
+    would_fail,
+};
 use crate::{
-    effects::evm::{Erc20, Log, NATIVE_TRANSFERS},
+    effects::evm::{Erc20, Log, NATIVE_TRANSFERS, StateReads},
     error::WalletOpsError,
 };
 
@@ -42,6 +53,9 @@ pub enum Simulation {
         output: Bytes,
         /// Its logs.
         logs: Vec<Log>,
+        /// The wallet's state read around it, when it was watched and the node simulates
+        /// with `eth_simulateV1`.
+        reads: Option<StateReads>,
     },
     /// The node can simulate neither way: why, naming the chain's missing methods.
     Unavailable(String),
@@ -108,33 +122,59 @@ fn no_such_method(code: i64, message: &str) -> bool {
             && message.contains("method")
 }
 
-/// A block of `eth_simulateV1`'s answer: only its calls are read.
+/// A block of `eth_simulateV1`'s answer: its base fee and its calls.
 #[derive(Debug, Deserialize)]
 struct SimulatedCalls {
+    #[serde(rename = "baseFeePerGas", default)]
+    base_fee_per_gas: Option<U256>,
     calls: Vec<SimCallResult>,
 }
 
+/// A write to simulate, as it will be signed.
+#[derive(Debug, Clone, Copy)]
+pub struct Signing<'a> {
+    /// The wallet.
+    pub from: Address,
+    /// The recipient or contract.
+    pub to: Address,
+    /// The coin sent.
+    pub value: U256,
+    /// The calldata.
+    pub input: &'a Bytes,
+    /// The gas limit it is signed with.
+    pub gas: u64,
+    /// The fees it is signed with.
+    pub fees: Fees,
+}
+
+impl Signing<'_> {
+    fn request(&self) -> TransactionRequest {
+        TransactionRequest::default()
+            .from(self.from)
+            .to(self.to)
+            .value(self.value)
+            .input(self.input.clone().into())
+            .gas_limit(self.gas)
+            .max_fee_per_gas(self.fees.max_fee_per_gas)
+            .max_priority_fee_per_gas(self.fees.max_priority_fee_per_gas)
+    }
+}
+
 impl EvmClient {
-    /// Simulates the call of `value` and `input` from `from` to `to` on the latest block.
-    /// A revert is SEND_FAILED with the node's reason, a shortfall INSUFFICIENT_FUNDS;
-    /// nothing has been signed at this point.
+    /// Simulates `write` on the pending block, reading the wallet's coin and `watch`'s
+    /// tokens and allowances around it when `watch` is given (and then every allowance its
+    /// `Approval`s name). A revert is SEND_FAILED with the node's reason, a shortfall
+    /// INSUFFICIENT_FUNDS; nothing has been signed at this point.
     pub async fn simulate(
         &self,
-        from: Address,
-        to: Address,
-        value: U256,
-        input: &Bytes,
+        write: Signing<'_>,
+        watch: Option<&Watch>,
     ) -> Result<Simulation, WalletOpsError> {
-        let call = TransactionRequest::default()
-            .from(from)
-            .to(to)
-            .value(value)
-            .input(input.clone().into());
         loop {
             let method = self.simulation.current();
             let ran = match method {
-                Method::SimulateV1 => self.simulate_v1(call.clone()).await,
-                Method::TraceCall => self.trace_call(call.clone()).await,
+                Method::SimulateV1 => self.simulate_watched(write, watch).await,
+                Method::TraceCall => self.trace_call(write.request()).await,
                 Method::Neither => {
                     return Ok(Simulation::Unavailable(
                         "the node has neither eth_simulateV1 nor debug_traceCall".to_owned(),
@@ -153,27 +193,64 @@ impl EvmClient {
         }
     }
 
+    /// `eth_simulateV1` of `write` with the reads of `watch`; again with the allowances
+    /// its `Approval`s name, when it names any.
+    async fn simulate_watched(
+        &self,
+        write: Signing<'_>,
+        watch: Option<&Watch>,
+    ) -> Result<Result<Simulation, WalletOpsError>, RpcError<TransportErrorKind>> {
+        let Some(watch) = watch else {
+            return self.simulate_v1(write, None).await;
+        };
+        let first = self.simulate_v1(write, Some(watch)).await?;
+        let Ok(Simulation::Ran { logs, .. }) = &first else {
+            return Ok(first);
+        };
+        let mut more = watch.clone();
+        for pair in approvals_of(write.from, logs) {
+            if !more.allowances.contains(&pair) {
+                more.allowances.push(pair);
+            }
+        }
+        if more.allowances.len() == watch.allowances.len() {
+            return Ok(first);
+        }
+        self.simulate_v1(write, Some(&more)).await
+    }
+
     async fn simulate_v1(
         &self,
-        call: TransactionRequest,
+        write: Signing<'_>,
+        watch: Option<&Watch>,
     ) -> Result<Result<Simulation, WalletOpsError>, RpcError<TransportErrorKind>> {
-        let payload = SimulatePayload::default()
-            .extend(SimBlock::default().call(call))
+        let block = match watch {
+            Some(watch) => SimBlock::default()
+                .with_state_overrides(Watch::overrides())
+                .extend_calls(watch.around(write.from, write.fees, write.request())),
+            None => SimBlock::default().call(write.request()),
+        };
+        let mut payload = SimulatePayload::default()
+            .extend(block)
             .with_trace_transfers();
-        let blocks: Vec<SimulatedCalls> = timeout(
-            self.provider
-                .raw_request("eth_simulateV1".into(), (payload, BlockNumberOrTag::Latest)),
-        )
+        payload.validation = true;
+        let blocks: Vec<SimulatedCalls> = timeout(self.provider.raw_request(
+            "eth_simulateV1".into(),
+            (payload, BlockNumberOrTag::Pending),
+        ))
         .await?;
-        let Some(result) = blocks
-            .into_iter()
-            .next()
-            .and_then(|b| b.calls.into_iter().next())
-        else {
-            return Ok(Err(rpc_failed(
-                "simulate the transaction",
-                "eth_simulateV1 answered without the call",
-            )));
+        let Some(block) = blocks.into_iter().next() else {
+            return Ok(Err(no_call()));
+        };
+        let at = watch.map_or(0, Watch::count);
+        let reads = watch.map(|w| {
+            w.read(
+                &block.calls,
+                effective_price(write.fees, block.base_fee_per_gas),
+            )
+        });
+        let Some(result) = block.calls.into_iter().nth(at) else {
+            return Ok(Err(no_call()));
         };
         if !result.status {
             let why = result
@@ -194,6 +271,7 @@ impl EvmClient {
         Ok(Ok(Simulation::Ran {
             output: result.return_data,
             logs,
+            reads,
         }))
     }
 
@@ -226,8 +304,33 @@ impl EvmClient {
         Ok(Ok(Simulation::Ran {
             output: root.output.clone().unwrap_or_default(),
             logs,
+            reads: None,
         }))
     }
+}
+
+fn no_call() -> WalletOpsError {
+    rpc_failed(
+        "simulate the transaction",
+        "eth_simulateV1 answered without the call",
+    )
+}
+
+/// Every (token, spender) an ERC-20 `Approval` of `wallet` in `logs` names, each once.
+fn approvals_of(wallet: Address, logs: &[Log]) -> Vec<(Address, Address)> {
+    let mut pairs = Vec::new();
+    for log in logs {
+        if log.topics.len() == 3
+            && log.topics[0] == Erc20::Approval::SIGNATURE_HASH
+            && log.topics[1] == wallet.into_word()
+        {
+            let pair = (log.address, Address::from_word(log.topics[2]));
+            if !pairs.contains(&pair) {
+                pairs.push(pair);
+            }
+        }
+    }
+    pairs
 }
 
 async fn timeout<T>(

@@ -179,8 +179,8 @@ fn permit2_allowances_are_read_only_from_permit2() {
 }
 
 #[test]
-fn the_allowance_left_after_a_transfer_from_is_no_grant() {
-    let left = |value: u64| {
+fn every_approval_is_read_and_the_state_decides_what_it_granted() {
+    let approval = |value: u64| {
         log(
             TOKEN,
             &Erc20::Approval {
@@ -190,17 +190,139 @@ fn the_allowance_left_after_a_transfer_from_is_no_grant() {
             },
         )
     };
-    // OpenZeppelin v4 emits what is left of the allowance before the transfer, older
-    // versions after it: either way, a router spent the wallet's allowance.
-    for logs in [
-        vec![left(9_000), erc20(WALLET, OTHER, 1_000)],
-        vec![erc20(WALLET, OTHER, 1_000), left(9_000)],
-    ] {
-        let effects = effects_of(WALLET, &logs);
-        assert!(effects.grants.is_empty(), "{effects:?}");
-        assert_eq!(effects.outflow_of(token()), U256::from(1_000));
-    }
-    // Apart from a transfer out of the wallet, an approval is a grant.
-    let alone = effects_of(WALLET, &[left(9_000), erc20(OTHER, WALLET, 5)]);
-    assert_eq!(alone.grants.len(), 1);
+    // No guess drops an `Approval` beside a `Transfer` out of the wallet (ERC-1363's
+    // `approveAndCall` emits both): the log alone is a grant.
+    let logs = [approval(9_000), erc20(WALLET, OTHER, 1)];
+    let mut effects = effects_of(WALLET, &logs);
+    assert_eq!(effects.grants.len(), 1, "{effects:?}");
+    // The allowance read around the write decides: one that fell (a `transferFrom` that
+    // spent it) grants nothing; one that rose grants what it is after the write.
+    let allowance = |before: u64, after: U256| StateReads {
+        allowances: vec![(
+            TOKEN,
+            STRANGER,
+            Change {
+                before: U256::from(before),
+                after,
+            },
+        )],
+        ..StateReads::default()
+    };
+    reconcile(&mut effects, OTHER, &allowance(10_000, U256::from(9_000)));
+    assert!(effects.grants.is_empty(), "{effects:?}");
+    let mut effects = effects_of(WALLET, &logs);
+    reconcile(
+        &mut effects,
+        OTHER,
+        &allowance(0, U256::MAX - U256::from(1)),
+    );
+    assert_eq!(effects.grants.len(), 1);
+    assert_eq!(effects.grants[0].amount, None, "MAX less the unit pulled");
+    assert_eq!(effects.outflow_of(token()), U256::from(1));
+}
+
+#[test]
+fn a_balance_that_falls_past_the_events_is_an_outflow_to_the_called_contract() {
+    let mut effects = effects_of(WALLET, &[erc20(WALLET, STRANGER, 1)]);
+    let reads = StateReads {
+        native: Some(Change {
+            before: U256::from(1_000_000),
+            after: U256::from(1_000_000 - 21_000 - 500),
+        }),
+        fee: U256::from(21_000),
+        tokens: vec![(
+            TOKEN,
+            Change {
+                before: U256::from(10_000),
+                after: U256::ZERO,
+            },
+        )],
+        allowances: Vec::new(),
+    };
+    reconcile(&mut effects, OTHER, &reads);
+    assert_eq!(effects.outflow_of(token()), U256::from(10_000));
+    assert_eq!(effects.outflow_of(Asset::Native), U256::from(500));
+    assert!(
+        effects.outflows[1..]
+            .iter()
+            .all(|f| f.counterparty == WalletAddress::Evm(OTHER)),
+        "{effects:?}"
+    );
+    // A fall the events already show adds nothing; the fee alone is no outflow.
+    let mut honest = effects_of(WALLET, &[erc20(WALLET, STRANGER, 10_000)]);
+    let fee_only = StateReads {
+        native: Some(Change {
+            before: U256::from(1_000_000),
+            after: U256::from(1_000_000 - 21_000),
+        }),
+        fee: U256::from(21_000),
+        ..reads
+    };
+    reconcile(&mut honest, OTHER, &fee_only);
+    assert_eq!(honest.outflows.len(), 1, "{honest:?}");
+}
+
+#[test]
+fn unindexed_transfers_operators_and_credit_delegations_are_read() {
+    let unindexed = log(
+        TOKEN,
+        &Erc20Unindexed::Transfer {
+            from: WALLET,
+            to: STRANGER,
+            value: U256::from(42),
+        },
+    );
+    let operator = log(
+        TOKEN,
+        &Holds::AuthorizedOperator {
+            operator: STRANGER,
+            tokenHolder: WALLET,
+        },
+    );
+    let credit = log(
+        OTHER,
+        &Holds::BorrowAllowanceDelegated {
+            fromUser: WALLET,
+            toUser: STRANGER,
+            asset: TOKEN,
+            amount: U256::from(7),
+        },
+    );
+    let effects = effects_of(WALLET, &[unindexed, operator, credit]);
+    assert_eq!(effects.outflow_of(token()), U256::from(42));
+    assert_eq!(effects.grants.len(), 2, "{effects:?}");
+    assert_eq!(effects.grants[0].kind, GrantKind::All);
+    assert_eq!(effects.grants[0].amount, None);
+    assert_eq!(effects.grants[1].kind, GrantKind::Delegation);
+    assert_eq!(effects.grants[1].asset, token());
+    assert_eq!(effects.grants[1].amount, Some(U256::from(7)));
+}
+
+#[test]
+fn a_declared_send_or_allowance_is_a_floor_of_the_effects() {
+    // A token that shows its simulation 1 unit of a 5,000 send counts 5,000.
+    let mut effects = effects_of(WALLET, &[erc20(WALLET, STRANGER, 1)]);
+    let send = Declared::Send {
+        asset: token(),
+        to: STRANGER,
+        amount: U256::from(5_000),
+    };
+    at_least(&mut effects, send);
+    assert_eq!(effects.outflow_of(token()), U256::from(5_000));
+    // More than declared stays what it is.
+    let mut more = effects_of(WALLET, &[erc20(WALLET, STRANGER, 9_000)]);
+    at_least(&mut more, send);
+    assert_eq!(more.outflow_of(token()), U256::from(9_000));
+    // An approval that shows no grant still grants what it sets.
+    let mut silent = Effects::default();
+    at_least(
+        &mut silent,
+        Declared::Allowance {
+            token: TOKEN,
+            spender: STRANGER,
+            amount: U256::from(700),
+        },
+    );
+    assert_eq!(silent.grants.len(), 1);
+    assert_eq!(silent.grants[0].amount, Some(U256::from(700)));
 }

@@ -18,18 +18,20 @@ use alloy::{
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+mod foresee;
 mod lanes;
 mod refusal;
 
+use foresee::{Foresight, foresee};
 use lanes::Lanes;
 
 use super::{BroadcastLog, handed_over};
 use crate::{
     chains::{
         Chain,
-        evm::{BroadcastOutcome, EvmClient, EvmClients, Rejection, Simulation, call_to},
+        evm::{BroadcastOutcome, EvmClient, EvmClients, Rejection, Signing, call_to},
     },
-    effects::{Foreseen, evm::effects_of},
+    effects::Foreseen,
     error::{Result, WalletOpsError},
     idempotency::{Idempotency, Ticket, claimed_elsewhere, note_claimed},
     recovery::evm::{Ending, EvmRecovery, Resign, TRANSFER_GAS, evm_chain_id, held_by_node},
@@ -125,6 +127,9 @@ pub struct Prepared {
     pub(crate) record: NewTransaction,
     /// What the simulation says it does.
     pub effects: Foreseen,
+    /// Whether the wallet held an allowance for the contract it calls, on a watched token,
+    /// before the call.
+    pub holds_allowance: bool,
 }
 
 impl Prepared {
@@ -164,13 +169,16 @@ impl EvmPipeline {
         self.clients.get(chain)
     }
 
-    /// Prepares `intent` from `wallet` on `chain`: checks funds and code, estimates gas and
-    /// simulates it (one batched request to the node). Nothing is signed or stored.
+    /// Prepares `intent` from `wallet` on `chain`: checks funds and code, estimates gas, then
+    /// simulates the transaction with the gas and fees it will be signed with. `watch`: the
+    /// tokens whose balance (besides the coin's) is read around it, for a limited key.
+    /// Nothing is signed or stored.
     pub async fn prepare(
         &self,
         chain: &Chain,
         wallet: &DelegatedWallet,
         intent: EvmIntent,
+        watch: Option<&[Address]>,
     ) -> Result<Prepared> {
         let client = self.client(chain)?;
         let w = wallet.wallet();
@@ -218,35 +226,12 @@ impl EvmPipeline {
         let fees = client.fees().await?;
         // The balance is checked here, not left to the simulation: nodes short-cut the
         // estimate of a plain transfer (anvil answers 21000 whatever the sender holds), and
-        // the headroom below must be affordable too. The three go out in one batch.
-        let (estimated, balance, simulation) = tokio::join!(
+        // the headroom below must be affordable too. The two go out in one batch.
+        let (estimated, balance) = tokio::join!(
             client.estimate_gas(from, intent.to, intent.value, &intent.input, fees),
             client.balance(from),
-            client.simulate(from, intent.to, intent.value, &intent.input),
         );
-        let (estimated, balance, simulation) = (estimated?, balance?, simulation?);
-        let (output, effects) = match simulation {
-            Simulation::Ran { output, logs } => (output, Foreseen::Known(effects_of(from, &logs))),
-            // Without a simulation the token's answer is read alone.
-            Simulation::Unavailable(why) => (
-                client
-                    .call_from(Some(from), intent.to, intent.input.clone())
-                    .await
-                    .unwrap_or_default(),
-                Foreseen::Unknown(format!("{}: {why}", chain.slug())),
-            ),
-        };
-        if refused_by_token(&intent, &output) {
-            return Err(WalletOpsError::SendFailed(format!(
-                "the transaction would do nothing: token {} answers false to this {}",
-                intent.to.to_checksum(None),
-                if intent.kind == TxKind::Approve {
-                    "approval"
-                } else {
-                    "transfer"
-                }
-            )));
-        }
+        let (estimated, balance) = (estimated?, balance?);
         // Contract calls get headroom: state can move between simulation and inclusion.
         let gas = if intent.input.is_empty() {
             estimated.max(TRANSFER_GAS)
@@ -260,6 +245,30 @@ impl EvmPipeline {
             return Err(WalletOpsError::InsufficientFunds(format!(
                 "wallet {} holds {balance} wei, less than value plus maximum fee ({cost} wei)",
                 w.address
+            )));
+        }
+        let signing = Signing {
+            from,
+            to: intent.to,
+            value: intent.value,
+            input: &intent.input,
+            gas,
+            fees,
+        };
+        let Foresight {
+            output,
+            effects,
+            holds_allowance,
+        } = foresee(&client, chain, signing, &intent, watch).await?;
+        if refused_by_token(&intent, &output) {
+            return Err(WalletOpsError::SendFailed(format!(
+                "the transaction would do nothing: token {} answers false to this {}",
+                intent.to.to_checksum(None),
+                if intent.kind == TxKind::Approve {
+                    "approval"
+                } else {
+                    "transfer"
+                }
             )));
         }
         let chain_id = evm_chain_id(chain)?;
@@ -302,6 +311,7 @@ impl EvmPipeline {
                 simulated_effects: None,
             },
             effects,
+            holds_allowance,
         })
     }
 
@@ -316,6 +326,7 @@ impl EvmPipeline {
             tx,
             mut record,
             effects: _,
+            holds_allowance: _,
         } = prepared;
         let floor = self.nonce_floor(&chain, &client, from).await?;
         self.signer.prepare(&wallet).await?;

@@ -6,7 +6,6 @@
 //! `target/test-artifacts/dashboard/<store>/`.
 
 use anyhow::Context;
-use sea_orm::ConnectionTrait;
 use serde_json::json;
 use walletops_tests::{Backend, on_both_backends, workspace_root};
 
@@ -28,12 +27,7 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
         .cli(&["keys", "create", "--name", "old key", "--expires", "7d"])
         .await?;
     let expired = out.api_key().context("no key printed")?[5..9].to_owned();
-    svc.database()
-        .await?
-        .execute_unprepared(&format!(
-            "UPDATE api_keys SET expires_at = '2020-01-01T00:00:00Z' WHERE prefix = '{expired}'"
-        ))
-        .await?;
+    svc.expire_key(&expired).await?;
     // A spend limit on it, for the keys table to show.
     let limited = svc
         .cli(&[

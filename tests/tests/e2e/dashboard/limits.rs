@@ -82,8 +82,20 @@ async fn a_session_sets_limits_and_the_key_cannot(b: Backend) -> anyhow::Result<
         .iter()
         .find(|k| k.prefix == prefix)
         .expect("the agent's key");
-    assert_eq!(shown.spend_limits[0].spent_24h, "1000");
-    assert_eq!(shown.spend_limits[0].left.as_deref(), Some("2000"));
+    let native = shown
+        .spend_limits
+        .iter()
+        .find(|l| l.asset == "native")
+        .expect("the native limit");
+    assert_eq!(native.spent_24h, "1000");
+    assert_eq!(native.left.as_deref(), Some("2000"));
+    // Beside it, the chain's default fee budget, holding what the send may pay.
+    let fees = shown
+        .spend_limits
+        .iter()
+        .find(|l| l.asset == "fees")
+        .expect("the fee budget");
+    assert_ne!(fees.spent_24h, "0", "{fees:?}");
     let removed = keys
         .remove_spend_limit(session_call(
             pb::RemoveSpendLimitRequest {
@@ -98,7 +110,11 @@ async fn a_session_sets_limits_and_the_key_cannot(b: Backend) -> anyhow::Result<
         .into_inner()
         .api_key
         .expect("the key");
-    assert!(removed.spend_limits.is_empty());
+    assert!(
+        removed.spend_limits.iter().all(|l| l.asset == "fees"),
+        "only the fee budget is left: {:?}",
+        removed.spend_limits
+    );
     Ok(())
 }
 
