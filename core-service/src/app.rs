@@ -190,7 +190,7 @@ impl Core {
             quotes: Quotes::new(
                 (aggregators, config.trade.clone()),
                 evm_clients.clone(),
-                wallets,
+                (wallets, store.clone()),
             ),
             swaps,
             balances: Balances::new(evm_clients.clone(), solana_clients.clone()),

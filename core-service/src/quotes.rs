@@ -2,24 +2,35 @@
 //! source with a `from` wallet, the chain itself says whether the aggregator's router may
 //! already spend the amount (`allowance(from, spender)`), so the caller knows to approve it
 //! first with POST /token/approve.
+//!
+//! Every quote given is kept with its id (`quoteId`) for 60 seconds, bound to the key that
+//! asked: a swap naming it must pay at least its `dstAmount` less the swap's slippage,
+//! whatever the aggregator says when it builds the swap.
 
 use std::sync::Arc;
 
 use alloy::primitives::{Address, U256};
 
 use crate::{
+    auth::Caller,
     chains::evm::EvmClients,
     error::{Result, WalletOpsError},
-    requests::{QuoteRequest, TradePair},
+    requests::{QuoteRequest, SwapRequest, TradePair},
     trade::{Aggregators, EvmChainId, NATIVE_TOKEN, TradeConfig},
     wallets::Wallets,
 };
 use uuid::Uuid;
 use walletops_domain::WalletAddress;
+use walletops_store::{QuoteRecord, Store};
+
+/// How long a swap may name a quote.
+pub const QUOTE_VALIDITY: chrono::Duration = chrono::Duration::seconds(60);
 
 /// A quote as the contract gives it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Quote {
+    /// Its id, which a swap may name as `quoteId` (`QUOTE_VALIDITY`); nil until kept.
+    pub id: Uuid,
     /// Source amount, base units.
     pub src_amount: String,
     /// Quoted destination amount, base units.
@@ -51,6 +62,29 @@ pub struct Quotes {
     trade: TradeConfig,
     evm_clients: Arc<EvmClients>,
     wallets: Wallets,
+    store: Store,
+}
+
+/// What a quote prices, as kept and compared: the chain, the tokens and the amount sold.
+fn priced(req: &QuoteRequest) -> (String, String, String, String) {
+    let (from, to, amount) = match &req.pair {
+        TradePair::Evm(p) => (
+            WalletAddress::Evm(p.src),
+            WalletAddress::Evm(p.dst),
+            p.amount.to_string(),
+        ),
+        TradePair::Solana(p) => (
+            WalletAddress::Solana(p.input_mint),
+            WalletAddress::Solana(p.output_mint),
+            p.amount.to_string(),
+        ),
+    };
+    (
+        req.chain.slug().to_owned(),
+        from.to_string(),
+        to.to_string(),
+        amount,
+    )
 }
 
 impl Quotes {
@@ -59,24 +93,98 @@ impl Quotes {
     pub fn new(
         (aggregators, trade): (Aggregators, TradeConfig),
         evm_clients: Arc<EvmClients>,
-        wallets: Wallets,
+        (wallets, store): (Wallets, Store),
     ) -> Self {
         Self {
             aggregators,
             trade,
             evm_clients,
             wallets,
+            store,
         }
     }
 
-    /// `quote` for `user_id`, who must own the wallet it names as `from`, if any.
-    pub async fn quote_for(&self, user_id: Uuid, req: &QuoteRequest) -> Result<Quote> {
+    /// `quote` for `caller`, who must own the wallet it names as `from`, if any; kept under
+    /// its id for a swap of `caller`'s to name.
+    pub async fn quote_for(&self, caller: &Caller, req: &QuoteRequest) -> Result<Quote> {
         if let Some(from) = &req.from {
             self.wallets
-                .resolve_owned(user_id, req.chain.family(), Some(from), "from", false)
+                .resolve_owned(
+                    caller.user_id,
+                    req.chain.family(),
+                    Some(from),
+                    "from",
+                    false,
+                )
                 .await?;
         }
-        self.quote(req).await
+        let mut quote = self.quote(req).await?;
+        let (chain, from_token, to_token, amount) = priced(req);
+        let now = chrono::Utc::now();
+        let record = QuoteRecord {
+            id: Uuid::now_v7(),
+            user_id: caller.user_id,
+            key_id: caller.key_id(),
+            chain,
+            from_token,
+            to_token,
+            amount,
+            dst_amount: quote.dst_amount.clone(),
+            expires_at: now + QUOTE_VALIDITY,
+        };
+        self.store.insert_quote(&record, now).await?;
+        quote.id = record.id;
+        Ok(quote)
+    }
+
+    /// The amount quoted to come in by the quote `req` names (`quoteId`), once it is known
+    /// to be `caller`'s (same key), still valid (unless `held`: an approved swap is judged
+    /// after its approval), and of this very trade; `None` when it names none.
+    pub async fn named_by(
+        &self,
+        caller: &Caller,
+        req: &SwapRequest,
+        held: bool,
+    ) -> Result<Option<U256>> {
+        let Some(id) = req.quote_id else {
+            return Ok(None);
+        };
+        let bad = |why: String| WalletOpsError::invalid("quoteId", why);
+        let record = self
+            .store
+            .quote(caller.user_id, id)
+            .await?
+            .ok_or_else(|| bad(format!("no quote of yours has the id {id}")))?;
+        if record.key_id != caller.key_id() {
+            return Err(bad(format!(
+                "quote {id} was given to another API key: a swap names only the quotes of its own key"
+            )));
+        }
+        if !held && record.expires_at < chrono::Utc::now() {
+            return Err(bad(format!(
+                "quote {id} expired at {} (a quote may be named for {} seconds): ask for a new one",
+                record
+                    .expires_at
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                QUOTE_VALIDITY.num_seconds()
+            )));
+        }
+        let (chain, from_token, to_token, amount) = priced(&req.trade);
+        if (
+            &record.chain,
+            &record.from_token,
+            &record.to_token,
+            &record.amount,
+        ) != (&chain, &from_token, &to_token, &amount)
+        {
+            return Err(bad(format!(
+                "quote {id} priced {} of {} for {} on {}, not this swap's {amount} of {from_token} for {to_token} on {chain}",
+                record.amount, record.from_token, record.to_token, record.chain
+            )));
+        }
+        record.dst_amount.parse().map(Some).map_err(|_| {
+            WalletOpsError::Internal(anyhow::anyhow!("quote {id}'s dst_amount is unreadable"))
+        })
     }
 
     /// The quote of `req`. Every refusal or failure of the aggregator is QUOTE_FAILED with
@@ -124,6 +232,7 @@ impl Quotes {
                     _ => None,
                 };
                 Ok(Quote {
+                    id: Uuid::nil(),
                     src_amount: pair.amount.to_string(),
                     dst_amount: quote.dst_amount.to_string(),
                     from_token: pair.src.to_checksum(None),
@@ -135,6 +244,7 @@ impl Quotes {
             TradePair::Solana(pair) => {
                 let quote = self.aggregators.solana().quote(pair).await?;
                 Ok(Quote {
+                    id: Uuid::nil(),
                     src_amount: quote.in_amount.to_string(),
                     dst_amount: quote.out_amount.to_string(),
                     from_token: quote.input_mint.to_string(),

@@ -13,7 +13,8 @@
 //!
 //! Prices are read from the pool's reserves on the node at each call and computed with the
 //! contract's own formula, so `dstAmount` is exactly what the swap pays if nothing trades in
-//! between. A swap's `tx` calls the pool itself, which is also the spender to approve.
+//! between. A swap's `tx` calls the pool itself with 1inch v6's `swap(executor, desc, data)`,
+//! the pool being its own executor and `srcReceiver`; it is also the spender to approve.
 //!
 //! **Invariant:** the aggregator holds no key and sends no transaction; it only reads the
 //! node. (`deploy_pool` and `add_liquidity` are setup helpers that send from the node's own
@@ -132,6 +133,10 @@ struct FaultState {
     extra_value: alloy::primitives::U256,
     /// Call data every swap is built with instead of the pool's.
     data: Option<alloy::primitives::Bytes>,
+    /// The `srcReceiver` swaps are built with instead of the pool.
+    src_receiver: Option<Address>,
+    /// The `dstAmount` quotes and swaps answer instead of the pool's price.
+    dst_amount: Option<alloy::primitives::U256>,
 }
 
 /// What one request meets.
@@ -180,6 +185,18 @@ impl Faults {
         self.lock().data = Some(data);
     }
 
+    /// Swaps are built to send their input to `receiver` (1inch's `srcReceiver`) instead
+    /// of the pool: the input leaves and nothing is bought.
+    pub fn send_input_to(&self, receiver: Address) {
+        self.lock().src_receiver = Some(receiver);
+    }
+
+    /// Quotes and swaps answer `dst_amount` as their `dstAmount`, and swaps are built with
+    /// it less the slippage as their minimum.
+    pub fn answer_dst_amount(&self, dst_amount: alloy::primitives::U256) {
+        self.lock().dst_amount = Some(dst_amount);
+    }
+
     /// Clears every switch.
     pub fn clear(&self) {
         let mut state = self.lock();
@@ -189,6 +206,18 @@ impl Faults {
         state.route_to = None;
         state.extra_value = alloy::primitives::U256::ZERO;
         state.data = None;
+        state.src_receiver = None;
+        state.dst_amount = None;
+    }
+
+    /// The `srcReceiver` swaps are built with: the pool unless told.
+    fn src_receiver(&self, pool: Address) -> Address {
+        self.lock().src_receiver.unwrap_or(pool)
+    }
+
+    /// The `dstAmount` answered for a trade the pool prices at `priced`.
+    fn dst_amount(&self, priced: alloy::primitives::U256) -> alloy::primitives::U256 {
+        self.lock().dst_amount.unwrap_or(priced)
     }
 
     /// Where swaps are built to go, the value they add and the call data they carry instead:

@@ -14,6 +14,17 @@ use alloy::{
 use anyhow::Context as _;
 
 sol! {
+    /// 1inch Aggregation Router v6's swap terms.
+    struct SwapDescription {
+        address srcToken;
+        address dstToken;
+        address srcReceiver;
+        address dstReceiver;
+        uint256 amount;
+        uint256 minReturnAmount;
+        uint256 flags;
+    }
+
     /// The pool (tests/contracts/SwapPool.sol).
     contract SwapPool {
         constructor(address token_);
@@ -24,6 +35,7 @@ sol! {
         function getAmountOut(bool nativeIn, uint256 amountIn) external view returns (uint256);
         function swapNativeForToken(uint256 minOut) external payable returns (uint256 amountOut);
         function swapTokenForNative(uint256 amountIn, uint256 minOut) external returns (uint256 amountOut);
+        function swap(address executor, SwapDescription desc, bytes data) external payable returns (uint256 returnAmount, uint256 spentAmount);
     }
 
     /// The parts of ERC20 the aggregator reads and calls.

@@ -199,7 +199,7 @@ async fn price(state: &State, params: &HashMap<String, String>) -> Result<Trade,
             src,
             dst,
             amount,
-            dst_amount: out,
+            dst_amount: state.faults.dst_amount(out),
         }),
         _ => Err(ApiError::bad_request("insufficient liquidity").with_meta("amount", amount)),
     }
@@ -338,23 +338,34 @@ async fn swap(
             }
         }
     }
-    let (data, value) = if trade.native_in {
-        (
-            SwapPool::swapNativeForTokenCall { minOut: minimum }.abi_encode(),
-            trade.amount,
-        )
-    } else {
-        let call = SwapPool::swapTokenForNativeCall {
-            amountIn: trade.amount,
-            minOut: minimum,
-        };
-        (call.abi_encode(), U256::ZERO)
+    // A swap routed elsewhere names that router as its executor, as a real route does.
+    let (to, extra, replaced) = state.faults.tamper(state.pool);
+    let desc = pool::SwapDescription {
+        srcToken: trade.src,
+        dstToken: trade.dst,
+        srcReceiver: state.faults.src_receiver(to),
+        dstReceiver: from,
+        amount: trade.amount,
+        minReturnAmount: minimum,
+        flags: U256::ZERO,
     };
-    let data = Bytes::from(data);
+    let data = SwapPool::swapCall {
+        executor: to,
+        desc,
+        data: Bytes::new(),
+    }
+    .abi_encode();
+    let value = if trade.native_in {
+        trade.amount
+    } else {
+        U256::ZERO
+    };
+    // Estimated as built, tampering included, and for the value the swap needs.
+    let data = replaced.unwrap_or_else(|| Bytes::from(data));
     let gas = if estimate {
         let request = TransactionRequest::default()
             .from(from)
-            .to(state.pool)
+            .to(to)
             .input(data.clone().into())
             .value(value);
         let estimated = node
@@ -368,8 +379,6 @@ async fn swap(
     };
     let gas_price = node.get_gas_price().await.map_err(node_failed)?;
     let mut body = body(&state, &params, &trade).await?;
-    let (to, extra, replaced) = state.faults.tamper(state.pool);
-    let data = replaced.unwrap_or(data);
     body.insert(
         "tx".into(),
         json!({

@@ -20,6 +20,8 @@ pub enum Allowed {
     Contract(WalletAddress, Option<Selector>),
     /// Allowances, delegations and authorities granted to this account.
     Spender(WalletAddress),
+    /// Swaps into this token (a mint on Solana); the native coin needs no rule.
+    Token(WalletAddress),
 }
 
 /// The kinds of rule, as the store, the API and messages name them.
@@ -33,6 +35,8 @@ pub enum RuleKind {
     Contract,
     /// `spender`: allowed spenders.
     Spender,
+    /// `token`: tokens a swap may buy.
+    Token,
 }
 
 impl RuleKind {
@@ -43,14 +47,21 @@ impl RuleKind {
             Self::Recipient => "recipient",
             Self::Contract => "contract",
             Self::Spender => "spender",
+            Self::Token => "token",
         }
     }
 
     /// The kind named `name`.
     pub fn parse(name: &str) -> Option<Self> {
-        [Self::Chain, Self::Recipient, Self::Contract, Self::Spender]
-            .into_iter()
-            .find(|k| k.as_str().eq_ignore_ascii_case(name.trim()))
+        [
+            Self::Chain,
+            Self::Recipient,
+            Self::Contract,
+            Self::Spender,
+            Self::Token,
+        ]
+        .into_iter()
+        .find(|k| k.as_str().eq_ignore_ascii_case(name.trim()))
     }
 }
 
@@ -68,6 +79,7 @@ impl Allowed {
             Self::Recipient(_) => RuleKind::Recipient,
             Self::Contract(..) => RuleKind::Contract,
             Self::Spender(_) => RuleKind::Spender,
+            Self::Token(_) => RuleKind::Token,
         }
     }
 
@@ -75,7 +87,9 @@ impl Allowed {
     pub fn address(&self) -> Option<WalletAddress> {
         match *self {
             Self::Chain => None,
-            Self::Recipient(a) | Self::Contract(a, _) | Self::Spender(a) => Some(a),
+            Self::Recipient(a) | Self::Contract(a, _) | Self::Spender(a) | Self::Token(a) => {
+                Some(a)
+            }
         }
     }
 

@@ -33,6 +33,7 @@ mod m20261209_000026_payouts;
 mod m20261210_000027_payout_packs;
 mod m20261211_000028_key_changes;
 mod m20261212_000029_wallet_changes;
+mod m20261213_000030_quotes;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -70,6 +71,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261210_000027_payout_packs::Migration),
             Box::new(m20261211_000028_key_changes::Migration),
             Box::new(m20261212_000029_wallet_changes::Migration),
+            Box::new(m20261213_000030_quotes::Migration),
         ]
     }
 }

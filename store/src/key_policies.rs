@@ -37,6 +37,7 @@ fn rule_of(m: rules::Model) -> Result<PolicyRule> {
         RuleKind::Chain => Allowed::Chain,
         RuleKind::Recipient => Allowed::Recipient(address()?),
         RuleKind::Spender => Allowed::Spender(address()?),
+        RuleKind::Token => Allowed::Token(address()?),
         RuleKind::Contract => {
             let selector = if m.selector.is_empty() {
                 None

@@ -7,12 +7,27 @@ interface IERC20Like {
     function transferFrom(address from, address to, uint256 amount) external returns (bool);
 }
 
+/// 1inch Aggregation Router v6's `SwapDescription`, which `SwapPool.swap` takes as 1inch's
+/// router does.
+struct SwapDescription {
+    address srcToken;
+    address dstToken;
+    address payable srcReceiver;
+    address payable dstReceiver;
+    uint256 amount;
+    uint256 minReturnAmount;
+    uint256 flags;
+}
+
 /// A constant-product pool (x * y = k) between the native coin and one ERC20, with a 0.3%
 /// fee on the input, for the WalletOps dev playground and tests: the local 1inch-compatible
 /// aggregator quotes against it and routes swaps through it. The reserves are kept in storage
 /// rather than read from balances, so a coin or token sent to the pool outside `addLiquidity`
 /// cannot move the price, and `getAmountOut` is exactly what the next swap pays.
 contract SwapPool {
+    /// How 1inch names the native coin.
+    address public constant NATIVE = 0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE;
+
     IERC20Like public immutable token;
     uint256 public reserveNative;
     uint256 public reserveToken;
@@ -67,5 +82,47 @@ contract SwapPool {
         (bool sent,) = msg.sender.call{value: amountOut}("");
         require(sent, "SwapPool: coin transfer failed");
         emit Swapped(msg.sender, false, amountIn, amountOut);
+    }
+
+    /// 1inch v6's `swap`, with the pool as its own executor: the input goes from the caller
+    /// to `srcReceiver` as 1inch's router sends it; when that is the pool, the pool swaps it
+    /// and pays `dstReceiver` (the caller when zero), reverting below `minReturnAmount`.
+    /// An input sent anywhere else buys nothing, as it would through a hostile executor.
+    function swap(address executor, SwapDescription calldata desc, bytes calldata)
+        external
+        payable
+        returns (uint256 returnAmount, uint256 spentAmount)
+    {
+        require(executor == address(this), "SwapPool: unknown executor");
+        require(desc.amount > 0, "SwapPool: zero input");
+        bool nativeIn = desc.srcToken == NATIVE;
+        require(nativeIn ? desc.dstToken == address(token) : desc.dstToken == NATIVE, "SwapPool: pair");
+        address payable receiver = desc.dstReceiver == address(0) ? payable(msg.sender) : desc.dstReceiver;
+        if (nativeIn) {
+            require(msg.value == desc.amount, "SwapPool: value is not the amount");
+            if (desc.srcReceiver != address(this)) {
+                (bool forwarded,) = desc.srcReceiver.call{value: msg.value}("");
+                require(forwarded, "SwapPool: coin transfer failed");
+            }
+        } else {
+            require(msg.value == 0, "SwapPool: value with a token input");
+            require(token.transferFrom(msg.sender, desc.srcReceiver, desc.amount), "SwapPool: token transfer failed");
+        }
+        if (desc.srcReceiver == address(this)) {
+            returnAmount = getAmountOut(nativeIn, desc.amount);
+            if (nativeIn) {
+                reserveNative += desc.amount;
+                reserveToken -= returnAmount;
+                require(token.transfer(receiver, returnAmount), "SwapPool: token transfer failed");
+            } else {
+                reserveToken += desc.amount;
+                reserveNative -= returnAmount;
+                (bool sent,) = receiver.call{value: returnAmount}("");
+                require(sent, "SwapPool: coin transfer failed");
+            }
+            emit Swapped(msg.sender, nativeIn, desc.amount, returnAmount);
+        }
+        require(returnAmount >= desc.minReturnAmount, "SwapPool: return amount is not enough");
+        spentAmount = desc.amount;
     }
 }

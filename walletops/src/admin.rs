@@ -199,14 +199,16 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             contract,
             function,
             spender,
+            token,
             remove,
         } => {
             let user = core.find_user(&user).await?;
             let chain = core.chains.resolve(&chain)?;
-            let (kind, address) = match (recipient, contract, spender) {
-                (Some(a), _, _) => (RuleKind::Recipient, Some(a)),
-                (_, Some(a), _) => (RuleKind::Contract, Some(a)),
-                (_, _, Some(a)) => (RuleKind::Spender, Some(a)),
+            let (kind, address) = match (recipient, contract, spender, token) {
+                (Some(a), ..) => (RuleKind::Recipient, Some(a)),
+                (_, Some(a), ..) => (RuleKind::Contract, Some(a)),
+                (_, _, Some(a), _) => (RuleKind::Spender, Some(a)),
+                (.., Some(a)) => (RuleKind::Token, Some(a)),
                 _ => (RuleKind::Chain, None),
             };
             let given = walletops_core::limits::RuleText {

@@ -265,8 +265,8 @@ pub(crate) enum KeysCommand {
         remove: bool,
     },
     /// Add a rule to a key's policy, or remove it (`--remove`). With `--recipient`,
-    /// `--contract` or `--spender` the rule allows that account on the chain; with none, it
-    /// allows the chain itself. A key with any rule of a kind may do only what that kind's
+    /// `--contract`, `--spender` or `--token` the rule allows that account on the chain;
+    /// with none, it allows the chain itself. A key with any rule of a kind may do only what that kind's
     /// rules allow.
     Allow {
         /// Owner: user name or id.
@@ -290,6 +290,10 @@ pub(crate) enum KeysCommand {
         /// An account the key's writes may grant an allowance, delegation or authority.
         #[arg(long, group = "target")]
         spender: Option<String>,
+        /// A token (a mint on Solana) the key's swaps may buy: a key with recipient or token
+        /// rules swaps only into the native coin and its listed tokens.
+        #[arg(long, group = "target")]
+        token: Option<String>,
         /// Remove the rule instead.
         #[arg(long)]
         remove: bool,

@@ -95,6 +95,7 @@ pub(crate) fn policy_rule(rule: PolicyRule) -> pb::PolicyRule {
         RuleKind::Recipient => pb::PolicyRuleKind::Recipient,
         RuleKind::Contract => pb::PolicyRuleKind::Contract,
         RuleKind::Spender => pb::PolicyRuleKind::Spender,
+        RuleKind::Token => pb::PolicyRuleKind::Token,
     };
     pb::PolicyRule {
         kind: kind.into(),
@@ -111,6 +112,7 @@ pub(crate) fn rule_kind(kind: i32) -> crate::error::Result<RuleKind> {
         Ok(pb::PolicyRuleKind::Recipient) => Ok(RuleKind::Recipient),
         Ok(pb::PolicyRuleKind::Contract) => Ok(RuleKind::Contract),
         Ok(pb::PolicyRuleKind::Spender) => Ok(RuleKind::Spender),
+        Ok(pb::PolicyRuleKind::Token) => Ok(RuleKind::Token),
         _ => Err(crate::WalletOpsError::invalid(
             "rule.kind",
             "one of CHAIN, RECIPIENT, CONTRACT, SPENDER",
@@ -157,6 +159,7 @@ pub(crate) fn quote(q: crate::quotes::Quote) -> pb::Quote {
         _ => None,
     };
     pb::Quote {
+        quote_id: (!q.id.is_nil()).then(|| q.id.to_string()),
         src_amount: q.src_amount,
         dst_amount: q.dst_amount,
         from_token: q.from_token,

@@ -170,7 +170,7 @@ impl WalletOpsService for WalletOpsApi {
             .admit(request.metadata(), Operation::GetQuote)
             .await?;
         let req = QuoteRequest::parse(&self.core.chains, request.get_ref())?;
-        let quote = self.core.quotes.quote_for(caller.user_id, &req).await?;
+        let quote = self.core.quotes.quote_for(&caller, &req).await?;
         Ok(Response::new(pb::GetQuoteResponse {
             quote: Some(convert::quote(quote)),
         }))

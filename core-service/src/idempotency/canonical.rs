@@ -70,6 +70,8 @@ impl Canonical for pb::SwapRequest {
             from: absent_if_empty(&self.from),
             protocols: absent_if_empty(&self.protocols),
             exclude_protocols: absent_if_empty(&self.exclude_protocols),
+            quote_id: absent_if_empty(&self.quote_id),
+            min_dst_amount: absent_if_empty(&self.min_dst_amount),
             // Absent and false build the same swap.
             include_gas: self.include_gas.filter(|on| *on),
             ..self.clone()

@@ -79,6 +79,7 @@ fn parse(chain: &Chain, given: RuleText<'_>) -> Result<Allowed> {
         RuleKind::Chain => Allowed::Chain,
         RuleKind::Recipient => Allowed::Recipient(address()?),
         RuleKind::Spender => Allowed::Spender(address()?),
+        RuleKind::Token => Allowed::Token(address()?),
         RuleKind::Contract => Allowed::Contract(address()?, selector),
     })
 }

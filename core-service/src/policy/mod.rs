@@ -64,7 +64,10 @@ pub enum Act {
         holds_allowance: bool,
     },
     /// A swap: its sold amount goes to its route, which the swap guard checks.
-    Swap,
+    Swap {
+        /// The token it buys; `None` for the native coin.
+        bought: Option<WalletAddress>,
+    },
 }
 
 /// What a write may do, by its effects.

@@ -121,11 +121,23 @@ impl<'a> Rules<'a> {
                 ));
             }
         }
+        // A key held to its recipients could otherwise move value to anyone by buying a
+        // token they control: it buys only the native coin and its listed tokens.
+        if let Act::Swap {
+            bought: Some(token),
+        } = act
+            && (self.has(RuleKind::Token) || self.has(RuleKind::Recipient))
+            && !self.here().any(|a| *a == Allowed::Token(*token))
+        {
+            refuse(format!(
+                "policy (allowed tokens): this key swaps only into the native coin and the tokens its token rules list on {chain}, and {token} is not one"
+            ));
+        }
         let Some(effects) = effects else {
             return refusals;
         };
         // A swap's sold amount goes to its route, which the swap guard holds to the quote.
-        if self.has(RuleKind::Recipient) && !matches!(act, Act::Swap) {
+        if self.has(RuleKind::Recipient) && !matches!(act, Act::Swap { .. }) {
             let mut named = BTreeSet::new();
             for flow in &effects.outflows {
                 let allowed = self

@@ -263,7 +263,34 @@ fn recipients_are_read_from_the_effects_on_every_chain() {
         1
     );
     // A swap's sold amount is the swap guard's to judge.
-    assert!(broken(&rules, Act::Swap, &pays(stranger())).is_empty());
+    let swap = Act::Swap { bought: None };
+    assert!(broken(&rules, swap, &pays(stranger())).is_empty());
+}
+
+#[test]
+fn a_key_held_to_recipients_swaps_only_into_its_listed_tokens() {
+    let nothing = Effects::default();
+    let listed = WalletAddress::Evm(Address::repeat_byte(0x11));
+    let unlisted = WalletAddress::Evm(Address::repeat_byte(0x22));
+    let buys = |t: WalletAddress| Act::Swap { bought: Some(t) };
+    let recipients = [rule(CHAIN, Allowed::Recipient(friend()))];
+    let why = broken(&recipients, buys(listed), &nothing);
+    assert!(
+        why.len() == 1 && why[0].contains("allowed tokens") && why[0].contains(&listed.to_string()),
+        "{why:?}"
+    );
+    assert!(broken(&recipients, Act::Swap { bought: None }, &nothing).is_empty());
+    let tokens = [
+        rule(CHAIN, Allowed::Recipient(friend())),
+        rule(CHAIN, Allowed::Token(listed)),
+    ];
+    assert!(broken(&tokens, buys(listed), &nothing).is_empty());
+    assert_eq!(broken(&tokens, buys(unlisted), &nothing).len(), 1);
+    // A token listed on another chain is no permission here.
+    let elsewhere = [rule("base", Allowed::Token(listed))];
+    assert_eq!(broken(&elsewhere, buys(listed), &nothing).len(), 1);
+    // A key with no recipient or token rule buys what it likes.
+    assert!(broken(&[], buys(unlisted), &nothing).is_empty());
 }
 
 #[test]

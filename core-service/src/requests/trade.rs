@@ -175,6 +175,12 @@ pub struct SwapRequest {
     pub trade: QuoteRequest,
     /// The slippage accepted: a percentage in (0, 50], default 1.
     pub slippage: Slippage,
+    /// The quote it is held to (`quoteId`), if named.
+    pub quote_id: Option<uuid::Uuid>,
+    /// The least of the bought token it must pay (`minDstAmount`), if named.
+    pub min_dst: Option<alloy::primitives::U256>,
+    /// What the named quote priced to come in, once `Quotes::named_by` read it.
+    pub quoted: Option<alloy::primitives::U256>,
 }
 
 impl SwapRequest {
@@ -205,10 +211,44 @@ impl SwapRequest {
             slippage.unwrap_or(Slippage::DEFAULT),
             &mut v,
         )?;
+        let quote_id = non_empty(req.quote_id.as_ref()).and_then(|raw| {
+            v.check(
+                "quoteId",
+                uuid::Uuid::parse_str(raw)
+                    .map_err(|_| "must be the quoteId of a quote's answer (a UUID)".to_owned()),
+            )
+        });
+        let kind = match trade.as_ref().map(|t| t.chain.family()) {
+            Some(ChainFamily::Solana) => AmountKind::U64,
+            _ => AmountKind::Uint256,
+        };
+        let min_dst = match non_empty(req.min_dst_amount.as_ref()) {
+            None => Some(None),
+            Some(raw) => v.check("minDstAmount", parse_amount(raw, kind)).map(Some),
+        };
         let built = trade
             .zip(slippage)
-            .map(|(trade, slippage)| Self { trade, slippage });
+            .zip(min_dst)
+            .map(|((trade, slippage), min_dst)| Self {
+                trade,
+                slippage,
+                quote_id,
+                min_dst,
+                quoted: None,
+            });
         v.conclude(built)
+    }
+}
+
+impl SwapRequest {
+    /// The token it buys; `None` for the native coin (wrapped SOL on Solana).
+    pub fn bought(&self) -> Option<WalletAddress> {
+        match &self.trade.pair {
+            TradePair::Evm(p) => (p.dst != NATIVE_TOKEN).then_some(WalletAddress::Evm(p.dst)),
+            TradePair::Solana(p) => {
+                (p.output_mint != WRAPPED_SOL_MINT).then_some(WalletAddress::Solana(p.output_mint))
+            }
+        }
     }
 }
 

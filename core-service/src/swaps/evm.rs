@@ -5,9 +5,11 @@
 use alloy::primitives::{Address, U256};
 
 use super::{
-    Swaps,
+    Swaps, bound,
     guard::{self, EvmTerms, SwapEffects},
-    minimum, record_request,
+    minimum, needs_fresh_quote,
+    oneinch::{self, RouterTerms},
+    record_request,
 };
 use crate::{
     effects::Foreseen,
@@ -86,17 +88,30 @@ impl Swaps {
             slippage: req.slippage,
             disable_estimate: false,
         };
-        let built = aggregator
-            .build_swap(id, &request)
-            .await
-            .map_err(|e| match e {
-                TradeError::Rejected { message, .. }
-                    if message.to_ascii_lowercase().contains("allowance") =>
-                {
-                    allowance_shortfall(pair.src, spender, None, pair.amount)
-                }
-                e => e.into(),
-            })?;
+        let build = async {
+            aggregator
+                .build_swap(id, &request)
+                .await
+                .map_err(|e| match e {
+                    TradeError::Rejected { message, .. }
+                        if message.to_ascii_lowercase().contains("allowance") =>
+                    {
+                        allowance_shortfall(pair.src, spender, None, pair.amount)
+                    }
+                    e => e.into(),
+                })
+        };
+        // The bound is asked apart from the swap call: what the swap call answers as its
+        // `dstAmount` only ever raises it.
+        let fresh = async {
+            if needs_fresh_quote(req) {
+                Ok::<_, WalletOpsError>(Some(aggregator.quote(id, pair).await?.dst_amount))
+            } else {
+                Ok(None)
+            }
+        };
+        let (built, fresh) = futures::try_join!(build, fresh)?;
+        let least = bound(req, fresh).max(minimum(built.dst_amount, req.slippage));
         guard::check_evm(
             &built.tx,
             &EvmTerms {
@@ -107,12 +122,23 @@ impl Swaps {
                 routers: &routers,
             },
         )?;
+        oneinch::check_call(
+            &built.tx.data,
+            &RouterTerms {
+                wallet: from,
+                src: pair.src,
+                dst: pair.dst,
+                amount: pair.amount,
+                bound: least,
+                executors: &self.limits.evm_executors(id.get()),
+            },
+        )?;
         let terms = SwapTerms {
             from_token: pair.src.to_checksum(None),
             to_token: pair.dst.to_checksum(None),
             src_amount: pair.amount.to_string(),
             dst_amount: built.dst_amount.to_string(),
-            min_dst_amount: minimum(built.dst_amount, req.slippage).to_string(),
+            min_dst_amount: least.to_string(),
         };
         let intent = EvmIntent {
             kind: TxKind::Swap,
@@ -147,7 +173,7 @@ impl Swaps {
             effects,
             &SwapEffects {
                 sold: (asset(pair.src), pair.amount),
-                bought: (asset(pair.dst), minimum(built.dst_amount, req.slippage)),
+                bought: (asset(pair.dst), least),
             },
         )?;
         Ok(Prepared::Evm(prepared))

@@ -22,15 +22,16 @@ use crate::{
 /// A check the aggregator's transaction failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// The check: `from`, `spender`, `router`, `value`, `data`, `effects`, `fee payer`, `signatures`,
-    /// `programs`, `compute budget` or `fee`.
+    /// The check: `from`, `spender`, `router`, `value`, `data`, `calldata`, `receiver`,
+    /// `executor`, `minimum`, `effects`, `fee payer`, `signatures`, `programs`, `nonce`,
+    /// `blockhash`, `compute budget` or `fee`.
     pub check: &'static str,
     /// What the transaction does instead.
     pub why: String,
 }
 
 impl Refusal {
-    fn new(check: &'static str, why: String) -> Self {
+    pub(super) fn new(check: &'static str, why: String) -> Self {
         Self { check, why }
     }
 
@@ -217,6 +218,8 @@ const DEFAULT_UNITS_PER_INSTRUCTION: u32 = 200_000;
 /// The most compute units a transaction may use.
 const MAX_UNITS: u32 = 1_400_000;
 const MICRO_LAMPORTS_PER_LAMPORT: u128 = 1_000_000;
+/// System `AdvanceNonceAccount`'s tag (a little-endian u32).
+const ADVANCE_NONCE_ACCOUNT: [u8; 4] = [4, 0, 0, 0];
 
 /// Checks a Solana swap transaction: the wallet pays the fee and is the only signature it
 /// still lacks (every other one present and valid), every program it invokes is allowed, and
@@ -279,6 +282,16 @@ pub fn check_solana(
             return Err(Refusal::new(
                 "programs",
                 format!("it invokes {program}, which is not on trade.solana.allowed_programs"),
+            ));
+        }
+        // A durable nonce would keep the swap valid long after its quote: its validity must
+        // come from a blockhash.
+        if *program == solana_system_interface::program::ID
+            && ix.data.get(..4) == Some(&ADVANCE_NONCE_ACCOUNT)
+        {
+            return Err(Refusal::new(
+                "nonce",
+                "it advances a durable nonce, which would keep it valid past its quote".to_owned(),
             ));
         }
         if *program != solana_compute_budget_interface::ID {

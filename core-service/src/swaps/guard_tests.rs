@@ -193,6 +193,22 @@ fn a_solana_swap_lacks_only_the_wallets_signature_and_stays_under_the_caps() {
     );
 }
 
+#[test]
+fn a_solana_swap_on_a_durable_nonce_is_refused() {
+    let wallet = Pubkey::new_unique();
+    let pool = Keypair::new();
+    let allowed = [solana_system_interface::program::ID];
+    let terms = solana_terms(wallet, &allowed);
+    let nonce = Pubkey::new_unique();
+    let swap = [
+        solana_system_interface::instruction::advance_nonce_account(&nonce, &wallet),
+        transfer(&wallet, &pool.pubkey()),
+        transfer(&pool.pubkey(), &wallet),
+    ];
+    let tx = solana_tx(&wallet, &[&pool], &swap);
+    assert_eq!(solana_check(&tx, &terms), Some("nonce"));
+}
+
 mod effects {
     use walletops_domain::{Flow, Grant, GrantKind, WalletAddress};
 

@@ -9,6 +9,7 @@
 
 mod evm;
 pub mod guard;
+mod oneinch;
 mod solana;
 
 use std::sync::Arc;
@@ -70,6 +71,26 @@ impl Swaps {
 pub fn minimum(quoted: U256, slippage: Slippage) -> U256 {
     const BPS: u64 = 10_000;
     quoted * U256::from(BPS - u64::from(slippage.bps())) / U256::from(BPS)
+}
+
+/// The least swap `req` must guarantee, the aggregator's answer to the swap call aside: the
+/// largest of its named quote less the slippage, its `minDstAmount`, and `fresh` (a quote
+/// asked apart from the swap call, when it names neither) less the slippage.
+fn bound(req: &SwapRequest, fresh: Option<U256>) -> U256 {
+    [
+        req.quoted.map(|q| minimum(q, req.slippage)),
+        req.min_dst,
+        fresh.map(|q| minimum(q, req.slippage)),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(U256::ZERO)
+}
+
+/// Whether a fresh quote must be asked for `req`'s bound: it names no quote and no minimum.
+fn needs_fresh_quote(req: &SwapRequest) -> bool {
+    req.quoted.is_none() && req.min_dst.is_none()
 }
 
 /// The request kept with a swap's record: who swapped on which chain at what slippage, and

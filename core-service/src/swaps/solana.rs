@@ -7,9 +7,9 @@ use solana_pubkey::Pubkey;
 use uuid::Uuid;
 
 use super::{
-    Swaps,
-    guard::{self, SolanaTerms, SwapEffects},
-    record_request,
+    Swaps, bound,
+    guard::{self, Refusal, SolanaTerms, SwapEffects},
+    minimum, record_request,
 };
 use alloy::primitives::U256;
 
@@ -71,7 +71,21 @@ impl Swaps {
             )));
         }
         let aggregator = self.aggregators.solana();
+        // The quote is asked apart from the swap call, and its own minimum is held to the
+        // bound: a route built from it reverts only below `otherAmountThreshold`.
         let quote = aggregator.quote(pair).await?;
+        let least = bound(req, Some(U256::from(quote.out_amount)))
+            .max(minimum(U256::from(quote.out_amount), req.slippage));
+        if U256::from(quote.other_amount_threshold) < least {
+            return Err(Refusal::new(
+                "minimum",
+                format!(
+                    "its otherAmountThreshold is {}, less than the {least} the quote, minDstAmount and slippage require",
+                    quote.other_amount_threshold
+                ),
+            )
+            .into());
+        }
         let built = aggregator.build_swap(&quote, &from).await?;
         let limits = &self.limits.solana;
         let cost = guard::check_solana(
@@ -109,9 +123,9 @@ impl Swaps {
             to_token: quote.output_mint.to_string(),
             src_amount: quote.in_amount.to_string(),
             dst_amount: quote.out_amount.to_string(),
-            min_dst_amount: quote.other_amount_threshold.to_string(),
+            min_dst_amount: least.to_string(),
         };
-        let valid_until = built.last_valid_block_height;
+        let valid_until = self.valid_until(&client, &built).await?;
         let record = NewTransaction {
             id: Uuid::now_v7(),
             user_id: w.user_id,
@@ -145,10 +159,7 @@ impl Swaps {
                 seen,
                 &SwapEffects {
                     sold: (asset(quote.input_mint), U256::from(quote.in_amount)),
-                    bought: (
-                        asset(quote.output_mint),
-                        U256::from(quote.other_amount_threshold),
-                    ),
+                    bought: (asset(quote.output_mint), least),
                 },
             )?,
             Foreseen::Unknown(why) => {
@@ -166,5 +177,29 @@ impl Swaps {
                 units: u64::from(cost.compute_units),
             },
         }))
+    }
+
+    /// The last block height at which `built` may land, read from the node: the
+    /// aggregator's `lastValidBlockHeight` is believed only as far as the node allows, and a
+    /// blockhash the node no longer takes refuses the swap.
+    async fn valid_until(
+        &self,
+        client: &crate::chains::solana::SolanaClient,
+        built: &crate::trade::SolanaSwap,
+    ) -> Result<u64> {
+        let hash = *built.transaction.message.recent_blockhash();
+        let (latest, latest_valid) = client.blockhash().await?;
+        if hash == latest {
+            return Ok(latest_valid);
+        }
+        if !client.blockhash_valid(&hash).await? {
+            return Err(Refusal::new(
+                "blockhash",
+                format!("its blockhash {hash} is not valid on the node"),
+            )
+            .into());
+        }
+        // No blockhash valid now outlives the latest one.
+        Ok(built.last_valid_block_height.min(latest_valid))
     }
 }

@@ -51,7 +51,27 @@ pub fn oneinch_v6_router(chain_id: u64) -> alloy::primitives::Address {
     }
 }
 
+/// The executors 1inch v6 routes through, seen as `executor` and `srcReceiver` in its
+/// answers on Ethereum: a `swap` may hand its input only to one of these, one on
+/// `trade.evm.allowed_executors`, or an allowed router of its chain.
+pub const ONEINCH_V6_EXECUTORS: [alloy::primitives::Address; 2] = [
+    alloy::primitives::address!("0x5141B82f5fFDa4c6fE1E372978F1C5427640a190"),
+    alloy::primitives::address!("0xE37e799D5077682FA0a244D46E5649F71457BD09"),
+];
+
 impl TradeConfig {
+    /// The executors an EVM swap on chain `chain_id` may hand its input to: 1inch's
+    /// (`ONEINCH_V6_EXECUTORS`), those on `trade.evm.allowed_executors`, and the chain's
+    /// allowed routers (`evm_routers`: a router trusted to be called is trusted to execute
+    /// its own swaps, as the playground's pool does).
+    pub fn evm_executors(&self, chain_id: u64) -> Vec<alloy::primitives::Address> {
+        ONEINCH_V6_EXECUTORS
+            .into_iter()
+            .chain(self.evm.allowed_executors.iter().copied())
+            .chain(self.evm_routers(chain_id))
+            .collect()
+    }
+
     /// The routers EVM swaps on chain `chain_id` may call and approve: the built-in 1inch v6
     /// router, those on `trade.evm.allowed_routers`, and the router of the chain's own
     /// aggregator.
@@ -79,6 +99,9 @@ pub struct EvmTradeConfig {
     /// Router addresses a swap may call and a quote may name as spender, besides the built-in
     /// 1inch v6 router (`oneinch_v6_router`).
     pub allowed_routers: Vec<alloy::primitives::Address>,
+    /// Executors a swap's call data may hand the input to (its `executor` and
+    /// `srcReceiver`), besides 1inch's own (`ONEINCH_V6_EXECUTORS`).
+    pub allowed_executors: Vec<alloy::primitives::Address>,
 }
 
 impl Default for EvmTradeConfig {
@@ -87,6 +110,7 @@ impl Default for EvmTradeConfig {
             base_url: url::Url::parse("https://api.1inch.dev").expect("a valid URL literal"),
             api_key: Secret::default(),
             allowed_routers: Vec::new(),
+            allowed_executors: Vec::new(),
         }
     }
 }

@@ -62,7 +62,7 @@ impl Parsed {
                 selector: r.input.get(..4).map(Selector::from_slice),
                 holds_allowance: prepared.holds_allowance(),
             },
-            Request::Swap(_) => Act::Swap,
+            Request::Swap(r) => Act::Swap { bought: r.bought() },
         }
     }
 }
@@ -83,7 +83,15 @@ impl Core {
             Write::Send(m) => Request::Send(SendRequest::parse(chains, m)?),
             Write::Approve(m) => Request::Approve(ApproveRequest::parse(chains, m)?),
             Write::Call(m) => Request::Call(CallRequest::parse(chains, m)?),
-            Write::Swap(m) => Request::Swap(SwapRequest::parse(chains, m)?),
+            Write::Swap(m) => {
+                let mut swap = SwapRequest::parse(chains, m)?;
+                // An approved swap is judged after its quote's minute: its quote still binds.
+                swap.quoted = self
+                    .quotes
+                    .named_by(caller, &swap, held_from.is_some())
+                    .await?;
+                Request::Swap(swap)
+            }
             Write::Pack(m) => Request::Pack(PackRequest::parse(chains, m)?),
         };
         let parsed = request.parsed();

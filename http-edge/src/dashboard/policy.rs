@@ -11,7 +11,7 @@ use super::{Dashboard, Page, Visit};
 
 /// One rule as the page shows it.
 pub(super) struct RuleRow {
-    /// `chain`, `recipient`, `contract` or `spender`, as the form names it.
+    /// `chain`, `recipient`, `contract`, `spender` or `token`, as the form names it.
     pub(super) kind: &'static str,
     /// What the rule allows, in words.
     pub(super) label: &'static str,
@@ -26,6 +26,7 @@ fn kind_name(kind: pb::PolicyRuleKind) -> (&'static str, &'static str) {
         pb::PolicyRuleKind::Recipient => ("recipient", "Recipient"),
         pb::PolicyRuleKind::Contract => ("contract", "Contract"),
         pb::PolicyRuleKind::Spender => ("spender", "Spender"),
+        pb::PolicyRuleKind::Token => ("token", "Token"),
     }
 }
 
@@ -64,6 +65,7 @@ impl RuleForm {
             "recipient" => pb::PolicyRuleKind::Recipient,
             "contract" => pb::PolicyRuleKind::Contract,
             "spender" => pb::PolicyRuleKind::Spender,
+            "token" => pb::PolicyRuleKind::Token,
             _ => pb::PolicyRuleKind::Unspecified,
         };
         let given = |f: &str| Some(f.trim().to_owned()).filter(|f| !f.is_empty());

@@ -218,6 +218,11 @@ pub(crate) struct SwapInput {
     pub(crate) amount: String,
     /// The most the price may move against the swap, in percent (0 to 50, default 1).
     pub(crate) slippage: Option<f64>,
+    /// The `quoteId` of a `quote` this key asked for in the last 60 seconds: the swap then
+    /// pays at least its `dstAmount` less the slippage.
+    pub(crate) quote_id: Option<String>,
+    /// The least of the token bought the swap must pay, in its base units.
+    pub(crate) min_dst_amount: Option<String>,
     /// A UUID naming this swap (see `send`). Omitted: one is made from the call's id.
     pub(crate) idempotency_key: Option<String>,
 }
@@ -231,6 +236,8 @@ impl From<SwapInput> for pb::SwapRequest {
             to_token: i.to_token,
             amount: i.amount,
             slippage: i.slippage,
+            quote_id: i.quote_id,
+            min_dst_amount: i.min_dst_amount,
             ..SwapBody::default()
         }
         .into()

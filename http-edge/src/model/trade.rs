@@ -78,6 +78,11 @@ pub(crate) struct QuoteJson {
     /// The aggregator's raw quote.
     #[schema(value_type = Object)]
     pub(crate) raw: serde_json::Value,
+    /// Its id: a swap made with the same key within 60 seconds may name it as `quoteId`, and
+    /// must then pay at least `dstAmount` less its slippage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = Uuid)]
+    pub(crate) quote_id: Option<String>,
 }
 
 /// Response of `POST /trade/quote`.
@@ -100,6 +105,7 @@ impl From<pb::GetQuoteResponse> for QuoteResponseJson {
                 spender: q.spender,
                 allowance_target: q.allowance_target,
                 raw: q.raw.map_or(serde_json::Value::Null, from_struct),
+                quote_id: q.quote_id,
             },
         }
     }
@@ -138,6 +144,13 @@ pub(crate) struct SwapBody {
     pub(crate) protocols: Option<String>,
     /// Comma-separated blocklist of protocols.
     pub(crate) exclude_protocols: Option<String>,
+    /// The `quoteId` of a quote this key asked for in the last 60 seconds: the swap must pay
+    /// at least its `dstAmount` less the slippage.
+    #[schema(format = Uuid)]
+    pub(crate) quote_id: Option<String>,
+    /// The least of `toToken` the swap must pay, in base units.
+    #[schema(pattern = "^(0x[0-9a-fA-F]+|[0-9]+)$")]
+    pub(crate) min_dst_amount: Option<String>,
 }
 
 impl From<SwapBody> for pb::SwapRequest {
@@ -152,6 +165,8 @@ impl From<SwapBody> for pb::SwapRequest {
             include_gas: b.include_gas,
             protocols: b.protocols,
             exclude_protocols: b.exclude_protocols,
+            quote_id: b.quote_id,
+            min_dst_amount: b.min_dst_amount,
         }
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod key_policy_rules;
 pub(crate) mod keystore_check;
 pub(crate) mod payout_items;
 pub(crate) mod payouts;
+pub(crate) mod quotes;
 pub(crate) mod sign_in_links;
 pub(crate) mod signer_keys;
 pub(crate) mod spend_limits;

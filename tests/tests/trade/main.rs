@@ -3,6 +3,7 @@
 //! Jupiter fake on the Solana test node. Swaps are signed and sent, and the balances they
 //! moved are read back from the nodes.
 
+mod bounds;
 mod desk;
 mod evm;
 mod mcp;

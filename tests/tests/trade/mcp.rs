@@ -3,7 +3,7 @@
 //! do, and the swap lands on the node.
 
 use alloy::primitives::utils::parse_ether;
-use serde_json::json;
+use serde_json::{Value, json};
 use walletops_tests::{
     Backend,
     mcp::{connect, ok},
@@ -22,10 +22,22 @@ async fn an_agent_quotes_and_swaps(b: Backend) -> anyhow::Result<()> {
     let quote = ok(&agent, "quote_swap", trade.clone()).await?;
     assert_eq!(quote["quote"]["dstAmount"], expected.to_string(), "{quote}");
     let rest = desk.api().post("/trade/quote", &trade).await?;
-    assert_eq!(quote, rest.body, "the same JSON as REST");
+    // Each quote has an id of its own.
+    let (mut quote, mut rest) = (quote, rest.body);
+    let mut ids = Vec::new();
+    for body in [&mut quote, &mut rest] {
+        let id = body["quote"]
+            .as_object_mut()
+            .and_then(|q| q.remove("quoteId"));
+        assert!(id.as_ref().is_some_and(Value::is_string), "{body}");
+        ids.extend(id);
+    }
+    assert_eq!(quote, rest, "the same JSON as REST");
     let held = desk.anvil.token_balance(desk.token, desk.wallet).await?;
     let mut swap = trade.clone();
     swap["slippage"] = json!(2);
+    // Held to the agent's own quote.
+    swap["quoteId"] = ids[0].clone();
     let submitted = ok(&agent, "swap", swap).await?;
     let id = submitted["id"].as_str().unwrap_or_default().to_owned();
     let record = desk.api().wait_for_status(&id, "CONFIRMED").await?;

@@ -329,6 +329,8 @@ async fn a_route_that_does_more_than_the_swap_is_refused(b: Backend) -> anyhow::
     anyhow::ensure!(reply.body["status"] == "SUBMITTED", "{reply:?}");
     let id = reply.body["id"].as_str().unwrap_or_default().to_owned();
     desk.api().wait_for_status(&id, "CONFIRMED").await?;
+    // Enough SOL for the 10 MiB account's rent, so that only the guard stands in the way.
+    desk._node.airdrop(&desk.wallet, 100 * SOL)?;
     let before = desk.balances(&desk.wallet).await?;
     for (extra, words) in [
         (Extra::SolTransfer, "it takes 1001000000 of native"),
@@ -337,6 +339,7 @@ async fn a_route_that_does_more_than_the_swap_is_refused(b: Backend) -> anyhow::
         (Extra::SetOwner, "lets"),
         (Extra::Close, ""),
         (Extra::Assign, "lets"),
+        (Extra::FundAccount, "it takes"),
     ] {
         desk.fake.faults().add_to_swaps(extra);
         let reply = desk
@@ -363,7 +366,47 @@ async fn a_route_that_does_more_than_the_swap_is_refused(b: Backend) -> anyhow::
     Ok(())
 }
 
+/// A hostile Jupiter: a quote whose `otherAmountThreshold` is 0 is refused before any route
+/// is built, whatever the route would do; a route that sends the SOL sold to a stranger and
+/// pays 1 base unit back is refused on its simulated effects against the bound; a
+/// `minDstAmount` above what the route pays refuses it too. Nothing leaves the wallet.
+async fn a_hostile_route_is_held_to_an_independent_minimum(b: Backend) -> anyhow::Result<()> {
+    let desk = SolDesk::open(b, "").await?;
+    let before = desk.balances(&desk.wallet).await?;
+    // The swap of `body` is refused by the guard, in words that say all of `words`.
+    let refused = async |body: &Value, words: &[&str]| -> anyhow::Result<()> {
+        let reply = desk.api().post("/trade/swap", body).await?;
+        reply.assert_error(502, "SEND_FAILED")?;
+        anyhow::ensure!(
+            words.iter().all(|w| reply.text.contains(w)),
+            "{}",
+            reply.text
+        );
+        Ok(())
+    };
+    let faults = desk.fake.faults();
+    faults.zero_threshold(true);
+    faults.divert_input(true);
+    let sale = desk.buy("NATIVE", SOL);
+    refused(&sale, &["minimum check", "otherAmountThreshold is 0"]).await?;
+    faults.zero_threshold(false);
+    refused(&sale, &["effects check", "less than the minimum"]).await?;
+    faults.divert_input(false);
+    let quoted = desk.api().post("/trade/quote", &sale).await?;
+    let out: u64 = quoted.body["quote"]["dstAmount"]
+        .as_str()
+        .unwrap_or_default()
+        .parse()?;
+    let mut greedy = sale.clone();
+    greedy["minDstAmount"] = json!((out + 1).to_string());
+    refused(&greedy, &["minimum check"]).await?;
+    assert_eq!(desk.balances(&desk.wallet).await?, before, "nothing signed");
+    assert_eq!(desk.rpc.get_balance(&STRANGER).await?, 0);
+    Ok(())
+}
+
 on_both_backends!(
+    a_hostile_route_is_held_to_an_independent_minimum,
     a_route_that_does_more_than_the_swap_is_refused,
     twenty_identical_solana_swaps_give_one_swap,
     a_solana_quote_resolves_native_and_prices_as_jupiter,

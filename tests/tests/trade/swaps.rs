@@ -237,8 +237,8 @@ async fn the_guard_refuses_a_tampered_swap_before_signing(b: Backend) -> anyhow:
         .await?;
     assert_eq!(record["to"], other.to_checksum(None), "{record}");
 
-    // An allowed router whose call data passes the coin on to someone else: router, value
-    // and data checks pass, the simulated effects (nothing bought) do not.
+    // An allowed router whose call data passes the coin on to someone else: router and
+    // value checks pass, its call data is no 1inch v6 swap.
     let signed = desk.anvil.nonce(desk.wallet).await?;
     faults.route_swaps_to(relay);
     faults.replace_swap_data(
@@ -251,7 +251,7 @@ async fn the_guard_refuses_a_tampered_swap_before_signing(b: Backend) -> anyhow:
     let refused = desk.api().post("/trade/swap", &buy(&desk)).await?;
     refused.assert_error(502, "SEND_FAILED")?;
     assert!(
-        refused.text.contains("effects check") && refused.text.contains("less than the minimum"),
+        refused.text.contains("calldata check") && refused.text.contains("swap functions"),
         "{}",
         refused.text
     );

@@ -311,6 +311,14 @@ impl SolanaClient {
             .map_err(|e| rpc_failed("read a blockhash", e))
     }
 
+    /// Whether `hash` may still be a transaction's blockhash.
+    pub async fn blockhash_valid(&self, hash: &Hash) -> Result<bool, WalletOpsError> {
+        self.rpc
+            .is_blockhash_valid(hash, CommitmentConfig::confirmed())
+            .await
+            .map_err(|e| rpc_failed("check a blockhash", e))
+    }
+
     /// The current block height and the slot it was read at, from one answer.
     pub async fn block_height(&self) -> Result<(u64, u64), WalletOpsError> {
         self.rpc

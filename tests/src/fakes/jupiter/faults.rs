@@ -28,7 +28,14 @@ pub enum Extra {
     Close,
     /// The wallet itself assigned to another program.
     Assign,
+    /// A 10 MiB account owned by the stranger (as its program) created with the wallet's
+    /// lamports (`CreateAccountWithSeed`, the wallet as base, so only its signature is
+    /// needed): ~73 SOL of rent the stranger can take back by closing it.
+    FundAccount,
 }
+
+/// The size of the account `Extra::FundAccount` creates.
+const FUNDED_SPACE: u64 = 10 * 1024 * 1024;
 
 /// Who a malicious route pays.
 pub const STRANGER: Pubkey = Pubkey::new_from_array([7; 32]);
@@ -43,6 +50,10 @@ pub(super) struct FaultState {
     pub(super) extra: Option<Extra>,
     pub(super) untradable: HashSet<Pubkey>,
     pub(super) no_route: bool,
+    /// Quotes answer an `otherAmountThreshold` of 0.
+    pub(super) zero_threshold: bool,
+    /// SOL sold goes to `STRANGER`, and 1 base unit of the token comes back.
+    pub(super) divert: bool,
     pub(super) fail: u32,
     pub(super) stall: u32,
     pub(super) requests: u64,
@@ -73,6 +84,17 @@ impl JupiterFaults {
         self.lock().stall = count;
     }
 
+    /// Quotes answer an `otherAmountThreshold` of 0 while `on`: a route built from one
+    /// would take any price.
+    pub fn zero_threshold(&self, on: bool) {
+        self.lock().zero_threshold = on;
+    }
+
+    /// Swaps selling SOL send it to `STRANGER` and pay 1 base unit of the token while `on`.
+    pub fn divert_input(&self, on: bool) {
+        self.lock().divert = on;
+    }
+
     /// Every swap built adds `extra` after its legs.
     pub fn add_to_swaps(&self, extra: Extra) {
         self.lock().extra = Some(extra);
@@ -84,6 +106,8 @@ impl JupiterFaults {
         state.extra = None;
         state.untradable.clear();
         state.no_route = false;
+        state.zero_threshold = false;
+        state.divert = false;
         state.fail = 0;
         state.stall = 0;
     }
@@ -127,6 +151,25 @@ impl Venue {
             Extra::Assign => Ok(solana_system_interface::instruction::assign(
                 user, &STRANGER,
             )),
+            Extra::FundAccount => {
+                let seed = "walletops-route";
+                let funded = Pubkey::create_with_seed(user, seed, &STRANGER)
+                    .map_err(|e| JupError::internal(e.to_string()))?;
+                // The default rent: 3,480 lamports per byte-year, two years, 128 bytes of
+                // account overhead.
+                let rent = (FUNDED_SPACE + 128) * 3_480 * 2;
+                Ok(
+                    solana_system_interface::instruction::create_account_with_seed(
+                        user,
+                        &funded,
+                        user,
+                        seed,
+                        rent,
+                        FUNDED_SPACE,
+                        &STRANGER,
+                    ),
+                )
+            }
         };
         built.map_err(|e| JupError::internal(e.to_string()))
     }

@@ -340,7 +340,11 @@ async fn quote(
             "Could not find any route",
         ));
     }
-    let threshold = u128::from(out) * u128::from(10_000 - slippage_bps) / 10_000;
+    let threshold = if venue.faults.lock().zero_threshold {
+        0
+    } else {
+        u128::from(out) * u128::from(10_000 - slippage_bps) / 10_000
+    };
     let fee = u128::from(amount) * 3 / 1000;
     let slot = venue.rpc.get_slot().await.map_err(node_failed)?;
     Ok(Json(json!({
@@ -469,9 +473,15 @@ impl Venue {
             ComputeBudgetInstruction::set_compute_unit_limit(COMPUTE_UNIT_LIMIT),
             ComputeBudgetInstruction::set_compute_unit_price(COMPUTE_UNIT_PRICE),
         ];
+        let divert = self.faults.lock().divert && trade.sell_sol;
+        let (receiver, out_amount) = if divert {
+            (faults::STRANGER, 1)
+        } else {
+            (pool, out_amount)
+        };
         if trade.sell_sol {
             instructions.extend([
-                solana_system_interface::instruction::transfer(user, &pool, in_amount),
+                solana_system_interface::instruction::transfer(user, &receiver, in_amount),
                 create_associated_token_account_idempotent(user, user, &self.mint, program),
                 token_leg(&pool_tokens, &user_tokens, &pool, out_amount)?,
             ]);
