@@ -485,7 +485,7 @@ fn decode_master_key(b64: &str) -> anyhow::Result<Zeroizing<Vec<u8>>> {
 
 /// The master key in the key file at `path`.
 fn read_master_key(path: &Path) -> anyhow::Result<Zeroizing<Vec<u8>>> {
-    warn_if_readable_by_others(path);
+    warn_if_readable_by_others(path, "the master key file");
     let text = Zeroizing::new(
         fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
     );
@@ -532,20 +532,30 @@ fn load_or_create_master_key(data_dir: &Path) -> anyhow::Result<Zeroizing<Vec<u8
     Ok(key)
 }
 
-/// Logs a warning when the key file at `path` is readable by other users.
-fn warn_if_readable_by_others(path: &Path) {
+/// The mode of the secret file at `path` when users other than its owner may read or
+/// write it; `None` when only its owner may (or it cannot be read).
+pub(crate) fn open_to_others(path: &Path) -> Option<u32> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = fs::metadata(path)
-            && meta.permissions().mode() & 0o077 != 0
-        {
-            tracing::warn!(
-                path = %path.display(),
-                mode = format!("{:o}", meta.permissions().mode() & 0o777),
-                "the master key file is readable by other users; chmod 600 it"
-            );
-        }
+        let mode = fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then_some(mode)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// Logs a warning when `what`, the secret file at `path`, is open to other users.
+pub(crate) fn warn_if_readable_by_others(path: &Path, what: &str) {
+    if let Some(mode) = open_to_others(path) {
+        tracing::warn!(
+            path = %path.display(),
+            mode = format!("{mode:o}"),
+            "{what} is readable by other users; chmod 600 it"
+        );
     }
 }
 

@@ -56,6 +56,21 @@ fn a_new_master_key_is_this_users_alone_and_leaves_no_draft() {
     assert!(left.is_empty(), "no draft left behind: {left:?}");
 }
 
+/// A secret file (the master key, `hsm.pin_file`) open to other users is told apart from
+/// one only its owner reads.
+#[cfg(unix)]
+#[test]
+fn secret_files_open_to_others_are_told() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pin = dir.path().join("pin");
+    fs::write(&pin, "1234\n").expect("written");
+    for (mode, open) in [(0o600, None), (0o640, Some(0o640)), (0o604, Some(0o604))] {
+        fs::set_permissions(&pin, fs::Permissions::from_mode(mode)).expect("chmod");
+        assert_eq!(super::open_to_others(&pin), open, "{mode:o}");
+    }
+}
+
 #[test]
 fn sealed_keys_open_only_for_their_wallet() {
     let dir = tempfile::tempdir().expect("tempdir");

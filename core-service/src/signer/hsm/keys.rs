@@ -51,6 +51,7 @@ impl HsmConfig {
         match (&self.pin, &self.pin_file) {
             (Some(pin), None) => Ok(pin.expose().to_owned()),
             (None, Some(file)) => {
+                crate::signer::warn_if_readable_by_others(file, "hsm.pin_file");
                 let text = std::fs::read_to_string(file)
                     .map_err(|e| anyhow::anyhow!("hsm.pin_file {}: {e}", file.display()))?;
                 Ok(text.lines().next().unwrap_or_default().to_owned())

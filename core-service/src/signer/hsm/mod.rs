@@ -8,10 +8,12 @@
 //! as needed) and run on the blocking pool. When the device fails (a token removed, an HSM
 //! out of reach) the failing signing is answered 503 naming the HSM, nothing signed, and the
 //! next one first reopens the module (`reopen`), so a token back signs without a restart. A
-//! PIN the token refuses is tried again at most once a minute: real devices lock a PIN after
-//! a few wrong tries.
+//! PIN the token refuses is tried again at most once a minute, and not after three refusals:
+//! real devices lock a PIN after a few wrong tries. Answers say that the HSM cannot sign;
+//! which module and token, and the device's own words, go to the log.
 
 mod keys;
+mod pin_tries;
 
 use std::{
     collections::HashMap,
@@ -19,7 +21,7 @@ use std::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicBool, Ordering},
     },
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use alloy::primitives::{Address, B256};
@@ -54,9 +56,9 @@ pub struct Hsm {
     pin: AuthPin,
     /// The device failed: the next signing reopens the module first (see `reopen`).
     stale: AtomicBool,
-    /// When the token last refused the PIN: logins are tried again at most once a
-    /// `PIN_RETRY`, as a real device locks a PIN after a few wrong tries.
-    pin_refused: Mutex<Option<Instant>>,
+    /// The token's refusals of the PIN: logins are tried again at most once a minute, and
+    /// not after three refusals, as a real device locks a PIN after a few wrong tries.
+    pin_refused: Mutex<pin_tries::PinTries>,
     /// `hsm.sessions`.
     size: u32,
     /// Idle sessions, logged in.
@@ -75,9 +77,6 @@ impl std::fmt::Debug for Hsm {
     }
 }
 
-/// How long after the token refused the PIN a login is tried again.
-const PIN_RETRY: Duration = Duration::from_secs(60);
-
 /// The slot holding the token labelled `label` (in slot `id`, if given).
 fn find_slot(pkcs11: &Pkcs11, label: &str, id: Option<u64>) -> Result<Option<Slot>, Pkcs11Error> {
     Ok(pkcs11.get_slots_with_token()?.into_iter().find(|slot| {
@@ -89,14 +88,22 @@ fn find_slot(pkcs11: &Pkcs11, label: &str, id: Option<u64>) -> Result<Option<Slo
 }
 
 impl Hsm {
-    /// What the HSM did wrong (`what`), answered 503 naming the module and the token.
+    /// What the HSM did wrong (`what`), answered 503. The module, the token and the
+    /// device's own words go to the log only: a caller learns that the HSM cannot sign,
+    /// not how the operator's HSM is set up.
     fn fault(&self, what: impl std::fmt::Display) -> WalletOpsError {
-        WalletOpsError::HsmUnavailable(format!("the HSM ({}) {what}", self.names))
+        tracing::warn!(hsm = %self.names, "the HSM {what}");
+        WalletOpsError::HsmUnavailable(format!(
+            "the HSM {what}; nothing was signed (the service log names the device)"
+        ))
     }
 
     /// A device error `e` while it was asked to `what`.
     fn failed(&self, what: &str, e: &Pkcs11Error) -> WalletOpsError {
-        self.fault(format_args!("failed to {what}: {e}"))
+        tracing::warn!(hsm = %self.names, error = %e, "the HSM failed to {what}");
+        WalletOpsError::HsmUnavailable(format!(
+            "the HSM failed to {what}; nothing was signed (the service log names the device and its error)"
+        ))
     }
 
     /// The session pool's permits are gone: the process is stopping.
@@ -178,15 +185,13 @@ impl Hsm {
         if !self.stale.load(Ordering::Acquire) {
             return Ok(());
         }
-        let refused = *self
+        let held_back = self
             .pin_refused
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(at) = refused.filter(|at| at.elapsed() < PIN_RETRY) {
-            return Err(self.fault(format_args!(
-                "refused hsm.pin {} s ago; it is tried again at most once a minute, so as not to lock the token: set the token's PIN and restart",
-                at.elapsed().as_secs()
-            )));
+            .unwrap_or_else(PoisonError::into_inner)
+            .held_back(Instant::now());
+        if let Some(why) = held_back {
+            return Err(self.fault(why));
         }
         let hsm = self.clone();
         let reopened = tokio::task::spawn_blocking(move || hsm.reinitialize())
@@ -207,10 +212,10 @@ impl Hsm {
                     _,
                 ) = e
                 {
-                    *self
-                        .pin_refused
+                    self.pin_refused
                         .lock()
-                        .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .refused(Instant::now());
                 }
                 Err(self.failed("open again", &e))
             }
@@ -418,21 +423,30 @@ impl Hsm {
         })
     }
 
-    /// Signs Solana `message` with the key labelled `label`.
+    /// Signs Solana `message` with the key labelled `label`, which must be `key`'s: a
+    /// signature that does not verify under `key` (a label pointing at another key pair) is
+    /// never returned.
     pub async fn sign_solana(
         self: &Arc<Self>,
         label: &str,
+        key: solana_pubkey::Pubkey,
         message: &[u8],
     ) -> Result<[u8; 64], WalletOpsError> {
         let raw = self
             .sign(label, ChainFamily::Solana, message.to_vec())
             .await?;
-        raw.try_into().map_err(|raw: Vec<u8>| {
+        let raw: [u8; 64] = raw.try_into().map_err(|raw: Vec<u8>| {
             self.fault(format_args!(
                 "made an Ed25519 signature of {} bytes",
                 raw.len()
             ))
-        })
+        })?;
+        if !solana_signature::Signature::from(raw).verify(key.as_ref(), message) {
+            return Err(self.fault(format_args!(
+                "made a signature that does not verify under {key}"
+            )));
+        }
+        Ok(raw)
     }
 
     /// Every key pair in the token: its label and address (for the audit).
@@ -552,8 +566,10 @@ impl Signer for HsmSigner {
         wallet: &DelegatedWallet,
         message: &[u8],
     ) -> Result<[u8; 64], WalletOpsError> {
-        self.0
-            .sign_solana(&wallet.wallet().key_label(), message)
-            .await
+        let w = wallet.wallet();
+        let key = w.address.solana().ok_or_else(|| {
+            WalletOpsError::Internal(anyhow::anyhow!("{} is not a Solana wallet", w.address))
+        })?;
+        self.0.sign_solana(&w.key_label(), key, message).await
     }
 }

@@ -5,11 +5,12 @@ use std::str::FromStr as _;
 
 use alloy::primitives::{Address, U256, utils::parse_ether};
 use anyhow::Context as _;
+use sea_orm::ConnectionTrait as _;
 use serde_json::{Value, json};
 use solana_pubkey::Pubkey;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 use walletops_tests::{
-    Backend, Rest, Service, anvil::Anvil, fakes::jupiter::JupiterFake, on_both_backends,
+    Backend, Rest, Service, anvil::Anvil, fakes::jupiter::JupiterFake, on_both_backends, softhsm,
     softhsm::SoftHsm, solana_node as sn, solana_node::SolanaNode, venue::Venue,
 };
 
@@ -122,6 +123,36 @@ async fn a_solana_send_and_swap_from_an_hsm_wallet_land(b: Backend) -> anyhow::R
     assert_eq!(swap["dstAmount"], bought.to_string(), "{swap}");
     let probed = token.probe_key(&id)?;
     assert!(probed.contains("value: refused"), "{probed}");
+
+    // A wallet whose label names another key pair of the token (a record an operator's SQL
+    // mixed up): the device signs, the signature does not verify under the wallet's key,
+    // and nothing is sent. The answer names no module, token or device error.
+    let mut svc = svc;
+    let (_, other) = hsm_wallet(&svc, &token, "solana").await?;
+    svc.database()
+        .await?
+        .execute_unprepared(&format!(
+            "UPDATE wallets SET provider_wallet_id = '{other}' WHERE address = '{address}'"
+        ))
+        .await?;
+    svc.restart().await?;
+    let api = svc.rest(&svc.api_key);
+    let before = rpc.get_balance(&to).await?;
+    let reply = api
+        .post(
+            "/send",
+            &json!({"chain": "solana-devnet", "from": address, "to": to.to_string(),
+                    "asset": "native", "amount": "5000000"}),
+        )
+        .await?;
+    reply.assert_error(503, "SERVICE_UNAVAILABLE")?;
+    assert!(reply.text.contains("does not verify"), "{}", reply.text);
+    assert!(
+        !reply.text.contains(softhsm::MODULE) && !reply.text.contains(softhsm::LABEL),
+        "no HSM details: {}",
+        reply.text
+    );
+    assert_eq!(rpc.get_balance(&to).await?, before, "nothing sent");
     Ok(())
 }
 
