@@ -21,3 +21,23 @@ document.addEventListener("change", async (event) => {
   const field = document.getElementById(input.dataset.fills);
   if (field) field.value = await input.files[0].text();
 });
+
+// A page that follows changes (`data-refresh`, seconds) reloads itself, but never under a
+// person deciding: while a field or button of one of its forms has the focus, or a field
+// holds something typed, it waits (and counts the waits in `data-refresh-held`).
+(() => {
+  const root = document.querySelector("[data-refresh]");
+  if (!root) return;
+  let waited = 0;
+  setInterval(() => {
+    waited += 1;
+    if (waited < Number(root.dataset.refresh)) return;
+    const active = document.activeElement;
+    const fields = document.querySelectorAll("form input:not([type=hidden]), form textarea");
+    if ((active && active.closest("form")) || [...fields].some((f) => f.value)) {
+      root.dataset.refreshHeld = String(Number(root.dataset.refreshHeld || 0) + 1);
+      return;
+    }
+    location.reload();
+  }, 1000);
+})();

@@ -264,7 +264,19 @@ try {
   assert.match(await held.locator("td.amount").textContent(), /0\.002 ETH\s*above 0\.001 ETH/);
   await assertLabelled(page);
   await shot(page, "approvals");
-  await held.locator("button:has-text('Approve')").click();
+  // The Approve button says what the write's simulation showed it does.
+  assert.match(await held.locator("button.approve").textContent(), /^Approve: sends 2000000000000000 of native to 0x/);
+  // The page refreshes itself, but not under a person deciding: a field typed in holds it.
+  const reason = held.locator("input[name=reason]");
+  await page.evaluate(() => { document.querySelector("[data-refresh]").dataset.refresh = "1"; });
+  await reason.fill("checking");
+  await page.waitForFunction(() => Number(document.querySelector("[data-refresh]").dataset.refreshHeld || 0) >= 2);
+  assert.equal(await reason.inputValue(), "checking", "not reloaded while typed in");
+  const reloaded = page.waitForEvent("load");
+  await reason.fill("");
+  await reason.evaluate((field) => field.blur());
+  await reloaded;
+  await held.locator("button.approve").click();
   await page.waitForURL(/\/dashboard\/approvals\?approved=1/);
   assert.equal(await page.locator(`#pending tr[data-id="${HELD}"]`).count(), 0);
   assert.match(await page.locator(`#decided tr[data-id="${HELD}"]`).textContent(), /dashboard:owner/);

@@ -19,6 +19,8 @@ struct ApprovalRow {
     state: String,
     badge: &'static str,
     summary: String,
+    /// What its simulation showed it does, which the Approve button restates.
+    effects: String,
     /// What it moves, in the asset's units when known.
     amount: format::Amount,
     /// The threshold it exceeded, likewise.
@@ -65,6 +67,10 @@ impl From<pb::Approval> for ApprovalRow {
                 .trim_start_matches("APPROVAL_STATE_")
                 .to_ascii_lowercase(),
             badge,
+            effects: a
+                .summary
+                .split_once("; simulated: ")
+                .map_or_else(|| a.summary.clone(), |(_, effects)| effects.to_owned()),
             summary: a.summary,
             key: a.key_id,
             created: format::time(a.created_at),
