@@ -59,6 +59,7 @@ impl Store {
     /// key limited, in one transaction, for the key and every key made from it.
     pub async fn add_policy_rule(&self, rule: &PolicyRule) -> Result<()> {
         let txn = self.begin_sea().await?;
+        super::users::lock_owner_of(&txn, rule.key_id).await?;
         let keys = super::lineage::with_descendants(&txn, rule.key_id).await?;
         api_keys::Entity::update_many()
             .col_expr(api_keys::Column::Limited, Expr::value(true))
@@ -99,6 +100,7 @@ impl Store {
     pub async fn remove_policy_rule(&self, rule: &PolicyRule) -> Result<bool> {
         let (kind, target, selector) = columns(&rule.allowed);
         let txn = self.begin_sea().await?;
+        super::users::lock_owner_of(&txn, rule.key_id).await?;
         let keys = super::lineage::with_descendants(&txn, rule.key_id).await?;
         let removed = rules::Entity::delete_many()
             .filter(rules::Column::KeyId.is_in(keys))

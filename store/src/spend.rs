@@ -90,6 +90,7 @@ impl Store {
     pub async fn set_spend_limit(&self, limit: &SpendLimit) -> Result<()> {
         let now = Utc::now();
         let txn = self.begin_sea().await?;
+        super::users::lock_owner_of(&txn, limit.key_id).await?;
         let keys = super::lineage::with_descendants(&txn, limit.key_id).await?;
         api_keys::Entity::update_many()
             .col_expr(api_keys::Column::Limited, Expr::value(true))
@@ -157,6 +158,7 @@ impl Store {
     /// whether there was one.
     pub async fn remove_spend_limit(&self, key_id: Uuid, chain: &str, asset: &str) -> Result<bool> {
         let txn = self.begin_sea().await?;
+        super::users::lock_owner_of(&txn, key_id).await?;
         let keys = super::lineage::with_descendants(&txn, key_id).await?;
         let removed = limits::Entity::delete_many()
             .filter(limits::Column::KeyId.is_in(keys))

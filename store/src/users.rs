@@ -40,6 +40,20 @@ pub(crate) async fn lock_user<C: Conn>(conn: &C, user_id: Uuid) -> Result<()> {
     Ok(())
 }
 
+/// Locks, in `conn`'s transaction, the user owning key `key_id`, as `lock_user`: a change
+/// of a key's limits or policy is ordered with the making of keys from it, which copies
+/// them, so no key made meanwhile misses the change.
+pub(crate) async fn lock_owner_of<C: Conn>(conn: &C, key_id: Uuid) -> Result<()> {
+    // No key, nothing made from it to miss the change.
+    match super::entities::api_keys::Entity::find_by_id(key_id)
+        .one(conn.sea())
+        .await?
+    {
+        Some(owner) => lock_user(conn, owner.user_id).await,
+        None => Ok(()),
+    }
+}
+
 impl Store {
     /// Inserts a user; refused `UserNameTaken` when its name is taken.
     pub async fn insert_user(&self, name: &str) -> Result<User> {
