@@ -48,6 +48,22 @@ pub struct ApiKey {
     pub limited: bool,
 }
 
+/// A key line whose writes are refused: one of its writes moved more on chain than its
+/// simulation showed and its key reserved. Only its owner unfreezes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrozenLine {
+    /// The line: its first key's id (`ApiKey::lineage_id`).
+    pub line_id: Uuid,
+    /// Its owner.
+    pub user_id: Uuid,
+    /// When it was frozen.
+    pub frozen_at: DateTime<Utc>,
+    /// What moved beyond the reservation, in words.
+    pub reason: String,
+    /// The write that moved it.
+    pub transaction_id: Uuid,
+}
+
 /// A dashboard session as stored; its token is not part of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DashboardSession {

@@ -23,7 +23,7 @@ mod wallet;
 mod webhook;
 
 pub use account::{
-    ApiKey, DashboardSession, EXPIRING_SOON, KeyState, Scope, Scopes, User, check_name,
+    ApiKey, DashboardSession, EXPIRING_SOON, FrozenLine, KeyState, Scope, Scopes, User, check_name,
 };
 pub use approval::{Approval, ApprovalState, Decision, HeldWrite};
 pub use chain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
@@ -43,5 +43,5 @@ pub use wallet::{
 };
 pub use webhook::{
     DEPOSIT_SUBJECT, DeliveryState, Disabled, DisabledReason, EndpointMaker, EventType,
-    PAYOUT_SUBJECT, TRANSACTION_SUBJECT, WebhookDelivery, WebhookEndpoint,
+    KEY_SUBJECT, PAYOUT_SUBJECT, TRANSACTION_SUBJECT, WebhookDelivery, WebhookEndpoint,
 };

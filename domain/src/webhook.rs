@@ -33,11 +33,14 @@ pub enum EventType {
     Deposit(DepositState),
     /// `payout.completed`: every item of a payout is final.
     PayoutCompleted,
+    /// `key.frozen`: a key line was frozen, a write of it having moved more on chain than
+    /// its simulation reserved.
+    KeyFrozen,
 }
 
 impl EventType {
     /// Every event type, as webhooks may ask for them.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::Transaction(TxStatus::Submitted),
         Self::Transaction(TxStatus::Confirmed),
         Self::Transaction(TxStatus::Reverted),
@@ -48,6 +51,7 @@ impl EventType {
         Self::Deposit(DepositState::Confirmed),
         Self::Deposit(DepositState::Reverted),
         Self::PayoutCompleted,
+        Self::KeyFrozen,
     ];
 
     /// Its name (`transaction.confirmed`, `deposit.pending`).
@@ -56,6 +60,7 @@ impl EventType {
             Self::Transaction(status) => status.event_type(),
             Self::Deposit(state) => state.event_type(),
             Self::PayoutCompleted => "payout.completed".to_owned(),
+            Self::KeyFrozen => "key.frozen".to_owned(),
         }
     }
 
@@ -70,6 +75,7 @@ impl EventType {
             Self::Transaction(_) => TRANSACTION_SUBJECT,
             Self::Deposit(_) => DEPOSIT_SUBJECT,
             Self::PayoutCompleted => PAYOUT_SUBJECT,
+            Self::KeyFrozen => KEY_SUBJECT,
         }
     }
 
@@ -82,6 +88,7 @@ impl EventType {
                 .map(Self::Transaction),
             DEPOSIT_SUBJECT => DepositState::parse(state).map(Self::Deposit),
             PAYOUT_SUBJECT if state == COMPLETED => Some(Self::PayoutCompleted),
+            KEY_SUBJECT if state == FROZEN => Some(Self::KeyFrozen),
             _ => None,
         }
     }
@@ -92,6 +99,7 @@ impl EventType {
             Self::Transaction(status) => status.as_str(),
             Self::Deposit(state) => state.as_str(),
             Self::PayoutCompleted => COMPLETED,
+            Self::KeyFrozen => FROZEN,
         }
     }
 }
@@ -104,6 +112,10 @@ pub const DEPOSIT_SUBJECT: &str = "deposit";
 pub const PAYOUT_SUBJECT: &str = "payout";
 /// The state of a payout's outbox row.
 const COMPLETED: &str = "completed";
+/// The subject of a key line's events (the row's id is the line's).
+pub const KEY_SUBJECT: &str = "key";
+/// The state of a frozen key line's outbox row.
+const FROZEN: &str = "frozen";
 
 /// Who registered an endpoint: it belongs to that key, and revoking the key disables it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,6 +34,7 @@ mod m20261210_000027_payout_packs;
 mod m20261211_000028_key_changes;
 mod m20261212_000029_wallet_changes;
 mod m20261213_000030_quotes;
+mod m20261214_000031_frozen_lines;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -72,6 +73,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261211_000028_key_changes::Migration),
             Box::new(m20261212_000029_wallet_changes::Migration),
             Box::new(m20261213_000030_quotes::Migration),
+            Box::new(m20261214_000031_frozen_lines::Migration),
         ]
     }
 }

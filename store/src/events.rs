@@ -115,6 +115,15 @@ impl Store {
         insert_rows(conn, vec![payout], EventType::PayoutCompleted).await
     }
 
+    /// Notes, in `conn`'s transaction, that the key line `(id, user, chain)` was frozen.
+    pub(crate) async fn insert_key_event<C: sea_orm::ConnectionTrait>(
+        &self,
+        conn: &C,
+        line: (Uuid, Uuid, String),
+    ) -> Result<()> {
+        insert_rows(conn, vec![line], EventType::KeyFrozen).await
+    }
+
     /// `insert_event` for an open record.
     pub async fn insert_event_of<C: Conn>(
         &self,

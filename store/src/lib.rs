@@ -16,11 +16,14 @@ mod entities;
 mod error;
 mod events;
 mod evm_nonces;
+mod frozen;
 mod idempotency;
 mod key_cache;
 mod key_policies;
 mod leases;
 mod lineage;
+#[cfg(test)]
+mod owner_lock_tests;
 mod payouts;
 mod provider_links;
 mod quotes;

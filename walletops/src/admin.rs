@@ -224,6 +224,14 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             }
             print_policy(&core, user.id, &key).await?;
         }
+        KeysCommand::Unfreeze { user, key } => {
+            let user = core.find_user(&user).await?;
+            let key = core.limits.unfreeze(user.id, &key).await?;
+            println!(
+                "Unfroze the line of key {}: its keys write again.",
+                key.prefix
+            );
+        }
         KeysCommand::Policy { user, key } => {
             let user = core.find_user(&user).await?;
             print_policy(&core, user.id, &key).await?;

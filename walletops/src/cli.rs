@@ -298,7 +298,16 @@ pub(crate) enum KeysCommand {
         #[arg(long)]
         remove: bool,
     },
-    /// Show a key's policy: the chains, recipients, contracts and spenders it allows.
+    /// Let a frozen key line write again. A line freezes when one of its writes moved more
+    /// on chain than its simulation reserved; the excess stays charged to its budget.
+    Unfreeze {
+        /// Owner: user name or id.
+        #[arg(long, default_value = FIRST_USER)]
+        user: String,
+        /// Id or 4-character prefix of any key of the line.
+        key: String,
+    },
+    /// Show a key's policy: the chains, recipients, contracts, spenders and tokens it allows.
     Policy {
         /// Owner: user name or id.
         #[arg(long, default_value = FIRST_USER)]

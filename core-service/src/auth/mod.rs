@@ -93,6 +93,14 @@ impl Caller {
         matches!(self.credential, Credential::Key { limited: true, .. })
     }
 
+    /// The line of the key used, if a key was.
+    pub fn line(&self) -> Option<Uuid> {
+        match &self.credential {
+            Credential::Key { line, .. } => Some(*line),
+            Credential::Session { .. } => None,
+        }
+    }
+
     /// What the logs may say of the credential: a key's prefix, a session's id.
     pub fn label(&self) -> String {
         match &self.credential {

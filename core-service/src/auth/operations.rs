@@ -26,6 +26,7 @@ pub enum Operation {
     RemoveSpendLimit,
     AddPolicyRule,
     RemovePolicyRule,
+    UnfreezeApiKey,
     ListApprovals,
     GetApproval,
     DecideApproval,
@@ -48,7 +49,7 @@ pub enum Operation {
 
 impl Operation {
     /// Every operation.
-    pub const ALL: [Self; 35] = [
+    pub const ALL: [Self; 36] = [
         Self::ListWallets,
         Self::GetBalances,
         Self::GetTransaction,
@@ -66,6 +67,7 @@ impl Operation {
         Self::RemoveSpendLimit,
         Self::AddPolicyRule,
         Self::RemovePolicyRule,
+        Self::UnfreezeApiKey,
         Self::ListApprovals,
         Self::GetApproval,
         Self::DecideApproval,
@@ -117,6 +119,7 @@ impl Operation {
             | Self::RemoveSpendLimit
             | Self::AddPolicyRule
             | Self::RemovePolicyRule
+            | Self::UnfreezeApiKey
             | Self::DecideApproval
             | Self::CreateWebhook
             | Self::DeleteWebhook
@@ -147,6 +150,7 @@ impl Operation {
             Self::RemoveSpendLimit => "/walletops.v1.ApiKeyService/RemoveSpendLimit",
             Self::AddPolicyRule => "/walletops.v1.ApiKeyService/AddPolicyRule",
             Self::RemovePolicyRule => "/walletops.v1.ApiKeyService/RemovePolicyRule",
+            Self::UnfreezeApiKey => "/walletops.v1.ApiKeyService/UnfreezeApiKey",
             Self::ListApprovals => "/walletops.v1.ApprovalService/ListApprovals",
             Self::GetApproval => "/walletops.v1.ApprovalService/GetApproval",
             Self::DecideApproval => "/walletops.v1.ApprovalService/DecideApproval",

@@ -38,6 +38,21 @@ fn expiration(e: pb::KeyExpiration) -> Expiration {
 
 #[tonic::async_trait]
 impl ApiKeyService for ApiKeyApi {
+    async fn unfreeze_api_key(
+        &self,
+        request: Request<pb::UnfreezeApiKeyRequest>,
+    ) -> Result<Response<pb::UnfreezeApiKeyResponse>, Status> {
+        let caller = self
+            .core
+            .admit(request.metadata(), Operation::UnfreezeApiKey)
+            .await?;
+        let req = request.into_inner();
+        let key = self.core.limits.unfreeze_as(&caller, &req.key_id).await?;
+        Ok(Response::new(pb::UnfreezeApiKeyResponse {
+            api_key: Some(self.described(key, Utc::now()).await?),
+        }))
+    }
+
     async fn add_policy_rule(
         &self,
         request: Request<pb::AddPolicyRuleRequest>,
@@ -224,15 +239,23 @@ impl ApiKeyApi {
         now: chrono::DateTime<Utc>,
     ) -> crate::error::Result<pb::ApiKey> {
         let limits = self.core.limits.of_key(key.id).await?;
-        let rules = if key.limited {
-            self.core.limits.rules_of(key.id).await?
+        let (rules, frozen) = if key.limited {
+            (
+                self.core.limits.rules_of(key.id).await?,
+                self.core.limits.frozen(key.lineage_id).await?,
+            )
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
         let described = convert::with_limits(convert::api_key(key, now), limits, |chain, asset| {
             self.core.units(chain, asset)
         });
-        Ok(convert::with_rules(described, rules))
+        let mut described = convert::with_rules(described, rules);
+        if let Some(frozen) = frozen {
+            described.frozen_at = Some(convert::timestamp(frozen.frozen_at));
+            described.frozen_reason = Some(frozen.reason);
+        }
+        Ok(described)
     }
 
     /// `user_id`'s key `id_or_prefix`, with its limits and policy.

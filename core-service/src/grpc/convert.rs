@@ -52,6 +52,8 @@ pub(crate) fn api_key(k: ApiKey, now: DateTime<Utc>) -> pb::ApiKey {
         scopes: scope_values(k.scopes),
         spend_limits: Vec::new(),
         policy_rules: Vec::new(),
+        frozen_at: None,
+        frozen_reason: None,
     }
 }
 

@@ -230,6 +230,14 @@ pub fn webhook_body(event: crate::webhooks::delivery::Event, core: &Core) -> Vec
             let (payout, standings) = *payout;
             EventData::Payout(Box::new(payouts::described(payout, standings, false)))
         }
+        Subject::Key(frozen) => EventData::Key(Box::new(walletops_proto::rest::FrozenKeyJson {
+            key_id: frozen.line_id.to_string(),
+            frozen_at: frozen
+                .frozen_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            reason: frozen.reason,
+            transaction_id: frozen.transaction_id.to_string(),
+        })),
     };
     walletops_proto::rest::webhook_body(event.event_type, event.at, data)
 }

@@ -88,10 +88,13 @@ fn delivery(d: WebhookDelivery) -> pb::WebhookDelivery {
         event_type: d.event.name(),
         transaction_id: match d.event {
             EventType::Transaction(_) => d.subject_id.to_string(),
-            EventType::Deposit(_) | EventType::PayoutCompleted => String::new(),
+            EventType::Deposit(_) | EventType::PayoutCompleted | EventType::KeyFrozen => {
+                String::new()
+            }
         },
         deposit_id: matches!(d.event, EventType::Deposit(_)).then(|| d.subject_id.to_string()),
         payout_id: matches!(d.event, EventType::PayoutCompleted).then(|| d.subject_id.to_string()),
+        key_id: matches!(d.event, EventType::KeyFrozen).then(|| d.subject_id.to_string()),
         state: state.into(),
         attempts: d.attempts,
         next_attempt_at: (d.state == DeliveryState::Pending).then(|| timestamp(d.next_attempt_at)),

@@ -182,3 +182,30 @@ impl Limits {
         Ok((key, limits))
     }
 }
+
+impl Limits {
+    /// Why key line `line_id` is frozen, if it is.
+    pub async fn frozen(&self, line_id: Uuid) -> Result<Option<walletops_domain::FrozenLine>> {
+        Ok(self.store.frozen_line(line_id).await?)
+    }
+
+    /// Unfreezes the line of `user_id`'s key `id_or_prefix`: every key of it writes again.
+    /// NOT_FOUND when the line is not frozen.
+    pub async fn unfreeze(&self, user_id: Uuid, id_or_prefix: &str) -> Result<ApiKey> {
+        let key = self.owned(user_id, id_or_prefix).await?;
+        if !self.store.unfreeze_line(user_id, key.lineage_id).await? {
+            return Err(WalletOpsError::NotFound(format!(
+                "the line of key {} is not frozen",
+                key.prefix
+            )));
+        }
+        tracing::info!(key = %key.prefix, line = %key.lineage_id, "key line unfrozen");
+        Ok(key)
+    }
+
+    /// `unfreeze` for `caller`, if it may set limits (`may_set`).
+    pub async fn unfreeze_as(&self, caller: &Caller, id_or_prefix: &str) -> Result<ApiKey> {
+        may_set(caller)?;
+        self.unfreeze(caller.user_id, id_or_prefix).await
+    }
+}

@@ -39,6 +39,7 @@ use walletops_store::Store;
 
 mod bump;
 mod evm;
+mod executed;
 mod landing;
 mod marks;
 mod quiet;
@@ -343,6 +344,13 @@ impl Monitor {
                         self.store
                             .settle_reserved_fee(&txn, id, walletops_domain::FEES_ASSET, fee)
                             .await?;
+                    }
+                    if let Some(landed) = s
+                        .landed
+                        .as_ref()
+                        .filter(|_| s.status == TxStatus::Confirmed)
+                    {
+                        self.hold_to_reservation(&txn, &s.open, landed).await?;
                     }
                     if let Some(what) = &difference {
                         tracing::warn!(%id, %what, "a transaction did otherwise than simulated");

@@ -22,6 +22,7 @@
 //!   the write of a key with limits, recipients or spenders is SERVICE_UNAVAILABLE naming
 //!   the chain and what its node lacks; a key without them writes as before.
 
+pub mod executed;
 mod rules;
 
 use alloy::primitives::{Selector, U256};
@@ -123,6 +124,21 @@ impl Policy {
         ))
     }
 
+    /// Why `caller`'s writes are refused while its key's line is frozen (`executed`); `None`
+    /// when it is not.
+    pub async fn frozen(&self, caller: &Caller) -> Result<Option<String>> {
+        let Some(line) = caller.line().filter(|_| caller.limited()) else {
+            return Ok(None);
+        };
+        Ok(self.store.frozen_line(line).await?.map(|f| {
+            format!(
+                "frozen: this key's line has been frozen since {} because {}; its owner unfreezes it (walletops keys unfreeze, or the dashboard's keys page)",
+                f.frozen_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                f.reason
+            )
+        }))
+    }
+
     /// The verdict on a write `act` of `caller` on `chain` that does `foreseen` and may pay
     /// `fee` in fees: every reason it may not be made, what it reserves and whether it waits.
     pub async fn judge(
@@ -135,9 +151,16 @@ impl Policy {
         let Some(key_id) = caller.key_id().filter(|_| caller.limited()) else {
             return Ok(Verdict::default());
         };
-        let (mut standings, rules) = tokio::try_join!(
-            self.store.spend_limits(key_id, Utc::now() - BUDGET_WINDOW),
-            self.store.policy_rules(key_id),
+        let (mut standings, rules, frozen) = tokio::try_join!(
+            async {
+                Ok::<_, WalletOpsError>(
+                    self.store
+                        .spend_limits(key_id, Utc::now() - BUDGET_WINDOW)
+                        .await?,
+                )
+            },
+            async { Ok(self.store.policy_rules(key_id).await?) },
+            self.frozen(caller),
         )?;
         if !standings.iter().any(|s| fee_budget_of(s, chain)) {
             // A limited key's fees are bounded where its owner set no budget: the chain's
@@ -162,6 +185,7 @@ impl Policy {
             refusals: rules.broken(&act, foreseen.known()),
             ..Verdict::default()
         };
+        verdict.refusals.extend(frozen.map(Refusal::Forbidden));
         if let Some(budget) = standings.iter().find(|s| fee_budget_of(s, chain)) {
             verdict
                 .refusals

@@ -45,6 +45,8 @@ pub enum Subject {
     Deposit(Box<Deposit>),
     /// A payout and where each of its items stands.
     Payout(Box<(Payout, Vec<ItemStanding>)>),
+    /// A frozen key line.
+    Key(Box<walletops_domain::FrozenLine>),
 }
 
 /// How an event becomes a delivery's body: the Standard Webhooks envelope around the JSON
@@ -291,6 +293,22 @@ impl Deliverer {
                     .ok_or_else(|| missing(format!("deposit {}", delivery.subject_id)))?;
                 deposit.state = state;
                 Subject::Deposit(Box::new(deposit))
+            }
+            EventType::KeyFrozen => {
+                let frozen = self
+                    .store
+                    .frozen_line(delivery.subject_id)
+                    .await
+                    .map_err(|e| Failure::Internal(e.into()))?
+                    // Unfrozen before its event went out: told as it was.
+                    .unwrap_or_else(|| walletops_domain::FrozenLine {
+                        line_id: delivery.subject_id,
+                        user_id: delivery.user_id,
+                        frozen_at: delivery.created_at,
+                        reason: "unfrozen since".to_owned(),
+                        transaction_id: uuid::Uuid::nil(),
+                    });
+                Subject::Key(Box::new(frozen))
             }
             EventType::PayoutCompleted => {
                 let payout = self

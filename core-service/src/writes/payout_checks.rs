@@ -141,6 +141,9 @@ impl Core {
         let Some(key_id) = caller.key_id().filter(|_| caller.limited()) else {
             return Ok(());
         };
+        if let Some(why) = self.policy.frozen(caller).await? {
+            return Err(WalletOpsError::Forbidden(why));
+        }
         let chain = parsed.items[0].1.chain.slug();
         let limits = self.limits.of_key(key_id).await?;
         let standing = |token: Option<&WalletAddress>| {

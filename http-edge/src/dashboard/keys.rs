@@ -32,12 +32,20 @@ pub(crate) struct KeyRow {
     pub(crate) revocable: bool,
     /// Its spend limits, one line each.
     pub(crate) limits: Vec<String>,
+    /// Since when and why its line is frozen, if it is.
+    pub(crate) frozen: Option<(String, String)>,
 }
 
 impl From<pb::ApiKey> for KeyRow {
     fn from(k: pb::ApiKey) -> Self {
         // Label, badge style, and whether it still works (so may be revoked).
+        let frozen = k
+            .frozen_at
+            .map(|at| (format::time(Some(at)), k.frozen_reason.unwrap_or_default()));
         let (label, badge, revocable) = match pb::ApiKeyState::try_from(k.state) {
+            Ok(pb::ApiKeyState::Active | pb::ApiKeyState::ExpiringSoon) if frozen.is_some() => {
+                ("Frozen", "bad", true)
+            }
             Ok(pb::ApiKeyState::Active) => ("Active", "ok", true),
             Ok(pb::ApiKeyState::ExpiringSoon) => ("Expiring soon", "warn", true),
             Ok(pb::ApiKeyState::Expired) => ("Expired", "muted", false),
@@ -62,6 +70,7 @@ impl From<pb::ApiKey> for KeyRow {
             badge,
             revocable,
             limits,
+            frozen,
         }
     }
 }

@@ -69,6 +69,7 @@ pub(crate) struct LimitsQuery {
     removed: Option<String>,
     allowed: Option<String>,
     disallowed: Option<String>,
+    unfrozen: Option<String>,
 }
 
 /// `GET /dashboard/keys/{id}/limits`.
@@ -84,9 +85,11 @@ pub(crate) async fn show(
         Some(format!("The limit on {what} is removed."))
     } else if let Some(what) = q.allowed {
         Some(format!("The policy now allows {what}."))
+    } else if let Some(what) = q.disallowed {
+        Some(format!("The policy no longer allows {what}."))
     } else {
-        q.disallowed
-            .map(|what| format!("The policy no longer allows {what}."))
+        q.unfrozen
+            .map(|_| "The key's line is unfrozen: its keys write again.".to_owned())
     };
     view(&mut dashboard, &visit, &id, StatusCode::OK, (notice, None)).await
 }
@@ -208,6 +211,34 @@ pub(crate) async fn remove(
         &id,
         answer.map(|_| ()),
         ("removed", &what),
+    )
+    .await
+}
+
+/// The form of a button that needs only the session's CSRF token.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CsrfForm {
+    csrf: String,
+}
+
+/// `POST /dashboard/keys/{id}/unfreeze`: lets a frozen line write again.
+pub(crate) async fn unfreeze(
+    State(mut dashboard): State<Dashboard>,
+    visit: Visit,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Page {
+    let req = pb::UnfreezeApiKeyRequest { key_id: id.clone() };
+    let answer = dashboard
+        .keys
+        .unfreeze_api_key(visit.call(req, Some(&form.csrf)))
+        .await;
+    after(
+        &mut dashboard,
+        &visit,
+        &id,
+        answer.map(|_| ()),
+        ("unfrozen", "line"),
     )
     .await
 }

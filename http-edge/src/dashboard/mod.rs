@@ -116,6 +116,7 @@ pub(crate) fn router(core: CoreChannel, secure_cookies: bool) -> Router {
             "/keys/{id}/limits/remove",
             axum::routing::post(limits::remove),
         )
+        .route("/keys/{id}/unfreeze", axum::routing::post(limits::unfreeze))
         .route("/keys/{id}/policy", axum::routing::post(policy::add))
         .route(
             "/keys/{id}/policy/remove",

@@ -190,6 +190,9 @@ pub(crate) struct DeliveryJson {
     /// The payout it is about (`payout.completed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) payout_id: Option<String>,
+    /// The key line it is about (`key.frozen`): its first key's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) key_id: Option<String>,
     /// `pending`, `delivered` or `dead`.
     pub(crate) state: String,
     /// Attempts made.
@@ -232,6 +235,7 @@ impl From<pb::ListWebhookDeliveriesResponse> for DeliveriesJson {
                         transaction_id: d.transaction_id,
                         deposit_id: d.deposit_id,
                         payout_id: d.payout_id,
+                        key_id: d.key_id,
                         state: short_name(state, "WEBHOOK_DELIVERY_STATE_").to_ascii_lowercase(),
                         attempts: d.attempts,
                         next_attempt_at: iso(d.next_attempt_at),

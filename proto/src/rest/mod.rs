@@ -311,6 +311,22 @@ pub enum EventDataJson {
     Deposit(Box<DepositJson>),
     /// `payout.completed`: the payout with its totals, without its items.
     Payout(Box<PayoutJson>),
+    /// `key.frozen`: the key line and why it froze.
+    Key(Box<FrozenKeyJson>),
+}
+
+/// A frozen key line, as the `key.frozen` webhook tells it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FrozenKeyJson {
+    /// The line: the id of its first key; every key made from it is frozen with it.
+    pub key_id: String,
+    /// When it froze, RFC 3339 UTC.
+    pub frozen_at: String,
+    /// What the write moved beyond its reservation.
+    pub reason: String,
+    /// The write that moved it.
+    pub transaction_id: String,
 }
 
 /// What an event is about, from the core.
@@ -322,6 +338,8 @@ pub enum EventData {
     Deposit(Box<pb::Deposit>),
     /// A payout.
     Payout(Box<pb::Payout>),
+    /// A frozen key line.
+    Key(Box<FrozenKeyJson>),
 }
 
 /// A webhook delivery's body: the Standard Webhooks envelope around the record.
@@ -352,6 +370,7 @@ pub fn webhook_body(
             }
             EventData::Deposit(d) => EventDataJson::Deposit(Box::new(DepositJson::from(*d))),
             EventData::Payout(p) => EventDataJson::Payout(Box::new(PayoutJson::from(*p))),
+            EventData::Key(k) => EventDataJson::Key(k),
         },
     };
     serde_json::to_vec(&event).unwrap_or_default()

@@ -8,6 +8,7 @@ pub(crate) mod deposit_blocks;
 pub(crate) mod deposit_cursors;
 pub(crate) mod deposits;
 pub(crate) mod evm_nonces;
+pub(crate) mod frozen_lines;
 pub(crate) mod idempotency_keys;
 pub(crate) mod key_policy_rules;
 pub(crate) mod keystore_check;

@@ -16,6 +16,7 @@ mod events;
 mod evm;
 mod execution;
 mod faults;
+mod frozen;
 mod fuzz;
 mod hsm;
 mod key_changes;
