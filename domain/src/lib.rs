@@ -32,7 +32,9 @@ pub use deposit::{Deposit, DepositState};
 pub use effects::{Asset, Effects, Flow, Grant, GrantKind};
 pub use key_policy::{Allowed, PolicyRule, RuleKind};
 pub use payout::{ItemMade, ItemStanding, Payout, PayoutItem, PayoutState};
-pub use spend::{FEES_ASSET, NATIVE_ASSET, Spend, SpendLimit, SpendStanding, asset_name};
+pub use spend::{
+    FEES_ASSET, GAS_ASSET, NATIVE_ASSET, Spend, SpendLimit, SpendStanding, asset_name,
+};
 pub use transaction::{
     ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,
     TxKind, TxStatus,

@@ -14,6 +14,11 @@ pub const NATIVE_ASSET: &str = "native";
 /// whatever a write moves.
 pub const FEES_ASSET: &str = "fees";
 
+/// The name, in limits, of a key's gas ceiling on a chain: its `max_per_transaction` is the
+/// most gas (EVM gas limit, Solana compute units) one write may be signed with. Nothing is
+/// reserved against it.
+pub const GAS_ASSET: &str = "gas";
+
 /// The name limits give an asset: `native` for the coin (`None`), a token's address as
 /// lowercase 0x-hex, a mint in base58. Limits are set and writes are held under this one
 /// name, so the two always match.

@@ -169,13 +169,15 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             daily,
             approve_above,
             fees_per_day,
+            max_gas,
             remove,
         } => {
             let user = core.find_user(&user).await?;
             let chain = core.chains.resolve(&chain)?;
-            let (asset, daily) = match fees_per_day {
-                Some(fees) => (walletops_domain::FEES_ASSET.to_owned(), Some(fees)),
-                None => (asset, daily),
+            let (asset, max_per_tx, daily) = match (fees_per_day, max_gas) {
+                (Some(fees), _) => (walletops_domain::FEES_ASSET.to_owned(), None, Some(fees)),
+                (_, Some(gas)) => (walletops_domain::GAS_ASSET.to_owned(), Some(gas), None),
+                _ => (asset, max_per_tx, daily),
             };
             if remove {
                 core.limits.remove(user.id, &key, chain, &asset).await?;

@@ -423,5 +423,8 @@ fn read(wallet: Address, log: &Log, effects: &mut Effects) {
     }
 }
 
+mod understood;
+pub use understood::{StateChange, unexplained};
+
 #[cfg(test)]
 mod tests;

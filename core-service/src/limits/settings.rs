@@ -11,8 +11,8 @@ use crate::{
     error::{Result, Violations, WalletOpsError},
 };
 use walletops_domain::{
-    AmountKind, ApiKey, ChainFamily, FEES_ASSET, NATIVE_ASSET, SpendLimit, SpendStanding,
-    WalletAddress, asset_name, parse_amount,
+    AmountKind, ApiKey, ChainFamily, FEES_ASSET, GAS_ASSET, NATIVE_ASSET, SpendLimit,
+    SpendStanding, WalletAddress, asset_name, parse_amount,
 };
 
 /// The limits' name of `raw` on `chain`: `native`, or the token's address (lowercase) or
@@ -25,10 +25,13 @@ pub fn limit_asset(chain: &Chain, raw: &str) -> Result<String, String> {
     if raw.eq_ignore_ascii_case(FEES_ASSET) {
         return Ok(FEES_ASSET.to_owned());
     }
+    if raw.eq_ignore_ascii_case(GAS_ASSET) {
+        return Ok(GAS_ASSET.to_owned());
+    }
     match raw.parse::<WalletAddress>() {
         Ok(token) if token.family() == chain.family() => Ok(asset_name(Some(token))),
         _ => Err(format!(
-            "must be native, fees or a token of {}: {}",
+            "must be native, fees, gas or a token of {}: {}",
             chain.slug(),
             if chain.family() == ChainFamily::Evm {
                 "0x and 40 hex digits"

@@ -27,7 +27,10 @@ impl Monitor {
             .spend_limits(key_id, chrono::Utc::now())
             .await?
             .iter()
-            .any(|s| s.limit.asset != walletops_domain::FEES_ASSET);
+            .any(|s| {
+                ![walletops_domain::FEES_ASSET, walletops_domain::GAS_ASSET]
+                    .contains(&s.limit.asset.as_str())
+            });
         let excess = executed::beyond_reserved(landed, &reserved, asset_limits);
         let Some(first) = excess.first() else {
             return Ok(false);

@@ -27,7 +27,9 @@ mod rules;
 
 use alloy::primitives::{Selector, U256};
 use chrono::Utc;
-use walletops_domain::{Effects, FEES_ASSET, Spend, SpendLimit, SpendStanding, WalletAddress};
+use walletops_domain::{
+    Effects, FEES_ASSET, GAS_ASSET, Spend, SpendLimit, SpendStanding, WalletAddress,
+};
 use walletops_store::Store;
 
 use crate::{
@@ -48,7 +50,7 @@ pub enum Refusal {
 }
 
 /// What a write is, as the policy's rules tell writes apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Act {
     /// A send or an approval: judged by its effects alone.
     Transfer,
@@ -63,6 +65,9 @@ pub enum Act {
         /// asset the key is limited on: such a contract decides at execution what it takes,
         /// whatever its simulation showed.
         holds_allowance: bool,
+        /// Why its state changes are not all understood (`effects::evm::unexplained`), if
+        /// they are not.
+        unexplained: Option<String>,
     },
     /// A swap: its sold amount goes to its route, which the swap guard checks.
     Swap {
@@ -146,7 +151,7 @@ impl Policy {
         caller: &Caller,
         chain: &Chain,
         (act, foreseen): (Act, &Foreseen),
-        fee: U256,
+        fee: &crate::transfers::Fee,
     ) -> Result<Verdict> {
         let Some(key_id) = caller.key_id().filter(|_| caller.limited()) else {
             return Ok(Verdict::default());
@@ -187,18 +192,31 @@ impl Policy {
         };
         verdict.refusals.extend(frozen.map(Refusal::Forbidden));
         if let Some(budget) = standings.iter().find(|s| fee_budget_of(s, chain)) {
-            verdict
-                .refusals
-                .extend(passed(budget, fee).map(|why| Refusal::Forbidden(format!("fees: {why}"))));
+            verdict.refusals.extend(
+                passed(budget, fee.max).map(|why| Refusal::Forbidden(format!("fees: {why}"))),
+            );
             verdict.spends.push(Spend {
                 key_id,
                 chain: chain.slug().to_owned(),
                 asset: FEES_ASSET.to_owned(),
-                amount: fee,
+                amount: fee.max,
             });
         }
-        // The fee budgets bound fees alone: what a write moves is held to the others.
-        standings.retain(|s| s.limit.asset != FEES_ASSET);
+        if let Some(ceiling) = standings
+            .iter()
+            .filter(|s| s.limit.chain == chain.slug() && s.limit.asset == GAS_ASSET)
+            .find_map(|s| s.limit.max_per_transaction)
+            && U256::from(fee.units) > ceiling
+        {
+            verdict.refusals.push(Refusal::Forbidden(format!(
+                "gas: this key's writes on {} may use at most {ceiling} gas, and this one is signed with a limit of {}",
+                chain.slug(),
+                fee.units
+            )));
+        }
+        // The fee budgets and gas ceilings bound fees alone: what a write moves is held to
+        // the others.
+        standings.retain(|s| s.limit.asset != FEES_ASSET && s.limit.asset != GAS_ASSET);
         if standings.is_empty() && !rules.need_effects() {
             return Ok(verdict);
         }

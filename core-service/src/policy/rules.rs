@@ -80,7 +80,22 @@ impl<'a> Rules<'a> {
         if let Act::Call {
             contract,
             selector,
+            unexplained: Some(why),
+            ..
+        } = act
+            && !self.here().any(|a| {
+                matches!(a, Allowed::Contract(c, s) if c == contract && (s.is_none() || *s == *selector))
+            })
+        {
+            refuse(format!(
+                "policy (understood calls): this call of {contract} on {chain} changes state no effect speaks for ({why}); state change not understood: a key with spend limits calls such a contract only when its contract rules name it"
+            ));
+        }
+        if let Act::Call {
+            contract,
+            selector,
             holds_allowance: true,
+            ..
         } = act
             && !self.here().any(
                 |a| matches!(a, Allowed::Contract(c, Some(s)) if c == contract && Some(*s) == *selector),

@@ -309,6 +309,7 @@ fn chains_and_contracts_are_allow_lists() {
         contract,
         selector,
         holds_allowance: false,
+        unexplained: None,
     };
     let rules = [rule(CHAIN, Allowed::Contract(friend(), Some(transfer)))];
     assert!(broken(&rules, call(friend(), Some(transfer)), &nothing).is_empty());
@@ -393,6 +394,7 @@ fn a_contract_holding_an_allowance_is_called_only_through_a_named_function() {
         contract: friend(),
         selector: Some(collect),
         holds_allowance,
+        unexplained: None,
     };
     let nothing = Effects::default();
     assert!(broken(&[], call(false), &nothing).is_empty());
@@ -406,4 +408,31 @@ fn a_contract_holding_an_allowance_is_called_only_through_a_named_function() {
     assert_eq!(broken(&any, call(true), &nothing).len(), 1);
     let named = [rule(CHAIN, Allowed::Contract(friend(), Some(collect)))];
     assert!(broken(&named, call(true), &nothing).is_empty());
+}
+
+#[test]
+fn a_call_whose_state_changes_are_not_understood_needs_a_contract_rule() {
+    let collect = Selector::from([1, 2, 3, 4]);
+    let call = |selector| Act::Call {
+        contract: friend(),
+        selector: Some(selector),
+        holds_allowance: false,
+        unexplained: Some("it writes the storage of 0xaa".to_owned()),
+    };
+    let nothing = Effects::default();
+    let why = broken(&[], call(collect), &nothing);
+    assert!(
+        why.len() == 1
+            && why[0].contains("state change not understood")
+            && why[0].contains("it writes the storage of 0xaa")
+            && why[0].contains(&friend().to_string()),
+        "{why:?}"
+    );
+    // Named by the owner, with any function or this one, the contract is trusted.
+    let any = [rule(CHAIN, Allowed::Contract(friend(), None))];
+    assert!(broken(&any, call(collect), &nothing).is_empty());
+    let named = [rule(CHAIN, Allowed::Contract(friend(), Some(collect)))];
+    assert!(broken(&named, call(collect), &nothing).is_empty());
+    // Another function of it is refused by the contract rules themselves.
+    assert!(!broken(&named, call(Selector::from([9, 9, 9, 9])), &nothing).is_empty());
 }

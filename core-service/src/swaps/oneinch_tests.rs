@@ -1,3 +1,5 @@
+//! The 1inch v6 call-data checks, against calls built as the router's ABI encodes them.
+
 use alloy::{
     primitives::{Address, U256, address},
     sol_types::SolCall as _,

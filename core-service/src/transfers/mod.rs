@@ -72,6 +72,14 @@ impl Prepared {
         }
     }
 
+    /// Why a limited key's EVM contract call changes state no effect speaks for, if it does.
+    pub fn unexplained(&self) -> Option<&str> {
+        match self {
+            Self::Evm(p) => p.unexplained.as_deref(),
+            Self::Solana(_) => None,
+        }
+    }
+
     /// The most its network fee may cost.
     pub fn fee(&self) -> Fee {
         match self {

@@ -45,7 +45,7 @@ impl Core {
                 &caller,
                 parsed.chain(),
                 (parsed.act(&prepared), prepared.effects()),
-                prepared.fee().max,
+                &prepared.fee(),
             )
             .await?;
         // The write's own scope is the first thing the write would be refused for.

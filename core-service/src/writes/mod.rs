@@ -220,7 +220,7 @@ impl Core {
                         step.caller,
                         parsed.chain(),
                         (parsed.act(&prepared), prepared.effects()),
-                        prepared.fee().max,
+                        &prepared.fee(),
                     )
                     .await?;
                 if let Some(refusal) = verdict.refusal() {

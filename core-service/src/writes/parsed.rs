@@ -61,6 +61,7 @@ impl Parsed {
                 contract: WalletAddress::Evm(r.to),
                 selector: r.input.get(..4).map(Selector::from_slice),
                 holds_allowance: prepared.holds_allowance(),
+                unexplained: prepared.unexplained().map(str::to_owned),
             },
             Request::Swap(r) => Act::Swap { bought: r.bought() },
         }

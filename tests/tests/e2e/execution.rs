@@ -28,6 +28,7 @@ sol! {
     function transfer(address to, uint256 amount) returns (bool);
     function approve(address spender, uint256 amount) returns (bool);
     function mint(address to, uint256 amount);
+    function add(uint256 amount);
 }
 
 fn stranger() -> Address {
@@ -244,6 +245,14 @@ async fn a_limited_keys_fees_are_held_to_a_budget(b: Backend) -> anyhow::Result<
     limit(&keyed, token).await?;
     let (anvil, wallet) = (&keyed.anvil, keyed.wallet);
     let burner = anvil.deploy("Skimmer").await?;
+    // Burning gas writes the contract's own storage: its owner names it.
+    keyed
+        .svc
+        .allow_key(
+            &keyed.prefix,
+            &["--chain", "anvil", "--contract", &burner.to_string()],
+        )
+        .await?;
     let api = keyed.svc.rest(&keyed.key);
     let burn = call_body(
         burner,
@@ -304,10 +313,88 @@ async fn a_limited_keys_fees_are_held_to_a_budget(b: Backend) -> anyhow::Result<
         made >= 2,
         "{made} writes made under a budget of 2.5 at their most"
     );
+
+    // A gas ceiling refuses a write signed with more gas than it allows, whatever budget
+    // is left.
+    let units = dry.body["fee"]["units"].as_u64().unwrap_or_default();
+    assert!(units > 21_000, "{}", dry.text);
+    let shown = keyed
+        .svc
+        .limit_key(
+            &keyed.prefix,
+            &["--chain", "anvil", "--max-gas", &(units / 2).to_string()],
+        )
+        .await?;
+    assert!(shown.contains("anvil gas: at most"), "{shown}");
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            ("/contracts/send", &burn),
+            &["gas:", &format!("at most {} gas", units / 2)],
+        )
+        .await?;
+    Ok(())
+}
+
+/// A limited key's call is made only when all it writes is understood: a token's own
+/// transfer (its storage, with the events the effects are read from) is; a contract keeping
+/// state of its own (which could hold a claim on the wallet no effect shows) is not, until
+/// the owner names it in the key's contract rules.
+async fn a_limited_keys_call_must_change_only_understood_state(b: Backend) -> anyhow::Result<()> {
+    let keyed = KeyedWallet::start(b).await?;
+    let token = keyed.token().await?;
+    limit(&keyed, token).await?;
+    let (anvil, wallet) = (&keyed.anvil, keyed.wallet);
+    let counter = anvil.deploy("Counter").await?;
+    let api = keyed.svc.rest(&keyed.key);
+    let pay = transferCall {
+        to: stranger(),
+        amount: U256::from(5),
+    }
+    .abi_encode();
+    let reply = api
+        .post("/contracts/send", &call_body(token, pay, 0))
+        .await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    api.wait_for_status(reply.body["id"].as_str().unwrap_or_default(), "CONFIRMED")
+        .await?;
+    let add = call_body(
+        counter,
+        addCall {
+            amount: U256::from(1),
+        }
+        .abi_encode(),
+        0,
+    );
+    anvil
+        .assert_forbidden(
+            wallet,
+            &api,
+            ("/contracts/send", &add),
+            &[
+                "state change not understood",
+                &counter.to_string(),
+                "storage of",
+            ],
+        )
+        .await?;
+    keyed
+        .svc
+        .allow_key(
+            &keyed.prefix,
+            &["--chain", "anvil", "--contract", &counter.to_string()],
+        )
+        .await?;
+    let reply = api.post("/contracts/send", &add).await?;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    api.wait_for_status(reply.body["id"].as_str().unwrap_or_default(), "CONFIRMED")
+        .await?;
     Ok(())
 }
 
 on_both_backends!(
+    a_limited_keys_call_must_change_only_understood_state,
     a_contract_that_tells_the_simulation_apart_is_judged_as_it_executes,
     grants_and_unindexed_transfers_count,
     a_limited_keys_fees_are_held_to_a_budget,

@@ -23,6 +23,7 @@ use crate::error::WalletOpsError;
 
 mod broadcast;
 mod fees;
+mod prestate;
 mod scan;
 mod simulate;
 mod state_reads;

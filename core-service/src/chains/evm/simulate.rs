@@ -105,7 +105,7 @@ impl Methods {
 
 /// Whether a JSON-RPC error says the node has no such method (providers word it several
 /// ways, not all with -32601).
-fn no_such_method(code: i64, message: &str) -> bool {
+pub(super) fn no_such_method(code: i64, message: &str) -> bool {
     let message = message.to_ascii_lowercase();
     code == -32601
         || [
@@ -148,7 +148,7 @@ pub struct Signing<'a> {
 }
 
 impl Signing<'_> {
-    fn request(&self) -> TransactionRequest {
+    pub(super) fn request(&self) -> TransactionRequest {
         TransactionRequest::default()
             .from(self.from)
             .to(self.to)
@@ -333,7 +333,7 @@ fn approvals_of(wallet: Address, logs: &[Log]) -> Vec<(Address, Address)> {
     pairs
 }
 
-async fn timeout<T>(
+pub(super) async fn timeout<T>(
     call: impl Future<Output = Result<T, RpcError<TransportErrorKind>>>,
 ) -> Result<T, RpcError<TransportErrorKind>> {
     tokio::time::timeout(RPC_TIMEOUT, call)

@@ -13,7 +13,7 @@ use crate::{
     },
     effects::{
         Foreseen,
-        evm::{Declared, at_least, effects_of, reconcile},
+        evm::{Declared, at_least, effects_of, reconcile, unexplained},
     },
     error::Result,
 };
@@ -54,6 +54,8 @@ pub(super) struct Foresight {
     /// Whether the wallet held, before it, an allowance for the contract it calls on a
     /// watched token.
     pub(super) holds_allowance: bool,
+    /// Why a limited key's contract call changes state no effect speaks for, if it does.
+    pub(super) unexplained: Option<String>,
 }
 
 /// Simulates `signing`, the transaction of `intent` on `chain`, reading the coin and the
@@ -105,10 +107,23 @@ pub(super) async fn foresee(
             if let Some(declared) = intent.declared() {
                 at_least(&mut effects, declared);
             }
+            // A limited key's call is understood only if all it writes is read: the wallet's
+            // nonce, and the storage of contracts whose every event became effects.
+            let unexplained = match watch {
+                Some(_) if call => match client.state_changes(signing).await? {
+                    Some(changes) => unexplained(from, &changes, &logs),
+                    None => Some(format!(
+                        "{} cannot trace what the call writes (debug_traceCall with the prestate tracer)",
+                        chain.slug()
+                    )),
+                },
+                _ => None,
+            };
             Ok(Foresight {
                 output,
                 effects: Foreseen::Known(effects),
                 holds_allowance,
+                unexplained,
             })
         }
         // Without a simulation the token's answer is read alone.
@@ -119,6 +134,7 @@ pub(super) async fn foresee(
                 .unwrap_or_default(),
             effects: Foreseen::Unknown(format!("{}: {why}", chain.slug())),
             holds_allowance: false,
+            unexplained: None,
         }),
     }
 }

@@ -130,6 +130,8 @@ pub struct Prepared {
     /// Whether the wallet held an allowance for the contract it calls, on a watched token,
     /// before the call.
     pub holds_allowance: bool,
+    /// Why a limited key's contract call changes state no effect speaks for, if it does.
+    pub unexplained: Option<String>,
 }
 
 impl Prepared {
@@ -259,6 +261,7 @@ impl EvmPipeline {
             output,
             effects,
             holds_allowance,
+            unexplained,
         } = foresee(&client, chain, signing, &intent, watch).await?;
         if refused_by_token(&intent, &output) {
             return Err(WalletOpsError::SendFailed(format!(
@@ -312,6 +315,7 @@ impl EvmPipeline {
             },
             effects,
             holds_allowance,
+            unexplained,
         })
     }
 
@@ -327,6 +331,7 @@ impl EvmPipeline {
             mut record,
             effects: _,
             holds_allowance: _,
+            unexplained: _,
         } = prepared;
         let floor = self.nonce_floor(&chain, &client, from).await?;
         self.signer.prepare(&wallet).await?;
