@@ -144,14 +144,15 @@ impl Policy {
         }))
     }
 
-    /// The verdict on a write `act` of `caller` on `chain` that does `foreseen` and may pay
-    /// `fee` in fees: every reason it may not be made, what it reserves and whether it waits.
+    /// The verdict on a write `act` of `caller` on `chain` that does `foreseen`, may pay
+    /// `fee` in fees and is signed with `gas` (gas limit, Solana compute units): every
+    /// reason it may not be made, what it reserves and whether it waits.
     pub async fn judge(
         &self,
         caller: &Caller,
         chain: &Chain,
         (act, foreseen): (Act, &Foreseen),
-        fee: &crate::transfers::Fee,
+        (fee, gas): (U256, u64),
     ) -> Result<Verdict> {
         let Some(key_id) = caller.key_id().filter(|_| caller.limited()) else {
             return Ok(Verdict::default());
@@ -192,26 +193,26 @@ impl Policy {
         };
         verdict.refusals.extend(frozen.map(Refusal::Forbidden));
         if let Some(budget) = standings.iter().find(|s| fee_budget_of(s, chain)) {
-            verdict.refusals.extend(
-                passed(budget, fee.max).map(|why| Refusal::Forbidden(format!("fees: {why}"))),
-            );
+            verdict
+                .refusals
+                .extend(passed(budget, fee).map(|why| Refusal::Forbidden(format!("fees: {why}"))));
             verdict.spends.push(Spend {
                 key_id,
                 chain: chain.slug().to_owned(),
                 asset: FEES_ASSET.to_owned(),
-                amount: fee.max,
+                amount: fee,
             });
         }
         if let Some(ceiling) = standings
             .iter()
             .filter(|s| s.limit.chain == chain.slug() && s.limit.asset == GAS_ASSET)
             .find_map(|s| s.limit.max_per_transaction)
-            && U256::from(fee.units) > ceiling
+            && U256::from(gas) > ceiling
         {
             verdict.refusals.push(Refusal::Forbidden(format!(
                 "gas: this key's writes on {} may use at most {ceiling} gas, and this one is signed with a limit of {}",
                 chain.slug(),
-                fee.units
+                gas
             )));
         }
         // The fee budgets and gas ceilings bound fees alone: what a write moves is held to

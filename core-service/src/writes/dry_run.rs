@@ -39,13 +39,14 @@ impl Core {
         }
         let parsed = self.parse(&caller, &write, None).await?;
         let prepared = self.build(&caller, &parsed).await?;
+        let fee = prepared.fee();
         let mut verdict = self
             .policy
             .judge(
                 &caller,
                 parsed.chain(),
                 (parsed.act(&prepared), prepared.effects()),
-                &prepared.fee(),
+                (fee.max, fee.units),
             )
             .await?;
         // The write's own scope is the first thing the write would be refused for.
@@ -54,7 +55,7 @@ impl Core {
         }
         Ok(DryRun {
             effects: prepared.effects().clone(),
-            fee: prepared.fee(),
+            fee,
             verdict,
         })
     }

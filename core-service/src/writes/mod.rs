@@ -214,13 +214,14 @@ impl Core {
         self.idempotency
             .run(ticket, &self.chains, async |ticket| {
                 let prepared = self.build(step.caller, &parsed).await?;
+                let fee = prepared.fee();
                 let verdict = self
                     .policy
                     .judge(
                         step.caller,
                         parsed.chain(),
                         (parsed.act(&prepared), prepared.effects()),
-                        &prepared.fee(),
+                        (fee.max, fee.units),
                     )
                     .await?;
                 if let Some(refusal) = verdict.refusal() {
