@@ -283,8 +283,18 @@ impl Monitor {
             },
         )
         .await;
-        // Not by the records leased now: a record can skip sweeps (leased by another core
-        // for a while, say) and must keep its marks meanwhile.
+        self.forget_old_marks(now);
+        self.settle(settled).await?;
+        // Counted as the sweep ends, beside its duration (`run`): a scrape between the two
+        // would see a sweep's records without the sweep.
+        crate::metrics::records_swept(counts.0, counts.1);
+        Ok(())
+    }
+
+    /// Forgets the marks older than the sweep that began at `now` looks back. Not by the
+    /// records leased now: a record can skip sweeps (leased by another core for a while,
+    /// say) and must keep its marks meanwhile.
+    fn forget_old_marks(&self, now: DateTime<Utc>) {
         let horizon =
             now - chrono::Duration::seconds(10 * self.config.stuck_after_secs.max(60) as i64);
         self.unanswered.forget_before(horizon);
@@ -297,82 +307,78 @@ impl Monitor {
         self.unmined.forget_before(horizon);
         self.resends.forget_before(horizon);
         self.resent.forget_before(horizon);
+    }
+
+    /// Writes the final states `settled` of a sweep: the records, what their fees and moves
+    /// charge their keys' budgets, and their events.
+    async fn settle(&self, settled: Vec<Settlement>) -> Result<()> {
         // The final states of the sweep are written in one database transaction; when it
         // fails, the records are still open and leased to this core, and the next sweep
         // finds the same receipts.
-        if !settled.is_empty() {
-            let txn = self.store.begin().await?;
-            let mut changed = Vec::new();
-            let mut differed = Vec::new();
-            for s in settled {
-                let id = s.open.id;
-                // A write that failed on chain moved nothing, and its status says so: only a
-                // confirmed one is compared. An EVM receipt shows no coin received through an
-                // internal call (a token sold for ETH), so native inflows are left out there.
-                let difference = s.landed.as_ref().and_then(|landed| {
-                    if s.status != TxStatus::Confirmed {
-                        return None;
-                    }
-                    let stored = s.open.simulated_effects.as_deref()?;
-                    let simulated: Effects = serde_json::from_str(stored).ok()?;
-                    simulated.difference(landed, s.open.from.evm().is_none())
-                });
-                let settled = match &s.landed {
-                    Some(landed) => {
-                        let change = (s.status, s.error, s.note);
-                        let difference = difference.clone();
-                        self.store
-                            .settle_with_effects(&txn, &s.open, change, &s.hash, landed, difference)
-                            .await?
-                    }
-                    None => {
-                        self.store
-                            .settle_transaction(
-                                &txn,
-                                &s.open,
-                                s.status,
-                                s.error,
-                                s.note,
-                                Some(&s.hash),
-                            )
-                            .await?
-                    }
-                };
-                if settled {
-                    // A fee budget holds what the write paid, not its most.
-                    if let Some(fee) = s.fee {
-                        self.store
-                            .settle_reserved_fee(&txn, id, walletops_domain::FEES_ASSET, fee)
-                            .await?;
-                    }
-                    if let Some(landed) = s
-                        .landed
-                        .as_ref()
-                        .filter(|_| s.status == TxStatus::Confirmed)
-                    {
-                        self.hold_to_reservation(&txn, &s.open, landed).await?;
-                    }
-                    if let Some(what) = &difference {
-                        tracing::warn!(%id, %what, "a transaction did otherwise than simulated");
-                        differed.push((s.open.chain.clone(), s.open.kind));
-                    }
-                    changed.push((s.open, s.status));
-                } else {
-                    tracing::debug!(%id, "changed by another worker before it was settled");
+        if settled.is_empty() {
+            return Ok(());
+        }
+        let txn = self.store.begin().await?;
+        let mut changed = Vec::new();
+        let mut differed = Vec::new();
+        for s in settled {
+            let id = s.open.id;
+            // A write that failed on chain moved nothing, and its status says so: only a
+            // confirmed one is compared. An EVM receipt shows no coin received through an
+            // internal call (a token sold for ETH), so native inflows are left out there.
+            let difference = s.landed.as_ref().and_then(|landed| {
+                if s.status != TxStatus::Confirmed {
+                    return None;
                 }
-            }
-            txn.commit().await?;
-            for (open, status) in &changed {
-                crate::metrics::settled(open, *status);
-                self.report_end(open, *status);
-            }
-            for (chain, kind) in &differed {
-                crate::metrics::effects_differed(chain, *kind);
+                let stored = s.open.simulated_effects.as_deref()?;
+                let simulated: Effects = serde_json::from_str(stored).ok()?;
+                simulated.difference(landed, s.open.from.evm().is_none())
+            });
+            let settled = match &s.landed {
+                Some(landed) => {
+                    let change = (s.status, s.error, s.note);
+                    let difference = difference.clone();
+                    self.store
+                        .settle_with_effects(&txn, &s.open, change, &s.hash, landed, difference)
+                        .await?
+                }
+                None => {
+                    self.store
+                        .settle_transaction(&txn, &s.open, s.status, s.error, s.note, Some(&s.hash))
+                        .await?
+                }
+            };
+            if settled {
+                // A fee budget holds what the write paid, not its most.
+                if let Some(fee) = s.fee {
+                    self.store
+                        .settle_reserved_fee(&txn, id, walletops_domain::FEES_ASSET, fee)
+                        .await?;
+                }
+                if let Some(landed) = s
+                    .landed
+                    .as_ref()
+                    .filter(|_| s.status == TxStatus::Confirmed)
+                {
+                    self.hold_to_reservation(&txn, &s.open, landed).await?;
+                }
+                if let Some(what) = &difference {
+                    tracing::warn!(%id, %what, "a transaction did otherwise than simulated");
+                    differed.push((s.open.chain.clone(), s.open.kind));
+                }
+                changed.push((s.open, s.status));
+            } else {
+                tracing::debug!(%id, "changed by another worker before it was settled");
             }
         }
-        // Counted as the sweep ends, beside its duration (`run`): a scrape between the two
-        // would see a sweep's records without the sweep.
-        crate::metrics::records_swept(counts.0, counts.1);
+        txn.commit().await?;
+        for (open, status) in &changed {
+            crate::metrics::settled(open, *status);
+            self.report_end(open, *status);
+        }
+        for (chain, kind) in &differed {
+            crate::metrics::effects_differed(chain, *kind);
+        }
         Ok(())
     }
 

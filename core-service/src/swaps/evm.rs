@@ -12,10 +12,14 @@ use super::{
     record_request,
 };
 use crate::{
+    chains::evm::EvmClient,
     effects::Foreseen,
     error::{Result, WalletOpsError},
     requests::SwapRequest,
-    trade::{EvmChainId, EvmQuoteRequest, EvmSwapRequest, NATIVE_TOKEN, TradeError},
+    trade::{
+        EvmAggregator, EvmChainId, EvmQuoteRequest, EvmSwap, EvmSwapRequest, NATIVE_TOKEN,
+        TradeError,
+    },
     transfers::{Prepared, evm::EvmIntent},
 };
 use walletops_domain::{Asset, DelegatedWallet, SwapTerms, TxKind, WalletAddress};
@@ -57,61 +61,8 @@ impl Swaps {
         // Read before the aggregator is asked: a short balance is the caller's
         // INSUFFICIENT_FUNDS, and a missing allowance names what to approve, whatever words
         // the aggregator would have used.
-        if pair.src == NATIVE_TOKEN {
-            let held = client.balance(from).await?;
-            if held < pair.amount {
-                return Err(WalletOpsError::InsufficientFunds(format!(
-                    "wallet {address} holds {held} wei, less than the {} to swap",
-                    pair.amount
-                )));
-            }
-        } else {
-            let (held, allowed) = futures::try_join!(
-                client.token_balance(pair.src, from),
-                client.allowance(pair.src, from, spender),
-            )?;
-            if let Some(held) = held
-                && held < pair.amount
-            {
-                return Err(WalletOpsError::InsufficientFunds(format!(
-                    "wallet {address} holds {held} of token {}, less than the {} to swap",
-                    pair.src, pair.amount
-                )));
-            }
-            if allowed.is_some_and(|a| a < pair.amount) {
-                return Err(allowance_shortfall(pair.src, spender, allowed, pair.amount));
-            }
-        }
-        let request = EvmSwapRequest {
-            trade: pair.clone(),
-            from,
-            slippage: req.slippage,
-            disable_estimate: false,
-        };
-        let build = async {
-            aggregator
-                .build_swap(id, &request)
-                .await
-                .map_err(|e| match e {
-                    TradeError::Rejected { message, .. }
-                        if message.to_ascii_lowercase().contains("allowance") =>
-                    {
-                        allowance_shortfall(pair.src, spender, None, pair.amount)
-                    }
-                    e => e.into(),
-                })
-        };
-        // The bound is asked apart from the swap call: what the swap call answers as its
-        // `dstAmount` only ever raises it.
-        let fresh = async {
-            if needs_fresh_quote(req) {
-                Ok::<_, WalletOpsError>(Some(aggregator.quote(id, pair).await?.dst_amount))
-            } else {
-                Ok(None)
-            }
-        };
-        let (built, fresh) = futures::try_join!(build, fresh)?;
-        let least = bound(req, fresh).max(minimum(built.dst_amount, req.slippage));
+        funds_and_allowance(&client, pair, (address, from), spender).await?;
+        let (built, least) = built_and_bound(aggregator, (id, req, pair), from, spender).await?;
         guard::check_evm(
             &built.tx,
             &EvmTerms {
@@ -178,4 +129,80 @@ impl Swaps {
         )?;
         Ok(Prepared::Evm(prepared))
     }
+}
+
+/// Refuses `pair`'s sale from the wallet at `address` (`from`) when the wallet holds less
+/// than the amount, or, for an ERC20, lets `spender` take less of it.
+async fn funds_and_allowance(
+    client: &EvmClient,
+    pair: &EvmQuoteRequest,
+    (address, from): (WalletAddress, Address),
+    spender: Address,
+) -> Result<()> {
+    if pair.src == NATIVE_TOKEN {
+        let held = client.balance(from).await?;
+        if held < pair.amount {
+            return Err(WalletOpsError::InsufficientFunds(format!(
+                "wallet {address} holds {held} wei, less than the {} to swap",
+                pair.amount
+            )));
+        }
+        return Ok(());
+    }
+    let (held, allowed) = futures::try_join!(
+        client.token_balance(pair.src, from),
+        client.allowance(pair.src, from, spender),
+    )?;
+    if let Some(held) = held
+        && held < pair.amount
+    {
+        return Err(WalletOpsError::InsufficientFunds(format!(
+            "wallet {address} holds {held} of token {}, less than the {} to swap",
+            pair.src, pair.amount
+        )));
+    }
+    if allowed.is_some_and(|a| a < pair.amount) {
+        return Err(allowance_shortfall(pair.src, spender, allowed, pair.amount));
+    }
+    Ok(())
+}
+
+/// The swap of `req` (`pair` on chain `id`) built by `aggregator` for `from`, and the least
+/// it must pay: the bound asked apart from the swap call (`bound`), which what the swap
+/// call answers as its `dstAmount` only ever raises.
+async fn built_and_bound(
+    aggregator: &dyn EvmAggregator,
+    (id, req, pair): (EvmChainId, &SwapRequest, &EvmQuoteRequest),
+    from: Address,
+    spender: Address,
+) -> Result<(EvmSwap, U256)> {
+    let request = EvmSwapRequest {
+        trade: pair.clone(),
+        from,
+        slippage: req.slippage,
+        disable_estimate: false,
+    };
+    let build = async {
+        aggregator
+            .build_swap(id, &request)
+            .await
+            .map_err(|e| match e {
+                TradeError::Rejected { message, .. }
+                    if message.to_ascii_lowercase().contains("allowance") =>
+                {
+                    allowance_shortfall(pair.src, spender, None, pair.amount)
+                }
+                e => e.into(),
+            })
+    };
+    let fresh = async {
+        if needs_fresh_quote(req) {
+            Ok::<_, WalletOpsError>(Some(aggregator.quote(id, pair).await?.dst_amount))
+        } else {
+            Ok(None)
+        }
+    };
+    let (built, fresh) = futures::try_join!(build, fresh)?;
+    let least = bound(req, fresh).max(minimum(built.dst_amount, req.slippage));
+    Ok((built, least))
 }
