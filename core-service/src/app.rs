@@ -93,6 +93,8 @@ pub struct Parts {
     pub approvals: Approvals,
     /// Judges writes' effects against their keys' limits.
     pub policy: Policy,
+    /// Wallets' guards (EIP-7702 delegations to the guard contract).
+    pub guards: crate::guard::Guards,
     /// The event streams open on this core.
     pub streams: crate::streams::Streams,
 }
@@ -182,6 +184,7 @@ impl Core {
             payouts_wake: tokio::sync::Notify::new(),
             approvals: Approvals::new(store.clone(), config.approvals.clone()),
             policy: Policy::new(store.clone(), config.limits.clone()),
+            guards: crate::guard::Guards::new(store.clone(), signer.clone(), evm_clients.clone()),
             wallets: wallets.clone(),
             transactions: Transactions::new(store.clone()),
             transfers,

@@ -16,6 +16,7 @@ pub mod effects;
 pub mod error;
 pub mod events;
 pub mod grpc;
+pub mod guard;
 pub mod holdings;
 pub mod idempotency;
 pub mod limits;

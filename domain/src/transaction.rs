@@ -169,6 +169,9 @@ pub struct TransactionRecord {
     pub final_effects: Option<Effects>,
     /// How the two differ; `None` when they agree or one is not known.
     pub effects_difference: Option<String>,
+    /// Whether it ran through its wallet's guard, which reverts it on chain when it moves
+    /// more than its key reserved.
+    pub guarded: bool,
 }
 
 /// An open transaction as the write pipeline and the monitor see it.

@@ -35,6 +35,7 @@ mod m20261211_000028_key_changes;
 mod m20261212_000029_wallet_changes;
 mod m20261213_000030_quotes;
 mod m20261214_000031_frozen_lines;
+mod m20261215_000032_wallet_guards;
 
 /// Every WalletOps migration, in order.
 pub struct Migrator;
@@ -74,6 +75,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261212_000029_wallet_changes::Migration),
             Box::new(m20261213_000030_quotes::Migration),
             Box::new(m20261214_000031_frozen_lines::Migration),
+            Box::new(m20261215_000032_wallet_guards::Migration),
         ]
     }
 }

@@ -64,6 +64,7 @@ impl TryFrom<txs::Model> for TransactionRecord {
             simulated_effects: effects(id, "simulated effects", m.simulated_effects.as_deref()),
             final_effects: effects(id, "final effects", m.final_effects.as_deref()),
             effects_difference: m.effects_difference,
+            guarded: m.guarded,
         })
     }
 }

@@ -69,6 +69,7 @@ pub fn new_record(user: Uuid, wallet: Uuid, from: WalletAddress, nonce: u64) -> 
         valid_until: None,
         held_until: None,
         simulated_effects: None,
+        guarded: false,
     }
 }
 

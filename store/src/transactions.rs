@@ -64,6 +64,8 @@ pub struct NewTransaction {
     pub held_until: Option<DateTime<Utc>>,
     /// What its simulation showed it does to the wallet, if that was read.
     pub simulated_effects: Option<Effects>,
+    /// Whether it runs through the wallet's guard, with on-chain checks.
+    pub guarded: bool,
 }
 
 fn enum_text<T: serde::Serialize>(v: T) -> String {
@@ -158,6 +160,7 @@ impl Store {
                         .map_err(|e| StoreError::corrupt(format!("effects as JSON: {e}")))?,
                     final_effects: None,
                     effects_difference: None,
+                    guarded: new.guarded,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -7,7 +7,7 @@ use walletops_domain::{ApiKey, RuleKind, Scopes, Wallet};
 
 use anyhow::Context;
 
-use crate::cli::{KeysCommand, KeystoreCommand, UsersCommand, WalletsCommand};
+use crate::cli::{GuardCommand, KeysCommand, KeystoreCommand, UsersCommand, WalletsCommand};
 
 /// `migrate`: runs pending migrations on the store alone (migrating needs no master key).
 pub(crate) async fn migrate(config: &Config) -> anyhow::Result<()> {
@@ -292,6 +292,7 @@ pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::
             );
         }
         WalletsCommand::Audit => crate::hsm::audit(&core).await?,
+        WalletsCommand::Guard { command } => guard(&core, command).await?,
         WalletsCommand::Delegate { address, state } => {
             print_wallet(
                 &core
@@ -304,6 +305,53 @@ pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::
                     .await?,
             );
         }
+    }
+    Ok(())
+}
+
+/// `wallets guard enable|disable ADDRESS --chain C`.
+async fn guard(core: &Core, command: GuardCommand) -> anyhow::Result<()> {
+    let (address, chain, on) = match &command {
+        GuardCommand::Enable { address, chain } => (address, chain, true),
+        GuardCommand::Disable { address, chain } => (address, chain, false),
+    };
+    let chain = core.chains.resolve(chain)?;
+    let address = chain.family().parse_address(address).map_err(|e| {
+        anyhow::anyhow!("address: {e} (a guard is kept for an EVM wallet on an EVM chain)")
+    })?;
+    let owner = core
+        .store
+        .find_wallet(&address)
+        .await?
+        .with_context(|| format!("no wallet {address}"))?;
+    let wallet = core
+        .wallets
+        .resolve_delegated(owner.user_id, chain.family(), Some(&address), "address")
+        .await?;
+    let change = if on {
+        core.guards.enable(chain, &wallet).await?
+    } else {
+        core.guards.disable(chain, &wallet).await?
+    };
+    if on {
+        println!(
+            "Wallet {address} on {} now delegates to the guard {}{} (transaction {:#x}).",
+            chain.slug(),
+            change.delegate.to_checksum(None),
+            if change.deployed {
+                ", deployed by it"
+            } else {
+                ""
+            },
+            change.hash
+        );
+        println!("Writes of its limited keys run through the guard's checks from now on.");
+    } else {
+        println!(
+            "Wallet {address} on {} no longer delegates to the guard (transaction {:#x}); its code is empty again.",
+            chain.slug(),
+            change.hash
+        );
     }
     Ok(())
 }

@@ -406,6 +406,12 @@ pub(crate) enum WalletsCommand {
         #[arg(long)]
         user: Option<String>,
     },
+    /// Run a limited key's writes from an EVM wallet through the guard contract, which
+    /// reverts them on chain when they move more than was reserved (EIP-7702 delegation).
+    Guard {
+        #[command(subcommand)]
+        command: GuardCommand,
+    },
     /// Delegate a wallet to the server signer, or withdraw the delegation.
     Delegate {
         /// Wallet address.
@@ -413,6 +419,28 @@ pub(crate) enum WalletsCommand {
         /// `on` or `off`.
         #[arg(value_parser = ["on", "off"])]
         state: String,
+    },
+}
+
+/// `wallets guard`: what the wallet's code on one chain becomes.
+#[derive(Debug, Subcommand)]
+pub(crate) enum GuardCommand {
+    /// Delegate the wallet to the guard (deployed first where the chain has none), and
+    /// wait until that is mined.
+    Enable {
+        /// The wallet's address.
+        address: String,
+        /// The EVM chain, e.g. `ethereum` or `base`.
+        #[arg(long)]
+        chain: String,
+    },
+    /// Remove the delegation: the wallet's code is empty again, its writes unguarded.
+    Disable {
+        /// The wallet's address.
+        address: String,
+        /// The EVM chain.
+        #[arg(long)]
+        chain: String,
     },
 }
 

@@ -355,6 +355,7 @@ pub(crate) fn transaction(t: TransactionRecord, chains: &Registry) -> pb::Transa
         simulated_effects: t.simulated_effects.as_ref().map(effects),
         final_effects: t.final_effects.as_ref().map(effects),
         effects_difference: t.effects_difference,
+        guarded: t.guarded,
         decimals,
         symbol,
     }

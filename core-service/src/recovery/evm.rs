@@ -402,6 +402,7 @@ impl EvmRecovery {
                     valid_until: None,
                     held_until: None,
                     simulated_effects: None,
+                    guarded: false,
                 },
             )
             .await?;

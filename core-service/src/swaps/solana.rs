@@ -150,6 +150,7 @@ impl Swaps {
             valid_until: Some(valid_until),
             held_until: None,
             simulated_effects: None,
+            guarded: false,
         };
         // What the route does to the wallet, read from its simulation: exactly the amount
         // sold leaves, at least the minimum comes in, nothing else moves or changes hands.

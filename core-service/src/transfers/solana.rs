@@ -322,6 +322,7 @@ impl SolanaPipeline {
             valid_until: Some(valid_until),
             held_until: None,
             simulated_effects: None,
+            guarded: false,
         };
         Ok(Prepared {
             chain: chain.clone(),

@@ -109,6 +109,9 @@ pub struct TransactionJson {
     pub final_effects: Option<EffectsJson>,
     /// How the two differ, per asset; null when they agree or either is not known.
     pub effects_difference: Option<String>,
+    /// Whether it ran through its wallet's guard, whose checks revert it on chain when it
+    /// moves more than its key reserved.
+    pub guarded: bool,
 }
 
 /// What a transaction does to its wallet, per asset.
@@ -228,6 +231,7 @@ impl From<pb::Transaction> for TransactionJson {
             simulated_effects: t.simulated_effects.map(EffectsJson::from),
             final_effects: t.final_effects.map(EffectsJson::from),
             effects_difference: t.effects_difference,
+            guarded: t.guarded,
         }
     }
 }

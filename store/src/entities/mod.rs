@@ -22,6 +22,7 @@ pub(crate) mod spend_reservations;
 pub(crate) mod transaction_events;
 pub(crate) mod transactions;
 pub(crate) mod users;
+pub(crate) mod wallet_guards;
 pub(crate) mod wallets;
 pub(crate) mod webhook_deliveries;
 pub(crate) mod webhook_endpoints;

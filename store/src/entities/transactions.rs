@@ -33,6 +33,7 @@ pub(crate) struct Model {
     pub(crate) valid_until_height: Option<i64>,
     pub(crate) revision: i64,
     pub(crate) simulated_effects: Option<String>,
+    pub(crate) guarded: bool,
     pub(crate) final_effects: Option<String>,
     pub(crate) effects_difference: Option<String>,
     pub(crate) created_at: DateTimeUtc,

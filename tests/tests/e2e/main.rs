@@ -18,6 +18,7 @@ mod execution;
 mod faults;
 mod frozen;
 mod fuzz;
+mod guard;
 mod hsm;
 mod key_changes;
 mod key_lines;

@@ -379,6 +379,15 @@ impl EvmClient {
             .max_fee_per_gas(fees.max_fee_per_gas)
             .max_priority_fee_per_gas(fees.max_priority_fee_per_gas)
             .input(input.clone().into());
+        self.estimate(request, "simulate the transaction").await
+    }
+
+    /// The node's gas estimate of `request`; `what` names it in a failure.
+    async fn estimate(
+        &self,
+        request: TransactionRequest,
+        what: &str,
+    ) -> Result<u64, WalletOpsError> {
         match tokio::time::timeout(
             RPC_TIMEOUT,
             self.provider.estimate_gas(request).into_future(),
@@ -387,9 +396,29 @@ impl EvmClient {
         {
             Ok(Ok(gas)) => Ok(gas),
             Ok(Err(RpcError::ErrorResp(payload))) => Err(would_fail(&payload)),
-            Ok(Err(e)) => Err(rpc_failed("simulate the transaction", e)),
-            Err(_) => Err(rpc_failed("simulate the transaction", "timed out")),
+            Ok(Err(e)) => Err(rpc_failed(what, e)),
+            Err(_) => Err(rpc_failed(what, "timed out")),
         }
+    }
+
+    /// The gas of a call of `to` with `input` from `from` carrying the EIP-7702
+    /// `authorization` (a delegation), at `fees`; a refusal as `estimate_gas`'s.
+    pub async fn estimate_delegation(
+        &self,
+        from: Address,
+        to: Address,
+        input: &Bytes,
+        authorization: alloy::eips::eip7702::SignedAuthorization,
+        fees: Fees,
+    ) -> Result<u64, WalletOpsError> {
+        let mut request = TransactionRequest::default()
+            .from(from)
+            .to(to)
+            .max_fee_per_gas(fees.max_fee_per_gas)
+            .max_priority_fee_per_gas(fees.max_priority_fee_per_gas)
+            .input(input.clone().into());
+        request.authorization_list = Some(vec![authorization]);
+        self.estimate(request, "simulate the delegation").await
     }
 
     /// A read-only call.

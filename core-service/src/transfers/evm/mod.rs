@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 mod foresee;
+mod guarded;
 mod lanes;
 mod refusal;
 
@@ -274,6 +275,31 @@ impl EvmPipeline {
                 }
             )));
         }
+        // A limited key's write from a guarded wallet runs through the guard, with checks.
+        let wrapped = match (watch, effects.known()) {
+            (Some(watch), Some(known))
+                if self.store.wallet_guard(w.id, chain.slug()).await?.is_some() =>
+            {
+                let wrapped =
+                    guarded::wrap(&client, chain, (from, &intent), (known, watch), fees).await?;
+                let cost = intent.value.saturating_add(
+                    U256::from(wrapped.gas).saturating_mul(U256::from(fees.max_fee_per_gas)),
+                );
+                if balance < cost {
+                    return Err(WalletOpsError::InsufficientFunds(format!(
+                        "wallet {} holds {balance} wei, less than value plus maximum fee through its guard ({cost} wei)",
+                        w.address
+                    )));
+                }
+                Some(wrapped)
+            }
+            _ => None,
+        };
+        let guarded = wrapped.is_some();
+        let (to, value, input, gas) = match wrapped {
+            Some(w) => (from, U256::ZERO, w.input, w.gas),
+            None => (intent.to, intent.value, intent.input.clone(), gas),
+        };
         let chain_id = evm_chain_id(chain)?;
         Ok(Prepared {
             chain: chain.clone(),
@@ -286,10 +312,10 @@ impl EvmPipeline {
                 gas_limit: gas,
                 max_fee_per_gas: fees.max_fee_per_gas,
                 max_priority_fee_per_gas: fees.max_priority_fee_per_gas,
-                to: call_to(intent.to),
-                value: intent.value,
+                to: call_to(to),
+                value,
                 access_list: Default::default(),
-                input: intent.input.clone(),
+                input,
             },
             record: NewTransaction {
                 id: Uuid::now_v7(),
@@ -312,6 +338,7 @@ impl EvmPipeline {
                 valid_until: None,
                 held_until: None,
                 simulated_effects: None,
+                guarded,
             },
             effects,
             holds_allowance,

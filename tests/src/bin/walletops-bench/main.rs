@@ -21,6 +21,7 @@ mod congestion;
 mod cpu;
 mod deposits;
 mod drive;
+mod guard;
 mod hsm;
 mod instructions;
 mod latency;
@@ -538,6 +539,11 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         None
     };
 
+    println!(
+        "guard: a limited key's token transfer from a wallet without its guard, then with it ..."
+    );
+    let guard = guard::guard_gas().await?;
+
     let congestion = if args.congested_sends > 0 {
         println!("congestion: a busy Solana node, a rising EVM base fee, a frozen head ...");
         Some(
@@ -554,6 +560,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     };
 
     Ok(Report {
+        guard,
         congestion,
         hsm,
         deposits,

@@ -250,6 +250,8 @@ pub(crate) struct Report {
     /// A payout's items per second against single sends; `None`: not measured.
     pub(crate) payouts: Option<crate::payouts::Figures>,
     pub(crate) congestion: Option<crate::congestion::Figures>,
+    /// The wallet guard's extra gas per write.
+    pub(crate) guard: crate::guard::GuardGas,
     /// HSM signatures per second and CPU per send against a keystore wallet's.
     pub(crate) hsm: Option<crate::hsm::Figures>,
     pub(crate) memory: Memory,
@@ -436,6 +438,7 @@ impl Report {
         if let Some(hsm) = &self.hsm {
             hsm.print();
         }
+        self.guard.print();
         if let Some(congestion) = &self.congestion {
             congestion.print();
         }
@@ -550,6 +553,7 @@ impl Report {
             "deposits": self.deposits.as_ref().map(crate::deposits::Figures::json),
             "payouts": self.payouts.as_ref().map(crate::payouts::Figures::json),
             "congestion": self.congestion.as_ref().map(crate::congestion::Figures::json),
+            "guard": self.guard.json(),
             "hsm": self.hsm.as_ref().map(crate::hsm::Figures::json),
             "postgres_over_sqlite_pairs": self.pairs.json(),
             "correct": !self.failed(),

@@ -1,0 +1,56 @@
+//! A limited key's write from a guarded wallet (`guard`): signed as the wallet's call to
+//! itself, `execute`, with the checks its reservation sets, its gas estimated as wrapped.
+
+use alloy::primitives::{Address, Bytes, U256};
+use walletops_domain::Effects;
+
+use super::EvmIntent;
+use crate::{
+    chains::{
+        Chain,
+        evm::{EvmClient, Fees},
+    },
+    error::{Result, WalletOpsError},
+    guard,
+};
+
+/// A guarded write as it is signed.
+#[derive(Debug)]
+pub(super) struct Wrapped {
+    /// The wallet's call to itself.
+    pub(super) input: Bytes,
+    /// Its gas limit, with headroom.
+    pub(super) gas: u64,
+}
+
+/// `intent` from `from` wrapped in the guard's `execute` with the checks `effects` and
+/// `watch` set. Refused when the wallet's code is not the delegation to the guard (removed
+/// outside the service): a call to an account without code would do nothing and succeed.
+pub(super) async fn wrap(
+    client: &EvmClient,
+    chain: &Chain,
+    (from, intent): (Address, &EvmIntent),
+    (effects, watch): (&Effects, &[Address]),
+    fees: Fees,
+) -> Result<Wrapped> {
+    let checks = guard::checks(effects, watch, intent.to);
+    let input = guard::execute(intent.to, intent.value, &intent.input, checks);
+    let (code, estimated) = tokio::join!(
+        client.code_at(from),
+        client.estimate_gas(from, from, U256::ZERO, &input, fees),
+    );
+    let code = code?;
+    if code != guard::delegation_code(guard::guard_address()) {
+        return Err(WalletOpsError::SendFailed(format!(
+            "guard: wallet {} is guarded on {}, but its code on chain is {code}, not the delegation to the guard {}; run `walletops wallets guard enable` again, or `disable`",
+            from.to_checksum(None),
+            chain.slug(),
+            guard::guard_address().to_checksum(None)
+        )));
+    }
+    let estimated = estimated?;
+    Ok(Wrapped {
+        input,
+        gas: estimated.saturating_add(estimated / 5),
+    })
+}
