@@ -202,6 +202,32 @@ struct View<'a> {
     created: HashMap<Pubkey, TokenAccount>,
 }
 
+/// Holds `effects` against the wallet's balances before and after the same simulation
+/// (`falls`: what each of its accounts lost, the fee left out, by asset): an asset whose
+/// balances fell by more than the instructions move out is an outflow of the difference,
+/// to `called` (the program the transaction calls: nothing says to whom).
+pub fn reconcile(effects: &mut Effects, called: Pubkey, falls: &[(Asset, u64)]) {
+    let mut total: HashMap<Asset, U256> = HashMap::new();
+    for &(asset, fell) in falls {
+        let sum = total.entry(asset).or_default();
+        *sum = sum.saturating_add(U256::from(fell));
+    }
+    let mut hidden: Vec<Flow> = total
+        .into_iter()
+        .filter_map(|(asset, fell)| {
+            let seen = effects.outflow_of(asset);
+            (fell > seen).then(|| Flow {
+                asset,
+                counterparty: sol(called),
+                amount: fell - seen,
+                token_id: None,
+            })
+        })
+        .collect();
+    hidden.sort_by_key(|f| f.asset.name());
+    effects.outflows.extend(hidden);
+}
+
 fn sol(key: Pubkey) -> WalletAddress {
     WalletAddress::Solana(key)
 }

@@ -316,6 +316,40 @@ impl Chain {
         }
     }
 
+    /// `simulate`, with the balances of the transaction's static accounts before and after
+    /// it when it succeeds, as a current node answers them.
+    pub(crate) fn simulate_with_balances(
+        &mut self,
+        tx: VersionedTransaction,
+        verify_signatures: bool,
+    ) -> (Simulated, Option<encoding::SimulatedBalances>) {
+        let keys = tx.message.static_account_keys().to_vec();
+        let pre = self.balances(&keys);
+        let pre_tokens = encoding::token_balances(self, &keys);
+        let simulated = self.simulate(tx, verify_signatures);
+        let after = |key: &Pubkey| match simulated
+            .post_accounts
+            .iter()
+            .find(|(address, _)| address == key)
+        {
+            Some((_, account)) => Some(solana_account::Account::from(account.clone())),
+            None => self.svm.get_account(key),
+        };
+        let balances = simulated
+            .err
+            .is_none()
+            .then(|| encoding::SimulatedBalances {
+                pre,
+                post: keys
+                    .iter()
+                    .map(|key| after(key).map_or(0, |a| a.lamports))
+                    .collect(),
+                pre_tokens,
+                post_tokens: encoding::token_balances_of(self, &keys, after),
+            });
+        (simulated, balances)
+    }
+
     /// Runs `f` on the bank with signature verification off.
     fn without_sigverify<R>(&mut self, f: impl FnOnce(&LiteSVM) -> R) -> R {
         let svm = std::mem::take(&mut self.svm).with_sigverify(false);

@@ -125,10 +125,20 @@ pub(crate) fn encode_account(
 
 /// The token balances among `keys`, as `getTransaction` reports them before and after.
 pub(crate) fn token_balances(chain: &Chain, keys: &[Pubkey]) -> Vec<TransactionTokenBalance> {
+    token_balances_of(chain, keys, |key| chain.svm.get_account(key))
+}
+
+/// The token balances among `keys` as `account` gives their accounts (a simulation's post
+/// state, say).
+pub(crate) fn token_balances_of(
+    chain: &Chain,
+    keys: &[Pubkey],
+    account: impl Fn(&Pubkey) -> Option<solana_account::Account>,
+) -> Vec<TransactionTokenBalance> {
     keys.iter()
         .enumerate()
         .filter_map(|(index, key)| {
-            let account = chain.svm.get_account(key)?;
+            let account = account(key)?;
             let token = token_account(&account.owner, &account.data)?;
             let mint = mint_data(chain, &token.mint)?;
             Some(TransactionTokenBalance {
@@ -257,6 +267,15 @@ pub(crate) fn landed_transaction(
     })
 }
 
+/// The lamports and token balances of a simulated transaction's static accounts, before and
+/// after, as a current node answers them beside its simulation.
+pub(crate) struct SimulatedBalances {
+    pub(crate) pre: Vec<u64>,
+    pub(crate) post: Vec<u64>,
+    pub(crate) pre_tokens: Vec<TransactionTokenBalance>,
+    pub(crate) post_tokens: Vec<TransactionTokenBalance>,
+}
+
 /// A simulation's outcome in the shape of `simulateTransaction` (and of the `data` of a
 /// preflight failure).
 pub(crate) fn simulation_result(
@@ -265,7 +284,17 @@ pub(crate) fn simulation_result(
     accounts: Option<Vec<Option<UiAccount>>>,
     with_inner_instructions: bool,
     replacement_blockhash: Option<RpcBlockhash>,
+    balances: Option<SimulatedBalances>,
 ) -> RpcSimulateTransactionResult {
+    let (pre_balances, post_balances, pre_token_balances, post_token_balances) = match balances {
+        Some(b) => (
+            Some(b.pre),
+            Some(b.post),
+            Some(b.pre_tokens.into_iter().map(Into::into).collect()),
+            Some(b.post_tokens.into_iter().map(Into::into).collect()),
+        ),
+        None => (None, None, None, None),
+    };
     RpcSimulateTransactionResult {
         err: err.map(Into::into),
         logs: Some(meta.logs.clone()),
@@ -281,10 +310,10 @@ pub(crate) fn simulation_result(
         }),
         replacement_blockhash,
         fee: Some(meta.fee),
-        pre_balances: None,
-        post_balances: None,
-        pre_token_balances: None,
-        post_token_balances: None,
+        pre_balances,
+        post_balances,
+        pre_token_balances,
+        post_token_balances,
         loaded_addresses: None,
     }
 }

@@ -34,7 +34,7 @@ use solana_transaction_status_client_types::{
 };
 
 use super::{
-    chain::{Chain, Simulated},
+    chain::Chain,
     encoding,
     rpc::{Params, RpcError, RpcResult, parse_hash, parse_pubkey, parse_signature},
 };
@@ -384,7 +384,7 @@ fn send_transaction(chain: &mut Chain, params: &Params) -> RpcResult {
         };
         if let Some(err) = err {
             let message = format!("Transaction simulation failed: {err}");
-            let data = encoding::simulation_result(Some(err), &meta, None, false, None);
+            let data = encoding::simulation_result(Some(err), &meta, None, false, None, None);
             return Err(RpcError::new(
                 JSON_RPC_SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
                 message,
@@ -404,6 +404,7 @@ fn send_transaction(chain: &mut Chain, params: &Params) -> RpcResult {
                 None,
                 false,
                 None,
+                None,
             );
             return Err(RpcError::new(
                 JSON_RPC_SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
@@ -418,6 +419,7 @@ fn send_transaction(chain: &mut Chain, params: &Params) -> RpcResult {
                 &TransactionMetadata::default(),
                 None,
                 false,
+                None,
                 None,
             );
             RpcError::new(
@@ -488,11 +490,8 @@ fn simulate_transaction(chain: &mut Chain, params: &Params) -> RpcResult {
         }
         None => None,
     };
-    let Simulated {
-        err,
-        meta,
-        post_accounts,
-    } = chain.simulate(tx, config.sig_verify);
+    let (simulated, balances) = chain.simulate_with_balances(tx, config.sig_verify);
+    let (err, meta, post_accounts) = (simulated.err, simulated.meta, simulated.post_accounts);
     let accounts = match addresses {
         Some((keys, encoding)) => {
             let mut accounts = Vec::with_capacity(keys.len());
@@ -517,6 +516,7 @@ fn simulate_transaction(chain: &mut Chain, params: &Params) -> RpcResult {
         accounts,
         config.inner_instructions,
         replacement_blockhash,
+        balances,
     );
     with_context(chain, result)
 }

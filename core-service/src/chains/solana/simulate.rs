@@ -1,24 +1,32 @@
 //! A Solana write's simulation before it is signed: the token accounts the transaction names
 //! read first (one `getMultipleAccounts`, the pre-state), then `simulateTransaction` with the
 //! wallet and its token accounts as `accounts` and `innerInstructions`, and every instruction
-//! it runs, top level and CPI, read into its effects on the wallet (`effects::solana`).
+//! it runs, top level and CPI, read into its effects on the wallet (`effects::solana`), held
+//! against the wallet's balances before and after where the node answers with them.
 
 use std::{collections::HashMap, str::FromStr};
 
 use serde_json::Value;
 use solana_pubkey::Pubkey;
-use solana_rpc_client_api::config::{
-    CommitmentConfig, RpcSimulateTransactionAccountsConfig, RpcSimulateTransactionConfig,
-    UiAccountEncoding, UiTransactionEncoding,
+use solana_rpc_client_api::{
+    config::{
+        CommitmentConfig, RpcSimulateTransactionAccountsConfig, RpcSimulateTransactionConfig,
+        UiAccountEncoding, UiTransactionEncoding,
+    },
+    response::RpcSimulateTransactionResult,
 };
 use solana_transaction::versioned::VersionedTransaction;
+use solana_transaction_status_client_types::{
+    UiTransactionTokenBalance, option_serializer::OptionSerializer,
+};
 use spl_token_2022_interface::{extension::StateWithExtensions, state::Account};
+use walletops_domain::Asset;
 
 use super::{SolanaClient, TOKEN_PROGRAMS, rpc_failed};
 use crate::{
     effects::{
         Foreseen,
-        solana::{Op, TokenAccount, effects_of, op_of, op_of_parsed},
+        solana::{Op, TokenAccount, asset, effects_of, op_of, op_of_parsed, reconcile},
     },
     error::WalletOpsError,
 };
@@ -101,13 +109,30 @@ impl SolanaClient {
                 .map(String::as_str)
                 .collect::<Vec<_>>()
         });
+        let falls = falls(wallet, &keys, &result);
         let all = with_loaded(keys, loaded.into_iter().flatten())?;
         let inner = result
             .inner_instructions
+            .as_ref()
             .map(serde_json::to_value)
             .transpose()
             .map_err(|e| rpc_failed("read inner instructions", e))?;
-        read_effects(wallet, tx, &all, inner.as_ref(), &pre).map(|e| (e, result.units_consumed))
+        let foreseen = match read_effects(wallet, tx, &all, inner.as_ref(), &pre)? {
+            Foreseen::Known(mut effects) => {
+                let called = tx
+                    .message
+                    .instructions()
+                    .iter()
+                    .filter_map(|ix| all.get(usize::from(ix.program_id_index)))
+                    .find(|p| **p != solana_compute_budget_interface::ID)
+                    .copied()
+                    .unwrap_or(solana_system_interface::program::ID);
+                reconcile(&mut effects, called, &falls);
+                Foreseen::Known(effects)
+            }
+            unknown => unknown,
+        };
+        Ok((foreseen, result.units_consumed))
     }
 
     /// The token accounts among `keys`, with their mint and owner, read in one call.
@@ -136,6 +161,76 @@ impl SolanaClient {
             })
             .collect())
     }
+}
+
+/// What `wallet`'s accounts among `keys` (a transaction's static accounts) lost across the
+/// simulation `result`, by asset, where the node answers with balances before and after
+/// (current nodes do; none otherwise). The coin: the lamports of the wallet and of every
+/// token account it owns (rent moved into its own new account stays its own; wrapped SOL is
+/// lamports too), less the fee it pays. Each other mint: its token accounts' amounts. Read
+/// in the same simulation, so no write of the wallet's landing between two reads is taken
+/// for this one's.
+fn falls(
+    wallet: &Pubkey,
+    keys: &[Pubkey],
+    result: &RpcSimulateTransactionResult,
+) -> Vec<(Asset, u64)> {
+    let owned = |balances: &Option<Vec<UiTransactionTokenBalance>>| {
+        let mut held: HashMap<u8, (Pubkey, u64)> = HashMap::new();
+        for b in balances.iter().flatten() {
+            let mine = matches!(&b.owner, OptionSerializer::Some(o) if Pubkey::from_str(o).ok() == Some(*wallet));
+            if let (true, Ok(mint), Ok(amount)) = (
+                mine,
+                Pubkey::from_str(&b.mint),
+                b.ui_token_amount.amount.parse::<u64>(),
+            ) {
+                held.insert(b.account_index, (mint, amount));
+            }
+        }
+        held
+    };
+    let (Some(_), Some(_)) = (&result.pre_token_balances, &result.post_token_balances) else {
+        return Vec::new();
+    };
+    let (before, after) = (
+        owned(&result.pre_token_balances),
+        owned(&result.post_token_balances),
+    );
+    let mut falls = Vec::new();
+    if let (Some(pre), Some(post), Some(payer), Some(fee)) = (
+        &result.pre_balances,
+        &result.post_balances,
+        keys.iter().position(|k| k == wallet),
+        result.fee,
+    ) {
+        let mut accounts: Vec<usize> = before
+            .keys()
+            .chain(after.keys())
+            .map(|&i| usize::from(i))
+            .collect();
+        accounts.push(payer);
+        accounts.sort_unstable();
+        accounts.dedup();
+        let sum = |lamports: &[u64]| -> u128 {
+            accounts
+                .iter()
+                .map(|&i| u128::from(lamports.get(i).copied().unwrap_or(0)))
+                .sum()
+        };
+        // Only the fee payer pays the fee.
+        let fee = if payer == 0 { u128::from(fee) } else { 0 };
+        let fell = sum(pre).saturating_sub(sum(post)).saturating_sub(fee);
+        falls.push((Asset::Native, u64::try_from(fell).unwrap_or(u64::MAX)));
+    }
+    for (index, (mint, held)) in before {
+        if asset(mint) == Asset::Native {
+            continue;
+        }
+        // An account gone after it (closed) holds nothing.
+        let left = after.get(&index).map_or(0, |&(_, amount)| amount);
+        falls.push((asset(mint), held.saturating_sub(left)));
+    }
+    falls
 }
 
 /// A transaction's account list: its static `keys`, then those `loaded` from lookup tables
@@ -237,3 +332,7 @@ fn inner_op(keys: &[Pubkey], ix: &Value) -> Op {
         },
     }
 }
+
+#[cfg(test)]
+#[path = "simulate_tests.rs"]
+mod tests;
