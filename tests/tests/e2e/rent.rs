@@ -74,13 +74,7 @@ async fn rent_is_sol_sent_to_the_new_accounts_owner(b: Backend) -> anyhow::Resul
 
     // A 200-item payout to new recipients: refused for the key; the owner's check shows
     // the rent it would pay.
-    let items: Vec<Value> = (0..200)
-        .map(|_| {
-            json!({"to": Pubkey::new_unique().to_string(), "asset": "spl",
-                "token": mint.to_string(), "amount": "1"})
-        })
-        .collect();
-    let payout = json!({"chain": CHAIN, "items": items});
+    let payout = fresh_payout(&mint, 200);
     let refused = api.post("/payouts", &payout).await?;
     refused.assert_error(403, "FORBIDDEN")?;
     assert!(refused.text.contains("rent"), "{}", refused.text);
@@ -151,7 +145,54 @@ async fn rent_is_sol_sent_to_the_new_accounts_owner(b: Backend) -> anyhow::Resul
     api.wait_for_status(made.body["id"].as_str().unwrap_or_default(), "CONFIRMED")
         .await?;
     assert_eq!(sol::token_balance(&rpc, &fresh, &mint).await?, 10);
+
+    // With a SOL budget for 201 accounts, the 200-item payout is made, its rent counted
+    // against the budget; another is refused on it.
+    svc.limit_key(
+        &prefix,
+        &[
+            "--chain",
+            CHAIN,
+            "--asset",
+            "native",
+            "--max-per-tx",
+            &(200 * rent).to_string(),
+            "--daily",
+            &(201 * rent).to_string(),
+        ],
+    )
+    .await?;
+    let made = api.post("/payouts", &payout).await?;
+    assert_eq!(made.status, 202, "{}", made.text);
+    let id = made.body["id"].as_str().context("an id")?.to_owned();
+    let done = walletops_tests::poll_until("the payout to complete", || async {
+        let p = api.get(&format!("/payouts/{id}")).await?;
+        Ok((p.body["state"] == "COMPLETED").then_some(p.body))
+    })
+    .await?;
+    assert_eq!(done["totals"]["CONFIRMED"], 200, "{}", done["totals"]);
+    let limits = svc.cli(&["keys", "limits", &prefix]).await?;
+    assert!(
+        limits.stdout.contains(&format!("spent {},", 201 * rent)),
+        "{}",
+        limits.stdout
+    );
+    // The budget has room for no more accounts.
+    let refused = api.post("/payouts", &fresh_payout(&mint, 2)).await?;
+    refused.assert_error(403, "FORBIDDEN")?;
+    assert!(refused.text.contains("native"), "{}", refused.text);
     Ok(())
+}
+
+/// A payout of 1 token unit of `mint` to each of `n` fresh addresses.
+fn fresh_payout(mint: &Pubkey, n: usize) -> Value {
+    let items: Vec<Value> = (0..n)
+        .map(|_| {
+            json!({"to": Pubkey::new_unique().to_string(), "asset": "spl",
+                "token": mint.to_string(), "amount": "1"})
+        })
+        .collect();
+    json!({"chain": CHAIN, "items": items})
 }
 
 on_both_backends!(rent_is_sol_sent_to_the_new_accounts_owner);
