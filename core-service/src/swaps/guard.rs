@@ -12,7 +12,7 @@ use solana_pubkey::Pubkey;
 use solana_signature::Signature;
 use solana_transaction::versioned::VersionedTransaction;
 
-use walletops_domain::{Asset, Effects};
+use walletops_domain::{Asset, Effects, WalletAddress};
 
 use crate::{
     error::WalletOpsError,
@@ -185,6 +185,29 @@ pub fn check_effects(effects: &Effects, terms: &SwapEffects) -> Result<(), Refus
                 bought.name()
             ),
         ));
+    }
+    Ok(())
+}
+
+/// Refuses a Solana swap that sends what it sells to an account a key holds. A pool takes
+/// what it is sold into vaults at program-derived addresses, off the ed25519 curve, which
+/// only their program moves; an address on the curve is someone's key, and a route paying it
+/// moves the wallet's funds out of every program's reach. (What comes back is held to the
+/// bound by `check_effects`; this keeps the route itself honest.)
+pub fn check_sinks(effects: &Effects) -> Result<(), Refusal> {
+    for flow in &effects.outflows {
+        if let WalletAddress::Solana(to) = flow.counterparty
+            && to.is_on_curve()
+        {
+            return Err(Refusal::new(
+                "route",
+                format!(
+                    "it sends the {} of {} sold to {to}, an account a key holds, not a program's",
+                    flow.amount,
+                    flow.asset.name()
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -272,3 +272,22 @@ mod effects {
         assert!(why(&granted).is_some_and(|w| w.contains("take all")));
     }
 }
+
+#[test]
+fn a_solana_route_sells_only_into_accounts_no_key_holds() {
+    use walletops_domain::{Flow, WalletAddress};
+    let into = |to: Pubkey| Effects {
+        outflows: vec![Flow {
+            asset: Asset::Native,
+            counterparty: WalletAddress::Solana(to),
+            amount: U256::from(5),
+            token_id: None,
+        }],
+        ..Effects::default()
+    };
+    let (vault, _) = Pubkey::find_program_address(&[b"vault"], &Pubkey::new_unique());
+    assert!(check_sinks(&into(vault)).is_ok());
+    let key = solana_keypair::Keypair::new();
+    let refused = check_sinks(&into(solana_signer::Signer::pubkey(&key))).err();
+    assert_eq!(refused.map(|r| r.check), Some("route"));
+}

@@ -156,13 +156,16 @@ impl Swaps {
         // sold leaves, at least the minimum comes in, nothing else moves or changes hands.
         let (effects, _) = client.simulate(&from, &built.transaction).await?;
         match &effects {
-            Foreseen::Known(seen) => guard::check_effects(
-                seen,
-                &SwapEffects {
-                    sold: (asset(quote.input_mint), U256::from(quote.in_amount)),
-                    bought: (asset(quote.output_mint), least),
-                },
-            )?,
+            Foreseen::Known(seen) => {
+                guard::check_effects(
+                    seen,
+                    &SwapEffects {
+                        sold: (asset(quote.input_mint), U256::from(quote.in_amount)),
+                        bought: (asset(quote.output_mint), least),
+                    },
+                )?;
+                guard::check_sinks(seen)?;
+            }
             Foreseen::Unknown(why) => {
                 return Err(guard::Refusal::unreadable(why).into());
             }

@@ -122,13 +122,15 @@ async fn a_signed_swap_moves_the_quoted_amounts_both_ways() -> anyhow::Result<()
     assert_eq!(swap.compute_unit_limit, COMPUTE_UNIT_LIMIT);
     let (wallet_sol, _) = m.balances(&wallet).await?;
     let (pool_sol, pool_tokens) = m.balances(&pool).await?;
+    let vault_sol = m.rpc.get_balance(&m.fake.vault()).await?;
     let fee = m.sign_and_send(swap).await?;
     let account_rent = m.rpc.get_minimum_balance_for_rent_exemption(165).await?;
     let (wallet_sol_after, wallet_tokens) = m.balances(&wallet).await?;
     let (pool_sol_after, pool_tokens_after) = m.balances(&pool).await?;
     assert_eq!(wallet_tokens, quote.out_amount);
     assert_eq!(pool_tokens - pool_tokens_after, quote.out_amount);
-    assert_eq!(pool_sol_after - pool_sol, SOL);
+    assert_eq!(pool_sol_after, pool_sol, "the SOL went to the vault");
+    assert_eq!(m.rpc.get_balance(&m.fake.vault()).await? - vault_sol, SOL);
     // The wallet paid the SOL, the fee and its new token account's rent.
     assert_eq!(wallet_sol - wallet_sol_after, SOL + fee + account_rent);
 

@@ -128,6 +128,7 @@ async fn a_solana_swap_moves_the_quoted_amounts_and_replays_without_sending(
     let pool = desk.fake.pool();
     let (wallet_sol, _) = desk.balances(&desk.wallet).await?;
     let (pool_sol, pool_tokens) = desk.balances(&pool).await?;
+    let vault_sol = desk.rpc.get_balance(&desk.fake.vault()).await?;
     let key = uuid::Uuid::new_v4().to_string();
     let body = desk.buy("NATIVE", SOL).to_string();
     let reply = desk.api().post_with_key("/trade/swap", &key, &body).await?;
@@ -161,7 +162,11 @@ async fn a_solana_swap_moves_the_quoted_amounts_and_replays_without_sending(
     let (pool_sol_after, pool_tokens_after) = desk.balances(&pool).await?;
     assert_eq!(wallet_tokens, quoted);
     assert_eq!(pool_tokens - pool_tokens_after, quoted);
-    assert_eq!(pool_sol_after - pool_sol, SOL);
+    assert_eq!(pool_sol_after, pool_sol, "the SOL went to the vault");
+    assert_eq!(
+        desk.rpc.get_balance(&desk.fake.vault()).await? - vault_sol,
+        SOL
+    );
     let rent = desk.rpc.get_minimum_balance_for_rent_exemption(165).await?;
     let paid = wallet_sol - wallet_sol_after - SOL - rent;
     assert!((10_000..=5_000_000).contains(&paid), "fee {paid}");
@@ -370,7 +375,9 @@ async fn a_route_that_does_more_than_the_swap_is_refused(b: Backend) -> anyhow::
 /// A hostile Jupiter: a quote whose `otherAmountThreshold` is 0 is refused before any route
 /// is built, whatever the route would do; a route that sends the SOL sold to a stranger and
 /// pays 1 base unit back is refused on its simulated effects against the bound; a
-/// `minDstAmount` above what the route pays refuses it too. Nothing leaves the wallet.
+/// `minDstAmount` above what the route pays refuses it too; so does a route that pays the
+/// wallet in full but sends what it sells, SOL or the token, to an account a key holds
+/// rather than to its pool's program-derived vault. Nothing leaves the wallet.
 async fn a_hostile_route_is_held_to_an_independent_minimum(b: Backend) -> anyhow::Result<()> {
     let desk = SolDesk::open(b, "").await?;
     let before = desk.balances(&desk.wallet).await?;
@@ -401,6 +408,8 @@ async fn a_hostile_route_is_held_to_an_independent_minimum(b: Backend) -> anyhow
     let mut greedy = sale.clone();
     greedy["minDstAmount"] = json!((out + 1).to_string());
     refused(&greedy, &["minimum check"]).await?;
+    faults.input_to_key(true);
+    refused(&sale, &["route check", "an account a key holds"]).await?;
     assert_eq!(desk.balances(&desk.wallet).await?, before, "nothing signed");
     assert_eq!(desk.rpc.get_balance(&STRANGER).await?, 0);
     Ok(())

@@ -40,6 +40,12 @@ const FUNDED_SPACE: u64 = 10 * 1024 * 1024;
 /// Who a malicious route pays.
 pub const STRANGER: Pubkey = Pubkey::new_from_array([7; 32]);
 
+/// An address a key holds (on the curve), which `input_to_key` sends what is sold to.
+pub(super) fn key_holder() -> Pubkey {
+    use solana_signer::Signer as _;
+    solana_keypair::Keypair::new_from_array([9; 32]).pubkey()
+}
+
 /// Failures the fake shows on request. Shared: every clone switches the same fake.
 #[derive(Debug, Clone, Default)]
 pub struct JupiterFaults(Arc<Mutex<FaultState>>);
@@ -54,6 +60,9 @@ pub(super) struct FaultState {
     pub(super) zero_threshold: bool,
     /// SOL sold goes to `STRANGER`, and 1 base unit of the token comes back.
     pub(super) divert: bool,
+    /// What is sold goes to an account a key holds (`key_holder`), not to the vault; the
+    /// wallet is paid in full.
+    pub(super) input_to_key: bool,
     pub(super) fail: u32,
     pub(super) stall: u32,
     pub(super) requests: u64,
@@ -95,6 +104,12 @@ impl JupiterFaults {
         self.lock().divert = on;
     }
 
+    /// Sends what is sold to an account a key holds rather than to the pool's vault, paying
+    /// the wallet in full: a route whose input no program guards.
+    pub fn input_to_key(&self, on: bool) {
+        self.lock().input_to_key = on;
+    }
+
     /// Every swap built adds `extra` after its legs.
     pub fn add_to_swaps(&self, extra: Extra) {
         self.lock().extra = Some(extra);
@@ -108,6 +123,7 @@ impl JupiterFaults {
         state.no_route = false;
         state.zero_threshold = false;
         state.divert = false;
+        state.input_to_key = false;
         state.fail = 0;
         state.stall = 0;
     }

@@ -66,6 +66,7 @@ const STALL_FOR: Duration = Duration::from_secs(60);
 pub struct JupiterFake {
     addr: SocketAddr,
     pool: Pubkey,
+    vault: Pubkey,
     faults: JupiterFaults,
     server: JoinHandle<()>,
 }
@@ -80,6 +81,10 @@ impl Drop for JupiterFake {
 struct Venue {
     rpc: RpcClient,
     pool: Keypair,
+    /// Where what is sold goes: an address derived for a program (off the curve, so no key
+    /// holds it), as an AMM's vaults are; its SOL and its token account count in the pool's
+    /// reserves.
+    vault: Pubkey,
     mint: Pubkey,
     token_program: Pubkey,
     decimals: u8,
@@ -98,9 +103,13 @@ impl JupiterFake {
             .map_err(|e| anyhow::anyhow!("{mint} is not a mint: {e}"))?;
         let faults = JupiterFaults::default();
         let pool_key = pool.pubkey();
+        let (vault, _) =
+            Pubkey::find_program_address(&[b"vault", pool_key.as_ref()], &VAULT_PROGRAM);
+        open_vault(&rpc, &pool, &vault, (&mint, &account.owner)).await?;
         let venue = Arc::new(Venue {
             rpc,
             pool,
+            vault,
             mint,
             token_program: account.owner,
             decimals: state.base.decimals,
@@ -118,6 +127,7 @@ impl JupiterFake {
         Ok(Self {
             addr,
             pool: pool_key,
+            vault,
             faults,
             server,
         })
@@ -151,6 +161,12 @@ impl JupiterFake {
     /// The pool's address.
     pub fn pool(&self) -> Pubkey {
         self.pool
+    }
+
+    /// Where what the pool is sold goes: an address derived for a program, with its token
+    /// account of the pool's mint.
+    pub fn vault(&self) -> Pubkey {
+        self.vault
     }
 
     /// The switches for its failures.
@@ -262,6 +278,10 @@ impl Venue {
         })
     }
 
+    fn vault_token_account(&self) -> Pubkey {
+        get_associated_token_address_with_program_id(&self.vault, &self.mint, &self.token_program)
+    }
+
     fn pool_token_account(&self) -> Pubkey {
         get_associated_token_address_with_program_id(
             &self.pool.pubkey(),
@@ -272,10 +292,16 @@ impl Venue {
 
     /// The pool's reserves: lamports it can spend without falling below rent exemption,
     /// and its token balance.
+    /// (The vault's count too: what was sold to the pool.)
     async fn reserves(&self) -> Result<(u64, u64), JupError> {
         let lamports = self
             .rpc
             .get_balance(&self.pool.pubkey())
+            .await
+            .map_err(node_failed)?;
+        let vaulted = self
+            .rpc
+            .get_balance(&self.vault)
             .await
             .map_err(node_failed)?;
         let rent = self
@@ -283,16 +309,52 @@ impl Venue {
             .get_minimum_balance_for_rent_exemption(0)
             .await
             .map_err(node_failed)?;
-        let tokens = self
-            .rpc
-            .get_token_account_balance(&self.pool_token_account())
-            .await
-            .map_err(node_failed)?
-            .amount
-            .parse()
-            .map_err(node_failed)?;
-        Ok((lamports.saturating_sub(rent), tokens))
+        let mut tokens: u64 = 0;
+        for account in [self.pool_token_account(), self.vault_token_account()] {
+            let held: u64 = self
+                .rpc
+                .get_token_account_balance(&account)
+                .await
+                .map_err(node_failed)?
+                .amount
+                .parse()
+                .map_err(node_failed)?;
+            tokens = tokens.saturating_add(held);
+        }
+        Ok((
+            lamports.saturating_sub(rent) + vaulted.saturating_sub(rent),
+            tokens,
+        ))
     }
+}
+
+/// The program the pool's vault is derived for (Jupiter's own id: any program would do).
+const VAULT_PROGRAM: Pubkey = solana_pubkey::pubkey!("JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4");
+
+/// Makes the vault able to take what is sold: rent-exempt, with a token account of `mint`
+/// (under `program`), both paid by `pool`.
+async fn open_vault(
+    rpc: &RpcClient,
+    pool: &Keypair,
+    vault: &Pubkey,
+    (mint, program): (&Pubkey, &Pubkey),
+) -> anyhow::Result<()> {
+    let rent = rpc.get_minimum_balance_for_rent_exemption(0).await?;
+    let instructions = [
+        solana_system_interface::instruction::transfer(&pool.pubkey(), vault, rent),
+        create_associated_token_account_idempotent(&pool.pubkey(), vault, mint, program),
+    ];
+    let blockhash = rpc.get_latest_blockhash().await?;
+    let tx = solana_transaction::Transaction::new_signed_with_payer(
+        &instructions,
+        Some(&pool.pubkey()),
+        &[pool],
+        blockhash,
+    );
+    rpc.send_and_confirm_transaction(&tx)
+        .await
+        .context("opening the pool's vault")?;
+    Ok(())
 }
 
 /// Constant product with a 0.3% input fee, rounded down.
@@ -473,11 +535,16 @@ impl Venue {
             ComputeBudgetInstruction::set_compute_unit_limit(COMPUTE_UNIT_LIMIT),
             ComputeBudgetInstruction::set_compute_unit_price(COMPUTE_UNIT_PRICE),
         ];
-        let divert = self.faults.lock().divert && trade.sell_sol;
+        let (divert, to_key) = {
+            let faults = self.faults.lock();
+            (faults.divert && trade.sell_sol, faults.input_to_key)
+        };
         let (receiver, out_amount) = if divert {
             (faults::STRANGER, 1)
+        } else if to_key {
+            (faults::key_holder(), out_amount)
         } else {
-            (pool, out_amount)
+            (self.vault, out_amount)
         };
         if trade.sell_sol {
             instructions.extend([
@@ -486,8 +553,18 @@ impl Venue {
                 token_leg(&pool_tokens, &user_tokens, &pool, out_amount)?,
             ]);
         } else {
+            let sink = if to_key {
+                get_associated_token_address_with_program_id(&receiver, &self.mint, program)
+            } else {
+                self.vault_token_account()
+            };
+            if to_key {
+                instructions.push(create_associated_token_account_idempotent(
+                    user, &receiver, &self.mint, program,
+                ));
+            }
             instructions.extend([
-                token_leg(&user_tokens, &pool_tokens, user, in_amount)?,
+                token_leg(&user_tokens, &sink, user, in_amount)?,
                 solana_system_interface::instruction::transfer(&pool, user, out_amount),
             ]);
         }
