@@ -225,12 +225,48 @@ impl WalletOpsError {
         }
     }
 
+    /// Whether the failure is one of the moment: a part outside the request that does not
+    /// answer now (a chain node, the HSM, the wallet provider, an aggregator, a dependency
+    /// of the core) or a budget that refills with time. The one answer to "try again later":
+    /// an approved write, a payout's item and the monitor's work wait and are tried again;
+    /// anything else ends them. No arm is a catch-all: a new variant must say which it is.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::ServiceUnavailable(_)
+            | Self::HsmUnavailable(_)
+            | Self::WalletProviderError(_)
+            | Self::ProviderRpcError(_)
+            | Self::QuoteFailed(_)
+            | Self::RateLimited { .. }
+            | Self::Throttled { .. }
+            | Self::ReplaysCapped { .. }
+            | Self::Crowded(_) => true,
+            Self::Unauthorized(_)
+            | Self::NotSignedIn(_)
+            | Self::NotFound(_)
+            | Self::Forbidden(_)
+            | Self::InvalidInput(_)
+            | Self::IdempotentBodyMismatch(_)
+            | Self::IdempotentReplay(_)
+            | Self::WalletNotFound(_)
+            | Self::UserNotLinked(_)
+            | Self::WalletNotDelegated(_)
+            | Self::WalletIdRequired(_)
+            | Self::ChainUnknown(_)
+            | Self::InsufficientFunds(_)
+            | Self::SendFailed(_)
+            | Self::Internal(_) => false,
+        }
+    }
+
     /// Whether a write refused this way, before anything was signed, leaves its
     /// Idempotency-Key free: the refusal came from outside the request (an aggregator that
     /// refused or failed, the wallet provider failing, a part the operator has not
     /// configured) or from the key's limits (which the owner may raise), so the same request
     /// may succeed later, and its key with it. Every other refusal spends the key. No arm is
-    /// a catch-all: a new variant must say which it is.
+    /// a catch-all: a new variant must say which it is. (A chain node's failure is transient
+    /// for the runners, which try again under the same key, but spends a caller's key: the
+    /// contract answers the caller's retry with `IDEMPOTENT_REPLAY`.)
     pub fn leaves_key_free(&self) -> bool {
         match self {
             Self::QuoteFailed(_)

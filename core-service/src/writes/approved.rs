@@ -81,12 +81,9 @@ impl Core {
         let ended = match outcome {
             Ok(Written::Submitted(submission)) => Ok(submission.id),
             Ok(Written::Held(_)) => Err("held again, which an approved write never is".to_owned()),
-            // A refusal by the key's limits is final for a write a person approved.
-            Err(e)
-                if e.leaves_key_free()
-                    && !matches!(e, WalletOpsError::Forbidden(_))
-                    && passing(approval) =>
-            {
+            // A refusal of the moment is tried again for a while; any other (the key's
+            // limits included) is final for a write a person approved.
+            Err(e) if e.is_transient() && passing(approval) => {
                 tracing::warn!(approval = %approval.id, error = %e, "approved write refused for now; trying again");
                 return Ok(self
                     .store

@@ -320,8 +320,8 @@ impl Core {
         match self.write_as(caller, key, write, Gate::Thresholds).await {
             Ok(Written::Submitted(s)) => Some(ItemMade::Submitted(s.id)),
             Ok(Written::Held(approval)) => Some(ItemMade::Held(approval.id)),
-            Err(e) if passing(&e) => {
-                tracing::info!(payout = %payout.id, item = first.index, error = %e, "a payout item waits");
+            Err(e) if e.is_transient() => {
+                tracing::warn!(payout = %payout.id, item = first.index, error = %e, "a payout item waits");
                 None
             }
             Err(e) => Some(ItemMade::Failed(format!("{}: {e}", e.code()))),
@@ -428,13 +428,3 @@ fn made(made: &ItemMade) -> bool {
     matches!(made, ItemMade::Submitted(_) | ItemMade::Failed(_))
 }
 
-/// Whether a refusal is for a passing reason (a node or part not answering): the item is
-/// made again later, its key still free.
-fn passing(e: &WalletOpsError) -> bool {
-    matches!(
-        e,
-        WalletOpsError::ServiceUnavailable(_)
-            | WalletOpsError::ProviderRpcError(_)
-            | WalletOpsError::RateLimited { .. }
-    )
-}

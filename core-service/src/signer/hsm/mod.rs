@@ -399,7 +399,13 @@ impl Hsm {
             .with_session("sign", move |hsm, session| {
                 match hsm.private_key(session, &owned)? {
                     Some(key) => session.sign(&mechanism(family), key, &data).map(Some),
-                    None => Ok(None),
+                    // A key not found may be a token away: the module is reopened before
+                    // the next signing, so a token put back is read again (the module may
+                    // hold the view it had while the token was gone).
+                    None => {
+                        hsm.stale.store(true, Ordering::Release);
+                        Ok(None)
+                    }
                 }
             })
             .await?;

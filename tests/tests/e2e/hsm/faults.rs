@@ -1,7 +1,8 @@
 //! The HSM failing mid-run: a token gone, or back under a changed PIN, leaves a write
 //! unsigned, nothing stored and its Idempotency-Key free (503 naming the HSM); a replacement
 //! the monitor could not sign waits for the token, saying so; a token put back signs again
-//! without a restart, and a refused PIN is not tried over and over.
+//! without a restart, and a refused PIN is not tried over and over. A payout's items wait
+//! for the token and are paid once it is back.
 
 use alloy::primitives::U256;
 use serde_json::json;
@@ -113,4 +114,62 @@ async fn a_token_gone_or_a_pin_changed_leaves_nothing_half_done(b: Backend) -> a
     Ok(())
 }
 
-on_both_backends!(a_token_gone_or_a_pin_changed_leaves_nothing_half_done);
+
+/// The HSM gone while a payout is made: its items wait (the refusal is a passing one, as it
+/// is for an approved write), and they are paid, each once, once the token is back.
+async fn an_hsm_outage_during_a_payout_leaves_its_items_waiting(b: Backend) -> anyhow::Result<()> {
+    let token = SoftHsm::start()?;
+    let anvil = Anvil::start().await?;
+    let (name, value) = token.env();
+    let log = tempfile::NamedTempFile::new()?;
+    let options = anvil
+        .service_options(&token.toml(), &[(name.as_str(), value.as_str())])
+        .logging_to(log.path());
+    let svc = Service::start_with(b, options).await?;
+    let (wallet, _) = funded_evm_wallet(&svc, &token, &anvil, 10u128.pow(18)).await?;
+    let api = svc.rest(&svc.api_key);
+    let recipients = [RECIPIENT, "0x2222222222222222222222222222222222222222"];
+    let items: Vec<_> = recipients
+        .iter()
+        .map(|to| json!({"to": to, "asset": "native", "amount": "700"}))
+        .collect();
+
+    token.remove()?;
+    let made = api
+        .post(
+            "/payouts",
+            &json!({"chain": "anvil", "from": wallet.to_string(), "items": items}),
+        )
+        .await?;
+    anyhow::ensure!(made.status == 202, "{}", made.text);
+    let id = made.body["id"].as_str().unwrap_or_default().to_owned();
+    poll_until("the runner to find the HSM gone", || async {
+        let text = std::fs::read_to_string(log.path())?;
+        Ok(text
+            .lines()
+            .any(|l| l.contains("a payout item waits") && l.contains("HSM"))
+            .then_some(()))
+    })
+    .await?;
+    let waiting = api.get(&format!("/payouts/{id}")).await?;
+    assert_eq!(waiting.body["state"], "RUNNING", "{}", waiting.text);
+    assert_eq!(waiting.body["totals"]["QUEUED"], 2, "{}", waiting.text);
+
+    token.put_back()?;
+    let done = poll_until("the payout to complete", || async {
+        let p = api.get(&format!("/payouts/{id}")).await?;
+        Ok((p.body["state"] == "COMPLETED").then_some(p.body))
+    })
+    .await?;
+    assert_eq!(done["totals"]["CONFIRMED"], 2, "{}", done["totals"]);
+    for to in recipients {
+        assert_eq!(anvil.balance(to.parse()?).await?, U256::from(700u64));
+    }
+    assert_eq!(anvil.nonce(wallet).await?, 2, "each item paid once");
+    Ok(())
+}
+
+on_both_backends!(
+    a_token_gone_or_a_pin_changed_leaves_nothing_half_done,
+    an_hsm_outage_during_a_payout_leaves_its_items_waiting,
+);
