@@ -427,4 +427,3 @@ fn owner(user_id: Uuid, id: Uuid) -> Caller {
 fn made(made: &ItemMade) -> bool {
     matches!(made, ItemMade::Submitted(_) | ItemMade::Failed(_))
 }
-

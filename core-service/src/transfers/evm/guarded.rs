@@ -24,14 +24,15 @@ pub(super) struct Wrapped {
 }
 
 /// `intent` from `from` wrapped in the guard's `execute` with the checks `effects` and
-/// `watch` set. Refused when the wallet's code is not the delegation to the guard (removed
-/// outside the service): a call to an account without code would do nothing and succeed.
+/// `watch` set, at `fees`, for a wallet holding `balance` wei. Refused when the wallet's
+/// code is not the delegation to the guard (removed outside the service): a call to an
+/// account without code would do nothing and succeed; and when the wallet cannot pay the
+/// value and the wrapped transaction's most fee.
 pub(super) async fn wrap(
     client: &EvmClient,
     chain: &Chain,
     (from, intent): (Address, &EvmIntent),
-    (effects, watch): (&Effects, &[Address]),
-    fees: Fees,
+    ((effects, watch), fees, balance): ((&Effects, &[Address]), Fees, U256),
 ) -> Result<Wrapped> {
     let checks = guard::checks(effects, watch, intent.to);
     let input = guard::execute(intent.to, intent.value, &intent.input, checks);
@@ -49,8 +50,15 @@ pub(super) async fn wrap(
         )));
     }
     let estimated = estimated?;
-    Ok(Wrapped {
-        input,
-        gas: estimated.saturating_add(estimated / 5),
-    })
+    let gas = estimated.saturating_add(estimated / 5);
+    let cost = intent
+        .value
+        .saturating_add(U256::from(gas).saturating_mul(U256::from(fees.max_fee_per_gas)));
+    if balance < cost {
+        return Err(WalletOpsError::InsufficientFunds(format!(
+            "wallet {} holds {balance} wei, less than value plus maximum fee through its guard ({cost} wei)",
+            from.to_checksum(None)
+        )));
+    }
+    Ok(Wrapped { input, gas })
 }

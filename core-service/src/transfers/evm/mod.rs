@@ -280,18 +280,8 @@ impl EvmPipeline {
             (Some(watch), Some(known))
                 if self.store.wallet_guard(w.id, chain.slug()).await?.is_some() =>
             {
-                let wrapped =
-                    guarded::wrap(&client, chain, (from, &intent), (known, watch), fees).await?;
-                let cost = intent.value.saturating_add(
-                    U256::from(wrapped.gas).saturating_mul(U256::from(fees.max_fee_per_gas)),
-                );
-                if balance < cost {
-                    return Err(WalletOpsError::InsufficientFunds(format!(
-                        "wallet {} holds {balance} wei, less than value plus maximum fee through its guard ({cost} wei)",
-                        w.address
-                    )));
-                }
-                Some(wrapped)
+                let terms = ((known, watch), fees, balance);
+                Some(guarded::wrap(&client, chain, (from, &intent), terms).await?)
             }
             _ => None,
         };

@@ -114,7 +114,6 @@ async fn a_token_gone_or_a_pin_changed_leaves_nothing_half_done(b: Backend) -> a
     Ok(())
 }
 
-
 /// The HSM gone while a payout is made: its items wait (the refusal is a passing one, as it
 /// is for an approved write), and they are paid, each once, once the token is back.
 async fn an_hsm_outage_during_a_payout_leaves_its_items_waiting(b: Backend) -> anyhow::Result<()> {
