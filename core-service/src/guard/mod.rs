@@ -87,6 +87,16 @@ impl Guards {
         let hash = self
             .delegate(chain, &client, wallet, guard, to, input)
             .await?;
+        // A delegation applies even when its transaction reverts: a deployment that failed
+        // would leave the wallet delegated to an address without code, whose calls do
+        // nothing and succeed.
+        if client.code_at(guard).await?.is_empty() {
+            return Err(WalletOpsError::SendFailed(format!(
+                "the delegation {hash:#x} was mined, but the guard {} holds no code on {}: run `walletops wallets guard disable` before any write",
+                guard.to_checksum(None),
+                chain.slug()
+            )));
+        }
         self.store
             .set_wallet_guard(&WalletGuard {
                 wallet_id: wallet.wallet().id,

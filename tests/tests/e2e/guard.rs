@@ -109,6 +109,21 @@ async fn a_guarded_wallet_reverts_a_write_that_takes_more_than_reserved(
     let out = guard_cli(&keyed, "enable").await?;
     assert!(!out.stdout.contains("deployed by it"), "{}", out.stdout);
     assert_eq!(guard_named_in(&out.stdout)?, guard);
+
+    // A wallet whose code no longer delegates to the guard (delegated elsewhere outside
+    // the service) would have its calls do nothing: the key's writes are refused, unsigned.
+    let body = json!({"chain": "anvil", "asset": "erc20", "token": token.to_string(),
+        "to": STRANGER, "amount": "5"});
+    anvil.rpc("anvil_setCode", json!([wallet, "0x"])).await?;
+    anvil
+        .assert_refused(
+            wallet,
+            &api,
+            ("/send", &body),
+            (502, "SEND_FAILED"),
+            &["guard", "not the delegation"],
+        )
+        .await?;
     Ok(())
 }
 

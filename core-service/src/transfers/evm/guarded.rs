@@ -36,12 +36,14 @@ pub(super) async fn wrap(
 ) -> Result<Wrapped> {
     let checks = guard::checks(effects, watch, intent.to);
     let input = guard::execute(intent.to, intent.value, &intent.input, checks);
-    let (code, estimated) = tokio::join!(
+    let (code, guard_there, estimated) = tokio::join!(
         client.code_at(from),
+        client.has_code(guard::guard_address()),
         client.estimate_gas(from, from, U256::ZERO, &input, fees),
     );
     let code = code?;
-    if code != guard::delegation_code(guard::guard_address()) {
+    // A delegation to an address without code leaves the wallet's calls doing nothing.
+    if code != guard::delegation_code(guard::guard_address()) || !guard_there? {
         return Err(WalletOpsError::SendFailed(format!(
             "guard: wallet {} is guarded on {}, but its code on chain is {code}, not the delegation to the guard {}; run `walletops wallets guard enable` again, or `disable`",
             from.to_checksum(None),
