@@ -68,6 +68,70 @@ pub struct EvmIntent {
     pub request: serde_json::Value,
 }
 
+impl EvmIntent {
+    /// The record of this write from wallet `w` on `chain`, its key, nonce, hash and
+    /// payload still to be set; `guarded`: it runs through the wallet's guard.
+    fn into_record(
+        self,
+        w: &walletops_domain::Wallet,
+        chain: &Chain,
+        guarded: bool,
+    ) -> NewTransaction {
+        NewTransaction {
+            id: Uuid::now_v7(),
+            user_id: w.user_id,
+            wallet_id: w.id,
+            chain: chain.slug().to_owned(),
+            chain_id: chain.chain_id(),
+            kind: self.kind,
+            from: w.address,
+            to: self.beneficiary.unwrap_or(self.to).to_checksum(None),
+            asset: self.asset,
+            token: self.token.map(|t| t.to_checksum(None)),
+            amount: self.amount.map(|a| a.to_string()),
+            request: self.request,
+            hash: String::new(),
+            nonce: None,
+            signed_payload: Vec::new(),
+            idempotency_key: None,
+            note: None,
+            valid_until: None,
+            held_until: None,
+            simulated_effects: None,
+            guarded,
+        }
+    }
+}
+
+/// Refuses calldata to an address without code on `chain`: such a call succeeds and does
+/// nothing, so a mistyped token or contract would be mined, recorded CONFIRMED, and move
+/// nothing.
+async fn callee_has_code(client: &EvmClient, chain: &Chain, intent: &EvmIntent) -> Result<()> {
+    if !intent.input.is_empty() && !client.has_code(intent.to).await? {
+        if intent.kind == TxKind::Swap {
+            return Err(WalletOpsError::SendFailed(format!(
+                "the swap's router {} holds no contract on {}",
+                intent.to.to_checksum(None),
+                chain.slug()
+            )));
+        }
+        let field = if intent.token.is_some() {
+            "token"
+        } else {
+            "to"
+        };
+        return Err(WalletOpsError::invalid(
+            field,
+            format!(
+                "{} holds no contract on {}",
+                intent.to.to_checksum(None),
+                chain.slug()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The EVM pipeline.
 #[derive(Debug, Clone)]
 pub struct EvmPipeline {
@@ -191,30 +255,7 @@ impl EvmPipeline {
                 format!("{} is not an EVM wallet", w.address),
             ));
         };
-        // A call to an address without code succeeds and does nothing: a mistyped token
-        // or contract would be mined, recorded CONFIRMED, and move nothing.
-        if !intent.input.is_empty() && !client.has_code(intent.to).await? {
-            if intent.kind == TxKind::Swap {
-                return Err(WalletOpsError::SendFailed(format!(
-                    "the swap's router {} holds no contract on {}",
-                    intent.to.to_checksum(None),
-                    chain.slug()
-                )));
-            }
-            let field = if intent.token.is_some() {
-                "token"
-            } else {
-                "to"
-            };
-            return Err(WalletOpsError::invalid(
-                field,
-                format!(
-                    "{} holds no contract on {}",
-                    intent.to.to_checksum(None),
-                    chain.slug()
-                ),
-            ));
-        }
+        callee_has_code(&client, chain, &intent).await?;
         if let Some((token, amount)) = intent.token_debit {
             let held = client.token_balance(token, from).await?;
             if let Some(held) = held
@@ -307,29 +348,7 @@ impl EvmPipeline {
                 access_list: Default::default(),
                 input,
             },
-            record: NewTransaction {
-                id: Uuid::now_v7(),
-                user_id: w.user_id,
-                wallet_id: w.id,
-                chain: chain.slug().to_owned(),
-                chain_id: chain.chain_id(),
-                kind: intent.kind,
-                from: w.address,
-                to: intent.beneficiary.unwrap_or(intent.to).to_checksum(None),
-                asset: intent.asset,
-                token: intent.token.map(|t| t.to_checksum(None)),
-                amount: intent.amount.map(|a| a.to_string()),
-                request: intent.request,
-                hash: String::new(),
-                nonce: None,
-                signed_payload: Vec::new(),
-                idempotency_key: None,
-                note: None,
-                valid_until: None,
-                held_until: None,
-                simulated_effects: None,
-                guarded,
-            },
+            record: intent.into_record(w, chain, guarded),
             effects,
             holds_allowance,
             unexplained,
