@@ -13,10 +13,10 @@ use crate::{
     signer::{Hsm, Keystore},
 };
 use walletops_domain::{
-    ChainFamily, Custody, DelegatedWallet, NewKey, NewWallet, NotSignable, User, Wallet,
-    WalletAddress, WalletFilter,
+    ChainFamily, Custody, DelegatedWallet, NewKey, NewWallet, NotSignable, SyncReport, User,
+    Wallet, WalletAddress, WalletFilter,
 };
-use walletops_store::{Store, SyncReport};
+use walletops_store::Store;
 
 /// Wallet operations.
 #[derive(Debug, Clone)]

@@ -41,7 +41,7 @@ pub use transaction::{
 };
 pub use wallet::{
     Custody, DelegatedWallet, EMBEDDED_PROVIDER_TYPE, HSM_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewKey,
-    NewWallet, NotSignable, ProviderWallet, SealedKey, Wallet, WalletFilter,
+    NewWallet, NotSignable, ProviderWallet, SealedKey, SyncReport, Wallet, WalletFilter,
 };
 pub use webhook::{
     DEPOSIT_SUBJECT, DeliveryState, Disabled, DisabledReason, EndpointMaker, EventType,

@@ -233,3 +233,16 @@ impl std::fmt::Debug for SealedKey {
         f.write_str("SealedKey(..)")
     }
 }
+
+/// What a sync changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    /// Wallets new to the service.
+    pub added: usize,
+    /// Wallets already known, brought up to date.
+    pub updated: usize,
+    /// Wallets the provider no longer lists, marked removed.
+    pub removed: usize,
+    /// Wallets listed whose address another WalletOps user holds: left alone.
+    pub conflicts: usize,
+}

@@ -58,7 +58,6 @@ pub use key_cache::LISTENER_NAME;
 pub use leases::Leased;
 pub use leases::REQUEST_HOLD;
 pub use payouts::{ItemTransaction, PayoutFilter, PayoutStored};
-pub use provider_links::SyncReport;
 pub use quotes::QuoteRecord;
 pub use sessions::NewSession;
 pub use transactions::NewTransaction;

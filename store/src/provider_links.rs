@@ -16,20 +16,7 @@ use super::{
     wallets::clear_default,
 };
 use crate::error::{Result, StoreError};
-use walletops_domain::{ChainFamily, LOCAL_CLIENT_TYPE, ProviderWallet, User};
-
-/// What a sync changed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SyncReport {
-    /// Wallets new to the service.
-    pub added: usize,
-    /// Wallets already known, brought up to date.
-    pub updated: usize,
-    /// Wallets the provider no longer lists, marked removed.
-    pub removed: usize,
-    /// Wallets listed whose address another WalletOps user holds: left alone.
-    pub conflicts: usize,
-}
+use walletops_domain::{ChainFamily, LOCAL_CLIENT_TYPE, ProviderWallet, SyncReport, User};
 
 /// Marks `user_id`'s provider wallets unlinked, inside `conn`'s transaction.
 async fn unlink_provider_wallets<C: ConnectionTrait>(conn: &C, user_id: Uuid) -> Result<()> {

@@ -451,7 +451,7 @@ fn print_wallet(w: &Wallet) {
     );
 }
 
-fn print_sync(user: &str, report: walletops_store::SyncReport) {
+fn print_sync(user: &str, report: walletops_domain::SyncReport) {
     println!(
         "Synced {user}: {} added, {} updated, {} removed{}",
         report.added,

@@ -7,8 +7,7 @@ use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, admin_service_server::AdminService};
 
 use super::convert;
-use crate::{Core, error::WalletOpsError};
-use walletops_domain::{ChainFamily, Custody};
+use crate::{Core, requests::keys};
 
 /// The gRPC face of `AdminService`.
 #[derive(Debug, Clone)]
@@ -31,7 +30,7 @@ impl AdminService for AdminApi {
     ) -> Result<Response<pb::CreateUserResponse>, Status> {
         self.core.admit_admin(request.metadata()).await?;
         let req = request.into_inner();
-        let scopes = convert::scopes("scopes", &req.scopes)?;
+        let scopes = keys::scopes("scopes", &req.scopes)?;
         let (user, key, secret) = self.core.create_user(&req.name, scopes).await?;
         Ok(Response::new(pb::CreateUserResponse {
             user: Some(convert::user(user)),
@@ -57,14 +56,7 @@ impl AdminService for AdminApi {
     ) -> Result<Response<pb::CreateWalletResponse>, Status> {
         self.core.admit_admin(request.metadata()).await?;
         let req = request.into_inner();
-        let family = req
-            .chain_type
-            .parse::<ChainFamily>()
-            .map_err(|e| WalletOpsError::invalid("chainType", e))?;
-        let custody = req
-            .custody
-            .parse::<Custody>()
-            .map_err(|e| WalletOpsError::invalid("custody", e))?;
+        let (family, custody) = keys::new_wallet(&req)?;
         let user = self.core.find_user(&req.user).await?;
         let make_default = req.make_default.unwrap_or(false);
         let wallet = self

@@ -5,11 +5,7 @@ use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, api_key_service_server::ApiKeyService};
 
 use super::convert;
-use crate::{
-    Core,
-    auth::{Expiration, Operation},
-    limits::{LimitText, RuleText},
-};
+use crate::{Core, auth::Operation, limits::LimitText, requests::keys};
 use walletops_domain::ApiKey;
 
 /// The gRPC face of `ApiKeyService`.
@@ -22,17 +18,6 @@ impl ApiKeyApi {
     /// The service over `core`.
     pub fn new(core: Core) -> Self {
         Self { core }
-    }
-}
-
-fn expiration(e: pb::KeyExpiration) -> Expiration {
-    match e {
-        pb::KeyExpiration::Unspecified | pb::KeyExpiration::Never => Expiration::Never,
-        pb::KeyExpiration::SevenDays => Expiration::Days7,
-        pb::KeyExpiration::ThirtyDays => Expiration::Days30,
-        pb::KeyExpiration::NinetyDays => Expiration::Days90,
-        pb::KeyExpiration::OneHundredEightyDays => Expiration::Days180,
-        pb::KeyExpiration::OneYear => Expiration::Year1,
     }
 }
 
@@ -62,7 +47,7 @@ impl ApiKeyService for ApiKeyApi {
             .admit(request.metadata(), Operation::AddPolicyRule)
             .await?;
         let req = request.into_inner();
-        let (chain, given) = Self::rule_text(req.rule.as_ref())?;
+        let (chain, given) = keys::rule_text(req.rule.as_ref())?;
         let chain = crate::requests::chain(&self.core.chains, chain)?;
         let rule = self
             .core
@@ -84,7 +69,7 @@ impl ApiKeyService for ApiKeyApi {
             .admit(request.metadata(), Operation::RemovePolicyRule)
             .await?;
         let req = request.into_inner();
-        let (chain, given) = Self::rule_text(req.rule.as_ref())?;
+        let (chain, given) = keys::rule_text(req.rule.as_ref())?;
         let chain = crate::requests::chain(&self.core.chains, chain)?;
         self.core
             .limits
@@ -105,24 +90,16 @@ impl ApiKeyService for ApiKeyApi {
             .admit(request.metadata(), Operation::CreateApiKey)
             .await?;
         let req = request.into_inner();
-        let lifetime = pb::KeyExpiration::try_from(req.expiration).map_err(|_| {
-            crate::WalletOpsError::invalid("expiration", "unknown expiration value")
-        })?;
+        let lifetime = keys::expiration(req.expiration)?;
         // Made with a key, none asked: the maker's own, which is all it may give.
         let scopes = match caller.key_id() {
             Some(_) if req.scopes.is_empty() => caller.scopes,
-            _ => convert::scopes("scopes", &req.scopes)?,
+            _ => keys::scopes("scopes", &req.scopes)?,
         };
         let (key, secret) = self
             .core
             .keys
-            .create(
-                caller.user_id,
-                &req.name,
-                expiration(lifetime),
-                scopes,
-                Some(&caller),
-            )
+            .create(caller.user_id, &req.name, lifetime, scopes, Some(&caller))
             .await?;
         tracing::info!(prefix = %key.prefix, scopes = %key.scopes, "API key created");
         Ok(Response::new(pb::CreateApiKeyResponse {
@@ -266,18 +243,5 @@ impl ApiKeyApi {
     ) -> crate::error::Result<pb::ApiKey> {
         let key = self.core.limits.owned(user_id, id_or_prefix).await?;
         self.described(key, Utc::now()).await
-    }
-
-    /// The rule of `rule`, as given over the API.
-    fn rule_text(rule: Option<&pb::PolicyRule>) -> crate::error::Result<(&str, RuleText<'_>)> {
-        let rule = rule.ok_or_else(|| crate::WalletOpsError::invalid("rule", "required"))?;
-        Ok((
-            rule.chain.as_str(),
-            RuleText {
-                kind: convert::rule_kind(rule.kind)?,
-                address: rule.address.as_deref(),
-                selector: rule.selector.as_deref(),
-            },
-        ))
     }
 }

@@ -107,21 +107,6 @@ pub(crate) fn policy_rule(rule: PolicyRule) -> pb::PolicyRule {
     }
 }
 
-/// The kind of a rule given over the API.
-pub(crate) fn rule_kind(kind: i32) -> crate::error::Result<RuleKind> {
-    match pb::PolicyRuleKind::try_from(kind) {
-        Ok(pb::PolicyRuleKind::Chain) => Ok(RuleKind::Chain),
-        Ok(pb::PolicyRuleKind::Recipient) => Ok(RuleKind::Recipient),
-        Ok(pb::PolicyRuleKind::Contract) => Ok(RuleKind::Contract),
-        Ok(pb::PolicyRuleKind::Spender) => Ok(RuleKind::Spender),
-        Ok(pb::PolicyRuleKind::Token) => Ok(RuleKind::Token),
-        _ => Err(crate::WalletOpsError::invalid(
-            "rule.kind",
-            "one of CHAIN, RECIPIENT, CONTRACT, SPENDER",
-        )),
-    }
-}
-
 /// `scopes` as proto enum values.
 pub(crate) fn scope_values(scopes: Scopes) -> Vec<i32> {
     scopes.iter().map(|s| i32::from(scope(s))).collect()
@@ -133,25 +118,6 @@ fn scope(s: Scope) -> pb::ApiKeyScope {
         Scope::Trade => pb::ApiKeyScope::Trade,
         Scope::Write => pb::ApiKeyScope::Write,
     }
-}
-
-/// The scopes a request asks for in `field`; none: all three.
-pub(crate) fn scopes(field: &str, requested: &[i32]) -> crate::error::Result<Scopes> {
-    let mut parsed = Vec::with_capacity(requested.len());
-    for value in requested {
-        parsed.push(match pb::ApiKeyScope::try_from(*value) {
-            Ok(pb::ApiKeyScope::Read) => Scope::Read,
-            Ok(pb::ApiKeyScope::Trade) => Scope::Trade,
-            Ok(pb::ApiKeyScope::Write) => Scope::Write,
-            Ok(pb::ApiKeyScope::Unspecified) | Err(_) => {
-                return Err(crate::WalletOpsError::invalid(
-                    field,
-                    "each scope is one of read, trade, write",
-                ));
-            }
-        });
-    }
-    Ok(Scopes::of(parsed).unwrap_or(Scopes::ALL))
 }
 
 /// A quote; its raw answer keeps its numbers as numbers where a double holds them.
@@ -285,7 +251,7 @@ pub(crate) fn user(u: User) -> pb::User {
     }
 }
 
-pub(crate) fn sync_report(r: walletops_store::SyncReport) -> pb::SyncReport {
+pub(crate) fn sync_report(r: walletops_domain::SyncReport) -> pb::SyncReport {
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     pb::SyncReport {
         added: count(r.added),

@@ -11,7 +11,10 @@ use crate::{
     requests::{
         BalancesRequest, ListWalletsRequest, QuoteRequest, TransactionRequest, WatchRequest,
     },
-    writes::Write,
+    writes::{
+        Write,
+        kinds::{ApproveWrite, CallWrite, SendWrite, SwapWrite},
+    },
 };
 
 /// The stream of `WatchTransactions`.
@@ -133,7 +136,10 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::SendRequest>,
     ) -> Result<Response<pb::SendResponse>, Status> {
         let (metadata, _, message) = request.into_parts();
-        let written = self.core.write(&metadata, Write::Send(message)).await?;
+        let written = self
+            .core
+            .write(&metadata, Write::of::<SendWrite>(message))
+            .await?;
         Ok(Response::new(pb::SendResponse {
             submission: Some(convert::written(written, &self.core.chains)),
         }))
@@ -144,7 +150,10 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::ApproveTokenRequest>,
     ) -> Result<Response<pb::ApproveTokenResponse>, Status> {
         let (metadata, _, message) = request.into_parts();
-        let written = self.core.write(&metadata, Write::Approve(message)).await?;
+        let written = self
+            .core
+            .write(&metadata, Write::of::<ApproveWrite>(message))
+            .await?;
         Ok(Response::new(pb::ApproveTokenResponse {
             submission: Some(convert::written(written, &self.core.chains)),
         }))
@@ -155,7 +164,10 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::CallContractRequest>,
     ) -> Result<Response<pb::CallContractResponse>, Status> {
         let (metadata, _, message) = request.into_parts();
-        let written = self.core.write(&metadata, Write::Call(message)).await?;
+        let written = self
+            .core
+            .write(&metadata, Write::of::<CallWrite>(message))
+            .await?;
         Ok(Response::new(pb::CallContractResponse {
             submission: Some(convert::written(written, &self.core.chains)),
         }))
@@ -181,7 +193,10 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::SwapRequest>,
     ) -> Result<Response<pb::SwapResponse>, Status> {
         let (metadata, _, message) = request.into_parts();
-        let written = self.core.write(&metadata, Write::Swap(message)).await?;
+        let written = self
+            .core
+            .write(&metadata, Write::of::<SwapWrite>(message))
+            .await?;
         Ok(Response::new(pb::SwapResponse {
             submission: Some(convert::written(written, &self.core.chains)),
         }))
@@ -194,10 +209,10 @@ impl WalletOpsService for WalletOpsApi {
         use pb::simulate_write_request::Write as Asked;
         let (metadata, _, message) = request.into_parts();
         let write = match message.write {
-            Some(Asked::Send(m)) => Write::Send(m),
-            Some(Asked::ApproveToken(m)) => Write::Approve(m),
-            Some(Asked::CallContract(m)) => Write::Call(m),
-            Some(Asked::Swap(m)) => Write::Swap(m),
+            Some(Asked::Send(m)) => Write::of::<SendWrite>(m),
+            Some(Asked::ApproveToken(m)) => Write::of::<ApproveWrite>(m),
+            Some(Asked::CallContract(m)) => Write::of::<CallWrite>(m),
+            Some(Asked::Swap(m)) => Write::of::<SwapWrite>(m),
             None => {
                 // Admitted first, as every call is, before its fields are looked at.
                 self.core.admit(&metadata, Operation::SimulateWrite).await?;

@@ -2,7 +2,6 @@
 
 use prost::Message;
 use sha2::{Digest, Sha256};
-use walletops_proto::v1 as pb;
 
 /// A write request as its idempotency key stands for it: what the handlers read the same is
 /// the same request. An empty optional field counts as absent (a gRPC client that sets every
@@ -28,60 +27,14 @@ pub fn request_hash(path: &str, canonical: &[u8]) -> String {
 }
 
 /// `v`, or nothing when it is empty.
-fn absent_if_empty(v: &Option<String>) -> Option<String> {
+pub fn absent_if_empty(v: &Option<String>) -> Option<String> {
     v.clone().filter(|s| !s.is_empty())
-}
-
-impl Canonical for pb::SendRequest {
-    fn canonical(&self) -> Self {
-        Self {
-            from: absent_if_empty(&self.from),
-            token: absent_if_empty(&self.token),
-            ..self.clone()
-        }
-    }
-}
-
-impl Canonical for pb::ApproveTokenRequest {
-    fn canonical(&self) -> Self {
-        Self {
-            from: absent_if_empty(&self.from),
-            ..self.clone()
-        }
-    }
-}
-
-impl Canonical for pb::CallContractRequest {
-    fn canonical(&self) -> Self {
-        Self {
-            from: absent_if_empty(&self.from),
-            value: absent_if_empty(&self.value),
-            data: absent_if_empty(&self.data),
-            function: absent_if_empty(&self.function),
-            args: self.args.clone().filter(|l| !l.values.is_empty()),
-            ..self.clone()
-        }
-    }
-}
-
-impl Canonical for pb::SwapRequest {
-    fn canonical(&self) -> Self {
-        Self {
-            from: absent_if_empty(&self.from),
-            protocols: absent_if_empty(&self.protocols),
-            exclude_protocols: absent_if_empty(&self.exclude_protocols),
-            quote_id: absent_if_empty(&self.quote_id),
-            min_dst_amount: absent_if_empty(&self.min_dst_amount),
-            // Absent and false build the same swap.
-            include_gas: self.include_gas.filter(|on| *on),
-            ..self.clone()
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use walletops_proto::v1 as pb;
 
     #[test]
     fn hashes_bind_path_and_body() {

@@ -35,7 +35,7 @@ use std::str::FromStr;
 
 use uuid::Uuid;
 
-pub use canonical::{Canonical, request_hash};
+pub use canonical::{Canonical, absent_if_empty, request_hash};
 pub use claims::{Idempotency, Ticket};
 pub use frame::{Answer, Keyed};
 pub(crate) use frame::{claimed_elsewhere, note_claimed};

@@ -6,6 +6,7 @@
 mod approvals;
 pub mod calldata;
 pub mod deposits;
+pub mod keys;
 pub mod payouts;
 mod reads;
 mod trade;
@@ -20,7 +21,7 @@ pub use approvals::{
 pub use reads::{BalancesRequest, ListTransactionsRequest, ListWalletsRequest, TransactionRequest};
 pub use trade::{QuoteRequest, SwapRequest, TradePair};
 pub use webhooks::webhook_id;
-pub use writes::{ApproveRequest, CallRequest, SendRequest, Transfer, WriteRequest};
+pub use writes::{ApproveRequest, CallRequest, SendRequest, Transfer};
 
 use crate::{
     chains::{Chain, Registry},

@@ -5,7 +5,7 @@ use walletops_proto::v1 as pb;
 
 use solana_pubkey::Pubkey;
 
-use super::{SendRequest, Transfer, WriteRequest, non_empty};
+use super::{SendRequest, Transfer, non_empty};
 use crate::{
     chains::{Chain, Registry},
     error::{FieldViolation, Result, Violations, WalletOpsError},
@@ -138,15 +138,6 @@ impl PackRequest {
             mint,
             legs,
         })
-    }
-}
-
-impl WriteRequest for PackRequest {
-    fn chain(&self) -> &Chain {
-        &self.chain
-    }
-    fn from(&self) -> Option<&WalletAddress> {
-        self.from.as_ref()
     }
 }
 

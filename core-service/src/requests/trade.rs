@@ -4,7 +4,7 @@
 use alloy::primitives::Address;
 use walletops_proto::v1 as pb;
 
-use super::{WriteRequest, chain, non_empty, optional_address};
+use super::{chain, non_empty, optional_address};
 use crate::{
     chains::{Chain, Registry},
     error::{Result, Violations, WalletOpsError},
@@ -249,15 +249,6 @@ impl SwapRequest {
                 (p.output_mint != WRAPPED_SOL_MINT).then_some(WalletAddress::Solana(p.output_mint))
             }
         }
-    }
-}
-
-impl WriteRequest for SwapRequest {
-    fn chain(&self) -> &Chain {
-        &self.trade.chain
-    }
-    fn from(&self) -> Option<&WalletAddress> {
-        self.trade.from.as_ref()
     }
 }
 

@@ -13,15 +13,6 @@ use walletops_domain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
 
 use super::calldata;
 
-/// A parsed write: its chain and the wallet it names (`None`: the caller's default for the
-/// chain's family), which the write preamble resolves.
-pub trait WriteRequest {
-    /// The chain written to.
-    fn chain(&self) -> &Chain;
-    /// The wallet named in `from`.
-    fn from(&self) -> Option<&WalletAddress>;
-}
-
 /// What a send moves, typed for its chain's family.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transfer {
@@ -242,32 +233,5 @@ impl CallRequest {
             function: req.function.clone(),
         });
         v.conclude(built)
-    }
-}
-
-impl WriteRequest for SendRequest {
-    fn chain(&self) -> &Chain {
-        &self.chain
-    }
-    fn from(&self) -> Option<&WalletAddress> {
-        self.from.as_ref()
-    }
-}
-
-impl WriteRequest for ApproveRequest {
-    fn chain(&self) -> &Chain {
-        &self.chain
-    }
-    fn from(&self) -> Option<&WalletAddress> {
-        self.from.as_ref()
-    }
-}
-
-impl WriteRequest for CallRequest {
-    fn chain(&self) -> &Chain {
-        &self.chain
-    }
-    fn from(&self) -> Option<&WalletAddress> {
-        self.from.as_ref()
     }
 }

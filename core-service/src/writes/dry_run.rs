@@ -32,10 +32,8 @@ impl Core {
     /// before its verdict (a bad field, a revert, a shortfall) is this one's too.
     pub async fn simulate_write(&self, metadata: &MetadataMap, write: Write) -> Result<DryRun> {
         let caller = self.admit(metadata, Operation::SimulateWrite).await?;
-        // A swap's dry run asks the aggregator as a quote does: a `read` key reaches the
-        // aggregators no more through it than through `POST /trade/quote`.
-        if matches!(write, Write::Swap(_)) {
-            caller.require(Operation::GetQuote.scope())?;
+        if let Some(needs) = write.dry_run_needs() {
+            caller.require(needs.scope())?;
         }
         let parsed = self.parse(&caller, &write, None).await?;
         let prepared = self.build(&caller, &parsed).await?;

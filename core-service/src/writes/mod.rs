@@ -22,46 +22,27 @@
 
 pub mod approved;
 mod dry_run;
+pub mod kinds;
 mod parsed;
 mod payout_checks;
 mod payouts;
 
 pub use dry_run::DryRun;
+pub use kinds::Write;
 
-use prost::Message;
 use tonic::metadata::MetadataMap;
-use walletops_proto::v1 as pb;
 
 use crate::{
     Core,
     approvals::ToHold,
     auth::Caller,
-    auth::Operation,
     effects::Foreseen,
     error::{Result, WalletOpsError},
-    idempotency::{Answer, Canonical, IdempotencyKey, Keyed, Ticket},
+    idempotency::{Answer, IdempotencyKey, Keyed, Ticket},
     policy::Verdict,
 };
 use parsed::Parsed;
 use walletops_domain::{Approval, Spend, Submission, WalletAddress};
-
-/// A write request as received: what a held write stores and runs again once approved.
-#[derive(Debug, Clone)]
-pub enum Write {
-    /// `POST /send`.
-    Send(pb::SendRequest),
-    /// `POST /token/approve`.
-    Approve(pb::ApproveTokenRequest),
-    /// `POST /contracts/send`.
-    Call(pb::CallContractRequest),
-    /// `POST /trade/swap`.
-    Swap(pb::SwapRequest),
-    /// Payout items of one asset paid in one Solana transaction (`PackRequest`).
-    Pack(pb::CreatePayoutRequest),
-}
-
-/// The path a pack of payout items is kept under.
-const PACK_PATH: &str = "/payouts/pack";
 
 /// What a write answers.
 #[derive(Debug, Clone)]
@@ -79,89 +60,6 @@ enum Gate<'a> {
     Thresholds,
     /// A write a person approved, seeing this: it may do no more than that.
     Approved(&'a Approval),
-}
-
-impl Write {
-    /// The operation it is, for the scope it needs.
-    pub fn operation(&self) -> Operation {
-        match self {
-            Self::Send(_) | Self::Pack(_) => Operation::Send,
-            Self::Approve(_) => Operation::ApproveToken,
-            Self::Call(_) => Operation::CallContract,
-            Self::Swap(_) => Operation::Swap,
-        }
-    }
-
-    /// The endpoint's path, under which its idempotency key is kept.
-    pub fn path(&self) -> &'static str {
-        match self {
-            Self::Send(_) => "/send",
-            Self::Approve(_) => "/token/approve",
-            Self::Call(_) => "/contracts/send",
-            Self::Swap(_) => "/trade/swap",
-            Self::Pack(_) => PACK_PATH,
-        }
-    }
-
-    /// The request's canonical encoding (`Canonical`).
-    fn canonical_bytes(&self) -> Vec<u8> {
-        match self {
-            Self::Send(m) => m.canonical_bytes(),
-            Self::Approve(m) => m.canonical_bytes(),
-            Self::Call(m) => m.canonical_bytes(),
-            Self::Swap(m) => m.canonical_bytes(),
-            Self::Pack(m) => m.canonical_bytes(),
-        }
-    }
-
-    /// The write stored as `bytes` for endpoint `path`.
-    pub(crate) fn decode(path: &str, bytes: &[u8]) -> Result<Self> {
-        let bad = |e: prost::DecodeError| {
-            WalletOpsError::Internal(anyhow::anyhow!(
-                "a held {path} request does not decode: {e}"
-            ))
-        };
-        Ok(match path {
-            "/send" => Self::Send(pb::SendRequest::decode(bytes).map_err(bad)?),
-            "/token/approve" => Self::Approve(pb::ApproveTokenRequest::decode(bytes).map_err(bad)?),
-            "/contracts/send" => Self::Call(pb::CallContractRequest::decode(bytes).map_err(bad)?),
-            "/trade/swap" => Self::Swap(pb::SwapRequest::decode(bytes).map_err(bad)?),
-            PACK_PATH => Self::Pack(pb::CreatePayoutRequest::decode(bytes).map_err(bad)?),
-            other => {
-                return Err(WalletOpsError::Internal(anyhow::anyhow!(
-                    "a held write has an unknown path {other}"
-                )));
-            }
-        })
-    }
-
-    /// What the write does, in a sentence for the person who decides on it.
-    fn summary(&self, spend: &Spend, from: &WalletAddress) -> String {
-        let (amount, asset, chain) = (spend.amount, &spend.asset, &spend.chain);
-        match self {
-            Self::Send(m) => format!("send {amount} {asset} from {from} to {} on {chain}", m.to),
-            Self::Approve(m) => format!(
-                "allow {} to spend {amount} of {asset} from {from} on {chain}",
-                m.spender
-            ),
-            Self::Call(m) => format!(
-                "call {}{} with {amount} {asset} from {from} on {chain}",
-                m.to,
-                m.function
-                    .as_deref()
-                    .map(|f| format!(" ({f})"))
-                    .unwrap_or_default()
-            ),
-            Self::Swap(m) => format!(
-                "swap {amount} {asset} for {} from {from} on {chain}",
-                m.to_token
-            ),
-            Self::Pack(m) => format!(
-                "pay {} recipients {amount} {asset} in all from {from} on {chain}",
-                m.items.len()
-            ),
-        }
-    }
 }
 
 impl Core {

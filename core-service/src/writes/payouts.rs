@@ -21,7 +21,10 @@ use tonic::metadata::MetadataMap;
 use uuid::Uuid;
 use walletops_proto::v1 as pb;
 
-use super::{Gate, Write, Written};
+use super::{
+    Gate, Write, Written,
+    kinds::{PackWrite, SendWrite},
+};
 use crate::{
     Core,
     auth::{Caller, Credential, Operation},
@@ -291,7 +294,7 @@ impl Core {
         };
         let write = if let Some(pack) = first.pack {
             debug_assert_eq!(pack, first.index, "a pack is named by its first item");
-            Write::Pack(pb::CreatePayoutRequest {
+            Write::of::<PackWrite>(pb::CreatePayoutRequest {
                 chain: payout.chain.clone(),
                 from: Some(payout.from.clone()),
                 items: unit
@@ -307,7 +310,7 @@ impl Core {
                 validate_only: false,
             })
         } else {
-            Write::Send(pb::SendRequest {
+            Write::of::<SendWrite>(pb::SendRequest {
                 chain: payout.chain.clone(),
                 from: Some(payout.from.clone()),
                 to: first.to.clone(),
