@@ -72,138 +72,7 @@ pub(super) async fn step(
     let mut scanned_to = start.checked_sub(1);
     if start <= head {
         let upto = head.min(start + BLOCKS_PER_STEP - 1);
-        let wallets: HashMap<Address, Wallet> = scan
-            .store
-            .wallets_of_family(ChainFamily::Evm)
-            .await?
-            .into_iter()
-            .filter_map(|w| Some((w.address.evm()?, w)))
-            .collect();
-        let blocks: Vec<ScannedBlock> = futures::stream::iter(start..=upto)
-            .map(|n| {
-                let client = client.clone();
-                async move {
-                    client.scanned_block(n).await?.ok_or_else(|| {
-                        WalletOpsError::ProviderRpcError(format!(
-                            "block {n} is not on the node's chain now"
-                        ))
-                    })
-                }
-            })
-            .buffered(BLOCKS_IN_FLIGHT)
-            .try_collect()
-            .await?;
-        let hashes: HashMap<u64, B256> = blocks.iter().map(|b| (b.number, b.hash)).collect();
-        // Value sent to a wallet counts only if its transaction succeeded: receipts are read
-        // for those alone, several at once.
-        let candidates: Vec<Credit> = blocks
-            .iter()
-            .flat_map(|block| {
-                block
-                    .value_transfers
-                    .iter()
-                    .filter(|(_, _, to, _)| wallets.contains_key(to))
-                    .map(|&(tx, from, to, amount)| Credit {
-                        tx,
-                        asset: NATIVE_ASSET.to_owned(),
-                        from,
-                        to,
-                        amount,
-                        block: block.number,
-                        block_hash: block.hash,
-                    })
-            })
-            .collect();
-        let mut credits: Vec<Credit> = futures::stream::iter(candidates)
-            .map(|c| {
-                let client = client.clone();
-                async move {
-                    Ok::<_, WalletOpsError>(
-                        (client.succeeded(c.tx).await? == Some(true)).then_some(c),
-                    )
-                }
-            })
-            .buffered(BLOCKS_IN_FLIGHT)
-            .try_filter_map(|c| async move { Ok(c) })
-            .try_collect()
-            .await?;
-        if traces_read(scan, chain, &client, upto).await? {
-            for block in &blocks {
-                for (tx, from, to, value) in client.internal_transfers(block.number).await? {
-                    if wallets.contains_key(&to) {
-                        credits.push(Credit {
-                            tx,
-                            asset: NATIVE_ASSET.to_owned(),
-                            from,
-                            to,
-                            amount: value,
-                            block: block.number,
-                            block_hash: block.hash,
-                        });
-                    }
-                }
-            }
-        }
-        let addresses: Vec<Address> = wallets.keys().copied().collect();
-        let mut logs = Vec::new();
-        for some in addresses.chunks(ADDRESSES_PER_FILTER) {
-            logs.extend(client.transfer_logs((start, upto), some).await?);
-        }
-        logs.sort_by_key(|l| (l.block, l.log_index));
-        for log in logs {
-            if hashes.get(&log.block) != Some(&log.block_hash) {
-                return Err(WalletOpsError::ProviderRpcError(format!(
-                    "block {} changed while it was scanned",
-                    log.block
-                )));
-            }
-            credits.push(Credit {
-                tx: log.tx_hash,
-                asset: format!("{:#x}", log.token),
-                from: log.from,
-                to: log.to,
-                amount: log.value,
-                block: log.block,
-                block_hash: log.block_hash,
-            });
-        }
-        let mut ranks: HashMap<(B256, String, Address), u32> = HashMap::new();
-        let now = Utc::now();
-        let deposits = credits
-            .into_iter()
-            .filter_map(|c| {
-                let wallet = wallets.get(&c.to)?;
-                let rank = ranks.entry((c.tx, c.asset.clone(), c.to)).or_default();
-                let found = Found {
-                    chain,
-                    wallet,
-                    tx: format!("{:#x}", c.tx),
-                    asset: c.asset,
-                    amount: c.amount,
-                    from: Some(c.from.to_checksum(None)),
-                    block: c.block,
-                    block_hash: Some(format!("{:#x}", c.block_hash)),
-                    rank: *rank,
-                };
-                *rank += 1;
-                Some(found.deposit(now))
-            })
-            .collect();
-        let step = ScanStep {
-            deposits,
-            blocks: blocks
-                .iter()
-                .map(|b| (b.number, format!("{:#x}", b.hash)))
-                .collect(),
-            next_block: Some(upto + 1),
-            forget_below: Some((upto + 1).saturating_sub(KEEP_BLOCKS)),
-            signatures: Vec::new(),
-        };
-        if !scan
-            .store
-            .record_scan(chain.slug(), scan.owner, step)
-            .await?
-        {
+        if !scan_blocks(scan, chain, &client, (start, upto)).await? {
             return Ok(());
         }
         scanned_to = Some(upto);
@@ -216,6 +85,153 @@ pub(super) async fn step(
             .await?;
     }
     Ok(())
+}
+
+/// Reads blocks `start..=upto` of `chain` and commits their deposits, their hashes and the
+/// cursor past them (steps 2 and 3); `false` when another core took the scan meanwhile.
+async fn scan_blocks(
+    scan: &Scan,
+    chain: &Chain,
+    client: &EvmClient,
+    (start, upto): (u64, u64),
+) -> Result<bool, WalletOpsError> {
+    let wallets: HashMap<Address, Wallet> = scan
+        .store
+        .wallets_of_family(ChainFamily::Evm)
+        .await?
+        .into_iter()
+        .filter_map(|w| Some((w.address.evm()?, w)))
+        .collect();
+    let blocks: Vec<ScannedBlock> = futures::stream::iter(start..=upto)
+        .map(|n| async move {
+            client.scanned_block(n).await?.ok_or_else(|| {
+                WalletOpsError::ProviderRpcError(format!(
+                    "block {n} is not on the node's chain now"
+                ))
+            })
+        })
+        .buffered(BLOCKS_IN_FLIGHT)
+        .try_collect()
+        .await?;
+    let mut credits = native_credits(client, &blocks, &wallets).await?;
+    if traces_read(scan, chain, client, upto).await? {
+        for block in &blocks {
+            for (tx, from, to, amount) in client.internal_transfers(block.number).await? {
+                if wallets.contains_key(&to) {
+                    credits.push(Credit::native(block, (tx, from, to, amount)));
+                }
+            }
+        }
+    }
+    credits.extend(token_credits(client, &blocks, &wallets, (start, upto)).await?);
+    let step = ScanStep {
+        deposits: found(chain, &wallets, credits),
+        blocks: blocks
+            .iter()
+            .map(|b| (b.number, format!("{:#x}", b.hash)))
+            .collect(),
+        next_block: Some(upto + 1),
+        forget_below: Some((upto + 1).saturating_sub(KEEP_BLOCKS)),
+        signatures: Vec::new(),
+    };
+    Ok(scan
+        .store
+        .record_scan(chain.slug(), scan.owner, step)
+        .await?)
+}
+
+/// The coin `blocks`' transactions sent to `wallets`. Value sent to a wallet counts only if
+/// its transaction succeeded: receipts are read for those alone, several at once.
+async fn native_credits(
+    client: &EvmClient,
+    blocks: &[ScannedBlock],
+    wallets: &HashMap<Address, Wallet>,
+) -> Result<Vec<Credit>, WalletOpsError> {
+    let candidates: Vec<Credit> = blocks
+        .iter()
+        .flat_map(|block| {
+            block
+                .value_transfers
+                .iter()
+                .filter(|(_, _, to, _)| wallets.contains_key(to))
+                .map(|&moved| Credit::native(block, moved))
+        })
+        .collect();
+    futures::stream::iter(candidates)
+        .map(|c| async move {
+            Ok::<_, WalletOpsError>((client.succeeded(c.tx).await? == Some(true)).then_some(c))
+        })
+        .buffered(BLOCKS_IN_FLIGHT)
+        .try_filter_map(|c| async move { Ok(c) })
+        .try_collect()
+        .await
+}
+
+/// The `Transfer` logs of blocks `start..=upto` to `wallets`, in chain order; a log whose
+/// block hash is not that of the block read fails the step (the chain moved under it).
+async fn token_credits(
+    client: &EvmClient,
+    blocks: &[ScannedBlock],
+    wallets: &HashMap<Address, Wallet>,
+    (start, upto): (u64, u64),
+) -> Result<Vec<Credit>, WalletOpsError> {
+    let hashes: HashMap<u64, B256> = blocks.iter().map(|b| (b.number, b.hash)).collect();
+    let addresses: Vec<Address> = wallets.keys().copied().collect();
+    let mut logs = Vec::new();
+    for some in addresses.chunks(ADDRESSES_PER_FILTER) {
+        logs.extend(client.transfer_logs((start, upto), some).await?);
+    }
+    logs.sort_by_key(|l| (l.block, l.log_index));
+    logs.into_iter()
+        .map(|log| {
+            if hashes.get(&log.block) != Some(&log.block_hash) {
+                return Err(WalletOpsError::ProviderRpcError(format!(
+                    "block {} changed while it was scanned",
+                    log.block
+                )));
+            }
+            Ok(Credit {
+                tx: log.tx_hash,
+                asset: format!("{:#x}", log.token),
+                from: log.from,
+                to: log.to,
+                amount: log.value,
+                block: log.block,
+                block_hash: log.block_hash,
+            })
+        })
+        .collect()
+}
+
+/// `credits` to `wallets` as deposits, each ranked among its transaction's credits of the
+/// same asset to the same wallet.
+fn found(
+    chain: &Chain,
+    wallets: &HashMap<Address, Wallet>,
+    credits: Vec<Credit>,
+) -> Vec<walletops_domain::Deposit> {
+    let mut ranks: HashMap<(B256, String, Address), u32> = HashMap::new();
+    let now = Utc::now();
+    credits
+        .into_iter()
+        .filter_map(|c| {
+            let wallet = wallets.get(&c.to)?;
+            let rank = ranks.entry((c.tx, c.asset.clone(), c.to)).or_default();
+            let found = Found {
+                chain,
+                wallet,
+                tx: format!("{:#x}", c.tx),
+                asset: c.asset,
+                amount: c.amount,
+                from: Some(c.from.to_checksum(None)),
+                block: c.block,
+                block_hash: Some(format!("{:#x}", c.block_hash)),
+                rank: *rank,
+            };
+            *rank += 1;
+            Some(found.deposit(now))
+        })
+        .collect()
 }
 
 /// Whether `chain`'s scan reads traces: as its settings say, or, left to the node, whether it
@@ -282,6 +298,24 @@ struct Credit {
     amount: U256,
     block: u64,
     block_hash: B256,
+}
+
+impl Credit {
+    /// The coin `(tx, from, to, amount)` moved in `block`.
+    fn native(
+        block: &ScannedBlock,
+        (tx, from, to, amount): (B256, Address, Address, U256),
+    ) -> Self {
+        Self {
+            tx,
+            asset: NATIVE_ASSET.to_owned(),
+            from,
+            to,
+            amount,
+            block: block.number,
+            block_hash: block.hash,
+        }
+    }
 }
 
 /// Where the node's chain and the kept blocks below `start` part: the first block to scan

@@ -5,13 +5,19 @@
 //! amounts its accounts gained, per mint, are its deposits. Pending deposits in finalized
 //! slots are confirmed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::Utc;
 use solana_pubkey::Pubkey;
 
 use super::{Found, scanner::Scan};
-use crate::{chains::Chain, error::WalletOpsError};
+use crate::{
+    chains::{
+        Chain,
+        solana::{BalanceChanges, SolanaClient},
+    },
+    error::WalletOpsError,
+};
 use alloy::primitives::U256;
 use walletops_domain::{ChainFamily, NATIVE_ASSET, Wallet};
 use walletops_store::ScanStep;
@@ -35,29 +41,10 @@ pub(super) async fn step(scan: &Scan, chain: &Chain) -> Result<(), WalletOpsErro
         .into_iter()
         .filter_map(|w| Some((w.address.solana()?, w)))
         .collect();
-    let seen = scan.store.deposit_signatures(chain.slug()).await?;
-    let mut addresses = Vec::new();
-    for owner in wallets.keys() {
-        addresses.push(*owner);
-        addresses.extend(client.token_accounts_owned_by(owner).await?);
-    }
-    let mut newest = Vec::new();
-    let mut signatures: BTreeMap<(u64, String), ()> = BTreeMap::new();
-    for address in addresses {
-        let key = address.to_string();
-        let until = seen.get(&key).map(String::as_str);
-        let limit = if until.is_some() { AT_ONCE } else { FIRST_LOOK };
-        let found = client.signatures_for(&address, until, limit).await?;
-        if let Some(first) = found.first() {
-            newest.push((key, first.signature.clone()));
-        }
-        for s in found.into_iter().filter(|s| !s.failed) {
-            signatures.insert((s.slot, s.signature), ());
-        }
-    }
+    let (newest, signatures) = new_signatures(scan, chain, &client, &wallets).await?;
     let now = Utc::now();
     let mut deposits = Vec::new();
-    for (slot, signature) in signatures.into_keys() {
+    for (slot, signature) in signatures {
         // A transaction its address lists but the node cannot give yet: the step is made
         // again, from the same cursors.
         let changes = client.balance_changes(&signature).await?.ok_or_else(|| {
@@ -66,7 +53,7 @@ pub(super) async fn step(scan: &Scan, chain: &Chain) -> Result<(), WalletOpsErro
         if changes.failed {
             continue;
         }
-        let mut credit = |wallet: &Wallet, asset: String, amount: i128, from: Option<Pubkey>| {
+        for (wallet, asset, amount, from) in credits(&changes, &wallets) {
             let found = Found {
                 chain,
                 wallet,
@@ -79,22 +66,6 @@ pub(super) async fn step(scan: &Scan, chain: &Chain) -> Result<(), WalletOpsErro
                 rank: 0,
             };
             deposits.push(found.deposit(now));
-        };
-        for (account, delta) in &changes.lamports {
-            if let Some(wallet) = wallets.get(account).filter(|_| *delta > 0) {
-                let from = changes.fee_payer.filter(|p| p != account);
-                credit(wallet, NATIVE_ASSET.to_owned(), *delta, from);
-            }
-        }
-        for ((owner, mint), delta) in &changes.tokens {
-            if let Some(wallet) = wallets.get(owner).filter(|_| *delta > 0) {
-                let from = changes
-                    .tokens
-                    .iter()
-                    .find(|((_, m), d)| m == mint && **d < 0)
-                    .map(|((o, _), _)| *o);
-                credit(wallet, mint.to_string(), *delta, from);
-            }
         }
     }
     let step = ScanStep {
@@ -114,4 +85,61 @@ pub(super) async fn step(scan: &Scan, chain: &Chain) -> Result<(), WalletOpsErro
         .confirm_deposits(chain.slug(), Some(finalized), None)
         .await?;
     Ok(())
+}
+
+/// The successful transactions listed for `wallets` and their token accounts since each
+/// address's cursor, by slot, and each address's newest signature (its next cursor).
+async fn new_signatures(
+    scan: &Scan,
+    chain: &Chain,
+    client: &SolanaClient,
+    wallets: &HashMap<Pubkey, Wallet>,
+) -> Result<(Vec<(String, String)>, Vec<(u64, String)>), WalletOpsError> {
+    let seen = scan.store.deposit_signatures(chain.slug()).await?;
+    let mut addresses = Vec::new();
+    for owner in wallets.keys() {
+        addresses.push(*owner);
+        addresses.extend(client.token_accounts_owned_by(owner).await?);
+    }
+    let mut newest = Vec::new();
+    let mut signatures = BTreeSet::new();
+    for address in addresses {
+        let key = address.to_string();
+        let until = seen.get(&key).map(String::as_str);
+        let limit = if until.is_some() { AT_ONCE } else { FIRST_LOOK };
+        let found = client.signatures_for(&address, until, limit).await?;
+        if let Some(first) = found.first() {
+            newest.push((key, first.signature.clone()));
+        }
+        for s in found.into_iter().filter(|s| !s.failed) {
+            signatures.insert((s.slot, s.signature));
+        }
+    }
+    Ok((newest, signatures.into_iter().collect()))
+}
+
+/// What `changes` credited to `wallets`: each wallet, asset, amount and the likely sender
+/// (the fee payer for coin; for a token, an account of the mint whose balance fell).
+fn credits<'w>(
+    changes: &BalanceChanges,
+    wallets: &'w HashMap<Pubkey, Wallet>,
+) -> Vec<(&'w Wallet, String, i128, Option<Pubkey>)> {
+    let mut credits = Vec::new();
+    for (account, delta) in &changes.lamports {
+        if let Some(wallet) = wallets.get(account).filter(|_| *delta > 0) {
+            let from = changes.fee_payer.filter(|p| p != account);
+            credits.push((wallet, NATIVE_ASSET.to_owned(), *delta, from));
+        }
+    }
+    for ((owner, mint), delta) in &changes.tokens {
+        if let Some(wallet) = wallets.get(owner).filter(|_| *delta > 0) {
+            let from = changes
+                .tokens
+                .iter()
+                .find(|((_, m), d)| m == mint && **d < 0)
+                .map(|((o, _), _)| *o);
+            credits.push((wallet, mint.to_string(), *delta, from));
+        }
+    }
+    credits
 }

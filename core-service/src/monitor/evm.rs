@@ -2,7 +2,7 @@
 //! again when the node lost it, re-sign it when its nonce was taken, replace it with higher
 //! fees when stuck, fill a gap below it, and end it when it is refused for good.
 
-use alloy::primitives::B256;
+use alloy::primitives::{Address, B256};
 use chrono::Utc;
 use uuid::Uuid;
 
@@ -12,11 +12,16 @@ use super::{
 };
 use crate::effects::evm::{self, Log};
 use crate::{
-    chains::evm::{BroadcastOutcome, Fees, Rejection},
+    chains::{
+        Chain,
+        evm::{BroadcastOutcome, EvmClient, Fees, Rejection},
+    },
     error::{Result, WalletOpsError},
     recovery::evm::{Ending, decode_payload, sender},
 };
-use walletops_domain::{ChainFamily, Effects, OpenTransaction, TxHash, TxKind, TxStatus};
+use walletops_domain::{
+    ChainFamily, DelegatedWallet, Effects, OpenTransaction, TxHash, TxKind, TxStatus,
+};
 
 /// The final state a mined transaction's `receipt` gives its record.
 pub(super) fn outcome_of(
@@ -129,23 +134,12 @@ impl Monitor {
             return Ok(None);
         };
         if !unmoved {
-            // Read after the receipts, so the usual case (mined) costs one call. Ours may have
-            // been mined since: `resign_with_new_nonce` re-signs only when the node holds none
-            // of the record's hashes.
-            let mined = client.mined_nonce(from, 1).await?;
-            if mined > nonce {
-                // A filler is never signed again (only found unneeded, and the record it fills
-                // settled): it needs no key.
-                if open.kind == TxKind::NonceFill {
-                    self.resign_and_send(&chain, None, &client, &open, "seen on chain")
-                        .await?;
-                } else if let Some(wallet) = self.signable(&open).await {
-                    self.resign_and_send(&chain, Some(&wallet), &client, &open, "seen on chain")
-                        .await?;
-                }
+            if self
+                .nonce_taken(&chain, &client, &open, from, nonce)
+                .await?
+            {
                 return Ok(None);
             }
-            self.taken.clear(id);
             if let Some(head) = head {
                 self.unmined.found_at(id, head);
             }
@@ -167,67 +161,7 @@ impl Monitor {
             if sent_before {
                 self.resent.add(id);
             }
-            let mut retaken = false;
-            match client.broadcast(&open.signed_payload).await {
-                BroadcastOutcome::Accepted if sent_before => {
-                    // The stuck time still runs from the first send: a node that keeps
-                    // losing a transaction (a pool evicting it for its price) gets it again,
-                    // and it is replaced with a higher fee in time all the same, below.
-                    tracing::info!(%id, "rebroadcast a transaction the node had lost");
-                    retaken = true;
-                }
-                BroadcastOutcome::Accepted => self.sent(id).await?,
-                BroadcastOutcome::Unknown(why) => {
-                    tracing::warn!(%id, %why, "no verdict from the node; will send again");
-                    self.no_verdict(&open, open.created_at).await?;
-                    // A node that refuses a nonce ahead of its own ("nonce too high") never
-                    // takes a record above a gap: the gap is filled once it is stuck.
-                    if Utc::now() - open.created_at >= stuck_after
-                        && let Some(wallet) = self.signable(&open).await
-                    {
-                        self.gap_filled_below(&chain, &wallet, &client, &open, from, nonce)
-                            .await?;
-                    }
-                }
-                BroadcastOutcome::Rejected(rejection) => {
-                    let Some(wallet) = self.signable(&open).await else {
-                        return Ok(None);
-                    };
-                    match rejection {
-                        Rejection::NonceTooLow(why) => {
-                            self.resign_and_send(&chain, Some(&wallet), &client, &open, &why)
-                                .await?;
-                        }
-                        // Raised at once, then at most once a stuck time: another transaction
-                        // at the nonce (the wallet's owner's, say) is not outbid sweep after
-                        // sweep up to the cap.
-                        Rejection::Underpriced(why) if !self.raised.due(id, stuck_after) => {
-                            self.note_once(
-                                &open,
-                                format!(
-                                    "the node refused it as underpriced ({why}); the fee is raised again {} s after the last raise",
-                                    self.config.stuck_after_secs
-                                ),
-                            )
-                            .await?;
-                        }
-                        Rejection::Underpriced(_) => {
-                            self.replace(&wallet, &open, &client).await?;
-                        }
-                        Rejection::InsufficientFunds(why) => {
-                            let refusal = Refusal::Unaffordable(&why);
-                            self.refused(&chain, &wallet, &client, &open, refusal)
-                                .await?;
-                        }
-                        Rejection::Other(why) => {
-                            let refusal = Refusal::Other(&why);
-                            self.refused(&chain, &wallet, &client, &open, refusal)
-                                .await?;
-                        }
-                    }
-                }
-            }
-            if !retaken {
+            if !self.send_again(&chain, &client, &open, from, nonce).await? {
                 return Ok(None);
             }
         }
@@ -247,6 +181,116 @@ impl Monitor {
             }
         }
         Ok(None)
+    }
+
+    /// Whether `open`'s nonce was used on chain (read after the receipts, so the usual case,
+    /// mined, costs one call): if so, it is signed again at a new nonce. Ours may have been
+    /// mined since: `resign_with_new_nonce` re-signs only when the node holds none of the
+    /// record's hashes.
+    async fn nonce_taken(
+        &self,
+        chain: &Chain,
+        client: &EvmClient,
+        open: &OpenTransaction,
+        from: Address,
+        nonce: u64,
+    ) -> Result<bool> {
+        let mined = client.mined_nonce(from, 1).await?;
+        if mined <= nonce {
+            self.taken.clear(open.id);
+            return Ok(false);
+        }
+        // A filler is never signed again (only found unneeded, and the record it fills
+        // settled): it needs no key.
+        if open.kind == TxKind::NonceFill {
+            self.resign_and_send(chain, None, client, open, "seen on chain")
+                .await?;
+        } else if let Some(wallet) = self.signable(open).await {
+            self.resign_and_send(chain, Some(&wallet), client, open, "seen on chain")
+                .await?;
+        }
+        Ok(true)
+    }
+
+    /// Sends `open` again to a node that lost it or gave no verdict, and acts on the node's
+    /// answer: whether the node took it again after an earlier send.
+    async fn send_again(
+        &self,
+        chain: &Chain,
+        client: &EvmClient,
+        open: &OpenTransaction,
+        from: Address,
+        nonce: u64,
+    ) -> Result<bool> {
+        let id = open.id;
+        let sent_before = open.last_broadcast_at.is_some();
+        match client.broadcast(&open.signed_payload).await {
+            BroadcastOutcome::Accepted if sent_before => {
+                // The stuck time still runs from the first send: a node that keeps
+                // losing a transaction (a pool evicting it for its price) gets it again,
+                // and it is replaced with a higher fee in time all the same, below.
+                tracing::info!(%id, "rebroadcast a transaction the node had lost");
+                return Ok(true);
+            }
+            BroadcastOutcome::Accepted => self.sent(id).await?,
+            BroadcastOutcome::Unknown(why) => {
+                tracing::warn!(%id, %why, "no verdict from the node; will send again");
+                self.no_verdict(open, open.created_at).await?;
+                // A node that refuses a nonce ahead of its own ("nonce too high") never
+                // takes a record above a gap: the gap is filled once it is stuck.
+                if Utc::now() - open.created_at >= self.stuck_after()
+                    && let Some(wallet) = self.signable(open).await
+                {
+                    self.gap_filled_below(chain, &wallet, client, open, from, nonce)
+                        .await?;
+                }
+            }
+            BroadcastOutcome::Rejected(rejection) => {
+                if let Some(wallet) = self.signable(open).await {
+                    self.rejected(chain, &wallet, client, open, rejection)
+                        .await?;
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Acts on the node's refusal of `open`, sent again.
+    async fn rejected(
+        &self,
+        chain: &Chain,
+        wallet: &DelegatedWallet,
+        client: &EvmClient,
+        open: &OpenTransaction,
+        rejection: Rejection,
+    ) -> Result<()> {
+        match rejection {
+            Rejection::NonceTooLow(why) => {
+                self.resign_and_send(chain, Some(wallet), client, open, &why)
+                    .await
+            }
+            // Raised at once, then at most once a stuck time: another transaction at the
+            // nonce (the wallet's owner's, say) is not outbid sweep after sweep up to the cap.
+            Rejection::Underpriced(why) if !self.raised.due(open.id, self.stuck_after()) => {
+                self.note_once(
+                    open,
+                    format!(
+                        "the node refused it as underpriced ({why}); the fee is raised again {} s after the last raise",
+                        self.config.stuck_after_secs
+                    ),
+                )
+                .await
+            }
+            Rejection::Underpriced(_) => self.replace(wallet, open, client).await,
+            Rejection::InsufficientFunds(why) => {
+                let refusal = Refusal::Unaffordable(&why);
+                self.refused(chain, wallet, client, open, refusal).await
+            }
+            Rejection::Other(why) => {
+                let refusal = Refusal::Other(&why);
+                self.refused(chain, wallet, client, open, refusal).await
+            }
+        }
     }
 
     /// What the receipts of `open`'s hashes say of it (see `Receipts`).
@@ -351,22 +395,8 @@ impl Monitor {
             Refusal::Other(why) => (why, false),
         };
         let id = open.id;
-        if let Some(current) = open.hashes.last()
-            && client.knows(hash_of(current)?).await?
-        {
-            tracing::warn!(%id, %why, "the node refused a transaction it holds; taken as sent");
-            if open.last_broadcast_at.is_some() {
-                return Ok(());
-            }
-            return Ok(self.store.record_broadcasts(&[id], Utc::now()).await?);
-        }
-        for earlier in open.hashes.iter().rev().skip(1) {
-            if client.knows(hash_of(earlier)?).await? {
-                tracing::warn!(%id, %earlier, %why, "the node refused a replacement; the earlier version is still pending");
-                let note =
-                    format!("the node refused the replacement ({why}); {earlier} is still pending");
-                return self.note_once(open, note).await;
-            }
+        if self.held_anyway(client, open, why).await? {
+            return Ok(());
         }
         let filler = open.kind == TxKind::NonceFill;
         if filler && insufficient {
@@ -423,6 +453,36 @@ impl Monitor {
             )
             .await?;
         Ok(())
+    }
+
+    /// Whether the node that refused `open` for `why` holds a version of it all the same:
+    /// its current one (the record counts as sent) or an earlier one (it waits for that).
+    async fn held_anyway(
+        &self,
+        client: &crate::chains::evm::EvmClient,
+        open: &OpenTransaction,
+        why: &str,
+    ) -> Result<bool> {
+        let id = open.id;
+        if let Some(current) = open.hashes.last()
+            && client.knows(hash_of(current)?).await?
+        {
+            tracing::warn!(%id, %why, "the node refused a transaction it holds; taken as sent");
+            if open.last_broadcast_at.is_none() {
+                self.store.record_broadcasts(&[id], Utc::now()).await?;
+            }
+            return Ok(true);
+        }
+        for earlier in open.hashes.iter().rev().skip(1) {
+            if client.knows(hash_of(earlier)?).await? {
+                tracing::warn!(%id, %earlier, %why, "the node refused a replacement; the earlier version is still pending");
+                let note =
+                    format!("the node refused the replacement ({why}); {earlier} is still pending");
+                self.note_once(open, note).await?;
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Replaces `open` with a higher fee, or marks it FEE_CAPPED when the cap forbids it.

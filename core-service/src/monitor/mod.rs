@@ -47,7 +47,7 @@ mod resign;
 mod solana;
 mod waiting;
 
-use marks::{Counts, Marks, Resends, Unmined};
+use marks::{Counts, Horizons, Marks, Memory, Resends, Unmined};
 
 /// The history note of a record whose sends the node keeps answering without a verdict.
 const NO_VERDICT_NOTE: &str = "no verdict from the node yet (unreachable, or answering with errors that say nothing of the transaction); sent again after pauses that grow";
@@ -97,39 +97,55 @@ pub struct Monitor {
     solana_clients: Arc<SolanaClients>,
     idempotency: Idempotency,
     config: MonitorConfig,
+    /// What it remembers of each record, one value per record; the fields below are views
+    /// of its parts.
+    memory: Memory,
     /// Since when the node has not answered about each record it last failed to answer
     /// about: a record says so once that lasts as long as a transaction takes to count as
     /// stuck, not at the first error.
-    unanswered: Arc<Marks>,
+    unanswered: Marks,
     /// When each record was last raised in fee because the node called it underpriced.
-    raised: Arc<Marks>,
+    raised: Marks,
     /// Since when each record's nonce has been seen used on chain while none of its own
     /// versions was found: it is signed with a new nonce only once that has lasted.
-    taken: Arc<Marks>,
+    taken: Marks,
     /// Since when every send of each record has been refused: on EVM of a record a node took
     /// before; on Solana of a record whose current version has not been seen.
-    refused_since: Arc<Marks>,
+    refused_since: Marks,
     /// Since when this core has failed to follow each record: once that lasts a lease, the
     /// core gives the record up after each failure, for a core that can follow it.
-    failing: Arc<Marks>,
+    failing: Marks,
     /// When the node last showed it holds each record's one hash: for `waiting::HELD_FOR`
     /// from then, the record's wallet nonces say enough of it.
-    held: Arc<Marks>,
+    held: Marks,
     /// When this core last gave each record up: it leaves the record to the other cores for
     /// a lease. Taken back at its next sweep, a record whose follow fails slowly (a node
     /// that times out) would be free for a moment only, and rarely reach another core.
-    gave_up: Arc<Marks>,
+    gave_up: Marks,
     /// The head at which each record was last found unmined (see `quiet`).
-    unmined: Arc<Unmined>,
+    unmined: Unmined,
     /// The pauses between sends of each record's same bytes (see `quiet`).
-    resends: Arc<Resends>,
+    resends: Resends,
     /// How often each record's same bytes were sent again (see `landing`).
-    resent: Arc<Counts>,
+    resent: Counts,
 }
 
 impl Monitor {
     /// The monitor of `core`.
     pub fn new(core: &Core) -> Self {
+        let memory = Memory::default();
+        let marks::Parts {
+            unanswered,
+            raised,
+            taken,
+            refused_since,
+            failing,
+            held,
+            gave_up,
+            unmined,
+            resends,
+            resent,
+        } = memory.parts();
         Self {
             owner: Uuid::now_v7(),
             store: core.store.clone(),
@@ -143,16 +159,17 @@ impl Monitor {
             solana_clients: core.solana_clients.clone(),
             idempotency: core.idempotency.clone(),
             config: core.config.monitor.clone(),
-            unanswered: Arc::default(),
-            raised: Arc::default(),
-            taken: Arc::default(),
-            refused_since: Arc::default(),
-            failing: Arc::default(),
-            gave_up: Arc::default(),
-            held: Arc::default(),
-            unmined: Arc::default(),
-            resends: Arc::default(),
-            resent: Arc::default(),
+            unanswered,
+            raised,
+            taken,
+            refused_since,
+            failing,
+            gave_up,
+            held,
+            unmined,
+            resends,
+            resent,
+            memory,
         }
     }
 
@@ -198,7 +215,7 @@ impl Monitor {
     pub async fn sweep(&self) -> Result<()> {
         let now = Utc::now();
         let lease = chrono::Duration::seconds(self.config.lease_secs as i64);
-        self.gave_up.forget_before(now - lease);
+        self.memory.forget(self.horizons(now, lease));
         let leased = self
             .store
             .lease_open_transactions(self.owner, now, now + lease, BATCH, &self.gave_up.ids())
@@ -206,17 +223,7 @@ impl Monitor {
         // Another core followed these since this one last did: what this one remembers of
         // them would date a refusal, a taken nonce or a failing node from before that turn.
         for id in &leased.taken_over {
-            for marks in [
-                &self.unanswered,
-                &self.taken,
-                &self.refused_since,
-                &self.failing,
-                &self.held,
-            ] {
-                marks.clear(*id);
-            }
-            self.unmined.clear(*id);
-            self.resends.clear(*id);
+            self.memory.taken_over(*id);
         }
         let leased = leased.records;
         let ids: Vec<Uuid> = leased.iter().map(|open| open.id).collect();
@@ -240,24 +247,11 @@ impl Monitor {
                 .filter(|open| !quiet.contains(&open.id) && !waiting.contains(&open.id))
                 .filter(|open| budget.admits(&open.chain));
             let settled = futures::stream::iter(followed)
-                .map(|open| async move {
-                    let id = open.id;
+                .map(|open| {
                     full_ref.fetch_add(1, Ordering::Relaxed);
                     let head = heads.get(&open.chain).copied();
-                    match self.follow(open, head, from_send.contains(&id)).await {
-                        Ok(settled) => {
-                            self.failing.clear(id);
-                            settled
-                        }
-                        Err(e) => {
-                            tracing::warn!(%id, error = %e, "following a transaction failed");
-                            if let Some(signer) = signer_down(&e) {
-                                self.note_signer_down(id, signer, &e).await;
-                            }
-                            self.give_up_if_failing(id, lease).await;
-                            None
-                        }
-                    }
+                    let unmoved = from_send.contains(&open.id);
+                    self.follow_one(open, head, unmoved, lease)
                 })
                 .buffer_unordered(FOLLOWERS)
                 .filter_map(std::future::ready)
@@ -283,7 +277,6 @@ impl Monitor {
             },
         )
         .await;
-        self.forget_old_marks(now);
         self.settle(settled).await?;
         // Counted as the sweep ends, beside its duration (`run`): a scrape between the two
         // would see a sweep's records without the sweep.
@@ -291,22 +284,42 @@ impl Monitor {
         Ok(())
     }
 
-    /// Forgets the marks older than the sweep that began at `now` looks back. Not by the
+    /// Follows `open` one step (`follow`): its final state, if the chain shows one. A
+    /// failure is noted where a signer outside the process is the cause, and a record this
+    /// core keeps failing to follow is given up to the other cores.
+    async fn follow_one(
+        &self,
+        open: OpenTransaction,
+        head: Option<u64>,
+        unmoved: bool,
+        lease: chrono::Duration,
+    ) -> Option<Settlement> {
+        let id = open.id;
+        match self.follow(open, head, unmoved).await {
+            Ok(settled) => {
+                self.failing.clear(id);
+                settled
+            }
+            Err(e) => {
+                tracing::warn!(%id, error = %e, "following a transaction failed");
+                if let Some(signer) = signer_down(&e) {
+                    self.note_signer_down(id, signer, &e).await;
+                }
+                self.give_up_if_failing(id, lease).await;
+                None
+            }
+        }
+    }
+
+    /// How far back the sweep that begins at `now` remembers. Forgotten by age, not by the
     /// records leased now: a record can skip sweeps (leased by another core for a while,
     /// say) and must keep its marks meanwhile.
-    fn forget_old_marks(&self, now: DateTime<Utc>) {
-        let horizon =
-            now - chrono::Duration::seconds(10 * self.config.stuck_after_secs.max(60) as i64);
-        self.unanswered.forget_before(horizon);
-        self.raised.forget_before(horizon);
-        self.taken.forget_before(horizon);
-        self.refused_since.forget_before(horizon);
-        self.failing.forget_before(horizon);
-        self.held
-            .forget_before(now - chrono::Duration::seconds(self.config.held_check_secs as i64));
-        self.unmined.forget_before(horizon);
-        self.resends.forget_before(horizon);
-        self.resent.forget_before(horizon);
+    fn horizons(&self, now: DateTime<Utc>, lease: chrono::Duration) -> Horizons {
+        Horizons {
+            gave_up: now - lease,
+            held: now - chrono::Duration::seconds(self.config.held_check_secs as i64),
+            rest: now - chrono::Duration::seconds(10 * self.config.stuck_after_secs.max(60) as i64),
+        }
     }
 
     /// Writes the final states `settled` of a sweep: the records, what their fees and moves

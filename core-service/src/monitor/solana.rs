@@ -60,51 +60,7 @@ impl Monitor {
             return Ok(None);
         }
         if expired {
-            // Unseen, and it can never land as signed: it ends or is signed again.
-            let ending = if self.refused_since.marked(open.id) {
-                Some((
-                    TxStatus::Failed,
-                    "the node refused the transfer (its history says why), and its blockhash expired unseen".to_owned(),
-                ))
-            } else if open.kind == TxKind::Swap {
-                Some((TxStatus::Failed, SWAP_EXPIRED.to_owned()))
-            } else if open.hashes.len() >= SOLANA_MAX_VERSIONS {
-                Some((
-                    TxStatus::Dropped,
-                    format!(
-                        "none of its {} signed versions was seen by the cluster before its blockhash expired",
-                        open.hashes.len()
-                    ),
-                ))
-            } else {
-                match self.wallets.delegated_by_id(open.wallet_id).await {
-                    Ok(wallet) => {
-                        self.solana
-                            .resign_with_new_blockhash(
-                                &wallet,
-                                (&client, chain.solana_fees()),
-                                &open,
-                                "its blockhash expired unseen",
-                            )
-                            .await?;
-                        self.send_solana(&client, open.id).await?;
-                        None
-                    }
-                    // Kept open, it would be signed and paid once the wallet is delegated
-                    // again, however late: the caller may have paid another way meanwhile.
-                    Err(WalletOpsError::WalletNotDelegated(why)) => Some((
-                        TxStatus::Dropped,
-                        format!(
-                            "its blockhash expired unseen, and it cannot be signed again: {why}"
-                        ),
-                    )),
-                    Err(e) => return Err(e),
-                }
-            };
-            if let Some((status, why)) = ending {
-                self.refused_since.clear(open.id);
-                self.solana.fail(&open, status, &why, None).await?;
-            }
+            self.expired_unseen(chain, &client, &open).await?;
             return Ok(None);
         }
         let resend_after = chrono::Duration::milliseconds(
@@ -120,6 +76,60 @@ impl Monitor {
             self.send_solana(&client, open.id).await?;
         }
         Ok(None)
+    }
+
+    /// Ends `open`, unseen and its blockhash expired (it can never land as signed), or signs
+    /// it again with a new blockhash and sends it.
+    async fn expired_unseen(
+        &self,
+        chain: &crate::chains::Chain,
+        client: &crate::chains::solana::SolanaClient,
+        open: &OpenTransaction,
+    ) -> Result<()> {
+        // Unseen, and it can never land as signed: it ends or is signed again.
+        let ending = if self.refused_since.marked(open.id) {
+            Some((
+                TxStatus::Failed,
+                "the node refused the transfer (its history says why), and its blockhash expired unseen".to_owned(),
+            ))
+        } else if open.kind == TxKind::Swap {
+            Some((TxStatus::Failed, SWAP_EXPIRED.to_owned()))
+        } else if open.hashes.len() >= SOLANA_MAX_VERSIONS {
+            Some((
+                TxStatus::Dropped,
+                format!(
+                    "none of its {} signed versions was seen by the cluster before its blockhash expired",
+                    open.hashes.len()
+                ),
+            ))
+        } else {
+            match self.wallets.delegated_by_id(open.wallet_id).await {
+                Ok(wallet) => {
+                    self.solana
+                        .resign_with_new_blockhash(
+                            &wallet,
+                            (client, chain.solana_fees()),
+                            open,
+                            "its blockhash expired unseen",
+                        )
+                        .await?;
+                    self.send_solana(client, open.id).await?;
+                    None
+                }
+                // Kept open, it would be signed and paid once the wallet is delegated
+                // again, however late: the caller may have paid another way meanwhile.
+                Err(WalletOpsError::WalletNotDelegated(why)) => Some((
+                    TxStatus::Dropped,
+                    format!("its blockhash expired unseen, and it cannot be signed again: {why}"),
+                )),
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some((status, why)) = ending {
+            self.refused_since.clear(open.id);
+            self.solana.fail(open, status, &why, None).await?;
+        }
+        Ok(())
     }
 
     /// What `open`, final as `hash`, did to its wallet, read from the chain; `None` when it

@@ -43,8 +43,32 @@ impl Monitor {
         leased: &[&OpenTransaction],
         heads: &HashMap<String, u64>,
     ) -> HashSet<Uuid> {
+        let reads = self
+            .candidates(leased)
+            .into_iter()
+            .map(|((slug, from), records)| self.held_of(slug, from, records));
+        let waiting: HashSet<Uuid> = futures::future::join_all(reads)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        for open in leased {
+            if waiting.contains(&open.id)
+                && let Some(head) = heads.get(&open.chain)
+            {
+                self.unmined.found_at(open.id, *head);
+            }
+        }
+        waiting
+    }
+
+    /// The records of `leased` that may be waiting as they should, by chain and wallet: sent
+    /// once, not yet stuck, with no unanswered question, taken nonce or refusal.
+    fn candidates<'a>(
+        &self,
+        leased: &[&'a OpenTransaction],
+    ) -> HashMap<(&'a str, Address), Vec<Candidate>> {
         let now = Utc::now();
-        let held_for = chrono::Duration::seconds(self.config.held_check_secs as i64);
         let stuck_after = self.stuck_after();
         let mut wallets: HashMap<(&str, Address), Vec<Candidate>> = HashMap::new();
         for &open in leased {
@@ -74,56 +98,47 @@ impl Monitor {
                 .or_default()
                 .push((id, nonce, hash));
         }
-        let reads = wallets
+        wallets
+    }
+
+    /// Which of wallet `from`'s `records` on chain `slug` the node holds in its pool, at a
+    /// nonce between the wallet's mined and pending ones: asked of the node at most once a
+    /// `monitor.held_check_secs` per record.
+    async fn held_of(&self, slug: &str, from: Address, records: Vec<Candidate>) -> Vec<Uuid> {
+        let held_for = chrono::Duration::seconds(self.config.held_check_secs as i64);
+        let Some(client) = self
+            .chains
+            .resolve(slug)
+            .ok()
+            .and_then(|chain| self.evm_clients.get(chain).ok())
+        else {
+            return Vec::new();
+        };
+        let (mined, pending) =
+            tokio::join!(client.mined_nonce(from, 1), client.pending_nonce(from));
+        let (Ok(mined), Ok(pending)) = (mined, pending) else {
+            return Vec::new();
+        };
+        let pooled = records
             .into_iter()
-            .map(|((slug, from), records)| async move {
-                let Some(client) = self
-                    .chains
-                    .resolve(slug)
-                    .ok()
-                    .and_then(|chain| self.evm_clients.get(chain).ok())
-                else {
-                    return Vec::new();
-                };
-                let (mined, pending) =
-                    tokio::join!(client.mined_nonce(from, 1), client.pending_nonce(from));
-                let (Ok(mined), Ok(pending)) = (mined, pending) else {
-                    return Vec::new();
-                };
-                let pooled = records
-                    .into_iter()
-                    .filter(|(_, nonce, _)| mined <= *nonce && *nonce < pending);
-                let held = pooled.map(|(id, _, hash)| {
-                    let client = client.clone();
-                    async move {
-                        if self.held.within(id, held_for) {
-                            return Some(id);
-                        }
-                        let known = client.knows(hash).await.ok()?;
-                        known.then(|| {
-                            self.held.set(id);
-                            id
-                        })
-                    }
-                });
-                futures::future::join_all(held)
-                    .await
-                    .into_iter()
-                    .flatten()
-                    .collect()
-            });
-        let waiting: HashSet<Uuid> = futures::future::join_all(reads)
+            .filter(|(_, nonce, _)| mined <= *nonce && *nonce < pending);
+        let held = pooled.map(|(id, _, hash)| {
+            let client = client.clone();
+            async move {
+                if self.held.within(id, held_for) {
+                    return Some(id);
+                }
+                let known = client.knows(hash).await.ok()?;
+                known.then(|| {
+                    self.held.set(id);
+                    id
+                })
+            }
+        });
+        futures::future::join_all(held)
             .await
             .into_iter()
             .flatten()
-            .collect();
-        for open in leased {
-            if waiting.contains(&open.id)
-                && let Some(head) = heads.get(&open.chain)
-            {
-                self.unmined.found_at(open.id, *head);
-            }
-        }
-        waiting
+            .collect()
     }
 }

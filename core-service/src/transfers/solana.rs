@@ -254,76 +254,18 @@ impl SolanaPipeline {
         if let Some(refusal) = short(base_fee) {
             return Err(refusal);
         }
-        // The price recent blocks took for what this transfer writes; the limit from what
-        // its simulation, at the most a transaction may ask, consumed.
-        let fees = chain.solana_fees();
-        let recent = client.priority_prices(&writable(&plain)).await?;
-        let (price, capped) = fees.price(recent);
-        let probe = Message::new_with_blockhash(
-            &with_budget(&instructions, MAX_UNITS, price),
-            Some(&from),
-            &blockhash,
-        );
-        let (_, consumed) = client.simulate(&from, &unsigned(&probe)).await?;
-        let limit = consumed.map_or(MAX_UNITS, |units| fees.limit(units));
-        let message = Message::new_with_blockhash(
-            &with_budget(&instructions, limit, price),
-            Some(&from),
-            &blockhash,
-        );
-        // The effects are those of the very message that is signed, its compute budget
-        // included: a program cannot show the probe one thing and the signed message another.
-        let (effects, _) = client.simulate(&from, &unsigned(&message)).await?;
+        let Budgeted {
+            message,
+            effects,
+            price,
+            limit,
+            note,
+        } = budgeted(&client, chain, &from, &instructions, (&blockhash, &plain)).await?;
         let fee = base_fee.saturating_add(SolanaFees::priority_lamports(price, limit));
         if let Some(refusal) = short(fee) {
             return Err(refusal);
         }
-        let budget = format!(
-            "compute unit limit {limit}{}, price {price} micro-lamports (p{} of recent fees{})",
-            consumed
-                .map(|u| format!(" ({u} consumed in simulation + {}%)", fees.margin_percent))
-                .unwrap_or_default(),
-            fees.percentile,
-            if capped {
-                format!(", capped at {}", fees.max_price)
-            } else {
-                String::new()
-            }
-        );
-        let record = NewTransaction {
-            id,
-            user_id: w.user_id,
-            wallet_id: w.id,
-            chain: chain.slug().to_owned(),
-            chain_id: chain.chain_id(),
-            kind: TxKind::Send,
-            from: w.address,
-            to: intent
-                .legs
-                .first()
-                .map(|l| l.to.to_string())
-                .unwrap_or_default(),
-            asset: Some(if token.is_some() { "spl" } else { "native" }.to_owned()),
-            token: token.map(|t| t.to_string()),
-            amount: Some(total.to_string()),
-            request: intent.request,
-            hash: String::new(),
-            nonce: None,
-            signed_payload: Vec::new(),
-            idempotency_key: None,
-            note: Some(match intent.legs.len() {
-                1 => {
-                    format!("signed with a blockhash valid to block height {valid_until}; {budget}")
-                }
-                n => format!(
-                    "pays {n} recipients; signed with a blockhash valid to block height {valid_until}; {budget}"
-                ),
-            }),
-            valid_until: Some(valid_until),
-            held_until: None,
-            simulated_effects: None,
-            guarded: false,
-        };
+        let record = record(id, w, chain, intent, valid_until, &note);
         Ok(Prepared {
             chain: chain.clone(),
             wallet: wallet.clone(),
@@ -461,6 +403,112 @@ impl SolanaPipeline {
             Ok(false) => Ok(chain.submission_of(open)),
             Err(e) => Ok(handed_over(chain, open, &e)),
         }
+    }
+}
+
+/// A transfer's message with its compute budget, and what its simulation says it does.
+struct Budgeted {
+    message: Message,
+    effects: Foreseen,
+    /// Micro-lamports per compute unit.
+    price: u64,
+    /// Compute units.
+    limit: u32,
+    /// The budget, in words for the record's history.
+    note: String,
+}
+
+/// `instructions` from `from` under `blockhash` (`plain`: their message without a budget)
+/// with a compute budget: the price recent blocks took for what the transfer writes; the
+/// limit from what its simulation, at the most a transaction may ask, consumed.
+async fn budgeted(
+    client: &SolanaClient,
+    chain: &Chain,
+    from: &Pubkey,
+    instructions: &[solana_message::Instruction],
+    (blockhash, plain): (&Hash, &Message),
+) -> Result<Budgeted> {
+    let fees = chain.solana_fees();
+    let recent = client.priority_prices(&writable(plain)).await?;
+    let (price, capped) = fees.price(recent);
+    let probe = Message::new_with_blockhash(
+        &with_budget(instructions, MAX_UNITS, price),
+        Some(from),
+        blockhash,
+    );
+    let (_, consumed) = client.simulate(from, &unsigned(&probe)).await?;
+    let limit = consumed.map_or(MAX_UNITS, |units| fees.limit(units));
+    let message = Message::new_with_blockhash(
+        &with_budget(instructions, limit, price),
+        Some(from),
+        blockhash,
+    );
+    // The effects are those of the very message that is signed, its compute budget
+    // included: a program cannot show the probe one thing and the signed message another.
+    let (effects, _) = client.simulate(from, &unsigned(&message)).await?;
+    let note = format!(
+        "compute unit limit {limit}{}, price {price} micro-lamports (p{} of recent fees{})",
+        consumed
+            .map(|u| format!(" ({u} consumed in simulation + {}%)", fees.margin_percent))
+            .unwrap_or_default(),
+        fees.percentile,
+        if capped {
+            format!(", capped at {}", fees.max_price)
+        } else {
+            String::new()
+        }
+    );
+    Ok(Budgeted {
+        message,
+        effects,
+        price,
+        limit,
+        note,
+    })
+}
+
+/// The record of `intent` from `w` on `chain`, signed with a blockhash valid to block height
+/// `valid_until` under compute `budget`: its hash and payload are set when it is signed.
+fn record(
+    id: Uuid,
+    w: &walletops_domain::Wallet,
+    chain: &Chain,
+    intent: SolanaIntent,
+    valid_until: u64,
+    budget: &str,
+) -> NewTransaction {
+    let (total, token) = (intent.total(), intent.mint);
+    NewTransaction {
+        id,
+        user_id: w.user_id,
+        wallet_id: w.id,
+        chain: chain.slug().to_owned(),
+        chain_id: chain.chain_id(),
+        kind: TxKind::Send,
+        from: w.address,
+        to: intent
+            .legs
+            .first()
+            .map(|l| l.to.to_string())
+            .unwrap_or_default(),
+        asset: Some(if token.is_some() { "spl" } else { "native" }.to_owned()),
+        token: token.map(|t| t.to_string()),
+        amount: Some(total.to_string()),
+        request: intent.request,
+        hash: String::new(),
+        nonce: None,
+        signed_payload: Vec::new(),
+        idempotency_key: None,
+        note: Some(match intent.legs.len() {
+            1 => format!("signed with a blockhash valid to block height {valid_until}; {budget}"),
+            n => format!(
+                "pays {n} recipients; signed with a blockhash valid to block height {valid_until}; {budget}"
+            ),
+        }),
+        valid_until: Some(valid_until),
+        held_until: None,
+        simulated_effects: None,
+        guarded: false,
     }
 }
 

@@ -30,7 +30,7 @@ use super::{BroadcastLog, handed_over};
 use crate::{
     chains::{
         Chain,
-        evm::{BroadcastOutcome, EvmClient, EvmClients, Rejection, Signing, call_to},
+        evm::{BroadcastOutcome, EvmClient, EvmClients, Fees, Rejection, Signing, call_to},
     },
     effects::Foreseen,
     error::{Result, WalletOpsError},
@@ -256,41 +256,7 @@ impl EvmPipeline {
             ));
         };
         callee_has_code(&client, chain, &intent).await?;
-        if let Some((token, amount)) = intent.token_debit {
-            let held = client.token_balance(token, from).await?;
-            if let Some(held) = held
-                && held < amount
-            {
-                return Err(WalletOpsError::InsufficientFunds(format!(
-                    "wallet {} holds {held} of token {token}, less than {amount}",
-                    w.address
-                )));
-            }
-        }
-        let fees = client.fees().await?;
-        // The balance is checked here, not left to the simulation: nodes short-cut the
-        // estimate of a plain transfer (anvil answers 21000 whatever the sender holds), and
-        // the headroom below must be affordable too. The two go out in one batch.
-        let (estimated, balance) = tokio::join!(
-            client.estimate_gas(from, intent.to, intent.value, &intent.input, fees),
-            client.balance(from),
-        );
-        let (estimated, balance) = (estimated?, balance?);
-        // Contract calls get headroom: state can move between simulation and inclusion.
-        let gas = if intent.input.is_empty() {
-            estimated.max(TRANSFER_GAS)
-        } else {
-            estimated.saturating_add(estimated / 5)
-        };
-        let cost = intent
-            .value
-            .saturating_add(U256::from(gas).saturating_mul(U256::from(fees.max_fee_per_gas)));
-        if balance < cost {
-            return Err(WalletOpsError::InsufficientFunds(format!(
-                "wallet {} holds {balance} wei, less than value plus maximum fee ({cost} wei)",
-                w.address
-            )));
-        }
+        let (fees, gas, balance) = funded(&client, &w.address, from, &intent).await?;
         let signing = Signing {
             from,
             to: intent.to,
@@ -407,4 +373,50 @@ impl EvmPipeline {
         }
         Ok(Some(client.pending_nonce(from).await?))
     }
+}
+
+/// The fees and gas `intent` from `from` is signed with, and the wallet's coin balance,
+/// once the wallet (`address`) is found to hold what it moves and the most it may pay.
+async fn funded(
+    client: &EvmClient,
+    address: &WalletAddress,
+    from: Address,
+    intent: &EvmIntent,
+) -> Result<(Fees, u64, U256)> {
+    if let Some((token, amount)) = intent.token_debit {
+        let held = client.token_balance(token, from).await?;
+        if let Some(held) = held
+            && held < amount
+        {
+            return Err(WalletOpsError::InsufficientFunds(format!(
+                "wallet {} holds {held} of token {token}, less than {amount}",
+                address
+            )));
+        }
+    }
+    let fees = client.fees().await?;
+    // The balance is checked here, not left to the simulation: nodes short-cut the
+    // estimate of a plain transfer (anvil answers 21000 whatever the sender holds), and
+    // the headroom below must be affordable too. The two go out in one batch.
+    let (estimated, balance) = tokio::join!(
+        client.estimate_gas(from, intent.to, intent.value, &intent.input, fees),
+        client.balance(from),
+    );
+    let (estimated, balance) = (estimated?, balance?);
+    // Contract calls get headroom: state can move between simulation and inclusion.
+    let gas = if intent.input.is_empty() {
+        estimated.max(TRANSFER_GAS)
+    } else {
+        estimated.saturating_add(estimated / 5)
+    };
+    let cost = intent
+        .value
+        .saturating_add(U256::from(gas).saturating_mul(U256::from(fees.max_fee_per_gas)));
+    if balance < cost {
+        return Err(WalletOpsError::InsufficientFunds(format!(
+            "wallet {} holds {balance} wei, less than value plus maximum fee ({cost} wei)",
+            address
+        )));
+    }
+    Ok((fees, gas, balance))
 }
