@@ -19,19 +19,14 @@ const SEQUENCE_EVERY: Duration = Duration::from_millis(100);
 /// deliveries, retried for `retry_for`. Every core runs one; they take turns (see
 /// `Store::sequence_events`).
 pub async fn run_sequencer(store: Store, retry_for: Duration, stop: impl Future<Output = ()>) {
-    let mut tick = tokio::time::interval(SEQUENCE_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tokio::pin!(stop);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {
-                if let Err(e) = store.sequence_events(retry_for).await {
-                    tracing::warn!(error = %e, "numbering transaction events failed; trying again");
-                }
-            }
-            () = &mut stop => return,
-        }
-    }
+    crate::runner::run(
+        "event sequencer",
+        crate::runner::Pace::After(SEQUENCE_EVERY),
+        stop,
+        || store.sequence_events(retry_for),
+        crate::runner::never,
+    )
+    .await;
 }
 
 /// How often a watcher's new events are looked for.

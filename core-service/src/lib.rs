@@ -28,6 +28,7 @@ pub mod quotes;
 pub mod ratelimit;
 pub mod recovery;
 pub mod requests;
+pub mod runner;
 pub mod signer;
 pub mod streams;
 pub mod swaps;

@@ -8,7 +8,11 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::{evm, solana};
-use crate::chains::{Chain, Registry, evm::EvmClients, solana::SolanaClients};
+use crate::{
+    chains::{Chain, Registry, evm::EvmClients, solana::SolanaClients},
+    error::WalletOpsError,
+    runner::Pace,
+};
 use walletops_domain::ChainFamily;
 use walletops_store::Store;
 
@@ -74,30 +78,32 @@ async fn scan_chain(scan: Scan, chain: Chain) {
     let every = chain.deposits().map_or(Duration::from_secs(2), |d| {
         Duration::from_millis(d.poll_interval_ms)
     });
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let now = Utc::now();
-        let until = now + chrono::TimeDelta::from_std(LEASE).unwrap_or(chrono::TimeDelta::MAX);
-        let cursor = match scan
-            .store
-            .lease_deposit_scan(chain.slug(), scan.owner, now, until)
-            .await
-        {
-            Ok(Some(cursor)) => cursor,
-            Ok(None) => continue,
-            Err(e) => {
-                tracing::warn!(chain = chain.slug(), error = %e, "leasing a deposit scan failed");
-                continue;
-            }
-        };
-        let stepped = match chain.family() {
-            ChainFamily::Evm => evm::step(&scan, &chain, cursor).await,
-            ChainFamily::Solana => solana::step(&scan, &chain).await,
-        };
-        if let Err(e) = stepped {
-            tracing::warn!(chain = chain.slug(), error = %e, "a deposit scan step failed; trying again");
-        }
+    // Stopped by the scanner's shutdown of its tasks.
+    let stop = std::future::pending();
+    let round = || scan_step(&scan, &chain);
+    crate::runner::run(
+        chain.slug(),
+        Pace::After(every),
+        stop,
+        round,
+        crate::runner::never,
+    )
+    .await;
+}
+
+/// One step of `chain`'s scan, if this core holds its lease.
+async fn scan_step(scan: &Scan, chain: &Chain) -> Result<(), WalletOpsError> {
+    let now = Utc::now();
+    let until = now + chrono::TimeDelta::from_std(LEASE).unwrap_or(chrono::TimeDelta::MAX);
+    let Some(cursor) = scan
+        .store
+        .lease_deposit_scan(chain.slug(), scan.owner, now, until)
+        .await?
+    else {
+        return Ok(());
+    };
+    match chain.family() {
+        ChainFamily::Evm => evm::step(scan, chain, cursor).await,
+        ChainFamily::Solana => solana::step(scan, chain).await,
     }
 }

@@ -32,6 +32,7 @@ use crate::{
     error::{Result, WalletOpsError},
     idempotency::Idempotency,
     recovery::{evm::EvmRecovery, solana::SolanaRecovery},
+    runner::{self, Pace},
     wallets::Wallets,
 };
 use walletops_domain::{Effects, OpenTransaction, TxStatus};
@@ -177,29 +178,22 @@ impl Monitor {
     /// this core's leases.
     pub async fn run(self, stop: impl Future<Output = ()>) {
         let poll = Duration::from_millis(self.config.poll_interval_ms);
-        let mut pause = Duration::ZERO;
-        tokio::pin!(stop);
-        let mut sweeps: u64 = 0;
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(pause) => {}
-                () = &mut stop => break,
-            }
+        let sweeps = std::sync::atomic::AtomicU64::new(0);
+        // A node that answers slowly makes a sweep long: it is then asked less, not more.
+        let pace = Pace::AtLeastRound(poll);
+        let round = || async {
             let started = std::time::Instant::now();
-            if let Err(e) = self.sweep().await {
-                tracing::warn!(error = %e, "monitor sweep failed");
-            }
-            let took = started.elapsed();
-            crate::metrics::swept(took);
-            // A node that answers slowly makes a sweep long: it is then asked less, not more.
-            pause = poll.max(took);
-            sweeps += 1;
-            if sweeps.is_multiple_of(PURGE_EVERY)
+            let swept = self.sweep().await;
+            crate::metrics::swept(started.elapsed());
+            let n = sweeps.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if n.is_multiple_of(PURGE_EVERY)
                 && let Err(e) = self.idempotency.purge().await
             {
                 tracing::warn!(error = %e, "purging idempotency keys failed");
             }
-        }
+            swept
+        };
+        runner::run("monitor", pace, stop, round, runner::never).await;
         match self.store.release_leases(self.owner).await {
             Ok(n) => tracing::info!(
                 records = n,

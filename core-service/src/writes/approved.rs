@@ -15,6 +15,7 @@ use crate::{
     auth::{Caller, Credential, KeyState},
     error::{Result, WalletOpsError},
     idempotency::IdempotencyKey,
+    runner::{self, Pace},
 };
 use walletops_domain::{Approval, Scopes};
 use walletops_store::LeasedApproval;
@@ -36,17 +37,14 @@ const RETRY_EVERY: chrono::Duration = chrono::Duration::seconds(10);
 impl Core {
     /// Runs the approvals runner until `stop` resolves.
     pub async fn run_approvals(&self, stop: impl Future<Output = ()>) {
-        tokio::pin!(stop);
-        loop {
-            if let Err(e) = self.approvals_round().await {
-                tracing::warn!(error = %e, "approvals round");
-            }
-            tokio::select! {
-                () = &mut stop => return,
-                () = tokio::time::sleep(POLL_EVERY) => {}
-                () = self.approvals.approved_here() => {}
-            }
-        }
+        runner::run(
+            "approvals",
+            Pace::After(POLL_EVERY),
+            stop,
+            || self.approvals_round(),
+            || self.approvals.approved_here(),
+        )
+        .await;
     }
 
     /// One round: expire what is past its deadline, make what is approved.

@@ -31,6 +31,7 @@ use crate::{
     error::{Result, WalletOpsError},
     idempotency::{Canonical, IdempotencyKey, request_hash},
     requests::{Transfer, payouts::PayoutRequest},
+    runner::{self, Pace},
 };
 use walletops_domain::{
     ChainFamily, ItemMade, ItemStanding, Payout, PayoutItem, PayoutState, WalletAddress,
@@ -183,17 +184,14 @@ impl Core {
     /// Runs the payouts runner until `stop` resolves (steps 2 and 3).
     pub async fn run_payouts(&self, stop: impl Future<Output = ()>) {
         let owner = Uuid::now_v7();
-        tokio::pin!(stop);
-        loop {
-            if let Err(e) = self.payouts_round(owner).await {
-                tracing::warn!(error = %e, "payouts round");
-            }
-            tokio::select! {
-                () = &mut stop => return,
-                () = tokio::time::sleep(POLL_EVERY) => {}
-                () = self.payouts_wake.notified() => {}
-            }
-        }
+        runner::run(
+            "payouts",
+            Pace::After(POLL_EVERY),
+            stop,
+            || self.payouts_round(owner),
+            || self.payouts_wake.notified(),
+        )
+        .await;
     }
 
     /// One round: every leased payout's items made or followed.

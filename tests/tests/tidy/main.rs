@@ -8,6 +8,7 @@
 
 mod grpc;
 mod kinds;
+mod lengths;
 mod map;
 
 use std::{

@@ -5,11 +5,7 @@ use super::*;
 
 async fn a_failed_record_mined_after_all_has_its_key_answer_from_it(store: Store) {
     let ids = open_records(&store, 1, None).await;
-    let open = store
-        .open_transaction(ids[0])
-        .await
-        .expect("read")
-        .expect("row");
+    let open = super::current(&store, ids[0]).await;
     let now = Utc::now();
     let claim = walletops_store::NewClaim {
         user: open.user_id,
@@ -59,11 +55,7 @@ async fn a_failed_record_mined_after_all_has_its_key_answer_from_it(store: Store
             .await
             .expect("fail")
     );
-    let ended = store
-        .open_transaction(open.id)
-        .await
-        .expect("read")
-        .expect("row");
+    let ended = super::current(&store, open.id).await;
     let hash = ended.hashes[0].to_string();
     assert!(
         store
@@ -71,11 +63,7 @@ async fn a_failed_record_mined_after_all_has_its_key_answer_from_it(store: Store
             .await
             .expect("settle")
     );
-    let stored = store
-        .find_idempotency_key(claim.user, claim.key, now, chrono::Duration::hours(1))
-        .await
-        .expect("read")
-        .expect("claim");
+    let stored = state().await;
     // Succeeded with no response stored: a replay answers from the record.
     assert_eq!(stored.state, ClaimState::Succeeded);
     assert_eq!(stored.response, None);

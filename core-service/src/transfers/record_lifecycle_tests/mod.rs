@@ -25,6 +25,15 @@ fn submission(id: Uuid, hash: &str) -> Submission {
 }
 
 /// One open transaction put in `store`, and its id.
+/// Record `id` as stored now.
+async fn current(store: &Store, id: Uuid) -> walletops_domain::OpenTransaction {
+    store
+        .open_transaction(id)
+        .await
+        .expect("read")
+        .expect("stored")
+}
+
 async fn one_open_record(store: &Store) -> Uuid {
     open_records(store, 1, None).await[0]
 }
@@ -237,18 +246,7 @@ async fn a_renewed_lease_keeps_a_record_from_other_cores_and_a_lost_one_is_not_t
 
 async fn a_worker_holding_an_older_copy_of_a_record_changes_nothing(store: Store) {
     let id = one_open_record(&store).await;
-    let (first, stale) = (
-        store
-            .open_transaction(id)
-            .await
-            .expect("read")
-            .expect("stored"),
-        store
-            .open_transaction(id)
-            .await
-            .expect("read")
-            .expect("stored"),
-    );
+    let (first, stale) = (current(&store, id).await, current(&store, id).await);
     // One worker notes why the record waits, status and hash unchanged.
     let note = "the node gives no verdict".to_owned();
     assert!(
@@ -295,11 +293,7 @@ async fn a_worker_holding_an_older_copy_of_a_record_changes_nothing(store: Store
             .is_err(),
         "a re-signing from the older copy is refused too"
     );
-    let now = store
-        .open_transaction(id)
-        .await
-        .expect("read")
-        .expect("stored");
+    let now = current(&store, id).await;
     assert_eq!(now.status, TxStatus::FeeCapped);
     let notes: Vec<_> = now
         .history
