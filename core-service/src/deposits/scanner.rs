@@ -81,14 +81,8 @@ async fn scan_chain(scan: Scan, chain: Chain) {
     // Stopped by the scanner's shutdown of its tasks.
     let stop = std::future::pending();
     let round = || scan_step(&scan, &chain);
-    crate::runner::run(
-        chain.slug(),
-        Pace::After(every),
-        stop,
-        round,
-        crate::runner::never,
-    )
-    .await;
+    let name = format!("deposit scan of {}", chain.slug());
+    crate::runner::run(&name, Pace::After(every), stop, round, crate::runner::never).await;
 }
 
 /// One step of `chain`'s scan, if this core holds its lease.

@@ -183,11 +183,21 @@ pub(super) trait Dated {
 }
 
 impl<V> PerRecord<V> {
-    /// `f` of the part of `id` (created empty), under the lock; the record is dropped from
-    /// the map when nothing of it is left.
+    /// `f` of the part of `id`, under the lock. A record enters the map only when `f` sets
+    /// something of it, and leaves it when nothing of it is left: reading or clearing what
+    /// is not remembered (most of a sweep's questions) changes nothing.
     fn with<T>(&self, id: Uuid, f: impl FnOnce(&mut Option<V>) -> T) -> T {
         let mut map = self.memory.map();
-        let record = map.entry(id).or_default();
+        let Some(record) = map.get_mut(&id) else {
+            let mut part = None;
+            let out = f(&mut part);
+            if part.is_some() {
+                let mut record = Remembered::default();
+                *(self.field)(&mut record) = part;
+                map.insert(id, record);
+            }
+            return out;
+        };
         let out = f((self.field)(record));
         if record.is_empty() {
             map.remove(&id);
