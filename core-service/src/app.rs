@@ -1,5 +1,6 @@
 //! `Core`: the parts of the service wired together once at startup and shared by every RPC,
-//! and the step every RPC begins with (`admit`; writes go on in `writes`).
+//! and the step every RPC begins with (`admit_call`, which the admission layer asks; writes
+//! go on in `writes`).
 
 use std::{ops::Deref, sync::Arc};
 
@@ -13,8 +14,8 @@ use walletops_proto::{
 
 use crate::{
     approvals::Approvals,
-    auth::{ApiKeys, Caller, Credential, Operation, Sessions},
-    balances::Balances,
+    auth::{ApiKeys, Caller, Credential, Gate, Operation, Sessions},
+    balances::{Balances, Units},
     chains::{Registry, evm::EvmClients, solana::SolanaClients},
     config::Config,
     error::{Result, WalletOpsError},
@@ -222,11 +223,34 @@ impl Core {
             .await?)
     }
 
+    /// Lets a call through `gate`: what the admission layer asks before the call's handler
+    /// runs, and the only way in.
+    pub async fn admit_call(&self, metadata: &MetadataMap, gate: Gate) -> Result<Admitted> {
+        Ok(match gate {
+            Gate::Scoped(operation) => Admitted::Caller(self.admit(metadata, operation).await?),
+            Gate::AnyCaller => Admitted::Caller(self.admit_any(metadata).await?),
+            Gate::Session => {
+                let (session, token) = self.session(metadata).await?;
+                Admitted::Session { session, token }
+            }
+            Gate::ChangingSession => {
+                let (session, token) = self.session(metadata).await?;
+                Sessions::check_csrf(&token, csrf_of(metadata))?;
+                Admitted::Session { session, token }
+            }
+            Gate::Open => Admitted::Open,
+            Gate::Admin => {
+                self.admit_admin(metadata).await?;
+                Admitted::Admin
+            }
+        })
+    }
+
     /// Authenticates the request's `x-api-key`, checks that the key has the scope `operation`
     /// needs (`auth::Operation`, the one table of them), and draws
     /// the request from the caller's budget (`read` from reads, `trade` and `write` from
-    /// writes). Every RPC calls this before it reads anything else.
-    pub async fn admit(&self, metadata: &MetadataMap, operation: Operation) -> Result<Caller> {
+    /// writes), before the call's handler runs.
+    async fn admit(&self, metadata: &MetadataMap, operation: Operation) -> Result<Caller> {
         self.admit_for(metadata, Some(operation.scope())).await
     }
 
@@ -235,7 +259,7 @@ impl Core {
     /// refused before the token is compared: an operator's token may be short enough to
     /// guess, unlike a key's 32 random characters, so guessing must stop, not only be told
     /// to. With no token configured every call is refused.
-    pub async fn admit_admin(&self, metadata: &MetadataMap) -> Result<()> {
+    async fn admit_admin(&self, metadata: &MetadataMap) -> Result<()> {
         let subjects = [format!("admin:client:{}", client_address(metadata))];
         let limit = self.limiter.failed_auth();
         self.limiter.check_failures(limit, &subjects).await?;
@@ -275,7 +299,7 @@ impl Core {
     /// and what it may do), drawn from no budget: it costs what authenticating any request
     /// costs, and the MCP gate asks it before each request it lets through, which must not
     /// spend the caller's reads twice. Failed authentication is still counted.
-    pub async fn admit_any(&self, metadata: &MetadataMap) -> Result<Caller> {
+    async fn admit_any(&self, metadata: &MetadataMap) -> Result<Caller> {
         self.admit_for(metadata, None).await
     }
 
@@ -331,7 +355,7 @@ impl Core {
     }
 
     /// The open dashboard session of the request's `x-session-token`, and that token.
-    pub async fn session(&self, metadata: &MetadataMap) -> Result<(DashboardSession, String)> {
+    async fn session(&self, metadata: &MetadataMap) -> Result<(DashboardSession, String)> {
         let token = metadata
             .get(SESSION_TOKEN_HEADER)
             .and_then(|v| v.to_str().ok())
@@ -342,21 +366,47 @@ impl Core {
 
     /// The open dashboard session of a request that changes something: it must carry the
     /// session's CSRF token (`x-csrf-token`).
-    pub async fn changing_session(&self, metadata: &MetadataMap) -> Result<DashboardSession> {
+    async fn changing_session(&self, metadata: &MetadataMap) -> Result<DashboardSession> {
         let (session, token) = self.session(metadata).await?;
-        let csrf = metadata
-            .get(CSRF_TOKEN_HEADER)
-            .and_then(|v| v.to_str().ok());
-        Sessions::check_csrf(&token, csrf)?;
+        Sessions::check_csrf(&token, csrf_of(metadata))?;
         Ok(session)
     }
 
     /// The decimals and symbol of `asset` on chain `slug` when known without a chain read,
     /// so answers can give amounts a page shows in whole units.
     pub fn units(&self, slug: &str, asset: &str) -> Option<(u32, String)> {
-        let chain = self.chains.resolve(slug).ok()?;
-        self.balances.known_units(chain, asset)
+        self.units_known().of(slug, asset)
     }
+
+    /// The units known without a chain read, for a service that names amounts.
+    pub fn units_known(&self) -> Units {
+        Units::new(self.chains.clone(), self.balances.clone())
+    }
+}
+
+/// The CSRF token a dashboard request carries (`x-csrf-token`), if any.
+fn csrf_of(metadata: &MetadataMap) -> Option<&str> {
+    metadata
+        .get(CSRF_TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// What a call was let in as, handed to its handler by the admission layer.
+#[derive(Debug, Clone)]
+pub enum Admitted {
+    /// A key or a dashboard session, as the caller of an operation.
+    Caller(Caller),
+    /// An open dashboard session, and the token it was presented by.
+    Session {
+        /// The session.
+        session: DashboardSession,
+        /// Its token, from which its CSRF token is derived.
+        token: String,
+    },
+    /// The operators, by the admin token.
+    Admin,
+    /// Anyone: a call that needs no credential.
+    Open,
 }
 
 /// The address of the client of a call, as the gRPC server resolved it (`grpc::client`);

@@ -448,6 +448,27 @@ impl Balances {
     }
 }
 
+/// The decimals and symbols known without a chain read (`Balances::known_units`), by chain
+/// slug: what an answer needs to give amounts in whole units.
+#[derive(Debug, Clone)]
+pub struct Units {
+    chains: std::sync::Arc<crate::chains::Registry>,
+    balances: Balances,
+}
+
+impl Units {
+    /// The units `balances` knows of the chains of `chains`.
+    pub fn new(chains: std::sync::Arc<crate::chains::Registry>, balances: Balances) -> Self {
+        Self { chains, balances }
+    }
+
+    /// The decimals and symbol of `asset` on chain `slug`, when known.
+    pub fn of(&self, slug: &str, asset: &str) -> Option<(u32, String)> {
+        let chain = self.chains.resolve(slug).ok()?;
+        self.balances.known_units(chain, asset)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! and wallets, and migrations. They act on
 //! the configured database directly, not through a running core.
 
-use walletops_core::{Config, Core, auth::KeyState};
+use walletops_core::{Config, Core, auth::KeyState, requests::limits};
 use walletops_domain::{ApiKey, RuleKind, Scopes, Wallet};
 
 use anyhow::Context;
@@ -180,16 +180,19 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
                 _ => (asset, max_per_tx, daily),
             };
             if remove {
-                core.limits.remove(user.id, &key, chain, &asset).await?;
+                let named = limits::asset(chain, &asset)?;
+                core.limits.remove(user.id, &key, chain, &named).await?;
                 println!("Removed the limit on {asset} of {}.", chain.slug());
             } else {
-                let given = walletops_core::limits::LimitText {
+                let given = limits::LimitText {
                     asset: &asset,
                     max_per_transaction: max_per_tx.as_deref(),
                     daily_budget: daily.as_deref(),
                     approval_above: approve_above.as_deref(),
                 };
-                core.limits.set(user.id, &key, chain, given).await?;
+                core.limits
+                    .set(user.id, &key, chain, limits::limit(chain, given)?)
+                    .await?;
             }
             print_limits(&core, user.id, &key).await?;
         }
@@ -213,16 +216,17 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
                 (.., Some(a)) => (RuleKind::Token, Some(a)),
                 _ => (RuleKind::Chain, None),
             };
-            let given = walletops_core::limits::RuleText {
+            let given = limits::RuleText {
                 kind,
                 address: address.as_deref(),
                 selector: function.as_deref(),
             };
+            let allowed = limits::rule(chain, given)?;
             if remove {
-                core.limits.disallow(user.id, &key, chain, given).await?;
+                core.limits.disallow(user.id, &key, chain, allowed).await?;
                 println!("Removed the rule.");
             } else {
-                core.limits.allow(user.id, &key, chain, given).await?;
+                core.limits.allow(user.id, &key, chain, allowed).await?;
             }
             print_policy(&core, user.id, &key).await?;
         }

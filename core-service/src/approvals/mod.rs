@@ -149,13 +149,13 @@ impl Approvals {
             .ok_or_else(|| WalletOpsError::NotFound("no such approval".to_owned()))
     }
 
-    /// `decide` for `caller`, who must be a person (a dashboard session), never an API key.
+    /// `decide` for `caller`, who must be a person (a dashboard session), never an API key;
+    /// the decision is signed `dashboard:NAME`, by the user's name.
     pub async fn decide_as(
         &self,
         caller: &Caller,
         id: Uuid,
         decision: Decision,
-        by: &str,
     ) -> Result<Approval> {
         // The key an agent holds must never approve its own writes: a person decides.
         if let Credential::Key { .. } = caller.credential {
@@ -164,7 +164,13 @@ impl Approvals {
                     .to_owned(),
             ));
         }
-        self.decide(caller.user_id, id, decision, by).await
+        let user = self
+            .store
+            .find_user(&caller.user_id.to_string())
+            .await?
+            .ok_or_else(|| WalletOpsError::NotFound("no such user".to_owned()))?;
+        let by = format!("dashboard:{}", user.name);
+        self.decide(caller.user_id, id, decision, &by).await
     }
 
     /// Records `decision` on `user`'s pending approval `id`, made by `by` (`dashboard:NAME`,

@@ -19,7 +19,7 @@ use chrono::{DateTime, Duration, Utc};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-pub use operations::Operation;
+pub use operations::{Gate, Operation};
 pub use secret::{ApiKeySecret, VENDOR};
 pub use sessions::Sessions;
 

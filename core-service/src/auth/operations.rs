@@ -1,5 +1,6 @@
-//! Which scope each operation of the core needs: the one table of it. Every admitted RPC
-//! names its operation (`Core::admit`), and a caller learns from `GetCurrentApiKey` which
+//! Which scope each operation of the core needs, and how every RPC is let in: the one
+//! table of both. The admission layer (`grpc/admission.rs`) reads a call's gate off its
+//! path before any handler runs, and a caller learns from `GetCurrentApiKey` which
 //! operations its scopes allow, so a surface that hides what a key cannot do (the MCP
 //! tools list) reads this table instead of keeping a copy.
 
@@ -182,6 +183,46 @@ impl Operation {
     }
 }
 
+/// How a call of a method is let in, before its handler runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// By a key or session holding the operation's scope, drawn from its budget.
+    Scoped(Operation),
+    /// By any key or session whatever its scopes, drawn from no budget: asking who the
+    /// caller is and what it may do (`GetCurrentApiKey`).
+    AnyCaller,
+    /// By an open dashboard session (`GetSession`).
+    Session,
+    /// By an open dashboard session and its CSRF token (`SignOut`).
+    ChangingSession,
+    /// By no credential: the call is how a session is had (`SignIn`, `RedeemSignInLink`).
+    Open,
+    /// By the operators' admin token: `AdminService`, served on the admin listener only.
+    Admin,
+}
+
+/// The path prefix of `AdminService`'s methods.
+const ADMIN_SERVICE: &str = "/walletops.v1.AdminService/";
+
+impl Gate {
+    /// The gate of the method a call's path names, or none for a method outside the
+    /// contract (health, reflection, or one no service has).
+    pub fn of(method: &str) -> Option<Self> {
+        if let Some(op) = Operation::ALL.into_iter().find(|op| op.method() == method) {
+            return Some(Self::Scoped(op));
+        }
+        match method {
+            "/walletops.v1.ApiKeyService/GetCurrentApiKey" => Some(Self::AnyCaller),
+            "/walletops.v1.DashboardService/GetSession" => Some(Self::Session),
+            "/walletops.v1.DashboardService/SignOut" => Some(Self::ChangingSession),
+            "/walletops.v1.DashboardService/SignIn"
+            | "/walletops.v1.DashboardService/RedeemSignInLink" => Some(Self::Open),
+            m if m.starts_with(ADMIN_SERVICE) => Some(Self::Admin),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +245,32 @@ mod tests {
             assert!(descriptors.contains(method), "{op:?}: no method {method}");
             assert!(seen.insert(op.method()), "{op:?} named twice");
         }
+    }
+
+    /// Every method of every service of the contract is let in by a gate of the table, and
+    /// only the admin service's by the admin token: a method added to the contract and not
+    /// to the table would otherwise reach its handler with no caller.
+    #[test]
+    fn every_method_of_the_contract_has_its_gate() {
+        use prost::Message as _;
+        let set = prost_types::FileDescriptorSet::decode(walletops_proto::FILE_DESCRIPTOR_SET)
+            .expect("the contract's descriptors");
+        let mut methods = 0;
+        for file in set.file.iter().filter(|f| f.package() == "walletops.v1") {
+            for service in &file.service {
+                for method in &service.method {
+                    let path = format!("/walletops.v1.{}/{}", service.name(), method.name());
+                    let gate = Gate::of(&path).unwrap_or_else(|| panic!("{path}: no gate"));
+                    assert_eq!(
+                        gate == Gate::Admin,
+                        service.name() == "AdminService",
+                        "{path}: {gate:?}"
+                    );
+                    methods += 1;
+                }
+            }
+        }
+        assert!(methods > Operation::ALL.len(), "{methods} methods read");
+        assert_eq!(Gate::of("/grpc.health.v1.Health/Check"), None);
     }
 }

@@ -28,7 +28,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::CreateUserRequest>,
     ) -> Result<Response<pb::CreateUserResponse>, Status> {
-        self.core.admit_admin(request.metadata()).await?;
+        super::admission::admin(&request)?;
         let req = request.into_inner();
         let scopes = keys::scopes("scopes", &req.scopes)?;
         let (user, key, secret) = self.core.create_user(&req.name, scopes).await?;
@@ -43,7 +43,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::ListUsersRequest>,
     ) -> Result<Response<pb::ListUsersResponse>, Status> {
-        self.core.admit_admin(request.metadata()).await?;
+        super::admission::admin(&request)?;
         let users = self.core.list_users().await?;
         Ok(Response::new(pb::ListUsersResponse {
             users: users.into_iter().map(convert::user).collect(),
@@ -54,7 +54,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::CreateWalletRequest>,
     ) -> Result<Response<pb::CreateWalletResponse>, Status> {
-        self.core.admit_admin(request.metadata()).await?;
+        super::admission::admin(&request)?;
         let req = request.into_inner();
         let (family, custody) = keys::new_wallet(&req)?;
         let user = self.core.find_user(&req.user).await?;
@@ -73,7 +73,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::UpdateWalletRequest>,
     ) -> Result<Response<pb::UpdateWalletResponse>, Status> {
-        self.core.admit_admin(request.metadata()).await?;
+        super::admission::admin(&request)?;
         let req = request.into_inner();
         let address = crate::requests::any_address(&req.address, "address")?;
         let wallet = self
@@ -90,7 +90,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::LinkUserRequest>,
     ) -> Result<Response<pb::LinkUserResponse>, Status> {
-        self.core.admit_admin(request.metadata()).await?;
+        super::admission::admin(&request)?;
         let req = request.into_inner();
         let user = self.core.find_user(&req.user).await?;
         let report = self.core.wallets.link(&user, &req.provider_user_id).await?;
@@ -105,7 +105,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::UnlinkUserRequest>,
     ) -> Result<Response<pb::UnlinkUserResponse>, Status> {
-        self.core.admit_admin(request.metadata()).await?;
+        super::admission::admin(&request)?;
         let user = self.core.find_user(&request.into_inner().user).await?;
         self.core.wallets.unlink(&user).await?;
         let user = self.core.find_user(&user.id.to_string()).await?;
@@ -118,7 +118,7 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::SyncWalletsRequest>,
     ) -> Result<Response<pb::SyncWalletsResponse>, Status> {
-        self.core.admit_admin(request.metadata()).await?;
+        super::admission::admin(&request)?;
         let user = self.core.find_user(&request.into_inner().user).await?;
         let report = self.core.wallets.sync(&user).await?;
         Ok(Response::new(pb::SyncWalletsResponse {

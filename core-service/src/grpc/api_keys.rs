@@ -5,19 +5,39 @@ use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, api_key_service_server::ApiKeyService};
 
 use super::convert;
-use crate::{Core, auth::Operation, limits::LimitText, requests::keys};
+use crate::{
+    auth::{ApiKeys, Operation},
+    balances::Units,
+    chains::Registry,
+    limits::Limits,
+    requests::{keys, limits},
+};
 use walletops_domain::ApiKey;
 
-/// The gRPC face of `ApiKeyService`.
+/// The gRPC face of `ApiKeyService`: the keys, their limits, and the chains and units
+/// limits are written in.
 #[derive(Debug, Clone)]
 pub struct ApiKeyApi {
-    core: Core,
+    keys: ApiKeys,
+    limits: Limits,
+    chains: std::sync::Arc<Registry>,
+    units: Units,
 }
 
 impl ApiKeyApi {
-    /// The service over `core`.
-    pub fn new(core: Core) -> Self {
-        Self { core }
+    /// The service over `keys` and their `limits`, on `chains`.
+    pub fn new(
+        keys: ApiKeys,
+        limits: Limits,
+        chains: std::sync::Arc<Registry>,
+        units: Units,
+    ) -> Self {
+        Self {
+            keys,
+            limits,
+            chains,
+            units,
+        }
     }
 }
 
@@ -27,12 +47,9 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::UnfreezeApiKeyRequest>,
     ) -> Result<Response<pb::UnfreezeApiKeyResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::UnfreezeApiKey)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = request.into_inner();
-        let key = self.core.limits.unfreeze_as(&caller, &req.key_id).await?;
+        let key = self.limits.unfreeze_as(&caller, &req.key_id).await?;
         Ok(Response::new(pb::UnfreezeApiKeyResponse {
             api_key: Some(self.described(key, Utc::now()).await?),
         }))
@@ -42,17 +59,12 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::AddPolicyRuleRequest>,
     ) -> Result<Response<pb::AddPolicyRuleResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::AddPolicyRule)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = request.into_inner();
-        let (chain, given) = keys::rule_text(req.rule.as_ref())?;
-        let chain = crate::requests::chain(&self.core.chains, chain)?;
+        let (chain, allowed) = keys::rule(&self.chains, req.rule.as_ref())?;
         let rule = self
-            .core
             .limits
-            .allow_as(&caller, &req.key_id, chain, given)
+            .allow_as(&caller, &req.key_id, chain, allowed)
             .await?;
         tracing::info!(%rule, "policy rule added");
         Ok(Response::new(pb::AddPolicyRuleResponse {
@@ -64,16 +76,11 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::RemovePolicyRuleRequest>,
     ) -> Result<Response<pb::RemovePolicyRuleResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::RemovePolicyRule)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = request.into_inner();
-        let (chain, given) = keys::rule_text(req.rule.as_ref())?;
-        let chain = crate::requests::chain(&self.core.chains, chain)?;
-        self.core
-            .limits
-            .disallow_as(&caller, &req.key_id, chain, given)
+        let (chain, allowed) = keys::rule(&self.chains, req.rule.as_ref())?;
+        self.limits
+            .disallow_as(&caller, &req.key_id, chain, allowed)
             .await?;
         tracing::info!(key = %req.key_id, "policy rule removed");
         Ok(Response::new(pb::RemovePolicyRuleResponse {
@@ -85,10 +92,7 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::CreateApiKeyRequest>,
     ) -> Result<Response<pb::CreateApiKeyResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::CreateApiKey)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = request.into_inner();
         let lifetime = keys::expiration(req.expiration)?;
         // Made with a key, none asked: the maker's own, which is all it may give.
@@ -97,7 +101,6 @@ impl ApiKeyService for ApiKeyApi {
             _ => keys::scopes("scopes", &req.scopes)?,
         };
         let (key, secret) = self
-            .core
             .keys
             .create(caller.user_id, &req.name, lifetime, scopes, Some(&caller))
             .await?;
@@ -112,12 +115,9 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::ListApiKeysRequest>,
     ) -> Result<Response<pb::ListApiKeysResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::ListApiKeys)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let now = Utc::now();
-        let keys = self.core.keys.list(caller.user_id).await?;
+        let keys = self.keys.list(caller.user_id).await?;
         let mut api_keys = Vec::with_capacity(keys.len());
         for key in keys {
             api_keys.push(self.described(key, now).await?);
@@ -129,13 +129,9 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::RevokeApiKeyRequest>,
     ) -> Result<Response<pb::RevokeApiKeyResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::RevokeApiKey)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = request.into_inner();
         let key = self
-            .core
             .keys
             .revoke(caller.user_id, &req.id, Some(&caller))
             .await?;
@@ -149,8 +145,8 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::GetCurrentApiKeyRequest>,
     ) -> Result<Response<pb::GetCurrentApiKeyResponse>, Status> {
-        let caller = self.core.admit_any(request.metadata()).await?;
-        let api_key = self.core.keys.current(&caller).await?;
+        let caller = super::admission::caller(&request)?;
+        let api_key = self.keys.current(&caller).await?;
         Ok(Response::new(pb::GetCurrentApiKeyResponse {
             scopes: convert::scope_values(caller.scopes),
             api_key: api_key.map(|k| convert::api_key(k, Utc::now())),
@@ -165,22 +161,18 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::SetSpendLimitRequest>,
     ) -> Result<Response<pb::SetSpendLimitResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::SetSpendLimit)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = request.into_inner();
-        let chain = crate::requests::chain(&self.core.chains, &req.chain)?;
-        let given = LimitText {
+        let chain = crate::requests::chain(&self.chains, &req.chain)?;
+        let given = limits::LimitText {
             asset: &req.asset,
             max_per_transaction: req.max_per_transaction.as_deref(),
             daily_budget: req.daily_budget.as_deref(),
             approval_above: req.approval_above.as_deref(),
         };
         let limit = self
-            .core
             .limits
-            .set_as(&caller, &req.key_id, chain, given)
+            .set_as(&caller, &req.key_id, chain, limits::limit(chain, given)?)
             .await?;
         tracing::info!(chain = %limit.chain, asset = %limit.asset, "spend limit set");
         Ok(Response::new(pb::SetSpendLimitResponse {
@@ -192,15 +184,16 @@ impl ApiKeyService for ApiKeyApi {
         &self,
         request: Request<pb::RemoveSpendLimitRequest>,
     ) -> Result<Response<pb::RemoveSpendLimitResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::RemoveSpendLimit)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = request.into_inner();
-        let chain = crate::requests::chain(&self.core.chains, &req.chain)?;
-        self.core
-            .limits
-            .remove_as(&caller, &req.key_id, chain, &req.asset)
+        let chain = crate::requests::chain(&self.chains, &req.chain)?;
+        self.limits
+            .remove_as(
+                &caller,
+                &req.key_id,
+                chain,
+                &limits::asset(chain, &req.asset)?,
+            )
             .await?;
         Ok(Response::new(pb::RemoveSpendLimitResponse {
             api_key: Some(self.key_with_limits(caller.user_id, &req.key_id).await?),
@@ -215,17 +208,17 @@ impl ApiKeyApi {
         key: ApiKey,
         now: chrono::DateTime<Utc>,
     ) -> crate::error::Result<pb::ApiKey> {
-        let limits = self.core.limits.of_key(key.id).await?;
+        let limits = self.limits.of_key(key.id).await?;
         let (rules, frozen) = if key.limited {
             (
-                self.core.limits.rules_of(key.id).await?,
-                self.core.limits.frozen(key.lineage_id).await?,
+                self.limits.rules_of(key.id).await?,
+                self.limits.frozen(key.lineage_id).await?,
             )
         } else {
             (Vec::new(), None)
         };
         let described = convert::with_limits(convert::api_key(key, now), limits, |chain, asset| {
-            self.core.units(chain, asset)
+            self.units.of(chain, asset)
         });
         let mut described = convert::with_rules(described, rules);
         if let Some(frozen) = frozen {
@@ -241,7 +234,7 @@ impl ApiKeyApi {
         user_id: uuid::Uuid,
         id_or_prefix: &str,
     ) -> crate::error::Result<pb::ApiKey> {
-        let key = self.core.limits.owned(user_id, id_or_prefix).await?;
+        let key = self.limits.owned(user_id, id_or_prefix).await?;
         self.described(key, Utc::now()).await
     }
 }

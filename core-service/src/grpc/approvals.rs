@@ -6,21 +6,23 @@ use walletops_proto::v1::{self as pb, approval_service_server::ApprovalService};
 
 use super::convert;
 use crate::{
-    Core,
-    auth::Operation,
+    approvals::Approvals,
+    balances::Units,
     requests::{DecideRequest, approval_id, approval_state},
 };
 
-/// The gRPC face of `ApprovalService`.
+/// The gRPC face of `ApprovalService`: the approvals, and the units their amounts are
+/// shown in.
 #[derive(Debug, Clone)]
 pub struct ApprovalApi {
-    core: Core,
+    approvals: Approvals,
+    units: Units,
 }
 
 impl ApprovalApi {
-    /// The service over `core`.
-    pub fn new(core: Core) -> Self {
-        Self { core }
+    /// The service over `approvals`, naming amounts in `units`.
+    pub fn new(approvals: Approvals, units: Units) -> Self {
+        Self { approvals, units }
     }
 }
 
@@ -30,12 +32,9 @@ impl ApprovalService for ApprovalApi {
         &self,
         request: Request<pb::ListApprovalsRequest>,
     ) -> Result<Response<pb::ListApprovalsResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::ListApprovals)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let state = approval_state(request.get_ref().state)?;
-        let approvals = self.core.approvals.list(&caller, state).await?;
+        let approvals = self.approvals.list(&caller, state).await?;
         Ok(Response::new(pb::ListApprovalsResponse {
             approvals: approvals.into_iter().map(|a| self.approval(a)).collect(),
         }))
@@ -45,12 +44,9 @@ impl ApprovalService for ApprovalApi {
         &self,
         request: Request<pb::GetApprovalRequest>,
     ) -> Result<Response<pb::GetApprovalResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::GetApproval)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let id = approval_id(&request.get_ref().id, "id")?;
-        let approval = self.core.approvals.get(&caller, id).await?;
+        let approval = self.approvals.get(&caller, id).await?;
         Ok(Response::new(pb::GetApprovalResponse {
             approval: Some(self.approval(approval)),
         }))
@@ -60,21 +56,11 @@ impl ApprovalService for ApprovalApi {
         &self,
         request: Request<pb::DecideApprovalRequest>,
     ) -> Result<Response<pb::DecideApprovalResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::DecideApproval)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = DecideRequest::parse(request.get_ref())?;
-        let user = self.core.find_user(&caller.user_id.to_string()).await?;
         let approval = self
-            .core
             .approvals
-            .decide_as(
-                &caller,
-                req.id,
-                req.decision,
-                &format!("dashboard:{}", user.name),
-            )
+            .decide_as(&caller, req.id, req.decision)
             .await?;
         Ok(Response::new(pb::DecideApprovalResponse {
             approval: Some(self.approval(approval)),
@@ -85,7 +71,7 @@ impl ApprovalService for ApprovalApi {
 impl ApprovalApi {
     /// `a` as the API gives it, with its asset's units when known.
     fn approval(&self, a: walletops_domain::Approval) -> pb::Approval {
-        let units = self.core.units(&a.chain, &a.asset);
+        let units = self.units.of(&a.chain, &a.asset);
         convert::approval(a, units)
     }
 }

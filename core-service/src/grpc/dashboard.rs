@@ -6,7 +6,6 @@ use walletops_proto::v1::{self as pb, dashboard_service_server::DashboardService
 use super::convert;
 use crate::{
     Core,
-    auth::Operation,
     auth::sessions::{Opened, csrf_token},
     requests::ListTransactionsRequest,
 };
@@ -93,7 +92,7 @@ impl DashboardService for DashboardApi {
         &self,
         request: Request<pb::GetSessionRequest>,
     ) -> Result<Response<pb::GetSessionResponse>, Status> {
-        let (s, token) = self.core.session(request.metadata()).await?;
+        let (s, token) = super::admission::session(&request)?;
         let user = self.core.sessions.user_of(&s).await?;
         Ok(Response::new(pb::GetSessionResponse {
             session: Some(session(&user, &s, &token)),
@@ -104,7 +103,7 @@ impl DashboardService for DashboardApi {
         &self,
         request: Request<pb::SignOutRequest>,
     ) -> Result<Response<pb::SignOutResponse>, Status> {
-        let s = self.core.changing_session(request.metadata()).await?;
+        let (s, _) = super::admission::session(&request)?;
         self.core.sessions.end(s.id).await?;
         Ok(Response::new(pb::SignOutResponse {}))
     }
@@ -113,10 +112,7 @@ impl DashboardService for DashboardApi {
         &self,
         request: Request<pb::ListHoldingsRequest>,
     ) -> Result<Response<pb::ListHoldingsResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::ListHoldings)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = request.get_ref();
         let holdings = self
             .core
@@ -153,10 +149,7 @@ impl DashboardService for DashboardApi {
         &self,
         request: Request<pb::ListTransactionsRequest>,
     ) -> Result<Response<pb::ListTransactionsResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::ListTransactions)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = ListTransactionsRequest::parse(&self.core.chains, request.get_ref())?;
         let (records, next) = self
             .core

@@ -6,7 +6,6 @@ use walletops_proto::v1::{self as pb, deposit_service_server::DepositService};
 use super::convert;
 use crate::{
     Core,
-    auth::Operation,
     requests::deposits::{self as parse, WalletRef},
 };
 
@@ -34,10 +33,7 @@ impl DepositService for DepositApi {
         &self,
         request: Request<pb::ListDepositsRequest>,
     ) -> Result<Response<pb::ListDepositsResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::ListDeposits)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let (mut req, wallet) = parse::list(&self.core.chains, request.get_ref())?;
         if let Some(wallet) = wallet {
             let found = match wallet {
@@ -66,10 +62,7 @@ impl DepositService for DepositApi {
         &self,
         request: Request<pb::GetDepositRequest>,
     ) -> Result<Response<pb::GetDepositResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::GetDeposit)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let id = parse::deposit_id(request.get_ref())?;
         let deposit = self.core.deposits.get(caller.user_id, id).await?;
         Ok(Response::new(pb::GetDepositResponse {
@@ -83,10 +76,7 @@ impl DepositService for DepositApi {
         &self,
         request: Request<pb::WatchDepositsRequest>,
     ) -> Result<Response<WatchingDeposits>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::WatchDeposits)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let which = parse::watch(&self.core.chains, request.get_ref())?;
         let slot = self.core.streams.open(caller.user_id, caller.key_id())?;
         let (limits, recheck) = super::watch_terms(&self.core, &caller);

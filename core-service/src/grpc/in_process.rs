@@ -20,6 +20,7 @@ pub fn in_process(core: &Core) -> CoreChannel {
     let services = super::layered(
         routes.routes().prepare(),
         core.config.trusted_proxies.clone(),
+        super::AdmissionLayer::new(core.clone(), super::Surface::Public),
     );
     CoreChannel::new(
         ServiceBuilder::new()

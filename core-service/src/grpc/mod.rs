@@ -4,6 +4,7 @@
 //! wrapped in the request-id and tracing layers. One file per service, proto <-> domain only.
 
 mod admin;
+mod admission;
 mod api_keys;
 mod approvals;
 mod client;
@@ -64,6 +65,7 @@ pub use wallet_ops::WalletOpsApi;
 pub use webhooks::WebhookApi;
 
 use crate::Core;
+use admission::AdmissionLayer;
 
 /// The span of one gRPC call, carrying its request id (set by the layer before it).
 fn call_span<B>(req: &Request<B>) -> tracing::Span {
@@ -143,17 +145,29 @@ pub struct Listener {
 fn add_public(core: &Core, routes: &mut RoutesBuilder) {
     routes
         .add_service(WalletOpsServiceServer::new(WalletOpsApi::new(core.clone())))
-        .add_service(ApiKeyServiceServer::new(ApiKeyApi::new(core.clone())))
+        .add_service(ApiKeyServiceServer::new(ApiKeyApi::new(
+            core.keys.clone(),
+            core.limits.clone(),
+            core.chains.clone(),
+            core.units_known(),
+        )))
         .add_service(DashboardServiceServer::new(DashboardApi::new(core.clone())))
-        .add_service(WebhookServiceServer::new(WebhookApi::new(core.clone())))
-        .add_service(ApprovalServiceServer::new(ApprovalApi::new(core.clone())))
+        .add_service(WebhookServiceServer::new(WebhookApi::new(
+            core.webhooks.clone(),
+            core.keys.clone(),
+        )))
+        .add_service(ApprovalServiceServer::new(ApprovalApi::new(
+            core.approvals.clone(),
+            core.units_known(),
+        )))
         .add_service(DepositServiceServer::new(DepositApi::new(core.clone())))
         .add_service(PayoutServiceServer::new(PayoutApi::new(core.clone())));
 }
 
 /// `routes` behind what every call passes through first, on a listener or from the edge in
-/// this process: the client's address, the request id, the call's span and its metrics.
-fn layered(routes: Routes, trusted: Vec<IpAddr>) -> CoreChannel {
+/// this process: the client's address, the request id, the call's span, its metrics and
+/// its admission.
+fn layered(routes: Routes, trusted: Vec<IpAddr>, admission: AdmissionLayer) -> CoreChannel {
     CoreChannel::new(
         ServiceBuilder::new()
             .map_err(|never: Infallible| -> CallFailed { match never {} })
@@ -176,6 +190,7 @@ fn layered(routes: Routes, trusted: Vec<IpAddr>) -> CoreChannel {
             .layer(CatchPanicLayer::custom(|_: Box<dyn Any + Send>| {
                 tonic::Status::internal("internal error").into_http::<tonic::body::Body>()
             }))
+            .layer(admission)
             .service(routes),
     )
 }
@@ -300,6 +315,7 @@ async fn serve_on(
     let timeout = core.config.request_timeout();
     let handshake_timeout = std::time::Duration::from_secs(core.config.header_read_timeout_secs);
     let trusted = core.config.trusted_proxies.clone();
+    let admission = AdmissionLayer::new(core.clone(), surface);
     let mut routes = Routes::builder();
     routes
         .add_service(health_service)
@@ -313,7 +329,7 @@ async fn serve_on(
     Server::builder()
         .timeout(timeout)
         .layer(tower::layer::layer_fn(move |routes| {
-            layered(routes, trusted.clone())
+            layered(routes, trusted.clone(), admission.clone())
         }))
         .add_routes(routes.routes())
         .serve_with_incoming_shutdown(

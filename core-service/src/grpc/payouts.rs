@@ -100,8 +100,9 @@ impl PayoutService for PayoutApi {
         &self,
         request: Request<pb::CreatePayoutRequest>,
     ) -> Result<Response<pb::CreatePayoutResponse>, Status> {
+        let caller = super::admission::caller(&request)?;
         let (metadata, _, req) = request.into_parts();
-        let payout = self.core.create_payout(&metadata, req).await?;
+        let payout = self.core.create_payout(&caller, &metadata, req).await?;
         Ok(Response::new(pb::CreatePayoutResponse {
             payout: Some(self.described(payout).await?),
         }))
@@ -111,10 +112,8 @@ impl PayoutService for PayoutApi {
         &self,
         request: Request<pb::GetPayoutRequest>,
     ) -> Result<Response<pb::GetPayoutResponse>, Status> {
-        let payout = self
-            .core
-            .get_payout(request.metadata(), &request.get_ref().id)
-            .await?;
+        let caller = super::admission::caller(&request)?;
+        let payout = self.core.get_payout(&caller, &request.get_ref().id).await?;
         Ok(Response::new(pb::GetPayoutResponse {
             payout: Some(self.described(payout).await?),
         }))
@@ -124,10 +123,8 @@ impl PayoutService for PayoutApi {
         &self,
         request: Request<pb::ListPayoutsRequest>,
     ) -> Result<Response<pb::ListPayoutsResponse>, Status> {
-        let (payouts, next) = self
-            .core
-            .list_payouts(request.metadata(), request.get_ref())
-            .await?;
+        let caller = super::admission::caller(&request)?;
+        let (payouts, next) = self.core.list_payouts(&caller, request.get_ref()).await?;
         let standings = self.core.payout_standings(&payouts).await?;
         Ok(Response::new(pb::ListPayoutsResponse {
             payouts: payouts

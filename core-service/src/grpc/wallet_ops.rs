@@ -1,5 +1,6 @@
-//! `walletops.v1.WalletOpsService`: proto <-> domain. Every read admits its caller, parses
-//! its request (`requests`) and asks the domain; every write goes through `Core::write`.
+//! `walletops.v1.WalletOpsService`: proto <-> domain. Every read takes its admitted caller,
+//! parses its request (`requests`) and asks the domain; every write goes through
+//! `Core::write`.
 
 use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, wallet_ops_service_server::WalletOpsService};
@@ -7,7 +8,6 @@ use walletops_proto::v1::{self as pb, wallet_ops_service_server::WalletOpsServic
 use super::convert;
 use crate::{
     Core,
-    auth::Operation,
     requests::{
         BalancesRequest, ListWalletsRequest, QuoteRequest, TransactionRequest, WatchRequest,
     },
@@ -41,10 +41,7 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::ListWalletsRequest>,
     ) -> Result<Response<pb::ListWalletsResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::ListWallets)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = ListWalletsRequest::parse(request.get_ref())?;
         let wallets = self.core.wallets.list(caller.user_id, req.filter).await?;
         Ok(Response::new(pb::ListWalletsResponse {
@@ -56,10 +53,7 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::GetBalancesRequest>,
     ) -> Result<Response<pb::GetBalancesResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::GetBalances)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = BalancesRequest::parse(&self.core.chains, request.get_ref())?;
         let wallet = self
             .core
@@ -86,10 +80,7 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::GetTransactionRequest>,
     ) -> Result<Response<pb::GetTransactionResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::GetTransaction)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = TransactionRequest::parse(request.get_ref())?;
         let tx = self.core.transactions.get(caller.user_id, req.id).await?;
         Ok(Response::new(pb::GetTransactionResponse {
@@ -103,10 +94,7 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::WatchTransactionsRequest>,
     ) -> Result<Response<Watching>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::WatchTransactions)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = WatchRequest::parse(&self.core.chains, request.get_ref())?;
         let slot = self.core.streams.open(caller.user_id, caller.key_id())?;
         let (limits, recheck) = super::watch_terms(&self.core, &caller);
@@ -135,10 +123,11 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::SendRequest>,
     ) -> Result<Response<pb::SendResponse>, Status> {
+        let caller = super::admission::caller(&request)?;
         let (metadata, _, message) = request.into_parts();
         let written = self
             .core
-            .write(&metadata, Write::of::<SendWrite>(message))
+            .write(&caller, &metadata, Write::of::<SendWrite>(message))
             .await?;
         Ok(Response::new(pb::SendResponse {
             submission: Some(convert::written(written, &self.core.chains)),
@@ -149,10 +138,11 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::ApproveTokenRequest>,
     ) -> Result<Response<pb::ApproveTokenResponse>, Status> {
+        let caller = super::admission::caller(&request)?;
         let (metadata, _, message) = request.into_parts();
         let written = self
             .core
-            .write(&metadata, Write::of::<ApproveWrite>(message))
+            .write(&caller, &metadata, Write::of::<ApproveWrite>(message))
             .await?;
         Ok(Response::new(pb::ApproveTokenResponse {
             submission: Some(convert::written(written, &self.core.chains)),
@@ -163,10 +153,11 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::CallContractRequest>,
     ) -> Result<Response<pb::CallContractResponse>, Status> {
+        let caller = super::admission::caller(&request)?;
         let (metadata, _, message) = request.into_parts();
         let written = self
             .core
-            .write(&metadata, Write::of::<CallWrite>(message))
+            .write(&caller, &metadata, Write::of::<CallWrite>(message))
             .await?;
         Ok(Response::new(pb::CallContractResponse {
             submission: Some(convert::written(written, &self.core.chains)),
@@ -177,10 +168,7 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::GetQuoteRequest>,
     ) -> Result<Response<pb::GetQuoteResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::GetQuote)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = QuoteRequest::parse(&self.core.chains, request.get_ref())?;
         let quote = self.core.quotes.quote_for(&caller, &req).await?;
         Ok(Response::new(pb::GetQuoteResponse {
@@ -192,10 +180,11 @@ impl WalletOpsService for WalletOpsApi {
         &self,
         request: Request<pb::SwapRequest>,
     ) -> Result<Response<pb::SwapResponse>, Status> {
+        let caller = super::admission::caller(&request)?;
         let (metadata, _, message) = request.into_parts();
         let written = self
             .core
-            .write(&metadata, Write::of::<SwapWrite>(message))
+            .write(&caller, &metadata, Write::of::<SwapWrite>(message))
             .await?;
         Ok(Response::new(pb::SwapResponse {
             submission: Some(convert::written(written, &self.core.chains)),
@@ -207,15 +196,13 @@ impl WalletOpsService for WalletOpsApi {
         request: Request<pb::SimulateWriteRequest>,
     ) -> Result<Response<pb::SimulateWriteResponse>, Status> {
         use pb::simulate_write_request::Write as Asked;
-        let (metadata, _, message) = request.into_parts();
-        let write = match message.write {
+        let caller = super::admission::caller(&request)?;
+        let write = match request.into_inner().write {
             Some(Asked::Send(m)) => Write::of::<SendWrite>(m),
             Some(Asked::ApproveToken(m)) => Write::of::<ApproveWrite>(m),
             Some(Asked::CallContract(m)) => Write::of::<CallWrite>(m),
             Some(Asked::Swap(m)) => Write::of::<SwapWrite>(m),
             None => {
-                // Admitted first, as every call is, before its fields are looked at.
-                self.core.admit(&metadata, Operation::SimulateWrite).await?;
                 return Err(crate::error::WalletOpsError::invalid(
                     "write",
                     "is required: one of send, approve_token, call_contract, swap",
@@ -223,7 +210,7 @@ impl WalletOpsService for WalletOpsApi {
                 .into());
             }
         };
-        let dry_run = self.core.simulate_write(&metadata, write).await?;
+        let dry_run = self.core.simulate_write(&caller, write).await?;
         Ok(Response::new(convert::dry_run(dry_run)))
     }
 }

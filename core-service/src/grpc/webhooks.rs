@@ -6,35 +6,31 @@ use walletops_proto::v1::{self as pb, webhook_service_server::WebhookService};
 
 use super::convert::timestamp;
 use crate::{
-    Core,
-    auth::Operation,
+    auth::ApiKeys,
     requests::{DeliveriesRequest, NewWebhook, ReplayRequest, webhook_id},
+    webhooks::Webhooks,
 };
 use walletops_domain::{
     ApiKey, DeliveryState, DisabledReason, EndpointMaker, EventType, WebhookDelivery,
     WebhookEndpoint,
 };
 
-/// The gRPC face of `WebhookService`.
+/// The gRPC face of `WebhookService`: the endpoints, and the keys that registered them.
 #[derive(Debug, Clone)]
 pub struct WebhookApi {
-    core: Core,
+    webhooks: Webhooks,
+    keys: ApiKeys,
 }
 
 impl WebhookApi {
-    /// The service over `core`.
-    pub fn new(core: Core) -> Self {
-        Self { core }
+    /// The service over `webhooks`, naming endpoints' keys from `keys`.
+    pub fn new(webhooks: Webhooks, keys: ApiKeys) -> Self {
+        Self { webhooks, keys }
     }
 
     /// `user_id`'s keys, to name the keys that registered endpoints.
     async fn keys(&self, user_id: uuid::Uuid) -> Result<Vec<ApiKey>, Status> {
-        Ok(self
-            .core
-            .store
-            .list_api_keys(user_id)
-            .await
-            .map_err(crate::error::WalletOpsError::from)?)
+        Ok(self.keys.list(user_id).await?)
     }
 }
 
@@ -112,12 +108,9 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::CreateWebhookRequest>,
     ) -> Result<Response<pb::CreateWebhookResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::CreateWebhook)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let new = NewWebhook::parse(request.get_ref())?;
-        let (endpoint, secret) = self.core.webhooks.create(&caller, new).await?;
+        let (endpoint, secret) = self.webhooks.create(&caller, new).await?;
         tracing::info!(webhook = %endpoint.id, "webhook registered");
         let keys = self.keys(caller.user_id).await?;
         Ok(Response::new(pb::CreateWebhookResponse {
@@ -130,11 +123,8 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::ListWebhooksRequest>,
     ) -> Result<Response<pb::ListWebhooksResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::ListWebhooks)
-            .await?;
-        let endpoints = self.core.webhooks.list(caller.user_id).await?;
+        let caller = super::admission::caller(&request)?;
+        let endpoints = self.webhooks.list(caller.user_id).await?;
         let keys = self.keys(caller.user_id).await?;
         Ok(Response::new(pb::ListWebhooksResponse {
             webhooks: endpoints.into_iter().map(|e| webhook(e, &keys)).collect(),
@@ -145,13 +135,10 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::DeleteWebhookRequest>,
     ) -> Result<Response<pb::DeleteWebhookResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::DeleteWebhook)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let id = webhook_id(&request.get_ref().id, "id")?;
-        self.core.webhooks.may_change(&caller, id).await?;
-        let endpoint = self.core.webhooks.delete(caller.user_id, id).await?;
+        self.webhooks.may_change(&caller, id).await?;
+        let endpoint = self.webhooks.delete(caller.user_id, id).await?;
         tracing::info!(webhook = %endpoint.id, "webhook deleted");
         let keys = self.keys(caller.user_id).await?;
         Ok(Response::new(pb::DeleteWebhookResponse {
@@ -163,13 +150,10 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::RotateWebhookSecretRequest>,
     ) -> Result<Response<pb::RotateWebhookSecretResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::RotateWebhookSecret)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let id = webhook_id(&request.get_ref().id, "id")?;
-        self.core.webhooks.may_change(&caller, id).await?;
-        let (endpoint, secret) = self.core.webhooks.rotate_secret(caller.user_id, id).await?;
+        self.webhooks.may_change(&caller, id).await?;
+        let (endpoint, secret) = self.webhooks.rotate_secret(caller.user_id, id).await?;
         tracing::info!(webhook = %endpoint.id, "webhook secret rotated");
         let keys = self.keys(caller.user_id).await?;
         Ok(Response::new(pb::RotateWebhookSecretResponse {
@@ -182,12 +166,9 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::ListWebhookDeliveriesRequest>,
     ) -> Result<Response<pb::ListWebhookDeliveriesResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::ListWebhookDeliveries)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = DeliveriesRequest::parse(request.get_ref())?;
-        let deliveries = self.core.webhooks.deliveries(caller.user_id, &req).await?;
+        let deliveries = self.webhooks.deliveries(caller.user_id, &req).await?;
         Ok(Response::new(pb::ListWebhookDeliveriesResponse {
             deliveries: deliveries.into_iter().map(delivery).collect(),
         }))
@@ -197,12 +178,9 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::ReplayWebhookDeliveriesRequest>,
     ) -> Result<Response<pb::ReplayWebhookDeliveriesResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::ReplayWebhookDeliveries)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let req = ReplayRequest::parse(request.get_ref())?;
-        let replayed = self.core.webhooks.replay(caller.user_id, &req).await?;
+        let replayed = self.webhooks.replay(caller.user_id, &req).await?;
         tracing::info!(webhook = %req.webhook_id, replayed, "webhook deliveries replayed");
         Ok(Response::new(pb::ReplayWebhookDeliveriesResponse {
             replayed: u32::try_from(replayed).unwrap_or(u32::MAX),
@@ -213,12 +191,9 @@ impl WebhookService for WebhookApi {
         &self,
         request: Request<pb::EnableWebhookRequest>,
     ) -> Result<Response<pb::EnableWebhookResponse>, Status> {
-        let caller = self
-            .core
-            .admit(request.metadata(), Operation::EnableWebhook)
-            .await?;
+        let caller = super::admission::caller(&request)?;
         let id = webhook_id(&request.get_ref().id, "id")?;
-        let endpoint = self.core.webhooks.enable(&caller, id).await?;
+        let endpoint = self.webhooks.enable(&caller, id).await?;
         tracing::info!(webhook = %endpoint.id, "webhook enabled");
         let keys = self.keys(caller.user_id).await?;
         Ok(Response::new(pb::EnableWebhookResponse {

@@ -1,7 +1,8 @@
 //! Spend limits, whole: what a key may move of one asset on one chain per write and per
 //! rolling 24 hours, and above what amount a write waits for a person's approval. Here are
-//! the amounts parsed as the owner gives them (`settings`), the refusal of a write over a
-//! limit and its words, the budget's window, and the approval threshold. The store keeps
+//! the limits and rules as the owner sets them (`settings`, `rules`; parsed in
+//! `requests::limits`), the refusal of a write over a limit and its words, the budget's
+//! window, and the approval threshold. The store keeps
 //! only the rows: limits and the reservations held against them.
 //!
 //! They are held against what every write of a limited key does, read from its simulation,
@@ -9,7 +10,7 @@
 //! the spends and any threshold passed, and reserved in the transaction that signs the write
 //! and claims its key (`Idempotency::claim`), after the limit's row is locked, so concurrent
 //! writes of one key are counted one after the other and cannot overspend together. Only the
-//! owner sets them (a dashboard session or the CLI; `Core::admit_owner`).
+//! owner sets them (a dashboard session or the CLI; `may_set`).
 
 mod rules;
 mod settings;
@@ -25,8 +26,7 @@ use crate::{
     error::{Result, WalletOpsError},
 };
 
-pub use rules::RuleText;
-pub use settings::{LimitText, limit_asset};
+pub use settings::NewLimit;
 
 /// The window of a daily budget.
 pub const BUDGET_WINDOW: Duration = Duration::hours(24);

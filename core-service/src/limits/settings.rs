@@ -1,5 +1,5 @@
-//! Spend limits as the owner sets and reads them: the amounts parsed for the chain's
-//! family, the asset named as limits name it, the key found among the owner's.
+//! Spend limits as the owner sets and reads them (parsed for their chain in
+//! `requests::limits`), on a key found among the owner's.
 
 use chrono::Utc;
 use uuid::Uuid;
@@ -8,51 +8,22 @@ use super::{BUDGET_WINDOW, Limits, may_set};
 use crate::auth::Caller;
 use crate::{
     chains::Chain,
-    error::{Result, Violations, WalletOpsError},
+    error::{Result, WalletOpsError},
 };
-use walletops_domain::{
-    AmountKind, ApiKey, ChainFamily, FEES_ASSET, GAS_ASSET, NATIVE_ASSET, SpendLimit,
-    SpendStanding, WalletAddress, asset_name, parse_amount,
-};
+use alloy::primitives::U256;
+use walletops_domain::{ApiKey, SpendLimit, SpendStanding};
 
-/// The limits' name of `raw` on `chain`: `native`, or the token's address (lowercase) or
-/// mint, checked for the chain's family.
-pub fn limit_asset(chain: &Chain, raw: &str) -> Result<String, String> {
-    let raw = raw.trim();
-    if raw.eq_ignore_ascii_case(NATIVE_ASSET) {
-        return Ok(NATIVE_ASSET.to_owned());
-    }
-    if raw.eq_ignore_ascii_case(FEES_ASSET) {
-        return Ok(FEES_ASSET.to_owned());
-    }
-    if raw.eq_ignore_ascii_case(GAS_ASSET) {
-        return Ok(GAS_ASSET.to_owned());
-    }
-    match raw.parse::<WalletAddress>() {
-        Ok(token) if token.family() == chain.family() => Ok(asset_name(Some(token))),
-        _ => Err(format!(
-            "must be native, fees, gas or a token of {}: {}",
-            chain.slug(),
-            if chain.family() == ChainFamily::Evm {
-                "0x and 40 hex digits"
-            } else {
-                "a base58 mint"
-            }
-        )),
-    }
-}
-
-/// A limit as given: amounts as text, `None` for no such limit.
-#[derive(Debug, Clone, Copy)]
-pub struct LimitText<'a> {
-    /// The asset: `native`, a token address or a mint.
-    pub asset: &'a str,
+/// A limit to set, parsed for its chain (`requests::limits`): `None` for no such limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewLimit {
+    /// The asset as limits name it: `native`, `fees`, `gas`, a token address or a mint.
+    pub asset: String,
     /// The most one write may move, in base units.
-    pub max_per_transaction: Option<&'a str>,
+    pub max_per_transaction: Option<U256>,
     /// The most a rolling 24 hours may move, in base units.
-    pub daily_budget: Option<&'a str>,
+    pub daily_budget: Option<U256>,
     /// Above this, in base units, a write waits for a person's approval.
-    pub approval_above: Option<&'a str>,
+    pub approval_above: Option<U256>,
 }
 
 impl Limits {
@@ -67,51 +38,23 @@ impl Limits {
             .ok_or_else(|| WalletOpsError::NotFound("no such API key".to_owned()))
     }
 
-    /// Sets the limit of `user_id`'s key `id_or_prefix` on `given.asset` of `chain`,
-    /// replacing any; every bad field in one INVALID_INPUT.
+    /// Sets `limit` on `chain` for `user_id`'s key `id_or_prefix`, replacing any on its
+    /// asset.
     pub async fn set(
         &self,
         user_id: Uuid,
         id_or_prefix: &str,
         chain: &Chain,
-        given: LimitText<'_>,
+        limit: NewLimit,
     ) -> Result<SpendLimit> {
         let key = self.owned(user_id, id_or_prefix).await?;
-        let kind = match chain.family() {
-            ChainFamily::Evm => AmountKind::Uint256,
-            ChainFamily::Solana => AmountKind::U64,
-        };
-        let mut v = Violations::default();
-        let asset = v.check("asset", limit_asset(chain, given.asset));
-        let max = given
-            .max_per_transaction
-            .and_then(|raw| v.check("max_per_transaction", parse_amount(raw, kind)));
-        let daily = given
-            .daily_budget
-            .and_then(|raw| v.check("daily_budget", parse_amount(raw, kind)));
-        let approval_above = given
-            .approval_above
-            .and_then(|raw| v.check("approval_above", parse_amount(raw, kind)));
-        if given.max_per_transaction.is_none()
-            && given.daily_budget.is_none()
-            && given.approval_above.is_none()
-        {
-            v.check::<()>(
-                "max_per_transaction",
-                Err(
-                    "give a maximum per write, a daily budget, an approval threshold, or any of them"
-                        .to_owned(),
-                ),
-            );
-        }
-        v.finish()?;
         let limit = SpendLimit {
             key_id: key.id,
             chain: chain.slug().to_owned(),
-            asset: asset.unwrap_or_default(),
-            max_per_transaction: max,
-            daily_budget: daily,
-            approval_above,
+            asset: limit.asset,
+            max_per_transaction: limit.max_per_transaction,
+            daily_budget: limit.daily_budget,
+            approval_above: limit.approval_above,
         };
         self.store.set_spend_limit(&limit).await?;
         Ok(limit)
@@ -123,10 +66,10 @@ impl Limits {
         caller: &Caller,
         id_or_prefix: &str,
         chain: &Chain,
-        given: LimitText<'_>,
+        limit: NewLimit,
     ) -> Result<SpendLimit> {
         may_set(caller)?;
-        self.set(caller.user_id, id_or_prefix, chain, given).await
+        self.set(caller.user_id, id_or_prefix, chain, limit).await
     }
 
     /// `remove` for `caller`, if it may set limits (`may_set`).
@@ -142,7 +85,8 @@ impl Limits {
             .await
     }
 
-    /// Removes the limit of `user_id`'s key `id_or_prefix` on `asset` of `chain`.
+    /// Removes the limit of `user_id`'s key `id_or_prefix` on `asset` of `chain` (as limits
+    /// name it: `requests::limits::asset`).
     pub async fn remove(
         &self,
         user_id: Uuid,
@@ -151,10 +95,9 @@ impl Limits {
         asset: &str,
     ) -> Result<()> {
         let key = self.owned(user_id, id_or_prefix).await?;
-        let asset = limit_asset(chain, asset).map_err(|e| WalletOpsError::invalid("asset", e))?;
         if self
             .store
-            .remove_spend_limit(key.id, chain.slug(), &asset)
+            .remove_spend_limit(key.id, chain.slug(), asset)
             .await?
         {
             Ok(())

@@ -3,12 +3,13 @@
 
 use walletops_proto::v1 as pb;
 
+use super::limits::RuleText;
 use crate::{
     auth::Expiration,
+    chains::{Chain, Registry},
     error::{Result, WalletOpsError},
-    limits::RuleText,
 };
-use walletops_domain::{ChainFamily, Custody, RuleKind, Scope, Scopes};
+use walletops_domain::{Allowed, ChainFamily, Custody, RuleKind, Scope, Scopes};
 
 /// The scopes a request asks for in `field`; none: all three.
 pub fn scopes(field: &str, requested: &[i32]) -> Result<Scopes> {
@@ -58,18 +59,19 @@ fn rule_kind(kind: i32) -> Result<RuleKind> {
     }
 }
 
-/// The rule of `rule` as given over the API: its chain's slug and its text, which
-/// `limits::rules` reads against that chain.
-pub fn rule_text(rule: Option<&pb::PolicyRule>) -> Result<(&str, RuleText<'_>)> {
+/// The rule `rule` given over the API, on its chain.
+pub fn rule<'a>(
+    chains: &'a Registry,
+    rule: Option<&pb::PolicyRule>,
+) -> Result<(&'a Chain, Allowed)> {
     let rule = rule.ok_or_else(|| WalletOpsError::invalid("rule", "required"))?;
-    Ok((
-        rule.chain.as_str(),
-        RuleText {
-            kind: rule_kind(rule.kind)?,
-            address: rule.address.as_deref(),
-            selector: rule.selector.as_deref(),
-        },
-    ))
+    let given = RuleText {
+        kind: rule_kind(rule.kind)?,
+        address: rule.address.as_deref(),
+        selector: rule.selector.as_deref(),
+    };
+    let chain = super::chain(chains, &rule.chain)?;
+    Ok((chain, super::limits::rule(chain, given)?))
 }
 
 /// `CreateWallet`'s family (`chainType`) and custody.

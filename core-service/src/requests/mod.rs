@@ -7,6 +7,7 @@ mod approvals;
 pub mod calldata;
 pub mod deposits;
 pub mod keys;
+pub mod limits;
 pub mod payouts;
 mod reads;
 mod trade;

@@ -4,12 +4,10 @@
 //! idempotency key is needed, and it counts as a read (a swap's needs the `trade` scope, as
 //! its quote does).
 
-use tonic::metadata::MetadataMap;
-
 use super::Write;
 use crate::{
     Core,
-    auth::Operation,
+    auth::Caller,
     effects::Foreseen,
     error::{Result, WalletOpsError},
     policy::{Refusal, Verdict},
@@ -28,20 +26,19 @@ pub struct DryRun {
 }
 
 impl Core {
-    /// The dry run of `write` for the caller of `metadata`. An error the write would meet
-    /// before its verdict (a bad field, a revert, a shortfall) is this one's too.
-    pub async fn simulate_write(&self, metadata: &MetadataMap, write: Write) -> Result<DryRun> {
-        let caller = self.admit(metadata, Operation::SimulateWrite).await?;
+    /// The dry run of `write` for `caller`, admitted as a reader (`SimulateWrite`). An error
+    /// the write would meet before its verdict (a bad field, a revert, a shortfall) is this one's too.
+    pub async fn simulate_write(&self, caller: &Caller, write: Write) -> Result<DryRun> {
         if let Some(needs) = write.dry_run_needs() {
             caller.require(needs.scope())?;
         }
-        let parsed = self.parse(&caller, &write, None).await?;
-        let prepared = self.build(&caller, &parsed).await?;
+        let parsed = self.parse(caller, &write, None).await?;
+        let prepared = self.build(caller, &parsed).await?;
         let fee = prepared.fee();
         let mut verdict = self
             .policy
             .judge(
-                &caller,
+                caller,
                 parsed.chain(),
                 (parsed.act(&prepared), prepared.effects()),
                 (fee.max, fee.units),

@@ -2,7 +2,8 @@
 //! when a core's runner makes it (`approved`): the same steps, so a held write is signed
 //! under the same rules as any other.
 //!
-//! 1. Authenticate the caller and draw the request from its write budget (`Core::admit`).
+//! 1. Authenticate the caller and draw the request from its write budget (the admission
+//!    layer, before the handler runs).
 //! 2. Open the request under its `Idempotency-Key`, before any field is read: a key that
 //!    already has an answer gives it, whatever changed since; a key whose write is held for
 //!    approval answers from the approval (`Approvals::held`).
@@ -63,11 +64,18 @@ enum Gate<'a> {
 }
 
 impl Core {
-    /// Runs write RPC `write` for the caller of `metadata` (the steps above).
-    pub async fn write(&self, metadata: &MetadataMap, write: Write) -> Result<Written> {
-        let caller = self.admit(metadata, write.operation()).await?;
+    /// Runs write RPC `write` for `caller`, admitted for its operation, under the
+    /// idempotency key `metadata` carries (the steps above).
+    pub async fn write(
+        &self,
+        caller: &Caller,
+        metadata: &MetadataMap,
+        write: Write,
+    ) -> Result<Written> {
+        // Admitted for the call's method; a write reached by any other needs its own scope.
+        caller.require(write.operation().scope())?;
         let key = IdempotencyKey::of(metadata)?;
-        self.write_as(&caller, key, write, Gate::Thresholds).await
+        self.write_as(caller, key, write, Gate::Thresholds).await
     }
 
     /// Runs `write` of `caller` under idempotency key `key`, from step 2.

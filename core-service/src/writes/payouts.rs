@@ -27,7 +27,7 @@ use super::{
 };
 use crate::{
     Core,
-    auth::{Caller, Credential, Operation},
+    auth::{Caller, Credential},
     error::{Result, WalletOpsError},
     idempotency::{Canonical, IdempotencyKey, request_hash},
     requests::{Transfer, payouts::PayoutRequest},
@@ -63,19 +63,20 @@ impl Canonical for pb::CreatePayoutRequest {
 }
 
 impl Core {
-    /// Validates and stores the payout `req` of the caller of `metadata` (step 1).
+    /// Validates and stores `caller`'s payout `req` under the idempotency key `metadata`
+    /// carries (step 1).
     pub async fn create_payout(
         &self,
+        caller: &Caller,
         metadata: &MetadataMap,
         req: pb::CreatePayoutRequest,
     ) -> Result<Payout> {
-        let caller = self.admit(metadata, Operation::CreatePayout).await?;
         let key = if req.validate_only {
             None
         } else {
             Some(IdempotencyKey::of(metadata)?)
         };
-        self.create_payout_as(&caller, key, req).await
+        self.create_payout_as(caller, key, req).await
     }
 
     /// Checks the payout `req` of user `user_id` itself (the command line), and stores it
@@ -144,9 +145,8 @@ impl Core {
         Ok(payout)
     }
 
-    /// The caller of `metadata`'s payout `id`.
-    pub async fn get_payout(&self, metadata: &MetadataMap, id: &str) -> Result<Payout> {
-        let caller = self.admit(metadata, Operation::GetPayout).await?;
+    /// `caller`'s payout `id`.
+    pub async fn get_payout(&self, caller: &Caller, id: &str) -> Result<Payout> {
         let id: Uuid = id
             .trim()
             .parse()
@@ -157,14 +157,13 @@ impl Core {
             .ok_or_else(|| WalletOpsError::NotFound(format!("payout {id}")))
     }
 
-    /// The caller of `metadata`'s payouts that `filter` selects, newest first, at most
-    /// `limit`; and the page token after them when there may be more.
+    /// `caller`'s payouts that `filter` selects, newest first, at most `limit`; and the
+    /// page token after them when there may be more.
     pub async fn list_payouts(
         &self,
-        metadata: &MetadataMap,
+        caller: &Caller,
         req: &pb::ListPayoutsRequest,
     ) -> Result<(Vec<Payout>, Option<Uuid>)> {
-        let caller = self.admit(metadata, Operation::ListPayouts).await?;
         let (filter, limit) = crate::requests::payouts::list(&self.chains, req)?;
         let payouts = self
             .store

@@ -1,6 +1,7 @@
 //! The gRPC room translates and decides nothing: it names no store type (the services
 //! answer in domain values) and parses no text or proto enum of a request (`requests/` does,
-//! once). Two files read transport metadata rather than a request, and say so below.
+//! once). Two files read transport metadata rather than a request, and say so below. Calls
+//! are admitted once, by the admission layer: no handler admits.
 
 use super::{code_of, read, rust_files, shown, workspace};
 
@@ -64,6 +65,39 @@ fn grpc_names_no_store_type_and_parses_nothing() {
     assert!(
         wrong.is_empty(),
         "grpc/ does more than translate:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The one file of the core that admits a call, and the one that answers it.
+const ADMITTING: [&str; 2] = [
+    "core-service/src/grpc/admission.rs",
+    "core-service/src/app.rs",
+];
+
+#[test]
+fn only_the_admission_layer_admits() {
+    let mut wrong = Vec::new();
+    for file in rust_files(&workspace().join("core-service/src")) {
+        let shown = shown(&file);
+        if ADMITTING.contains(&shown.as_str()) {
+            continue;
+        }
+        let code = code_of(&read(&file));
+        for call in [
+            ".admit_call(",
+            "admit_admin(",
+            "admit_any(",
+            ".admit(metadata",
+        ] {
+            if code.contains(call) {
+                wrong.push(format!("{shown}: calls `{call}`"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "calls are admitted by the admission layer (grpc/admission.rs) alone:\n{}",
         wrong.join("\n")
     );
 }
