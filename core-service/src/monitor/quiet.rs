@@ -2,10 +2,11 @@
 //!
 //! Each sweep reads every EVM chain's head once. A record found unmined, its nonce unused, at
 //! the head the chain still shows (`marks::Unmined`) cannot have been included since: it is
-//! asked no receipt and no nonce. If it is sent and not stuck, the node is asked whether it
-//! still holds it at most once every `monitor.held_check_secs`, and nothing else; otherwise
-//! it is followed from its send on (`follow`'s `unmoved`), where a lost one is sent again
-//! after pauses that double up to `monitor.rebroadcast_max_secs`.
+//! asked no receipt and no nonce. If it is sent and not stuck, and no earlier sweep marked
+//! it (no verdict on a send, refusals, a nonce taken), the node is asked whether it still
+//! holds it at most once every `monitor.held_check_secs`, and nothing else; otherwise it is
+//! followed from its send on (`follow`'s `unmoved`), where a lost one is sent again after
+//! pauses that double up to `monitor.rebroadcast_max_secs`.
 //!
 //! Whatever is left to follow in full is rationed per chain (`Budget`): once the monitor's
 //! own client of the chain has made one HTTP request per `RECORDS_PER_REQUEST` records
@@ -131,13 +132,17 @@ impl Monitor {
             let unmoved = heads
                 .get(&open.chain)
                 .is_some_and(|head| self.unmined.at_head(id, *head));
-            // A record marked by an earlier sweep (no verdict, refusals, a nonce taken) is
-            // followed as before: those steps read the chain themselves.
-            if !unmoved
-                || [&self.unanswered, &self.taken, &self.refused_since]
-                    .iter()
-                    .any(|marks| marks.marked(id))
+            if !unmoved {
+                continue;
+            }
+            // A record marked by an earlier sweep (no verdict on a send, refusals, a nonce
+            // taken) is followed from its send on, which deals with the mark; its receipt
+            // and nonce, asked at this very head already, cannot have changed.
+            if [&self.unanswered, &self.taken, &self.refused_since]
+                .iter()
+                .any(|marks| marks.marked(id))
             {
+                from_send.insert(id);
                 continue;
             }
             let current = open.hashes.last().and_then(|h| super::evm::hash_of(h).ok());
