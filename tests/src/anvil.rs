@@ -151,7 +151,7 @@ impl Anvil {
             _child: child,
             provider: RootProvider::new_http(url.parse()?),
             url,
-            http: reqwest::Client::new(),
+            http: crate::http::client(),
         })
     }
 

@@ -69,7 +69,7 @@ impl FaultProxy {
             stuck_at: 0,
             faulted: 0,
         }));
-        let http = reqwest::Client::new();
+        let http = crate::http::client();
         let (shared, node_url, client) = (state.clone(), node.to_owned(), http.clone());
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {

@@ -70,7 +70,7 @@ impl Gateway {
         let sends = Arc::new(Mutex::new(Sends::PassOn));
         let limits = Arc::new(Mutex::new(Limits::default()));
         let refused = Arc::new(Mutex::new(Vec::new()));
-        let (node, http) = (node.to_owned(), reqwest::Client::new());
+        let (node, http) = (node.to_owned(), crate::http::client());
         let (mode, limited, kept) = (sends.clone(), limits.clone(), refused.clone());
         let solana_sends = Arc::new(Mutex::new(Vec::new()));
         let seen = solana_sends.clone();

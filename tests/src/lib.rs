@@ -4,7 +4,7 @@
 //!
 //! - `service`: a running `walletops serve` and the processes it starts; `cli`: the
 //!   `walletops` admin commands against it; `store`: what it stored, read from its database.
-//! - `rest` and `grpc`: its two surfaces, as callers use them.
+//! - `rest` and `grpc`: its two surfaces, as callers use them; `http`: plain HTTP clients.
 //! - `database`: the databases it runs on; `paths`: the binaries the tests run.
 //! - `wait`: waiting on a condition, under one timeout.
 //! - `anvil` and `gateway`: a real EVM node, and a JSON-RPC gateway in front of it;
@@ -20,6 +20,7 @@ pub mod fakes;
 pub mod faults;
 pub mod gateway;
 mod grpc;
+pub mod http;
 pub mod mcp;
 pub mod metrics;
 mod paths;
@@ -56,29 +57,42 @@ pub enum Backend {
     Postgres,
 }
 
+/// Runs each named `async fn(Backend) -> anyhow::Result<()>` as a test on `$backend`, in
+/// module `$module`: what `on_one_backend!` and `on_both_backends!` are made of.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! on_backend {
+    ($module:ident, $backend:ident: $($name:ident),*) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Err(e) = super::$name($crate::Backend::$backend).await {
+                        panic!("{e:?}");
+                    }
+                }
+            )*
+        }
+    };
+}
+
+/// Runs each named `async fn(Backend) -> anyhow::Result<()>` once, on SQLite, as
+/// `sqlite::name`: for a test whose checks the store plays no part in (a node's faults, a
+/// page, a balance read, a rate limit, input refused before anything is stored). On
+/// PostgreSQL too it would take twice the time and prove nothing more; a test of what the
+/// store does (claims, leases, nonces, records after a crash) runs on both.
+#[macro_export]
+macro_rules! on_one_backend {
+    ($($name:ident),* $(,)?) => {
+        $crate::on_backend!(sqlite, Sqlite: $($name),*);
+    };
+}
+
 /// Runs each named `async fn(Backend) -> anyhow::Result<()>` as two tests, one per backend.
 #[macro_export]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if let Err(e) = super::$name($crate::Backend::Sqlite).await {
-                        panic!("{e:?}");
-                    }
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if let Err(e) = super::$name($crate::Backend::Postgres).await {
-                        panic!("{e:?}");
-                    }
-                }
-            )*
-        }
+        $crate::on_backend!(sqlite, Sqlite: $($name),*);
+        $crate::on_backend!(postgres, Postgres: $($name),*);
     };
 }

@@ -3,7 +3,7 @@
 
 /// The metrics text of the service whose metrics listener is `metrics_url`.
 pub async fn scrape_text(metrics_url: &str) -> anyhow::Result<String> {
-    Ok(reqwest::get(format!("{metrics_url}/metrics"))
+    Ok(crate::http::get(format!("{metrics_url}/metrics"))
         .await?
         .error_for_status()?
         .text()

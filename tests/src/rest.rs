@@ -107,7 +107,7 @@ impl Rest {
         Rest {
             base: format!("{http}/api/v1"),
             key: Some(key.to_owned()),
-            client: reqwest::Client::new(),
+            client: crate::http::client(),
         }
     }
 
@@ -116,7 +116,7 @@ impl Rest {
         Rest {
             base: format!("{http}/api/v1"),
             key: None,
-            client: reqwest::Client::new(),
+            client: crate::http::client(),
         }
     }
 
@@ -124,7 +124,7 @@ impl Rest {
     /// machine): to the service, another client.
     pub fn from_address(&self, ip: std::net::IpAddr) -> anyhow::Result<Rest> {
         Ok(Rest {
-            client: reqwest::Client::builder().local_address(ip).build()?,
+            client: crate::http::builder().local_address(ip).build()?,
             ..self.clone()
         })
     }

@@ -1,6 +1,6 @@
 //! Helpers for tests, working only through JSON-RPC with real signed transactions: SPL
-//! mints, minting to an owner's associated token account, token balances, and the node's
-//! test-control methods.
+//! mints, minting to an owner's associated token account, token balances, landed
+//! transactions, and the node's test-control methods.
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -163,6 +163,29 @@ async fn control(rpc: &RpcClient, method: &'static str, params: Value) -> Result
     rpc.send::<Value>(RpcRequest::Custom { method }, params)
         .await
         .map(|_| ())
+}
+
+/// The landed transaction `signature` as the node gives it, and its status.
+pub async fn landed(
+    rpc: &RpcClient,
+    signature: &str,
+) -> anyhow::Result<(
+    solana_transaction::versioned::VersionedTransaction,
+    Option<solana_transaction_status_client_types::UiTransactionStatusMeta>,
+)> {
+    let signature: Signature = signature.parse().context("a transaction signature")?;
+    let landed = rpc
+        .get_transaction(
+            &signature,
+            solana_transaction_status_client_types::UiTransactionEncoding::Base64,
+        )
+        .await?
+        .transaction;
+    let tx = landed
+        .transaction
+        .decode()
+        .context("a transaction in base64")?;
+    Ok((tx, landed.meta))
 }
 
 /// `litesvm_expireBlockhash`: every blockhash handed out so far becomes invalid.

@@ -46,8 +46,8 @@ use solana_signature::Signature;
 use tokio::{sync::oneshot, task::JoinHandle};
 
 pub use client::{
-    create_mint, drop_transactions, expire_blockhash, fault_sends, mint_to, mint_to_existing,
-    set_congestion, set_recent_fees, token_balance,
+    create_mint, drop_transactions, expire_blockhash, fault_sends, landed, mint_to,
+    mint_to_existing, set_congestion, set_recent_fees, token_balance,
 };
 
 use chain::Chain;

@@ -221,7 +221,7 @@ async fn serve_dev_prints_a_working_send() -> anyhow::Result<()> {
     samples_work(&dev, &key).await?;
     swaps_work(&dev, &key).await?;
     cli_beside_the_playground(&dev, data.path(), &key).await?;
-    let client = reqwest::Client::new();
+    let client = walletops_tests::http::client();
     // Killed outright, with no chance to stop them, the service still takes its nodes along.
     let node_url = |line: &str| {
         let rest = line.split(" at ").nth(1)?;
@@ -547,7 +547,7 @@ async fn sends_confirm(dev: &Launched, shown: &str, key: &str) -> anyhow::Result
         .filter(|l| l.starts_with("curl ") && l.contains("/api/v1/send "))
         .collect();
     assert_eq!(curls.len(), 2, "{:?}", dev.lines);
-    let client = reqwest::Client::new();
+    let client = walletops_tests::http::client();
     for curl in curls {
         assert!(curl.contains(shown), "{curl}");
         let url = curl

@@ -434,7 +434,7 @@ async fn deposit_events_stream_over_grpc_and_sse(b: Backend) -> anyhow::Result<(
     // Over SSE from the oldest: the same two, each in its own state, and nothing else.
     let url = format!("{}/api/v1/deposits/events", svc.http);
     let events = |last: String| {
-        reqwest::Client::new()
+        walletops_tests::http::client()
             .get(&url)
             .header("x-api-key", &svc.api_key)
             .header("last-event-id", last)

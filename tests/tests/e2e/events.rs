@@ -170,7 +170,7 @@ async fn server_sent_events_resume_from_the_last_event_id(b: Backend) -> anyhow:
     api.wait_for_status(&id, "CONFIRMED").await?;
     let url = format!("{}/api/v1/tx/events?id={id}", svc.http);
     let events = |last: &str| {
-        reqwest::Client::new()
+        walletops_tests::http::client()
             .get(&url)
             .header("x-api-key", &svc.api_key)
             .header("last-event-id", last)
@@ -197,7 +197,7 @@ async fn server_sent_events_resume_from_the_last_event_id(b: Backend) -> anyhow:
     assert_eq!(rest.len(), 1, "{rest:?}");
     assert_eq!(rest[0].0, all[1].0);
     // A Last-Event-ID that is no id is refused naming it.
-    let bad = reqwest::Client::new()
+    let bad = walletops_tests::http::client()
         .get(&url)
         .header("x-api-key", &svc.api_key)
         .header("last-event-id", "yesterday")
@@ -211,7 +211,7 @@ async fn server_sent_events_resume_from_the_last_event_id(b: Backend) -> anyhow:
         "{body}"
     );
     // A bad `id` is named as the query spells it, not as the gRPC request does.
-    let bad = reqwest::Client::new()
+    let bad = walletops_tests::http::client()
         .get(format!("{}/api/v1/tx/events?id=nope", svc.http))
         .header("x-api-key", &svc.api_key)
         .send()

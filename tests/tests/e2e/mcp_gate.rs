@@ -15,7 +15,7 @@ async fn post(
     headers: &[(&str, &str)],
     body: &Value,
 ) -> anyhow::Result<reqwest::Response> {
-    let mut req = reqwest::Client::new()
+    let mut req = walletops_tests::http::client()
         .post(format!("{}/mcp", svc.http))
         .header("accept", "application/json, text/event-stream")
         .json(body);
@@ -48,7 +48,7 @@ async fn every_request_needs_a_key(b: Backend) -> anyhow::Result<()> {
         let body: Value = reply.json().await?;
         assert_eq!(body["code"], "UNAUTHORIZED", "{body}");
     }
-    let stream = reqwest::Client::new()
+    let stream = walletops_tests::http::client()
         .get(format!("{}/mcp", svc.http))
         .header("accept", "text/event-stream")
         .send()
@@ -101,7 +101,7 @@ async fn a_key_holds_at_most_so_many_sessions(b: Backend) -> anyhow::Result<()> 
         assert_eq!(reply.status(), 404, "{session}");
     }
     // One ended, the key may open one again.
-    let ended = reqwest::Client::new()
+    let ended = walletops_tests::http::client()
         .delete(format!("{}/mcp", svc.http))
         .bearer_auth(&svc.api_key)
         .header("mcp-session-id", sessions[0].clone())

@@ -11,7 +11,10 @@ const SEND: &str = "/walletops.v1.WalletOpsService/Send";
 /// The metrics of `svc`, parsed.
 async fn scrape(svc: &Service) -> anyhow::Result<Scrape> {
     let url = svc.metrics_url.as_deref().expect("a metrics listener");
-    let text = reqwest::get(format!("{url}/metrics")).await?.text().await?;
+    let text = walletops_tests::http::get(format!("{url}/metrics"))
+        .await?
+        .text()
+        .await?;
     Ok(Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))?)
 }
 
@@ -35,7 +38,7 @@ async fn metrics_count_what_was_done(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start_with(b, options).await?;
     let base = svc.metrics_url.clone().expect("a metrics listener");
     for probe in ["livez", "readyz"] {
-        let reply = reqwest::get(format!("{base}/{probe}")).await?;
+        let reply = walletops_tests::http::get(format!("{base}/{probe}")).await?;
         assert_eq!(reply.status(), 200, "/{probe}");
     }
     let api = svc.rest(&svc.api_key);
@@ -74,7 +77,9 @@ async fn metrics_count_what_was_done(b: Backend) -> anyhow::Result<()> {
         api.wait_for_status(id, "CONFIRMED").await?;
     }
     // Paths no service serves are counted under one label, whatever they are.
-    let h2 = reqwest::Client::builder().http2_prior_knowledge().build()?;
+    let h2 = walletops_tests::http::builder()
+        .http2_prior_knowledge()
+        .build()?;
     for path in ["walletops.v1.Nope/A1", "x/B2"] {
         let reply = h2
             .post(format!("http://{}/{path}", svc.grpc_addr))
@@ -139,7 +144,7 @@ async fn not_ready_while_a_migration_is_missing(b: Backend) -> anyhow::Result<()
     )
     .await?;
     let readyz = format!("{}/readyz", svc.metrics_url.as_deref().expect("metrics"));
-    assert_eq!(reqwest::get(&readyz).await?.status(), 200);
+    assert_eq!(walletops_tests::http::get(&readyz).await?.status(), 200);
     // The database as a newer build would find it before migrating: its last migration
     // not applied.
     let db = svc.database().await?;
@@ -156,17 +161,17 @@ async fn not_ready_while_a_migration_is_missing(b: Backend) -> anyhow::Result<()
         "DELETE FROM seaql_migrations WHERE version = '{version}'"
     ))
     .await?;
-    let reply = reqwest::get(&readyz).await?;
+    let reply = walletops_tests::http::get(&readyz).await?;
     assert_eq!(reply.status(), 503);
     assert!(reply.text().await?.contains("not applied"));
     // The live probe does not depend on it.
     let livez = readyz.replace("/readyz", "/livez");
-    assert_eq!(reqwest::get(&livez).await?.status(), 200);
+    assert_eq!(walletops_tests::http::get(&livez).await?.status(), 200);
     db.execute_unprepared(&format!(
         "INSERT INTO seaql_migrations (version, applied_at) VALUES ('{version}', 0)"
     ))
     .await?;
-    assert_eq!(reqwest::get(&readyz).await?.status(), 200);
+    assert_eq!(walletops_tests::http::get(&readyz).await?.status(), 200);
     Ok(())
 }
 

@@ -6,8 +6,7 @@ use reqwest::Method;
 use serde_json::json;
 use walletops_proto::v1::{self as pb, wallet_ops_service_client::WalletOpsServiceClient};
 use walletops_tests::{
-    Backend, Options, Reply, Rest, Service, on_both_backends, poll_until, reason, redis_url,
-    with_key,
+    Backend, Options, Reply, Rest, Service, on_one_backend, poll_until, reason, redis_url, with_key,
 };
 
 fn assert_retry_after(reply: &Reply) -> anyhow::Result<u64> {
@@ -182,7 +181,7 @@ async fn one_key_cannot_starve_the_others_or_the_dashboard(b: Backend) -> anyhow
     Ok(())
 }
 
-on_both_backends!(
+on_one_backend!(
     one_key_cannot_starve_the_others_or_the_dashboard,
     budgets_are_shared_through_redis,
     a_redis_that_stops_answering_does_not_hold_requests,

@@ -232,11 +232,17 @@ async fn sol_and_spl_sends_move_exactly_the_amount(b: Backend) -> anyhow::Result
     Ok(())
 }
 
+/// The recent blockhash the landed transaction `signature` was signed with.
+async fn blockhash_of(rpc: &RpcClient, signature: &str) -> anyhow::Result<solana_hash::Hash> {
+    let (tx, _) = client::landed(rpc, signature).await?;
+    Ok(*tx.message.recent_blockhash())
+}
+
 async fn two_equal_payments_signed_with_one_blockhash_both_land(b: Backend) -> anyhow::Result<()> {
     // Both requests read the blockhash before either transfer lands (each waits a second and
     // a half between storing and sending). Signatures are deterministic: the two transfers
     // must still differ, or the second would be the first one again, landing once for two
-    // records.
+    // records. The race is checked to have happened: both landed with one blockhash.
     let s = Sol::start_with(b, "", &[("FAILPOINTS", "solana-before-send=2*sleep(1500)")]).await?;
     let to = Keypair::new().pubkey();
     let (first, second) =
@@ -245,6 +251,16 @@ async fn two_equal_payments_signed_with_one_blockhash_both_land(b: Backend) -> a
     let first = s.wait_for(&first, "CONFIRMED").await?;
     let second = s.wait_for(&second, "CONFIRMED").await?;
     assert_ne!(first["hash"], second["hash"]);
+    let signed_with = |tx: &Value| {
+        let hash = tx["hash"].as_str().unwrap_or_default().to_owned();
+        let rpc = &s.rpc;
+        async move { blockhash_of(rpc, &hash).await }
+    };
+    assert_eq!(
+        signed_with(&first).await?,
+        signed_with(&second).await?,
+        "the race did not happen: the two payments were signed with different blockhashes"
+    );
     assert_eq!(s.rpc.get_balance(&to).await?, 2_000_000);
     Ok(())
 }

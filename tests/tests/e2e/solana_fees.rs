@@ -9,10 +9,7 @@ use anyhow::Context as _;
 use serde_json::json;
 use solana_pubkey::Pubkey;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
-use solana_signature::Signature;
-use solana_transaction_status_client_types::{
-    UiTransactionEncoding, option_serializer::OptionSerializer,
-};
+use solana_transaction_status_client_types::option_serializer::OptionSerializer;
 use walletops_tests::{
     Backend, Service,
     metrics::{scrape_text, sum},
@@ -25,17 +22,7 @@ const SOL: u64 = 1_000_000_000;
 /// The compute-unit limit and price the landed transaction `signature` asked for, and the
 /// units it consumed.
 async fn budget_landed(rpc: &RpcClient, signature: &str) -> anyhow::Result<(u32, u64, u64)> {
-    let landed = rpc
-        .get_transaction(
-            &Signature::from_str(signature)?,
-            UiTransactionEncoding::Base64,
-        )
-        .await?;
-    let tx = landed
-        .transaction
-        .transaction
-        .decode()
-        .context("a transaction in base64")?;
+    let (tx, meta) = sol::landed(rpc, signature).await?;
     let keys = tx.message.static_account_keys();
     let (mut limit, mut price) = (None, None);
     for ix in tx.message.instructions() {
@@ -48,12 +35,7 @@ async fn budget_landed(rpc: &RpcClient, signature: &str) -> anyhow::Result<(u32,
             other => anyhow::bail!("an unexpected compute budget instruction {other:?}"),
         }
     }
-    let consumed = match landed
-        .transaction
-        .meta
-        .context("meta")?
-        .compute_units_consumed
-    {
+    let consumed = match meta.context("meta")?.compute_units_consumed {
         OptionSerializer::Some(units) => units,
         _ => anyhow::bail!("no compute units consumed"),
     };

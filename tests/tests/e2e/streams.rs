@@ -59,7 +59,7 @@ async fn sse_error(mut reply: reqwest::Response) -> anyhow::Result<serde_json::V
 }
 
 fn sse(svc: &Service, key: &str) -> reqwest::RequestBuilder {
-    reqwest::Client::new()
+    walletops_tests::http::client()
         .get(format!("{}/api/v1/tx/events", svc.http))
         .header("x-api-key", key)
 }

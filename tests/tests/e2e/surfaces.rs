@@ -154,10 +154,11 @@ async fn grpcurl_lists_describes_and_calls(b: Backend) -> anyhow::Result<()> {
 
 async fn openapi_document_covers_the_rest_contract(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start(b).await?;
-    let doc: serde_json::Value = reqwest::get(format!("{}/api/v1/openapi.json", svc.http))
-        .await?
-        .json()
-        .await?;
+    let doc: serde_json::Value =
+        walletops_tests::http::get(format!("{}/api/v1/openapi.json", svc.http))
+            .await?
+            .json()
+            .await?;
     assert!(
         doc["openapi"]
             .as_str()

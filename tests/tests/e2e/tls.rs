@@ -54,7 +54,7 @@ impl Authority {
 
 fn trusting(ca_pem: &str, pooled: bool) -> anyhow::Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes())?);
+        .tls_certs_only([reqwest::Certificate::from_pem(ca_pem.as_bytes())?]);
     if !pooled {
         builder = builder.pool_max_idle_per_host(0);
     }
@@ -117,7 +117,7 @@ async fn both_listeners_speak_tls_and_reload_on_sighup(b: Backend) -> anyhow::Re
     let kept_grpc = grpc_over_tls(&svc.grpc_addr, &first.pem, None).await?;
     assert!(lists_wallets(kept_grpc.clone(), &svc.api_key).await);
     // No plain HTTP on either TLS port.
-    let plain = reqwest::Client::new()
+    let plain = walletops_tests::http::client()
         .get(wallets.replacen("https://", "http://", 1))
         .header("x-api-key", &svc.api_key)
         .send()

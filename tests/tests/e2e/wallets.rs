@@ -56,7 +56,7 @@ async fn wallets_have_every_field_of_the_resource(b: Backend) -> anyhow::Result<
     let addr = evm["address"].as_str().expect("address");
     assert!(addr.starts_with("0x") && addr.len() == 42, "{addr}");
     // The /v1 alias serves the same contract.
-    let alias = reqwest::Client::new()
+    let alias = walletops_tests::http::client()
         .get(format!("{}/v1/wallets", svc.http))
         .header("x-api-key", &svc.api_key)
         .send()

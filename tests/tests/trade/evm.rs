@@ -259,7 +259,7 @@ async fn the_aggregator_speaks_1inch_and_shows_faults() -> anyhow::Result<()> {
     let faults = m.aggregator.faults();
 
     // The wire, as the reference gives it: include flags, lowercase addresses, 401 and 404.
-    let http = reqwest::Client::new();
+    let http = walletops_tests::http::client();
     let url = format!(
         "{}/swap/v6.0/{}/quote?src={NATIVE_TOKEN}&dst={}&amount=1000&includeTokensInfo=true&includeProtocols=true",
         m.url,

@@ -43,7 +43,7 @@ pub(crate) async fn low_load(
     n: u64,
 ) -> anyhow::Result<(Spread, Spread)> {
     let (from, bodies, _) = presigned(anvil, n + WARMUP).await?;
-    let http = reqwest::Client::new();
+    let http = walletops_tests::http::client();
     let call = |body: String| {
         let (http, url) = (http.clone(), anvil.url().to_owned());
         async move {

@@ -42,7 +42,7 @@ pub(crate) async fn quote_latency(
         ensure!(reply.status == 200, "POST /trade/quote: {}", reply.text);
         Ok::<_, anyhow::Error>(took)
     };
-    let client = reqwest::Client::new();
+    let client = walletops_tests::http::client();
     let direct_url = format!(
         "{}/swap/v6.0/{}/quote?src={NATIVE}&dst={}&amount={AMOUNT}",
         venue.url, venue.chain_id, venue.token

@@ -280,7 +280,7 @@ pub(crate) async fn raw_sends(
 ) -> anyhow::Result<SendRun> {
     let (from, bodies, expected) = presigned(anvil, n).await?;
     let bodies = Arc::new(bodies);
-    let http = reqwest::Client::new();
+    let http = walletops_tests::http::client();
     let url = anvil.url().to_owned();
     let send = move |i: usize| {
         http.post(&url)

@@ -7,7 +7,7 @@
 
 use anyhow::Context;
 use serde_json::json;
-use walletops_tests::{Backend, on_both_backends, workspace_root};
+use walletops_tests::{Backend, on_one_backend, workspace_root};
 
 use super::funded;
 
@@ -151,4 +151,4 @@ async fn a_new_operator_uses_the_dashboard(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
-on_both_backends!(a_new_operator_uses_the_dashboard);
+on_one_backend!(a_new_operator_uses_the_dashboard);

@@ -8,7 +8,7 @@ use reqwest::{Client, Response, header};
 use serde_json::json;
 use walletops_proto::v1::{self as pb, api_key_service_client::ApiKeyServiceClient};
 use walletops_tests::{
-    Backend, Service, anvil::Anvil, metrics, on_both_backends, webhooks::Receiver,
+    Backend, Service, anvil::Anvil, metrics, on_one_backend, webhooks::Receiver,
 };
 
 use super::{Dashboard, funded, redeem, session_call};
@@ -23,7 +23,7 @@ struct Browser {
 impl Browser {
     fn new(svc: &Service, session: &str) -> anyhow::Result<Self> {
         Ok(Self {
-            client: Client::builder()
+            client: walletops_tests::http::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()?,
             base: svc.http.clone(),
@@ -331,7 +331,7 @@ async fn amounts_favicon_and_the_chains_in_use(b: Backend) -> anyhow::Result<()>
     Ok(())
 }
 
-on_both_backends!(
+on_one_backend!(
     forms_redirect_and_a_new_key_is_shown_once,
     amounts_favicon_and_the_chains_in_use,
 );

@@ -310,7 +310,7 @@ async fn behind_https_the_cookie_is_secure(b: Backend) -> anyhow::Result<()> {
         "{}",
         svc.sign_in_link
     );
-    let client = reqwest::Client::builder()
+    let client = walletops_tests::http::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
     // Form-encoded by hand: the values hold only letters, digits, `-`, `_` and spaces.

@@ -7,7 +7,7 @@ use walletops_proto::v1::{
     wallet_ops_service_client::WalletOpsServiceClient,
 };
 use walletops_tests::{
-    Backend, Service, as_admin, on_both_backends, reason, with_key, write_request,
+    Backend, Service, as_admin, on_one_backend, reason, with_key, write_request,
 };
 
 async fn grpc_errors_carry_error_info_and_field_violations(b: Backend) -> anyhow::Result<()> {
@@ -100,4 +100,4 @@ async fn err_unknown_chain(
         .expect_err("unknown chain"))
 }
 
-on_both_backends!(grpc_errors_carry_error_info_and_field_violations,);
+on_one_backend!(grpc_errors_carry_error_info_and_field_violations,);

@@ -3,7 +3,7 @@
 
 use reqwest::Method;
 use serde_json::json;
-use walletops_tests::{Backend, Options, Service, on_both_backends};
+use walletops_tests::{Backend, Options, Service, on_one_backend};
 
 use super::{SOME_EVM, dead_base_node, send_body};
 
@@ -252,7 +252,7 @@ async fn unknown_chains_and_wrong_families(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
-on_both_backends!(
+on_one_backend!(
     malformed_requests_are_invalid_input_naming_the_field,
     contract_call_fields_are_named,
     writes_need_a_uuid_idempotency_key,

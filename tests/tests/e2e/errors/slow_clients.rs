@@ -10,7 +10,7 @@ use std::{
 };
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use walletops_tests::{Backend, Options, Service, WAIT_TIMEOUT, on_both_backends, within};
+use walletops_tests::{Backend, Options, Service, WAIT_TIMEOUT, on_one_backend, within};
 
 async fn slow_clients_are_cut_off(b: Backend) -> anyhow::Result<()> {
     let svc = Service::start_with(
@@ -85,4 +85,4 @@ async fn slow_clients_are_cut_off(b: Backend) -> anyhow::Result<()> {
     Ok(())
 }
 
-on_both_backends!(slow_clients_are_cut_off,);
+on_one_backend!(slow_clients_are_cut_off,);

@@ -4,7 +4,7 @@
 use alloy::primitives::U256;
 use anyhow::Context as _;
 use serde_json::Value;
-use walletops_tests::{Backend, gateway::Limits, on_both_backends, poll_until};
+use walletops_tests::{Backend, gateway::Limits, on_one_backend, poll_until};
 
 use super::{ETH, Evm};
 
@@ -233,7 +233,7 @@ async fn hostile_token_symbols_are_bounded_cleaned_and_marked(b: Backend) -> any
     Ok(())
 }
 
-on_both_backends!(
+on_one_backend!(
     hostile_token_symbols_are_bounded_cleaned_and_marked,
     balances_equal_the_nodes,
     balances_fall_back_to_a_batch_without_multicall,

@@ -6,7 +6,7 @@ use walletops_tests::{
     Backend, Service,
     anvil::Anvil,
     gateway::{Gateway, Sends},
-    on_both_backends,
+    on_one_backend,
 };
 
 /// A send goes to every RPC URL of its chain, not only to the first that answers: the second
@@ -44,4 +44,4 @@ async fn a_send_is_broadcast_to_every_rpc_url(b: Backend) -> anyhow::Result<()> 
     Ok(())
 }
 
-on_both_backends!(a_send_is_broadcast_to_every_rpc_url);
+on_one_backend!(a_send_is_broadcast_to_every_rpc_url);

@@ -120,7 +120,7 @@ macro_rules! under_faults {
                 .await
             }
         )+
-        walletops_tests::on_both_backends!($($name,)+);
+        walletops_tests::on_one_backend!($($name,)+);
     };
 }
 use under_faults;

@@ -121,7 +121,7 @@ async fn a_failing_endpoint_is_disabled_and_replays_are_capped(b: Backend) -> an
     assert_eq!(disabled["disabledReason"], "failing", "{disabled}");
     let mut dashboard = crate::dashboard::Dashboard::new(svc.channel().await?);
     let (token, _) = crate::dashboard::redeem(&svc, &mut dashboard).await?;
-    let html = reqwest::Client::new()
+    let html = walletops_tests::http::client()
         .get(format!("{}/dashboard/webhooks", svc.http))
         .header("cookie", format!("walletops_session={token}"))
         .send()

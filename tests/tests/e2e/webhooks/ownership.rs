@@ -136,7 +136,7 @@ async fn revoking_a_key_disables_its_webhooks(b: Backend) -> anyhow::Result<()> 
     assert_eq!(listed(&api, &hook_id).await?["state"], "disabled");
     // The owner, on the Webhooks page.
     let (cookie, csrf) = session(&svc).await?;
-    let http = reqwest::Client::builder()
+    let http = walletops_tests::http::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
     let page = http

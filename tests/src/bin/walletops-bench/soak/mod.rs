@@ -170,7 +170,7 @@ async fn read(api: Rest, fresh: bool) -> anyhow::Result<()> {
 /// Watches `GET /tx/events` for as long as it runs, keeping every event; a stream that ends
 /// is an error, and is opened again after the last event id it gave.
 async fn watch(http: String, key: String, seen: Arc<Seen>, open: tokio::sync::oneshot::Sender<()>) {
-    let client = reqwest::Client::new();
+    let client = walletops_tests::http::client();
     let mut open = Some(open);
     let mut last: Option<u64> = None;
     loop {
