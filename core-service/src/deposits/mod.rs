@@ -123,11 +123,22 @@ impl std::fmt::Display for PageToken {
     }
 }
 
+/// The wallet a deposit list is narrowed to: by id or by address.
+#[derive(Debug, Clone)]
+pub enum WalletRef {
+    /// Its id.
+    Id(Uuid),
+    /// Its address.
+    Address(WalletAddress),
+}
+
 /// `ListDeposits`, parsed.
 #[derive(Debug, Clone, Default)]
 pub struct ListRequest {
     /// Which deposits.
     pub filter: DepositFilter,
+    /// The wallet named, if any: the caller's own, or the list is empty.
+    pub wallet: Option<WalletRef>,
     /// After which.
     pub page: Option<PageToken>,
     /// How many, 1 to 500.
@@ -150,6 +161,18 @@ impl Deposits {
         req: ListRequest,
     ) -> Result<(Vec<Deposit>, Option<PageToken>)> {
         let mut filter = req.filter;
+        if let Some(wallet) = req.wallet {
+            let found = match wallet {
+                WalletRef::Id(id) => self.store.wallet_by_id(id).await?,
+                WalletRef::Address(address) => self.store.find_wallet(&address).await?,
+            };
+            // Another user's wallet lists nothing, as an unknown one does.
+            filter.wallet_id = Some(
+                found
+                    .filter(|w| w.user_id == user_id)
+                    .map_or_else(Uuid::nil, |w| w.id),
+            );
+        }
         filter.before = req.page.map(|p| (p.at, p.id));
         let mut page = self
             .store

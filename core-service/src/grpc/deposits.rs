@@ -4,10 +4,7 @@ use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, deposit_service_server::DepositService};
 
 use super::convert;
-use crate::{
-    Core,
-    requests::deposits::{self as parse, WalletRef},
-};
+use crate::{Core, requests::deposits as parse};
 
 /// The gRPC face of `DepositService`.
 #[derive(Debug, Clone)]
@@ -34,20 +31,7 @@ impl DepositService for DepositApi {
         request: Request<pb::ListDepositsRequest>,
     ) -> Result<Response<pb::ListDepositsResponse>, Status> {
         let caller = super::admission::caller(&request)?;
-        let (mut req, wallet) = parse::list(&self.core.chains, request.get_ref())?;
-        if let Some(wallet) = wallet {
-            let found = match wallet {
-                WalletRef::Id(id) => self.core.store.wallet_by_id(id).await,
-                WalletRef::Address(address) => self.core.store.find_wallet(&address).await,
-            }
-            .map_err(crate::error::WalletOpsError::from)?;
-            // Another user's wallet lists nothing, as an unknown one does.
-            req.filter.wallet_id = Some(
-                found
-                    .filter(|w| w.user_id == caller.user_id)
-                    .map_or_else(uuid::Uuid::nil, |w| w.id),
-            );
-        }
+        let req = parse::list(&self.core.chains, request.get_ref())?;
         let (deposits, next) = self.core.deposits.list(caller.user_id, req).await?;
         Ok(Response::new(pb::ListDepositsResponse {
             deposits: deposits

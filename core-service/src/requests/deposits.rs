@@ -8,27 +8,14 @@ use walletops_proto::v1 as pb;
 use super::non_empty;
 use crate::{
     chains::Registry,
-    deposits::{ListRequest, PageToken},
+    deposits::{ListRequest, PageToken, WalletRef},
     error::{Result, Violations, WalletOpsError},
 };
 use walletops_domain::{DepositState, WalletAddress};
 use walletops_store::DepositFilter;
 
-/// The wallet a deposit list is narrowed to: by id or by address.
-#[derive(Debug, Clone)]
-pub enum WalletRef {
-    /// Its id.
-    Id(Uuid),
-    /// Its address.
-    Address(WalletAddress),
-}
-
-/// `ListDeposits`, parsed: the list and the wallet it names, if any (resolved by the
-/// caller, who must own it).
-pub fn list(
-    chains: &Registry,
-    req: &pb::ListDepositsRequest,
-) -> Result<(ListRequest, Option<WalletRef>)> {
+/// `ListDeposits`, parsed.
+pub fn list(chains: &Registry, req: &pb::ListDepositsRequest) -> Result<ListRequest> {
     let mut v = Violations::default();
     let chain = non_empty(req.chain.as_ref()).and_then(|slug| {
         let chain = chains.resolve(slug).map_err(|e| e.to_string());
@@ -71,14 +58,12 @@ pub fn list(
         since,
         ..DepositFilter::default()
     };
-    Ok((
-        ListRequest {
-            filter,
-            page,
-            page_size,
-        },
+    Ok(ListRequest {
+        filter,
         wallet,
-    ))
+        page,
+        page_size,
+    })
 }
 
 /// `GetDeposit`'s id.
@@ -127,8 +112,8 @@ mod tests {
         for field in ["chain", "wallet", "page_size", "page_token"] {
             assert!(err.contains(field), "{field} not named: {err}");
         }
-        let (ok, wallet) = list(&chains, &pb::ListDepositsRequest::default()).expect("parsed");
+        let ok = list(&chains, &pb::ListDepositsRequest::default()).expect("parsed");
         assert_eq!(ok.page_size, 50);
-        assert!(wallet.is_none());
+        assert!(ok.wallet.is_none());
     }
 }
