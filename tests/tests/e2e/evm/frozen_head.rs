@@ -43,12 +43,6 @@ async fn a_frozen_head_costs_one_request_per_50_open_records(b: Backend) -> anyh
     let metrics_url = e.svc.metrics_url.clone().context("a metrics listener")?;
     let sweeps =
         || async { Ok::<_, anyhow::Error>(monitor_sweeps(&scrape_text(&metrics_url).await?)) };
-    // Measured once the monitor has been round the whole backlog twice since the sends.
-    let swept_before = sweeps().await?[2];
-    poll_until("two passes of the monitor over the backlog", || async {
-        Ok((sweeps().await?[2] - swept_before >= 2.0 * OPEN as f64).then_some(()))
-    })
-    .await?;
     let counts = || {
         (
             gateway.requests(),
@@ -56,6 +50,27 @@ async fn a_frozen_head_costs_one_request_per_50_open_records(b: Backend) -> anyh
             gateway.calls("eth_sendRawTransaction"),
         )
     };
+    // Measured once the monitor has found every record unmined at this head: a whole pass
+    // over the backlog that asked no receipt. Until then each sweep follows in full the
+    // records it has not yet looked at, as many as its request budget allows.
+    let pass = std::sync::Mutex::new((sweeps().await?[2], counts().1));
+    poll_until_within(
+        "a pass over the backlog that asks no receipt",
+        std::time::Duration::from_secs(300),
+        || async {
+            let (swept, receipts) = (sweeps().await?[2], counts().1);
+            let mut pass = pass
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if swept - pass.0 < OPEN as f64 {
+                return Ok(None);
+            }
+            let quiet = receipts == pass.1;
+            *pass = (swept, receipts);
+            Ok(quiet.then_some(()))
+        },
+    )
+    .await?;
     let before = (sweeps().await?[0], counts());
     let after = poll_until("twenty more sweeps", || async {
         let now = sweeps().await?[0];
