@@ -285,9 +285,18 @@ impl Unmined {
         self.with(id, |v| *v = Some(Head { number: head, at }));
     }
 
-    /// Whether `id` was found unmined at `head` itself.
+    /// Whether `id` was found unmined at `head` itself. A match dates the mark anew: a
+    /// record looked at every sweep keeps it however long the head stands (it ages out only
+    /// when the record is no longer looked at), so a stalled node is asked no receipt for it.
     pub(super) fn at_head(&self, id: Uuid, head: u64) -> bool {
-        self.with(id, |v| v.as_ref().is_some_and(|h| h.number == head))
+        let now = Utc::now();
+        self.with(id, |v| match v {
+            Some(h) if h.number == head => {
+                h.at = now;
+                true
+            }
+            _ => false,
+        })
     }
 }
 
@@ -392,6 +401,31 @@ mod tests {
         assert_eq!(seconds, [1, 2, 4, 5, 5], "{pauses:?}");
         resends.clear(id);
         assert!(resends.due(id, first, cap), "cleared: due at once");
+    }
+
+    #[test]
+    fn an_unmined_mark_in_use_does_not_age_out() {
+        let memory = Memory::default();
+        let unmined = memory.parts().unmined;
+        let (seen, left) = (Uuid::now_v7(), Uuid::now_v7());
+        let long_ago = Utc::now() - chrono::Duration::hours(1);
+        for id in [seen, left] {
+            unmined.found_at(id, 7);
+            unmined.with(id, |v| v.as_mut().expect("marked").at = long_ago);
+        }
+        assert!(unmined.at_head(seen, 7), "found at this head");
+        let horizon = Utc::now() - chrono::Duration::minutes(10);
+        memory.forget(Horizons {
+            gave_up: horizon,
+            held: horizon,
+            rest: horizon,
+        });
+        assert!(unmined.at_head(seen, 7), "looked at: kept");
+        assert!(
+            !unmined.at_head(left, 7),
+            "not looked at for an hour: forgotten"
+        );
+        assert!(!unmined.at_head(seen, 8), "another head");
     }
 
     #[test]
