@@ -234,8 +234,7 @@ impl Core {
                 Admitted::Session { session, token }
             }
             Gate::ChangingSession => {
-                let (session, token) = self.session(metadata).await?;
-                Sessions::check_csrf(&token, csrf_of(metadata))?;
+                let (session, token) = self.changing_session(metadata).await?;
                 Admitted::Session { session, token }
             }
             Gate::Open => Admitted::Open,
@@ -333,7 +332,7 @@ impl Core {
             let session = if scope == Scope::Read {
                 self.session(metadata).await?.0
             } else {
-                self.changing_session(metadata).await?
+                self.changing_session(metadata).await?.0
             };
             return Ok(Caller {
                 user_id: session.user_id,
@@ -365,30 +364,26 @@ impl Core {
     }
 
     /// The open dashboard session of a request that changes something: it must carry the
-    /// session's CSRF token (`x-csrf-token`).
-    async fn changing_session(&self, metadata: &MetadataMap) -> Result<DashboardSession> {
+    /// session's CSRF token (`x-csrf-token`); the session and its token.
+    async fn changing_session(&self, metadata: &MetadataMap) -> Result<(DashboardSession, String)> {
         let (session, token) = self.session(metadata).await?;
-        Sessions::check_csrf(&token, csrf_of(metadata))?;
-        Ok(session)
+        let csrf = metadata
+            .get(CSRF_TOKEN_HEADER)
+            .and_then(|v| v.to_str().ok());
+        Sessions::check_csrf(&token, csrf)?;
+        Ok((session, token))
     }
 
     /// The decimals and symbol of `asset` on chain `slug` when known without a chain read,
     /// so answers can give amounts a page shows in whole units.
     pub fn units(&self, slug: &str, asset: &str) -> Option<(u32, String)> {
-        self.units_known().of(slug, asset)
+        self.balances.known_units_on(&self.chains, slug, asset)
     }
 
     /// The units known without a chain read, for a service that names amounts.
     pub fn units_known(&self) -> Units {
         Units::new(self.chains.clone(), self.balances.clone())
     }
-}
-
-/// The CSRF token a dashboard request carries (`x-csrf-token`), if any.
-fn csrf_of(metadata: &MetadataMap) -> Option<&str> {
-    metadata
-        .get(CSRF_TOKEN_HEADER)
-        .and_then(|v| v.to_str().ok())
 }
 
 /// What a call was let in as, handed to its handler by the admission layer.

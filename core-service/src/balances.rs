@@ -305,8 +305,18 @@ impl Balances {
     }
 
     /// The decimals and symbol of `asset` (`native`, an ERC20 address or an SPL mint) on
-    /// `chain` when known without a chain read: the native coin's from the registry, a
+    /// chain `slug` of `chains` when known without a chain read: the native coin's from the registry, a
     /// token's from what an earlier balance read learned. Pages show amounts with them.
+    pub fn known_units_on(
+        &self,
+        chains: &crate::chains::Registry,
+        slug: &str,
+        asset: &str,
+    ) -> Option<(u32, String)> {
+        self.known_units(chains.resolve(slug).ok()?, asset)
+    }
+
+    /// `known_units` of `asset` on `chain`.
     pub fn known_units(&self, chain: &Chain, asset: &str) -> Option<(u32, String)> {
         if asset.eq_ignore_ascii_case("native") {
             return Some((chain.native_decimals(), chain.native_symbol().to_owned()));
@@ -464,8 +474,7 @@ impl Units {
 
     /// The decimals and symbol of `asset` on chain `slug`, when known.
     pub fn of(&self, slug: &str, asset: &str) -> Option<(u32, String)> {
-        let chain = self.chains.resolve(slug).ok()?;
-        self.balances.known_units(chain, asset)
+        self.balances.known_units_on(&self.chains, slug, asset)
     }
 }
 
