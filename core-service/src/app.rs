@@ -16,23 +16,28 @@ use crate::{
     approvals::Approvals,
     auth::{ApiKeys, Caller, Credential, Gate, Operation, Sessions},
     balances::{Balances, Units},
-    chains::{Registry, evm::EvmClients, solana::SolanaClients},
     config::Config,
     error::{Result, WalletOpsError},
     idempotency::Idempotency,
     limits::Limits,
     policy::Policy,
-    provider::Privy,
     quotes::Quotes,
     ratelimit::{Budget, RateLimiter},
     recovery::{evm::EvmRecovery, solana::SolanaRecovery},
     signer::{Hsm, HsmSigner, Keystore, LocalSigner, RoutedSigner, Signer},
     swaps::Swaps,
-    trade::{Aggregators, HttpPolicy},
     transactions::Transactions,
     transfers::{BroadcastLog, Transfers, evm::EvmPipeline, solana::SolanaPipeline},
     wallets::Wallets,
     webhooks::Webhooks,
+};
+
+use walletops_chains::{
+    Registry,
+    evm::EvmClients,
+    provider::Privy,
+    solana::SolanaClients,
+    trade::{Aggregators, HttpPolicy},
 };
 use walletops_domain::{DashboardSession, Scope, Scopes};
 use walletops_store::Store;

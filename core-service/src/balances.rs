@@ -15,13 +15,12 @@ use moka::sync::Cache;
 
 use solana_pubkey::Pubkey;
 
-use crate::{
-    chains::{
-        Chain,
-        evm::{EvmClients, TokenQuery},
-        solana::{Holding, MintInfo, SolanaClients},
-    },
-    error::{Result, Violations, WalletOpsError},
+use crate::error::{Result, Violations, WalletOpsError};
+
+use walletops_chains::{
+    Chain,
+    evm::{EvmClients, TokenQuery},
+    solana::{Holding, MintInfo, SolanaClients},
 };
 use walletops_domain::{ChainFamily, Wallet, WalletAddress};
 
@@ -309,7 +308,7 @@ impl Balances {
     /// token's from what an earlier balance read learned. Pages show amounts with them.
     pub fn known_units_on(
         &self,
-        chains: &crate::chains::Registry,
+        chains: &walletops_chains::Registry,
         slug: &str,
         asset: &str,
     ) -> Option<(u32, String)> {
@@ -462,13 +461,13 @@ impl Balances {
 /// slug: what an answer needs to give amounts in whole units.
 #[derive(Debug, Clone)]
 pub struct Units {
-    chains: std::sync::Arc<crate::chains::Registry>,
+    chains: std::sync::Arc<walletops_chains::Registry>,
     balances: Balances,
 }
 
 impl Units {
     /// The units `balances` knows of the chains of `chains`.
-    pub fn new(chains: std::sync::Arc<crate::chains::Registry>, balances: Balances) -> Self {
+    pub fn new(chains: std::sync::Arc<walletops_chains::Registry>, balances: Balances) -> Self {
         Self { chains, balances }
     }
 
@@ -575,7 +574,7 @@ mod tests {
     #[test]
     fn units_are_known_for_native_coins_and_read_tokens() {
         let b = balances();
-        let chains = crate::chains::Registry::new(&Default::default()).expect("chains");
+        let chains = walletops_chains::Registry::new(&Default::default()).expect("chains");
         let base = chains.resolve("base").expect("base");
         assert_eq!(b.known_units(base, "native"), Some((18, "ETH".to_owned())));
         let address = format!("{:#x}", token(1));

@@ -339,5 +339,34 @@ impl From<walletops_store::StoreError> for WalletOpsError {
     }
 }
 
+/// What a chain or its node answered, as the contract's codes: the chain clients word it,
+/// the core chooses the code.
+impl From<walletops_chains::ChainError> for WalletOpsError {
+    fn from(err: walletops_chains::ChainError) -> Self {
+        use walletops_chains::ChainError as E;
+        match err {
+            E::Unknown(slug) => Self::ChainUnknown(slug),
+            E::Node(message) => Self::ProviderRpcError(message),
+            E::WouldFail(message) => Self::SendFailed(message),
+            E::CannotPay(message) => Self::InsufficientFunds(message),
+            E::Unavailable(message) => Self::ServiceUnavailable(message),
+        }
+    }
+}
+
+/// Quotes and swap builds the aggregator refused are the caller's QUOTE_FAILED (the spec's
+/// answer for an unsupported token), and so are the aggregator's own failures, whose
+/// message says retrying may help; an aggregator the operator has not configured is
+/// SERVICE_UNAVAILABLE, naming the option.
+impl From<walletops_chains::trade::TradeError> for WalletOpsError {
+    fn from(err: walletops_chains::trade::TradeError) -> Self {
+        use walletops_chains::trade::TradeError as E;
+        match err {
+            E::Unavailable { .. } => Self::ServiceUnavailable(err.to_string()),
+            E::Rejected { .. } | E::Failed { .. } => Self::QuoteFailed(err.to_string()),
+        }
+    }
+}
+
 /// Result of a WalletOps operation.
 pub type Result<T, E = WalletOpsError> = std::result::Result<T, E>;

@@ -9,7 +9,9 @@
 use futures::future::join_all;
 use uuid::Uuid;
 
-use crate::{Core, balances::Balance, chains::Chain, error::Result};
+use crate::{Core, balances::Balance, error::Result};
+
+use walletops_chains::Chain;
 use walletops_domain::{Wallet, WalletFilter};
 
 /// How long the page waits for one chain: a slow chain is shown as unavailable rather
@@ -102,7 +104,7 @@ impl Core {
                 .into_iter()
                 .next()
                 .ok_or_else(|| "no native balance read".to_owned()),
-            Err(e) => Err(crate::chains::without_urls(&e.to_string())),
+            Err(e) => Err(walletops_chains::without_urls(&e.to_string())),
         }
     }
 }

@@ -8,11 +8,9 @@ pub mod approvals;
 pub mod auth;
 pub mod balances;
 pub mod bootstrap;
-pub mod chains;
 pub mod config;
 pub mod deposits;
 pub mod devnet;
-pub mod effects;
 pub mod error;
 pub mod events;
 pub mod grpc;
@@ -23,7 +21,6 @@ pub mod limits;
 pub mod metrics;
 pub mod monitor;
 pub mod policy;
-pub mod provider;
 pub mod quotes;
 pub mod ratelimit;
 pub mod recovery;
@@ -32,16 +29,11 @@ pub mod runner;
 pub mod signer;
 pub mod streams;
 pub mod swaps;
-pub mod trade;
 pub mod transactions;
 pub mod transfers;
-pub mod upstream;
 pub mod wallets;
 pub mod webhooks;
 pub mod writes;
-
-#[cfg(test)]
-mod testing;
 
 pub use app::Core;
 pub use config::Config;

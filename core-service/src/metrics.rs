@@ -26,10 +26,7 @@ pub const REPLACEMENTS: &str = "walletops_replacements_total";
 pub const NONCE_GAPS_FILLED: &str = "walletops_nonce_gaps_filled_total";
 /// Records whose fee reached `monitor.max_fee_per_gas_gwei`, by `chain`.
 pub const FEE_CAPS: &str = "walletops_fee_caps_hit_total";
-/// Calls to chain nodes, by `chain`, JSON-RPC `method` (`batch` for several) and `outcome`.
-pub const RPC_CALLS: &str = "walletops_chain_rpc_calls_total";
-/// How long calls to chain nodes took, by `chain` and `method`.
-pub const RPC_SECONDS: &str = "walletops_chain_rpc_duration_seconds";
+pub use walletops_chains::metrics::{RPC_CALLS, RPC_SECONDS};
 /// Writes answered from their idempotency key's stored response.
 pub const IDEMPOTENT_REPLAYS: &str = "walletops_idempotent_replays_total";
 /// Sends waiting in the signing lanes of this core.
@@ -235,15 +232,6 @@ pub(crate) fn nonce_gap_filled(chain: &str) {
 /// A record of `chain` reached the fee cap.
 fn fee_capped(chain: &str) {
     counter!(FEE_CAPS, "chain" => chain.to_owned()).increment(1);
-}
-
-/// A call to a node of `chain` for `method` ended with `outcome` (`ok`, `error`,
-/// `timeout`) after `took`.
-pub(crate) fn rpc_call(chain: &str, method: &str, outcome: &'static str, took: Duration) {
-    let (chain, method) = (chain.to_owned(), method.to_owned());
-    counter!(RPC_CALLS, "chain" => chain.clone(), "method" => method.clone(), "outcome" => outcome)
-        .increment(1);
-    histogram!(RPC_SECONDS, "chain" => chain, "method" => method).record(took.as_secs_f64());
 }
 
 /// A write answered from its key's stored response.

@@ -13,13 +13,16 @@ use alloy::primitives::{Address, U256};
 
 use crate::{
     auth::Caller,
-    chains::evm::EvmClients,
     error::{Result, WalletOpsError},
     requests::{QuoteRequest, SwapRequest, TradePair},
-    trade::{Aggregators, EvmChainId, NATIVE_TOKEN, TradeConfig},
     wallets::Wallets,
 };
+
 use uuid::Uuid;
+use walletops_chains::{
+    evm::EvmClients,
+    trade::{Aggregators, EvmChainId, NATIVE_TOKEN, TradeConfig},
+};
 use walletops_domain::WalletAddress;
 use walletops_store::{QuoteRecord, Store};
 

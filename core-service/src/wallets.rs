@@ -9,9 +9,10 @@ use uuid::Uuid;
 
 use crate::{
     error::{Result, WalletOpsError},
-    provider::Privy,
     signer::{Hsm, Keystore},
 };
+
+use walletops_chains::provider::Privy;
 use walletops_domain::{
     ChainFamily, Custody, DelegatedWallet, NewKey, NewWallet, NotSignable, SyncReport, User,
     Wallet, WalletAddress, WalletFilter,

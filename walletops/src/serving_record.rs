@@ -7,7 +7,8 @@
 use std::{collections::BTreeMap, path::Path};
 
 use serde::{Deserialize, Serialize};
-use walletops_core::{Config, chains::ChainConfig};
+use walletops_chains::ChainConfig;
+use walletops_core::Config;
 
 /// The record's file in the data dir.
 const FILE: &str = "serving.json";

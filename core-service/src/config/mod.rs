@@ -14,10 +14,9 @@ use serde::{Deserialize, Serialize};
 pub use crate::ratelimit::RateLimits;
 pub use walletops_domain::secret::Secret;
 
-use crate::{
-    approvals::ApprovalsConfig, chains::ChainConfig, provider::ProviderConfig, trade::TradeConfig,
-    webhooks::WebhooksConfig,
-};
+use crate::{approvals::ApprovalsConfig, webhooks::WebhooksConfig};
+
+use walletops_chains::{ChainConfig, provider::ProviderConfig, trade::TradeConfig};
 use walletops_domain::Scopes;
 
 /// `WALLETOPS_*` variables that are not options: the config file's path, the dev tools'
@@ -152,9 +151,9 @@ pub struct MonitorConfig {
 
 impl MonitorConfig {
     /// The two caps in wei: no transaction the service signs pays more per gas.
-    pub fn fee_caps(&self) -> crate::chains::evm::FeeCaps {
+    pub fn fee_caps(&self) -> walletops_chains::evm::FeeCaps {
         let wei = |gwei: u64| u128::from(gwei).saturating_mul(1_000_000_000);
-        crate::chains::evm::FeeCaps {
+        walletops_chains::evm::FeeCaps {
             max_fee_per_gas: wei(self.max_fee_per_gas_gwei),
             max_priority_fee_per_gas: wei(self.max_priority_fee_per_gas_gwei),
         }

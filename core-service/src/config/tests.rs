@@ -228,7 +228,7 @@ fn a_fee_budget_default_is_per_chain_and_can_be_set() {
     )
     .expect("write");
     let c = Config::load(Some(&path)).expect("load");
-    let chains = crate::chains::Registry::new(&c.chains).expect("chains");
+    let chains = walletops_chains::Registry::new(&c.chains).expect("chains");
     let budget = |slug: &str| {
         c.limits
             .fees_per_day(chains.resolve(slug).expect(slug))

@@ -22,12 +22,10 @@ use chrono::Utc;
 use futures::{StreamExt as _, TryStreamExt as _};
 
 use super::{Found, scanner::Scan};
-use crate::{
-    chains::{
-        Chain,
-        evm::{EvmClient, ScannedBlock},
-    },
-    error::WalletOpsError,
+use crate::error::WalletOpsError;
+use walletops_chains::{
+    Chain,
+    evm::{EvmClient, ScannedBlock},
 };
 use walletops_domain::{ChainFamily, NATIVE_ASSET, Wallet};
 use walletops_store::ScanStep;
@@ -265,7 +263,7 @@ async fn traces_read(
             );
             false
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     scan.traced
         .lock()

@@ -14,10 +14,11 @@ use uuid::Uuid;
 use alloy::primitives::U256;
 
 use crate::{
-    chains::Chain,
     error::{Result, WalletOpsError},
     events::{Recheck, Watch, WatchLimits, watch_events},
 };
+
+use walletops_chains::Chain;
 use walletops_domain::{Deposit, DepositState, Wallet, WalletAddress};
 use walletops_store::{DepositEvent, DepositFilter, Store};
 

@@ -8,11 +8,8 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::{evm, solana};
-use crate::{
-    chains::{Chain, Registry, evm::EvmClients, solana::SolanaClients},
-    error::WalletOpsError,
-    runner::Pace,
-};
+use crate::{error::WalletOpsError, runner::Pace};
+use walletops_chains::{Chain, Registry, evm::EvmClients, solana::SolanaClients};
 use walletops_domain::ChainFamily;
 use walletops_store::Store;
 

@@ -11,14 +11,12 @@ use chrono::Utc;
 use solana_pubkey::Pubkey;
 
 use super::{Found, scanner::Scan};
-use crate::{
-    chains::{
-        Chain,
-        solana::{BalanceChanges, SolanaClient},
-    },
-    error::WalletOpsError,
-};
+use crate::error::WalletOpsError;
 use alloy::primitives::U256;
+use walletops_chains::{
+    Chain,
+    solana::{BalanceChanges, SolanaClient},
+};
 use walletops_domain::{ChainFamily, NATIVE_ASSET, Wallet};
 use walletops_store::ScanStep;
 

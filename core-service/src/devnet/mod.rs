@@ -19,7 +19,9 @@ use tokio::{
     process::{Child, Command},
 };
 
-use crate::{Config, Core, bootstrap::FIRST_USER, chains::ChainConfig, trade::LocalEvmAggregator};
+use crate::{Config, Core, bootstrap::FIRST_USER};
+
+use walletops_chains::{ChainConfig, trade::LocalEvmAggregator};
 use walletops_domain::ChainFamily;
 
 mod samples;
@@ -187,7 +189,7 @@ impl DevNode {
             native_symbol: None,
             confirmations: None,
             // The playground's wallets see what arrives at them.
-            deposits: Some(crate::chains::DepositSettings::default()),
+            deposits: Some(walletops_chains::DepositSettings::default()),
             ..ChainConfig::default()
         }
     }
@@ -213,7 +215,7 @@ impl DevNode {
             rpc_urls: None,
             native_symbol: Some("ETH".to_owned()),
             confirmations: None,
-            deposits: Some(crate::chains::DepositSettings::default()),
+            deposits: Some(walletops_chains::DepositSettings::default()),
             ..ChainConfig::default()
         }
     }

@@ -8,10 +8,10 @@ use super::convert;
 use crate::{
     auth::{ApiKeys, Operation},
     balances::Units,
-    chains::Registry,
     limits::Limits,
     requests::{keys, limits},
 };
+use walletops_chains::Registry;
 use walletops_domain::ApiKey;
 
 /// The gRPC face of `ApiKeyService`: the keys, their limits, and the chains and units

@@ -6,7 +6,9 @@ use walletops_proto::{
     v1 as pb,
 };
 
-use crate::{auth::KeyState, chains::Registry, writes::Written};
+use crate::{auth::KeyState, writes::Written};
+
+use walletops_chains::Registry;
 use walletops_domain::{
     ApiKey, Approval, ApprovalState, PolicyRule, RuleKind, Scope, Scopes, Submission,
     TransactionRecord, TxKind, TxStatus, User, Wallet,
@@ -285,7 +287,7 @@ fn tx_kind(k: TxKind) -> pb::TransactionKind {
 /// Record `t` with its chain's display name and explorer link from `chains`.
 pub(crate) fn transaction(t: TransactionRecord, chains: &Registry) -> pb::Transaction {
     let (chain_name, explorer_url) = chains.label(&t.chain, t.hash.as_deref());
-    let (decimals, symbol) = crate::chains::amount_units(&t, chains).unzip();
+    let (decimals, symbol) = walletops_chains::amount_units(&t, chains).unzip();
     let swap = t.swap;
     pb::Transaction {
         id: t.id.to_string(),

@@ -69,7 +69,7 @@ impl From<WalletOpsError> for Status {
         }
         // A node's error (a connection refused, say) names the URL it called, and hosted
         // providers put their API key in it.
-        let message = crate::chains::without_urls(&err.to_string());
+        let message = walletops_chains::without_urls(&err.to_string());
         Status::with_error_details(grpc_code(code), message, details)
     }
 }

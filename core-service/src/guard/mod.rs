@@ -24,14 +24,15 @@ use walletops_domain::{DelegatedWallet, WalletAddress};
 use walletops_store::{Store, WalletGuard};
 
 use crate::{
-    chains::{
-        Chain,
-        evm::{BroadcastOutcome, EvmClient, EvmClients},
-    },
     error::{Result, WalletOpsError},
     signer::Signer,
 };
+
 pub use contract::{checks, delegation_code, execute, guard_address};
+use walletops_chains::{
+    Chain,
+    evm::{BroadcastOutcome, EvmClient, EvmClients},
+};
 
 /// How long `enable` and `disable` wait for their transaction to be mined.
 const MINED_WITHIN: Duration = Duration::from_secs(120);

@@ -10,10 +10,8 @@ use super::{
     canonical::request_hash,
     claims::{Prior, Ticket},
 };
-use crate::{
-    chains::Registry,
-    error::{Result, WalletOpsError},
-};
+use crate::error::{Result, WalletOpsError};
+use walletops_chains::Registry;
 use walletops_domain::{ClaimState, Submission};
 use walletops_store::{ClaimRow, Conn, NewClaim, Txn};
 

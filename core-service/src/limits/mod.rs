@@ -43,7 +43,7 @@ pub struct LimitsConfig {
 
 impl LimitsConfig {
     /// The fee budget a limited key without one has on `chain`.
-    pub fn fees_per_day(&self, chain: &crate::chains::Chain) -> U256 {
+    pub fn fees_per_day(&self, chain: &walletops_chains::Chain) -> U256 {
         U256::from(
             self.default_fees_per_day
                 .get(chain.slug())

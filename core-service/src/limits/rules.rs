@@ -8,9 +8,9 @@ use walletops_domain::{Allowed, PolicyRule};
 use super::{Limits, may_set};
 use crate::{
     auth::Caller,
-    chains::Chain,
     error::{Result, WalletOpsError},
 };
+use walletops_chains::Chain;
 
 impl Limits {
     /// The rule `allowed` on `chain` of `user_id`'s key `id_or_prefix`.

@@ -6,11 +6,9 @@ use uuid::Uuid;
 
 use super::{BUDGET_WINDOW, Limits, may_set};
 use crate::auth::Caller;
-use crate::{
-    chains::Chain,
-    error::{Result, WalletOpsError},
-};
+use crate::error::{Result, WalletOpsError};
 use alloy::primitives::U256;
+use walletops_chains::Chain;
 use walletops_domain::{ApiKey, SpendLimit, SpendStanding};
 
 /// A limit to set, parsed for its chain (`requests::limits`): `None` for no such limit.

@@ -2,7 +2,7 @@
 //! transaction it replaces (geth's price bump), following the current fees, never past the
 //! operator's caps.
 
-use crate::chains::evm::{FeeCaps, Fees};
+use walletops_chains::evm::{FeeCaps, Fees};
 
 /// The smallest raise of both fees that nodes accept for a replacement (geth's price bump).
 pub(super) const MIN_BUMP_PERCENT: u128 = 10;

@@ -10,14 +10,14 @@ use super::{
     Monitor, REFUSED_STUCK_TIMES, Settlement,
     bump::{MIN_BUMP_PERCENT, raise, replacement_fees},
 };
-use crate::effects::evm::{self, Log};
 use crate::{
-    chains::{
-        Chain,
-        evm::{BroadcastOutcome, EvmClient, Fees, Rejection},
-    },
     error::{Result, WalletOpsError},
     recovery::evm::{Ending, decode_payload, sender},
+};
+use walletops_chains::effects::evm::{self, Log};
+use walletops_chains::{
+    Chain,
+    evm::{BroadcastOutcome, EvmClient, Fees, Rejection},
 };
 use walletops_domain::{
     ChainFamily, DelegatedWallet, Effects, OpenTransaction, TxHash, TxKind, TxStatus,
@@ -66,8 +66,8 @@ fn landed(
 /// Whether block `block` is its chain's `confirmations` deep. A receipt is the node's
 /// canonical chain only: one for a block that is reorganised away is gone at the next sweep.
 pub(super) async fn deep_enough(
-    chain: &crate::chains::Chain,
-    client: &crate::chains::evm::EvmClient,
+    chain: &walletops_chains::Chain,
+    client: &walletops_chains::evm::EvmClient,
     block: u64,
 ) -> Result<bool> {
     let needed = chain.confirmations();
@@ -296,8 +296,8 @@ impl Monitor {
     /// What the receipts of `open`'s hashes say of it (see `Receipts`).
     async fn receipts(
         &self,
-        chain: &crate::chains::Chain,
-        client: &crate::chains::evm::EvmClient,
+        chain: &walletops_chains::Chain,
+        client: &walletops_chains::evm::EvmClient,
         open: OpenTransaction,
     ) -> Result<Receipts> {
         let id = open.id;
@@ -309,7 +309,7 @@ impl Monitor {
                 }
                 Err(e) => {
                     self.no_verdict(&open, self.unanswered.first(id)).await?;
-                    return Err(e);
+                    return Err(e.into());
                 }
             };
             if let Some(receipt) = receipt {
@@ -352,9 +352,9 @@ impl Monitor {
     /// record of ours.
     pub(super) async fn gap_filled_below(
         &self,
-        chain: &crate::chains::Chain,
+        chain: &walletops_chains::Chain,
         wallet: &walletops_domain::DelegatedWallet,
-        client: &crate::chains::evm::EvmClient,
+        client: &walletops_chains::evm::EvmClient,
         open: &OpenTransaction,
         from: alloy::primitives::Address,
         nonce: u64,
@@ -384,9 +384,9 @@ impl Monitor {
     /// been refused for `REFUSED_STUCK_TIMES` stuck times.
     pub(super) async fn refused(
         &self,
-        chain: &crate::chains::Chain,
+        chain: &walletops_chains::Chain,
         wallet: &walletops_domain::DelegatedWallet,
-        client: &crate::chains::evm::EvmClient,
+        client: &walletops_chains::evm::EvmClient,
         open: &OpenTransaction,
         refusal: Refusal<'_>,
     ) -> Result<()> {
@@ -459,7 +459,7 @@ impl Monitor {
     /// its current one (the record counts as sent) or an earlier one (it waits for that).
     async fn held_anyway(
         &self,
-        client: &crate::chains::evm::EvmClient,
+        client: &walletops_chains::evm::EvmClient,
         open: &OpenTransaction,
         why: &str,
     ) -> Result<bool> {
@@ -490,7 +490,7 @@ impl Monitor {
         &self,
         wallet: &walletops_domain::DelegatedWallet,
         open: &OpenTransaction,
-        client: &crate::chains::evm::EvmClient,
+        client: &walletops_chains::evm::EvmClient,
     ) -> Result<()> {
         let old = decode_payload(&open.signed_payload)?;
         let old_fees = Fees {
@@ -539,7 +539,7 @@ impl Monitor {
     /// does not wait for the next sweep. A failure here is retried by that sweep.
     pub(super) async fn send_current(
         &self,
-        client: &crate::chains::evm::EvmClient,
+        client: &walletops_chains::evm::EvmClient,
         id: Uuid,
     ) -> Result<()> {
         // A new version: its sends start again from one sweep's pause, and whether the node

@@ -5,10 +5,8 @@
 use chrono::Utc;
 
 use super::Monitor;
-use crate::{
-    chains::budget_in,
-    recovery::{evm::decode_payload, solana::decode},
-};
+use crate::recovery::{evm::decode_payload, solana::decode};
+use walletops_chains::budget_in;
 use walletops_domain::{ChainFamily, OpenTransaction, TxStatus};
 
 impl Monitor {

@@ -27,7 +27,6 @@ use uuid::Uuid;
 
 use crate::{
     Core,
-    chains::{Registry, evm::EvmClients, solana::SolanaClients},
     config::MonitorConfig,
     error::{Result, WalletOpsError},
     idempotency::Idempotency,
@@ -35,6 +34,8 @@ use crate::{
     runner::{self, Pace},
     wallets::Wallets,
 };
+
+use walletops_chains::{Registry, evm::EvmClients, solana::SolanaClients};
 use walletops_domain::{Effects, OpenTransaction, TxStatus};
 use walletops_store::Store;
 

@@ -24,7 +24,7 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::Monitor;
-use crate::chains::evm::EvmClient;
+use walletops_chains::evm::EvmClient;
 use walletops_domain::{ChainFamily, OpenTransaction};
 
 /// Records leased per node request a sweep may make.

@@ -18,9 +18,9 @@ impl Monitor {
     /// block that used the nonce is the chain's `confirmations` deep.
     pub(super) async fn resign_and_send(
         &self,
-        chain: &crate::chains::Chain,
+        chain: &walletops_chains::Chain,
         wallet: Option<&walletops_domain::DelegatedWallet>,
-        client: &crate::chains::evm::EvmClient,
+        client: &walletops_chains::evm::EvmClient,
         open: &OpenTransaction,
         why: &str,
     ) -> Result<()> {
@@ -99,8 +99,8 @@ impl Monitor {
     /// another node behind the same gateway mined. A caller reading either would pay again.
     pub(super) async fn settle_ended_at_nonce(
         &self,
-        chain: &crate::chains::Chain,
-        client: &crate::chains::evm::EvmClient,
+        chain: &walletops_chains::Chain,
+        client: &walletops_chains::evm::EvmClient,
         open: &OpenTransaction,
     ) -> Result<()> {
         for ended in self.store.ended_records_at_nonce(open).await? {

@@ -7,10 +7,10 @@ use uuid::Uuid;
 
 use super::{Monitor, SOLANA_MAX_VERSIONS, Settlement};
 use crate::{
-    chains::solana::{SendOutcome, SignatureState},
     error::{Result, WalletOpsError},
     recovery::solana::{decode, held_by_node, signatures},
 };
+use walletops_chains::solana::{SendOutcome, SignatureState};
 use walletops_domain::{OpenTransaction, TxKind, TxStatus};
 
 /// Why a swap whose blockhash expired unseen ends: its route is never signed again.
@@ -23,7 +23,7 @@ impl Monitor {
     /// for; otherwise sent again, which a node that has it ignores.
     pub(super) async fn follow_solana(
         &self,
-        chain: &crate::chains::Chain,
+        chain: &walletops_chains::Chain,
         open: OpenTransaction,
     ) -> Result<Option<Settlement>> {
         let client = self.solana_clients.get(chain);
@@ -82,8 +82,8 @@ impl Monitor {
     /// it again with a new blockhash and sends it.
     async fn expired_unseen(
         &self,
-        chain: &crate::chains::Chain,
-        client: &crate::chains::solana::SolanaClient,
+        chain: &walletops_chains::Chain,
+        client: &walletops_chains::solana::SolanaClient,
         open: &OpenTransaction,
     ) -> Result<()> {
         // Unseen, and it can never land as signed: it ends or is signed again.
@@ -136,7 +136,7 @@ impl Monitor {
     /// cannot be read now (the record settles all the same).
     async fn landed(
         &self,
-        client: &crate::chains::solana::SolanaClient,
+        client: &walletops_chains::solana::SolanaClient,
         open: &OpenTransaction,
         hash: &walletops_domain::TxHash,
     ) -> Option<walletops_domain::Effects> {
@@ -158,7 +158,7 @@ impl Monitor {
     /// Sends the current payload of Solana record `id`.
     pub(super) async fn send_solana(
         &self,
-        client: &crate::chains::solana::SolanaClient,
+        client: &walletops_chains::solana::SolanaClient,
         id: Uuid,
     ) -> Result<()> {
         let Some(open) = self.store.open_transaction(id).await? else {

@@ -34,11 +34,11 @@ use walletops_store::Store;
 
 use crate::{
     auth::Caller,
-    chains::Chain,
-    effects::Foreseen,
     error::{Result, WalletOpsError},
     limits::{BUDGET_WINDOW, LimitsConfig, over_budget, over_per_write},
 };
+
+use walletops_chains::{Chain, effects::Foreseen};
 
 /// Why a write may not be made.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,13 +13,14 @@ use alloy::{
 use uuid::Uuid;
 
 use crate::{
-    chains::{
-        Chain,
-        evm::{EvmClient, Fees, call_to},
-    },
     error::{Result, WalletOpsError},
     idempotency::failure_detail,
     signer::Signer,
+};
+
+use walletops_chains::{
+    Chain,
+    evm::{EvmClient, Fees, call_to},
 };
 use walletops_domain::{DelegatedWallet, OpenTransaction, TxHash, TxKind, TxStatus};
 use walletops_store::{NewTransaction, Store};
@@ -33,7 +34,7 @@ pub struct EvmRecovery {
     store: Store,
     signer: Arc<dyn Signer>,
     /// The most a transaction signed by the monitor (a nonce filler) pays per gas.
-    fee_caps: crate::chains::evm::FeeCaps,
+    fee_caps: walletops_chains::evm::FeeCaps,
 }
 
 /// The EVM address that sent `open`. Not one when the record's chain slug was redefined as
@@ -128,7 +129,7 @@ impl EvmRecovery {
     pub fn new(
         store: Store,
         signer: Arc<dyn Signer>,
-        fee_caps: crate::chains::evm::FeeCaps,
+        fee_caps: walletops_chains::evm::FeeCaps,
     ) -> Self {
         Self {
             store,

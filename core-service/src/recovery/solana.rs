@@ -8,14 +8,15 @@ use solana_signature::Signature;
 use solana_transaction::versioned::VersionedTransaction;
 
 use crate::{
-    chains::{
-        SolanaFees, budget_of, reprice,
-        solana::{SignatureState, SolanaClient},
-        writable,
-    },
     error::{Result, WalletOpsError},
     idempotency::failure_detail,
     signer::Signer,
+};
+
+use walletops_chains::{
+    SolanaFees, budget_of, reprice,
+    solana::{SignatureState, SolanaClient},
+    writable,
 };
 use walletops_domain::{DelegatedWallet, OpenTransaction, TxHash, TxStatus};
 use walletops_store::Store;

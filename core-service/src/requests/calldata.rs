@@ -137,7 +137,7 @@ mod tests {
             &[s("0x1111111111111111111111111111111111111111"), s("1000")],
         )
         .expect("encodes");
-        let expected = crate::chains::evm::erc20_transfer(
+        let expected = walletops_chains::evm::erc20_transfer(
             "0x1111111111111111111111111111111111111111"
                 .parse()
                 .expect("address"),

@@ -7,10 +7,10 @@ use walletops_proto::v1 as pb;
 
 use super::non_empty;
 use crate::{
-    chains::Registry,
     deposits::{ListRequest, PageToken, WalletRef},
     error::{Result, Violations, WalletOpsError},
 };
+use walletops_chains::Registry;
 use walletops_domain::{DepositState, WalletAddress};
 use walletops_store::DepositFilter;
 

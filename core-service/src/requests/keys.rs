@@ -6,9 +6,9 @@ use walletops_proto::v1 as pb;
 use super::limits::RuleText;
 use crate::{
     auth::Expiration,
-    chains::{Chain, Registry},
     error::{Result, WalletOpsError},
 };
+use walletops_chains::{Chain, Registry};
 use walletops_domain::{Allowed, ChainFamily, Custody, RuleKind, Scope, Scopes};
 
 /// The scopes a request asks for in `field`; none: all three.

@@ -10,10 +10,11 @@ use walletops_domain::{
 };
 
 use crate::{
-    chains::Chain,
     error::{Result, Violations, WalletOpsError},
     limits::NewLimit,
 };
+
+use walletops_chains::Chain;
 
 /// A rule as given: the account and selector as text.
 #[derive(Debug, Clone, Copy)]

@@ -24,10 +24,9 @@ pub use trade::{QuoteRequest, SwapRequest, TradePair};
 pub use webhooks::webhook_id;
 pub use writes::{ApproveRequest, CallRequest, SendRequest, Transfer};
 
-use crate::{
-    chains::{Chain, Registry},
-    error::{Result, Violations, WalletOpsError},
-};
+use crate::error::{Result, Violations, WalletOpsError};
+
+use walletops_chains::{Chain, Registry};
 use walletops_domain::{ChainFamily, WalletAddress};
 
 /// An optional field's value; empty counts as absent (proto3 cannot tell them apart for a
@@ -64,7 +63,7 @@ pub(crate) fn chain<'a>(chains: &'a Registry, slug: &str) -> Result<&'a Chain> {
     if slug.is_empty() {
         return Err(WalletOpsError::invalid("chain", "required: a chain slug"));
     }
-    chains.resolve(slug)
+    Ok(chains.resolve(slug)?)
 }
 
 /// The chain of an EVM-only request: a Solana slug is `INVALID_INPUT` on `chain`.

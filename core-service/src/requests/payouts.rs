@@ -6,10 +6,8 @@ use walletops_proto::v1 as pb;
 use solana_pubkey::Pubkey;
 
 use super::{SendRequest, Transfer, non_empty};
-use crate::{
-    chains::{Chain, Registry},
-    error::{FieldViolation, Result, Violations, WalletOpsError},
-};
+use crate::error::{FieldViolation, Result, Violations, WalletOpsError};
+use walletops_chains::{Chain, Registry};
 use walletops_domain::{PayoutState, WalletAddress};
 use walletops_store::PayoutFilter;
 

@@ -7,10 +7,10 @@ use walletops_proto::v1 as pb;
 
 use super::{chain, non_empty, optional_address};
 use crate::{
-    chains::{Chain, Registry},
     error::{Result, Violations, WalletOpsError},
     events::WatchRequest,
 };
+use walletops_chains::{Chain, Registry};
 use walletops_domain::{ChainFamily, TxStatus, WalletAddress, WalletFilter};
 
 /// Most `tokens` one balance read may name.

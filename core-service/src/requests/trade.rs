@@ -5,9 +5,9 @@ use alloy::primitives::Address;
 use walletops_proto::v1 as pb;
 
 use super::{chain, non_empty, optional_address};
-use crate::{
-    chains::{Chain, Registry},
-    error::{Result, Violations, WalletOpsError},
+use crate::error::{Result, Violations, WalletOpsError};
+use walletops_chains::{
+    Chain, Registry,
     trade::{EvmQuoteRequest, NATIVE_TOKEN, Slippage, SolanaQuoteRequest, WRAPPED_SOL_MINT},
 };
 use walletops_domain::{AmountKind, ChainFamily, WalletAddress, parse_amount};

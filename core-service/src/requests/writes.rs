@@ -5,10 +5,8 @@ use solana_pubkey::Pubkey;
 use walletops_proto::v1 as pb;
 
 use super::{chain, evm_chain, non_empty, not_zero, optional_address};
-use crate::{
-    chains::{Chain, Registry},
-    error::{Result, Violations},
-};
+use crate::error::{Result, Violations};
+use walletops_chains::{Chain, Registry};
 use walletops_domain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
 
 use super::calldata;

@@ -11,10 +11,8 @@ use solana_signature::Signature;
 use solana_transaction::{Transaction, versioned::VersionedTransaction};
 
 use super::{HsmSigner, LocalSigner, Signer};
-use crate::{
-    error::WalletOpsError,
-    provider::{Privy, provider_error},
-};
+use crate::error::WalletOpsError;
+use walletops_chains::{provider::Privy, upstream::UpstreamError};
 use walletops_domain::{DelegatedWallet, WalletAddress};
 
 /// The local keystore's signer, the HSM's for wallets whose keys it holds, and the provider
@@ -185,5 +183,30 @@ impl Signer for RoutedSigner {
             .map_err(|e| provider_error(&address, &e))?;
         let signature = signed.signatures[0].to_string();
         Ok((signed, signature))
+    }
+}
+
+/// The PROVIDER_RPC_ERROR of a failed call to the provider about `wallet`: the provider's
+/// own words, never its credentials, and what to do.
+fn provider_error(wallet: &WalletAddress, err: &UpstreamError) -> WalletOpsError {
+    WalletOpsError::WalletProviderError(format!(
+        "the wallet provider could not sign for wallet {wallet}: {err}; nothing was signed: retry"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_provider_failure_names_the_wallet_and_says_nothing_was_signed() {
+        let wallet: WalletAddress = alloy::primitives::Address::repeat_byte(7).into();
+        let err = UpstreamError::Failed {
+            message: "Privy did not answer in time; retrying may help".to_owned(),
+        };
+        let message = provider_error(&wallet, &err).to_string();
+        assert!(message.contains(&wallet.to_string()), "{message}");
+        assert!(message.contains("nothing was signed"), "{message}");
+        assert!(message.contains("did not answer"), "{message}");
     }
 }

@@ -12,15 +12,17 @@ use super::{
     record_request,
 };
 use crate::{
-    chains::evm::EvmClient,
-    effects::Foreseen,
     error::{Result, WalletOpsError},
     requests::SwapRequest,
+    transfers::{Prepared, evm::EvmIntent},
+};
+use walletops_chains::{
+    effects::Foreseen,
+    evm::EvmClient,
     trade::{
         EvmAggregator, EvmChainId, EvmQuoteRequest, EvmSwap, EvmSwapRequest, NATIVE_TOKEN,
         TradeError,
     },
-    transfers::{Prepared, evm::EvmIntent},
 };
 use walletops_domain::{Asset, DelegatedWallet, SwapTerms, TxKind, WalletAddress};
 

@@ -14,10 +14,9 @@ use solana_transaction::versioned::VersionedTransaction;
 
 use walletops_domain::{Asset, Effects, WalletAddress};
 
-use crate::{
-    error::WalletOpsError,
-    trade::{EvmSwapTx, NATIVE_TOKEN},
-};
+use crate::error::WalletOpsError;
+
+use walletops_chains::trade::{EvmSwapTx, NATIVE_TOKEN};
 
 /// A check the aggregator's transaction failed.
 #[derive(Debug, Clone, PartialEq, Eq)]

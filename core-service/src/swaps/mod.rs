@@ -17,11 +17,15 @@ use std::sync::Arc;
 use alloy::primitives::U256;
 
 use crate::{
-    chains::{Chain, evm::EvmClients},
     error::Result,
     requests::{SwapRequest, TradePair},
-    trade::{Aggregators, Slippage, TradeConfig},
     transfers::{Prepared, Transfers},
+};
+
+use walletops_chains::{
+    Chain,
+    evm::EvmClients,
+    trade::{Aggregators, Slippage, TradeConfig},
 };
 use walletops_domain::{DelegatedWallet, SwapTerms};
 

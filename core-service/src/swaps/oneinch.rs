@@ -15,7 +15,7 @@ use alloy::{
 };
 
 use super::guard::Refusal;
-use crate::trade::NATIVE_TOKEN;
+use walletops_chains::trade::NATIVE_TOKEN;
 
 sol! {
     /// The router's swap functions, as its ABI declares them.

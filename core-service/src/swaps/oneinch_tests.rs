@@ -6,7 +6,7 @@ use alloy::{
 };
 
 use super::{AggregationRouterV6 as R, RouterTerms, check_call};
-use crate::trade::NATIVE_TOKEN;
+use walletops_chains::trade::NATIVE_TOKEN;
 
 const WALLET: Address = address!("0x00000000000000000000000000000000000000a1");
 const TOKEN: Address = address!("0x00000000000000000000000000000000000000b2");

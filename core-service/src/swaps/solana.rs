@@ -14,14 +14,17 @@ use super::{
 use alloy::primitives::U256;
 
 use crate::{
-    effects::{Foreseen, solana::asset},
     error::{Result, WalletOpsError},
     requests::SwapRequest,
-    trade::{SolanaQuoteRequest, WRAPPED_SOL_MINT},
     transfers::{
         Prepared,
         solana::{self, Unsigned},
     },
+};
+
+use walletops_chains::{
+    effects::{Foreseen, solana::asset},
+    trade::{SolanaQuoteRequest, WRAPPED_SOL_MINT},
 };
 use walletops_domain::{DelegatedWallet, SwapTerms, TxKind};
 use walletops_store::NewTransaction;
@@ -188,8 +191,8 @@ impl Swaps {
     /// blockhash the node no longer takes refuses the swap.
     async fn valid_until(
         &self,
-        client: &crate::chains::solana::SolanaClient,
-        built: &crate::trade::SolanaSwap,
+        client: &walletops_chains::solana::SolanaClient,
+        built: &walletops_chains::trade::SolanaSwap,
     ) -> Result<u64> {
         let hash = *built.transaction.message.recent_blockhash();
         let (latest, latest_valid) = client.blockhash().await?;

@@ -7,10 +7,8 @@ use super::{
     evm::EvmIntent,
     solana::{Leg, SolanaIntent},
 };
-use crate::{
-    chains::evm::{erc20_approve, erc20_transfer},
-    requests::{ApproveRequest, CallRequest, SendRequest, Transfer, payouts::PackRequest},
-};
+use crate::requests::{ApproveRequest, CallRequest, SendRequest, Transfer, payouts::PackRequest};
+use walletops_chains::evm::{erc20_approve, erc20_transfer};
 use walletops_domain::{DelegatedWallet, TxKind};
 
 /// The intent of a send on either family.

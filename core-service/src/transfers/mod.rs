@@ -18,12 +18,12 @@ pub use broadcasts::BroadcastLog;
 use alloy::primitives::{Address, U256};
 
 use crate::{
-    chains::Chain,
-    effects::Foreseen,
     error::{Result, WalletOpsError},
     idempotency::Ticket,
     requests::{ApproveRequest, CallRequest, SendRequest, payouts::PackRequest},
 };
+
+use walletops_chains::{Chain, effects::Foreseen};
 use walletops_domain::{DelegatedWallet, OpenTransaction, Submission};
 
 /// The write pipelines of both families, behind the writes the contract names.

@@ -18,12 +18,6 @@ use uuid::Uuid;
 
 use super::{BroadcastLog, handed_over};
 use crate::{
-    chains::{
-        Chain, MAX_UNITS, SolanaFees,
-        solana::{MintInfo, SendOutcome, SolanaClient, SolanaClients},
-        with_budget, writable,
-    },
-    effects::Foreseen,
     error::{Result, WalletOpsError},
     idempotency::{Idempotency, Ticket},
     recovery::solana::{SolanaRecovery, decode, encode, held_by_node},
@@ -32,6 +26,12 @@ use crate::{
 use alloy::primitives::U256;
 use solana_message::VersionedMessage;
 use solana_signature::Signature;
+use walletops_chains::{
+    Chain, MAX_UNITS, SolanaFees,
+    effects::Foreseen,
+    solana::{MintInfo, SendOutcome, SolanaClient, SolanaClients},
+    with_budget, writable,
+};
 use walletops_domain::{
     DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress,
 };

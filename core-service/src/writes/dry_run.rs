@@ -8,11 +8,11 @@ use super::Write;
 use crate::{
     Core,
     auth::Caller,
-    effects::Foreseen,
     error::{Result, WalletOpsError},
     policy::{Refusal, Verdict},
     transfers::Fee,
 };
+use walletops_chains::effects::Foreseen;
 
 /// What a write would do, and whether it would be made.
 #[derive(Debug, Clone)]

@@ -37,12 +37,13 @@ use crate::{
     Core,
     approvals::ToHold,
     auth::Caller,
-    effects::Foreseen,
     error::{Result, WalletOpsError},
     idempotency::{Answer, IdempotencyKey, Keyed, Ticket},
     policy::Verdict,
 };
+
 use parsed::Parsed;
+use walletops_chains::effects::Foreseen;
 use walletops_domain::{Approval, Spend, Submission, WalletAddress};
 
 /// What a write answers.

@@ -10,11 +10,11 @@ use super::{
 use crate::{
     Core,
     auth::Caller,
-    chains::Chain,
     error::{Result, WalletOpsError},
     policy::Act,
     transfers::Prepared,
 };
+use walletops_chains::Chain;
 use walletops_domain::{ChainFamily, DelegatedWallet};
 
 /// A write parsed, its wallet resolved with its ownership, link and delegation checks.

@@ -466,6 +466,39 @@ fn only_the_binary_depends_on_the_edge() {
     );
 }
 
+/// What the chain clients' crate may not depend on: it holds no rule, so it never reaches
+/// the store, the core, the contract or the edge.
+const ABOVE_THE_CHAINS: [&str; 4] = [
+    "walletops-store",
+    "walletops-core",
+    "walletops-proto",
+    "walletops-edge",
+];
+
+#[test]
+fn the_chain_clients_never_import_the_store_or_the_core() {
+    let manifest = read(&workspace().join("chains/Cargo.toml"));
+    let mut named: Vec<String> = manifest
+        .lines()
+        .filter_map(|l| l.split([' ', '.', '=']).next())
+        .filter(|dep| ABOVE_THE_CHAINS.contains(dep))
+        .map(|dep| format!("chains/Cargo.toml: {dep}"))
+        .collect();
+    for file in rust_files(&workspace().join("chains")) {
+        let code = code_of(&read(&file));
+        for krate in ABOVE_THE_CHAINS {
+            if code.contains(&format!("{}::", krate.replace('-', "_"))) {
+                named.push(format!("{}: {krate}", shown(&file)));
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "walletops-chains reaches above its floor (move the rule into the core):\n{}",
+        named.join("\n")
+    );
+}
+
 #[test]
 fn the_architecture_pages_code_map_names_every_core_module() {
     let page = read(&workspace().join("docs/architecture.md"));

@@ -1,6 +1,6 @@
 //! The architecture page's code map, read in full: each crate's row and each row of the
-//! core's modules lists its source files, and every source file of the house is listed once
-//! (`docs/architecture.md`, "Code map").
+//! core's and the chain clients' modules lists its source files, and every source file of
+//! the house is listed once (`docs/architecture.md`, "Code map").
 
 use std::collections::BTreeSet;
 
@@ -44,21 +44,26 @@ fn the_architecture_pages_code_map_lists_every_source_file() {
                 .map(|file| format!("{folder}/{file}")),
         );
     }
-    for row in section(&page, "`core-service/`").lines() {
-        let Some(rest) = row.strip_prefix("| `") else {
-            continue;
-        };
-        let module = rest.split('`').next().unwrap_or_default();
-        let under = if module.ends_with('/') {
-            format!("core-service/src/{module}")
-        } else {
-            "core-service/src/".to_owned()
-        };
-        listed.extend(
-            last_cell_names(row)
-                .into_iter()
-                .map(|file| format!("{under}{file}")),
-        );
+    for (heading, src) in [
+        ("`core-service/`", "core-service/src/"),
+        ("`chains/`", "chains/src/"),
+    ] {
+        for row in section(&page, heading).lines() {
+            let Some(rest) = row.strip_prefix("| `") else {
+                continue;
+            };
+            let module = rest.split('`').next().unwrap_or_default();
+            let under = if module.ends_with('/') {
+                format!("{src}{module}")
+            } else {
+                src.to_owned()
+            };
+            listed.extend(
+                last_cell_names(row)
+                    .into_iter()
+                    .map(|file| format!("{under}{file}")),
+            );
+        }
     }
     let mut twice = Vec::new();
     let mut seen = BTreeSet::new();

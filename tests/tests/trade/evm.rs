@@ -12,14 +12,11 @@ use alloy::{
 };
 use serde_json::Value;
 use tokio::task::JoinHandle;
-use walletops_core::{
-    WalletOpsError,
-    config::Secret,
-    trade::{
-        EvmAggregator, EvmChainId, EvmQuoteRequest, EvmSwapRequest, EvmSwapTx, NATIVE_TOKEN,
-        Slippage, TradeError, oneinch::OneInch,
-    },
+use walletops_chains::trade::{
+    EvmAggregator, EvmChainId, EvmQuoteRequest, EvmSwapRequest, EvmSwapTx, NATIVE_TOKEN, Slippage,
+    TradeError, oneinch::OneInch,
 };
+use walletops_core::{WalletOpsError, config::Secret};
 use walletops_devnet_aggregator::DevAggregator;
 use walletops_tests::anvil::Anvil;
 

@@ -16,7 +16,7 @@ mod swaps;
 use std::time::Duration;
 
 use alloy::primitives::{Address, U256, utils::parse_ether};
-use walletops_core::trade::HttpPolicy;
+use walletops_chains::trade::HttpPolicy;
 use walletops_devnet_aggregator::{add_liquidity, deploy_pool};
 use walletops_tests::anvil::{Anvil, DEV_ACCOUNT};
 

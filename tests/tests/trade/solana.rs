@@ -7,14 +7,11 @@ use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 use solana_signature::Signature;
 use solana_signer::Signer as _;
 use solana_transaction::versioned::VersionedTransaction;
-use walletops_core::{
-    WalletOpsError,
-    config::Secret,
-    trade::{
-        Slippage, SolanaAggregator, SolanaQuoteRequest, SolanaSwap, TradeError, WRAPPED_SOL_MINT,
-        jupiter::Jupiter,
-    },
+use walletops_chains::trade::{
+    Slippage, SolanaAggregator, SolanaQuoteRequest, SolanaSwap, TradeError, WRAPPED_SOL_MINT,
+    jupiter::Jupiter,
 };
+use walletops_core::{WalletOpsError, config::Secret};
 use walletops_tests::{
     fakes::jupiter::{COMPUTE_UNIT_LIMIT, JupiterFake},
     solana_node::{SolanaNode, token_balance},

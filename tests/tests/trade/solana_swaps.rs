@@ -11,7 +11,7 @@ use std::str::FromStr;
 use serde_json::{Value, json};
 use solana_pubkey::Pubkey;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
-use walletops_core::trade::WRAPPED_SOL_MINT;
+use walletops_chains::trade::WRAPPED_SOL_MINT;
 use walletops_tests::{
     Backend, Options, Rest, Service,
     fakes::jupiter::{Extra, JupiterFake, STRANGER},

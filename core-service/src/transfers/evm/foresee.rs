@@ -6,16 +6,14 @@ use alloy::primitives::{Address, Bytes};
 use walletops_domain::{Asset, TxKind, WalletAddress};
 
 use super::EvmIntent;
-use crate::{
-    chains::{
-        Chain,
-        evm::{EvmClient, Signing, Simulation, Watch},
-    },
+use crate::error::Result;
+use walletops_chains::{
+    Chain,
     effects::{
         Foreseen,
         evm::{Declared, at_least, effects_of, reconcile, unexplained},
     },
-    error::Result,
+    evm::{EvmClient, Signing, Simulation, Watch},
 };
 
 impl EvmIntent {

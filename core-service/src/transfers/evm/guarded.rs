@@ -6,12 +6,12 @@ use walletops_domain::Effects;
 
 use super::EvmIntent;
 use crate::{
-    chains::{
-        Chain,
-        evm::{EvmClient, Fees},
-    },
     error::{Result, WalletOpsError},
     guard,
+};
+use walletops_chains::{
+    Chain,
+    evm::{EvmClient, Fees},
 };
 
 /// A guarded write as it is signed.

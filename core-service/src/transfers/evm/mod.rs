@@ -28,15 +28,15 @@ use lanes::Lanes;
 
 use super::{BroadcastLog, handed_over};
 use crate::{
-    chains::{
-        Chain,
-        evm::{BroadcastOutcome, EvmClient, EvmClients, Fees, Rejection, Signing, call_to},
-    },
-    effects::Foreseen,
     error::{Result, WalletOpsError},
     idempotency::{Idempotency, Ticket, claimed_elsewhere, note_claimed},
     recovery::evm::{Ending, EvmRecovery, Resign, TRANSFER_GAS, evm_chain_id, held_by_node},
     signer::Signer,
+};
+use walletops_chains::{
+    Chain,
+    effects::Foreseen,
+    evm::{BroadcastOutcome, EvmClient, EvmClients, Fees, Rejection, Signing, call_to},
 };
 use walletops_domain::{
     DelegatedWallet, OpenTransaction, Submission, TxKind, TxStatus, WalletAddress,
@@ -233,7 +233,7 @@ impl EvmPipeline {
 
     /// The client of `chain`.
     pub fn client(&self, chain: &Chain) -> Result<EvmClient> {
-        self.clients.get(chain)
+        Ok(self.clients.get(chain)?)
     }
 
     /// Prepares `intent` from `wallet` on `chain`: checks funds and code, estimates gas, then

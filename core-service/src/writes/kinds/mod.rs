@@ -27,7 +27,6 @@ use alloy::primitives::Address;
 
 use crate::{
     auth::{Caller, Operation},
-    chains::{Chain, Registry},
     error::{Result, WalletOpsError},
     idempotency::Canonical,
     policy::Act,
@@ -35,6 +34,8 @@ use crate::{
     swaps::Swaps,
     transfers::{Prepared, Transfers},
 };
+
+use walletops_chains::{Chain, Registry};
 use walletops_domain::{DelegatedWallet, Spend, WalletAddress};
 
 /// Every write kind, by the path its requests are kept under: one line per kind.

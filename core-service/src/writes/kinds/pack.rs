@@ -7,11 +7,11 @@ use walletops_proto::v1 as pb;
 use super::{Kind, Makers, ParsedWrite};
 use crate::{
     auth::{Caller, Operation},
-    chains::Chain,
     error::Result,
     requests::payouts::PackRequest,
     transfers::Prepared,
 };
+use walletops_chains::Chain;
 use walletops_domain::{DelegatedWallet, Spend, WalletAddress};
 
 /// The pack kind.

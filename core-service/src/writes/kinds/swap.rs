@@ -6,13 +6,13 @@ use walletops_proto::v1 as pb;
 use super::{Kind, Makers, ParsedWrite};
 use crate::{
     auth::{Caller, Operation},
-    chains::Chain,
     error::Result,
     idempotency::{Canonical, absent_if_empty},
     policy::Act,
     requests::SwapRequest,
     transfers::Prepared,
 };
+use walletops_chains::Chain;
 use walletops_domain::{DelegatedWallet, Spend, WalletAddress};
 
 /// The swap kind.

@@ -16,8 +16,8 @@ use alloy::{
 };
 
 use super::{EvmClient, Signing, rpc_failed, simulate::timeout};
+use crate::ChainError;
 use crate::effects::evm::StateChange;
-use crate::error::WalletOpsError;
 
 /// The changes beyond balances that `diff` shows, per account, in address order.
 fn changes_of(diff: &DiffMode) -> Vec<StateChange> {
@@ -55,7 +55,7 @@ impl EvmClient {
     pub async fn state_changes(
         &self,
         write: Signing<'_>,
-    ) -> Result<Option<Vec<StateChange>>, WalletOpsError> {
+    ) -> Result<Option<Vec<StateChange>>, ChainError> {
         let tracer = GethDebugTracingOptions::prestate_tracer(PreStateConfig {
             diff_mode: Some(true),
             disable_code: None,

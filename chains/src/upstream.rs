@@ -178,7 +178,7 @@ const MAX_REDIRECTS: usize = 5;
 /// Refuses `url` as the base URL of an external API (`option`) unless it is https, or http
 /// on a loopback host (a local fake or a sidecar): over plain http the credentials would
 /// cross the network in clear.
-pub(crate) fn check_base_url(option: &str, url: &url::Url) -> anyhow::Result<()> {
+pub fn check_base_url(option: &str, url: &url::Url) -> anyhow::Result<()> {
     let loopback = match url.host() {
         Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),

@@ -28,7 +28,7 @@ use crate::{
         Foreseen,
         solana::{Op, TokenAccount, asset, effects_of, op_of, op_of_parsed, reconcile},
     },
-    error::WalletOpsError,
+    error::ChainError,
 };
 
 /// How many log lines of a failed simulation its refusal quotes.
@@ -43,7 +43,7 @@ impl SolanaClient {
         &self,
         wallet: &Pubkey,
         tx: &VersionedTransaction,
-    ) -> Result<(Foreseen, Option<u64>), WalletOpsError> {
+    ) -> Result<(Foreseen, Option<u64>), ChainError> {
         let keys = tx.message.static_account_keys().to_vec();
         let mut pre = self.token_accounts(&keys).await?;
         // Every token account of the wallet, not only those the transaction names outright:
@@ -87,7 +87,7 @@ impl SolanaClient {
             let logs = result.logs.unwrap_or_default();
             let tail = &logs[logs.len().saturating_sub(LOG_LINES)..];
             // Program logs are the programs' own words: bounded and cleaned.
-            return Err(WalletOpsError::SendFailed(format!(
+            return Err(ChainError::WouldFail(format!(
                 "the transaction would fail: {err}{}",
                 if tail.is_empty() {
                     String::new()
@@ -139,7 +139,7 @@ impl SolanaClient {
     async fn token_accounts(
         &self,
         keys: &[Pubkey],
-    ) -> Result<HashMap<Pubkey, TokenAccount>, WalletOpsError> {
+    ) -> Result<HashMap<Pubkey, TokenAccount>, ChainError> {
         let accounts = self
             .rpc
             .get_multiple_accounts(keys)
@@ -238,7 +238,7 @@ fn falls(
 pub(super) fn with_loaded<'a>(
     mut keys: Vec<Pubkey>,
     loaded: impl Iterator<Item = &'a str>,
-) -> Result<Vec<Pubkey>, WalletOpsError> {
+) -> Result<Vec<Pubkey>, ChainError> {
     for key in loaded {
         keys.push(Pubkey::from_str(key).map_err(|e| rpc_failed("list loaded accounts", e))?);
     }
@@ -254,7 +254,7 @@ pub(super) fn read_effects(
     all: &[Pubkey],
     inner: Option<&Value>,
     pre: &HashMap<Pubkey, TokenAccount>,
-) -> Result<Foreseen, WalletOpsError> {
+) -> Result<Foreseen, ChainError> {
     let mut ops = Vec::new();
     for ix in tx.message.instructions() {
         ops.push(compiled(

@@ -10,7 +10,7 @@ use super::{
     deposit_settings::DepositSettings,
     solana_fees::SolanaFees,
 };
-use crate::error::WalletOpsError;
+use crate::ChainError;
 use walletops_domain::{ChainFamily, OpenTransaction, Submission};
 
 /// One chain the service can act on.
@@ -311,10 +311,10 @@ impl Registry {
     }
 
     /// The chain for `slug`; unknown -> `CHAIN_UNKNOWN`.
-    pub fn resolve(&self, slug: &str) -> Result<&Chain, WalletOpsError> {
+    pub fn resolve(&self, slug: &str) -> Result<&Chain, ChainError> {
         self.chains
             .get(slug)
-            .ok_or_else(|| WalletOpsError::ChainUnknown(slug.to_owned()))
+            .ok_or_else(|| ChainError::Unknown(slug.to_owned()))
     }
 
     /// The display name of a stored record's chain `slug` and its explorer link for
@@ -384,10 +384,7 @@ mod tests {
                 .as_deref(),
             Some("https://explorer.solana.com/tx/abc?cluster=devnet")
         );
-        assert!(matches!(
-            r.resolve("nope"),
-            Err(WalletOpsError::ChainUnknown(_))
-        ));
+        assert!(matches!(r.resolve("nope"), Err(ChainError::Unknown(_))));
         // A stored record's label, its chain configured or gone.
         assert_eq!(
             r.label("solana-devnet", Some("abc")),

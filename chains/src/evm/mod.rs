@@ -19,7 +19,7 @@ use alloy::{
 };
 
 use super::{failover::evm::Failover, rpc_batch::BatchLayer};
-use crate::error::WalletOpsError;
+use crate::ChainError;
 
 mod broadcast;
 mod fees;
@@ -117,7 +117,7 @@ impl EvmClients {
     }
 
     /// The client for `chain`, over its RPC URLs (tried in order, see `failover`).
-    pub fn get(&self, chain: &super::Chain) -> Result<EvmClient, WalletOpsError> {
+    pub fn get(&self, chain: &super::Chain) -> Result<EvmClient, ChainError> {
         let rpc_urls = chain.rpc_urls();
         let key = format!("{} {}", chain.slug(), rpc_urls.join(" "));
         let mut clients = self
@@ -128,9 +128,8 @@ impl EvmClients {
             return Ok(c.clone());
         }
         let transport = |urls: &[String]| {
-            Failover::new(chain.slug(), urls, RPC_TIMEOUT).map_err(|url| {
-                WalletOpsError::ServiceUnavailable(format!("bad RPC URL configured: {url}"))
-            })
+            Failover::new(chain.slug(), urls, RPC_TIMEOUT)
+                .map_err(|url| ChainError::Unavailable(format!("bad RPC URL configured: {url}")))
         };
         let is_local = rpc_urls
             .iter()
@@ -149,7 +148,7 @@ impl EvmClients {
                         alloy::rpc::client::ClientBuilder::default().transport(one, is_local),
                     ))
                 })
-                .collect::<Result<_, WalletOpsError>>()?
+                .collect::<Result<_, ChainError>>()?
         } else {
             Arc::default()
         };
@@ -175,7 +174,7 @@ impl EvmClients {
         &self,
         rpc_url: &str,
         client: &EvmClient,
-    ) -> Result<bool, WalletOpsError> {
+    ) -> Result<bool, ChainError> {
         if let Some(&(known, at)) = self
             .multicall
             .lock()
@@ -202,14 +201,14 @@ const MULTICALL_RECHECK: Duration = Duration::from_secs(600);
 /// The refusal of a write whose gas estimate or simulation the node answered with an
 /// error: a shortfall is INSUFFICIENT_FUNDS, anything else (a revert, mostly) SEND_FAILED
 /// with the node's words and revert data.
-fn would_fail(payload: &alloy::rpc::json_rpc::ErrorPayload) -> WalletOpsError {
+fn would_fail(payload: &alloy::rpc::json_rpc::ErrorPayload) -> ChainError {
     match classify(&payload.message) {
-        Rejection::InsufficientFunds(m) => WalletOpsError::InsufficientFunds(format!(
-            "the sender cannot pay for this transaction: {m}"
-        )),
+        Rejection::InsufficientFunds(m) => {
+            ChainError::CannotPay(format!("the sender cannot pay for this transaction: {m}"))
+        }
         Rejection::NonceTooLow(message)
         | Rejection::Underpriced(message)
-        | Rejection::Other(message) => WalletOpsError::SendFailed(format!(
+        | Rejection::Other(message) => ChainError::WouldFail(format!(
             "the transaction would fail: {message}{}",
             payload
                 .data
@@ -224,14 +223,14 @@ fn would_fail(payload: &alloy::rpc::json_rpc::ErrorPayload) -> WalletOpsError {
 }
 
 /// A node that failed to answer a read.
-fn rpc_failed(what: &str, err: impl std::fmt::Display) -> WalletOpsError {
-    WalletOpsError::ProviderRpcError(format!("the chain node failed to {what}: {err}"))
+fn rpc_failed(what: &str, err: impl std::fmt::Display) -> ChainError {
+    ChainError::Node(format!("the chain node failed to {what}: {err}"))
 }
 
 async fn timed<T, E: std::fmt::Display>(
     what: &str,
     fut: impl Future<Output = Result<T, E>>,
-) -> Result<T, WalletOpsError> {
+) -> Result<T, ChainError> {
     match tokio::time::timeout(RPC_TIMEOUT, fut).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(rpc_failed(what, e)),
@@ -265,7 +264,7 @@ fn mentions(lowercase: &str, phrases: &[&str]) -> bool {
 
 impl EvmClient {
     /// The native balance of `owner`.
-    pub async fn balance(&self, owner: Address) -> Result<U256, WalletOpsError> {
+    pub async fn balance(&self, owner: Address) -> Result<U256, ChainError> {
         timed(
             "read a balance",
             self.provider.get_balance(owner).into_future(),
@@ -274,7 +273,7 @@ impl EvmClient {
     }
 
     /// Code deployed at `address`.
-    pub async fn code_at(&self, address: Address) -> Result<Bytes, WalletOpsError> {
+    pub async fn code_at(&self, address: Address) -> Result<Bytes, ChainError> {
         timed(
             "read code",
             self.provider.get_code_at(address).into_future(),
@@ -284,7 +283,7 @@ impl EvmClient {
 
     /// Whether `address` holds code: a call to an address without any does nothing and
     /// succeeds.
-    pub async fn has_code(&self, address: Address) -> Result<bool, WalletOpsError> {
+    pub async fn has_code(&self, address: Address) -> Result<bool, ChainError> {
         if self.contracts.contains_key(&address) {
             return Ok(true);
         }
@@ -296,7 +295,7 @@ impl EvmClient {
     }
 
     /// The sender's next nonce counting its pending transactions.
-    pub async fn pending_nonce(&self, owner: Address) -> Result<u64, WalletOpsError> {
+    pub async fn pending_nonce(&self, owner: Address) -> Result<u64, ChainError> {
         timed(
             "read a nonce",
             self.provider
@@ -309,7 +308,7 @@ impl EvmClient {
 
     /// The number of the sender's transactions included in blocks at least `depth` deep (1:
     /// up to the latest block).
-    pub async fn mined_nonce(&self, owner: Address, depth: u64) -> Result<u64, WalletOpsError> {
+    pub async fn mined_nonce(&self, owner: Address, depth: u64) -> Result<u64, ChainError> {
         let count = self.provider.get_transaction_count(owner);
         let count = if depth > 1 {
             let height = self.block_number().await?;
@@ -322,7 +321,7 @@ impl EvmClient {
 
     /// The fees to sign at now, under the caps (see `fees`): `SERVICE_UNAVAILABLE` while
     /// the chain's base fee is above the cap or its RPC URLs disagree about it.
-    pub async fn fees(&self) -> Result<Fees, WalletOpsError> {
+    pub async fn fees(&self) -> Result<Fees, ChainError> {
         self.caps.apply(&self.chain, self.fee_reading().await?)
     }
 
@@ -333,7 +332,7 @@ impl EvmClient {
 
     /// The chain's current fees as its nodes suggest them (at most a second old), before
     /// the caps.
-    pub async fn fee_reading(&self) -> Result<FeeReading, WalletOpsError> {
+    pub async fn fee_reading(&self) -> Result<FeeReading, ChainError> {
         let cached = *self
             .fees
             .lock()
@@ -371,7 +370,7 @@ impl EvmClient {
         value: U256,
         input: &Bytes,
         fees: Fees,
-    ) -> Result<u64, WalletOpsError> {
+    ) -> Result<u64, ChainError> {
         let request = TransactionRequest::default()
             .from(from)
             .to(to)
@@ -383,11 +382,7 @@ impl EvmClient {
     }
 
     /// The node's gas estimate of `request`; `what` names it in a failure.
-    async fn estimate(
-        &self,
-        request: TransactionRequest,
-        what: &str,
-    ) -> Result<u64, WalletOpsError> {
+    async fn estimate(&self, request: TransactionRequest, what: &str) -> Result<u64, ChainError> {
         match tokio::time::timeout(
             RPC_TIMEOUT,
             self.provider.estimate_gas(request).into_future(),
@@ -410,7 +405,7 @@ impl EvmClient {
         input: &Bytes,
         authorization: alloy::eips::eip7702::SignedAuthorization,
         fees: Fees,
-    ) -> Result<u64, WalletOpsError> {
+    ) -> Result<u64, ChainError> {
         let mut request = TransactionRequest::default()
             .from(from)
             .to(to)
@@ -422,7 +417,7 @@ impl EvmClient {
     }
 
     /// A read-only call.
-    pub async fn call(&self, to: Address, input: Bytes) -> Result<Bytes, WalletOpsError> {
+    pub async fn call(&self, to: Address, input: Bytes) -> Result<Bytes, ChainError> {
         self.call_from(None, to, input).await
     }
 
@@ -432,14 +427,14 @@ impl EvmClient {
         from: Option<Address>,
         to: Address,
         input: Bytes,
-    ) -> Result<Bytes, WalletOpsError> {
+    ) -> Result<Bytes, ChainError> {
         let mut request = TransactionRequest::default().to(to).input(input.into());
         request.from = from;
         timed("call a contract", self.provider.call(request).into_future()).await
     }
 
     /// The receipt of `hash`, once mined.
-    pub async fn receipt(&self, hash: B256) -> Result<Option<TransactionReceipt>, WalletOpsError> {
+    pub async fn receipt(&self, hash: B256) -> Result<Option<TransactionReceipt>, ChainError> {
         timed(
             "read a receipt",
             self.provider.get_transaction_receipt(hash).into_future(),
@@ -454,7 +449,7 @@ impl EvmClient {
     }
 
     /// The number of the node's latest block.
-    pub async fn block_number(&self) -> Result<u64, WalletOpsError> {
+    pub async fn block_number(&self) -> Result<u64, ChainError> {
         timed(
             "read the block height",
             self.provider.get_block_number().into_future(),
@@ -464,7 +459,7 @@ impl EvmClient {
 
     /// Whether the node knows `hash` (in its pool or mined). The transaction itself is not
     /// decoded: the monitor asks this of a backlog's records by the thousand.
-    pub async fn knows(&self, hash: B256) -> Result<bool, WalletOpsError> {
+    pub async fn knows(&self, hash: B256) -> Result<bool, ChainError> {
         let tx: Option<serde::de::IgnoredAny> = timed(
             "read a transaction",
             self.provider

@@ -1,16 +1,32 @@
-//! Chains: the registry of chain slugs and the clients that speak to each family's nodes.
-//! A slug is resolved once, into a `Chain`; nothing below compares slug strings again.
+//! What speaks to chains and to the services beside them, and reads what they do: the
+//! registry of chain slugs and the clients of each family's nodes (a slug is resolved once,
+//! into a `Chain`; nothing below compares slug strings again), the effects read from what a
+//! chain says of a write (`effects`), the swap aggregators' clients (`trade`) and the wallet
+//! provider's (`provider`) over one HTTP policy (`upstream`).
+//!
+//! **Invariant:** this crate holds no rule of the service and never imports the store or the
+//! core: it answers what a node or a service said, in a `ChainError` or its own error types,
+//! and the core decides what that means for a caller.
 
 mod builtin;
 mod deposit_settings;
+pub mod effects;
+mod error;
 pub mod evm;
 mod failover;
+pub mod metrics;
+pub mod provider;
 mod registry;
 pub mod rpc_batch;
 pub mod solana;
 mod solana_fees;
+#[cfg(test)]
+mod testing;
+pub mod trade;
+pub mod upstream;
 
 pub use deposit_settings::DepositSettings;
+pub use error::ChainError;
 pub use registry::{Chain, ChainConfig, Registry};
 pub use solana_fees::{
     MAX_UNITS, SolanaFees, budget_in, budget_of, reprice, with_budget, writable,
@@ -19,7 +35,7 @@ use walletops_domain::{TransactionRecord, TxKind};
 
 /// `text` with every URL in it replaced by `[rpc url]`, for messages that go back to
 /// callers.
-pub(crate) fn without_urls(text: &str) -> String {
+pub fn without_urls(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     // ASCII lower-casing keeps every byte offset.

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     effects::{Foreseen, solana::TokenAccount},
-    error::WalletOpsError,
+    error::ChainError,
 };
 use walletops_domain::Effects;
 
@@ -28,7 +28,7 @@ impl SolanaClient {
         wallet: &Pubkey,
         signature: &Signature,
         tx: &VersionedTransaction,
-    ) -> Result<Option<Effects>, WalletOpsError> {
+    ) -> Result<Option<Effects>, ChainError> {
         let found: Value = self
             .rpc
             .send(

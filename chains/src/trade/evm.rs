@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Slippage, TradeError};
-use crate::chains::Chain;
+use crate::Chain;
 use walletops_domain::ChainFamily;
 
 /// The address aggregators use for a chain's native coin, in `src`, `dst` and in the

@@ -36,7 +36,7 @@ impl EvmClient {
         token: Address,
         owner: Address,
         spender: Address,
-    ) -> Result<Option<U256>, WalletOpsError> {
+    ) -> Result<Option<U256>, ChainError> {
         let answer = self.call(token, erc20_allowance(owner, spender)).await;
         Ok(answer.ok().and_then(|data| decode_balance(&data)))
     }
@@ -47,7 +47,7 @@ impl EvmClient {
         &self,
         token: Address,
         owner: Address,
-    ) -> Result<Option<U256>, WalletOpsError> {
+    ) -> Result<Option<U256>, ChainError> {
         let answer = self.call(token, erc20_balance_of(owner)).await;
         Ok(answer.ok().and_then(|data| decode_balance(&data)))
     }
@@ -59,7 +59,7 @@ impl EvmClient {
         &self,
         owner: Address,
         queries: &[TokenQuery],
-    ) -> Result<(U256, Vec<TokenReading>), WalletOpsError> {
+    ) -> Result<(U256, Vec<TokenReading>), ChainError> {
         let mut calls = vec![IMulticall3::Call3 {
             target: MULTICALL3,
             allowFailure: false,
@@ -101,7 +101,7 @@ impl EvmClient {
         &self,
         owner: Address,
         queries: &[TokenQuery],
-    ) -> Result<(U256, Vec<TokenReading>), WalletOpsError> {
+    ) -> Result<(U256, Vec<TokenReading>), ChainError> {
         let mut batches = Vec::new();
         let mut waiters = Vec::new();
         let mut batch = self.rpc.new_batch();

@@ -40,7 +40,7 @@ use super::{
 };
 use crate::{
     effects::evm::{Erc20, Log, NATIVE_TRANSFERS, StateReads},
-    error::WalletOpsError,
+    error::ChainError,
 };
 
 /// What a simulation of a call said.
@@ -169,7 +169,7 @@ impl EvmClient {
         &self,
         write: Signing<'_>,
         watch: Option<&Watch>,
-    ) -> Result<Simulation, WalletOpsError> {
+    ) -> Result<Simulation, ChainError> {
         loop {
             let method = self.simulation.current();
             let ran = match method {
@@ -199,7 +199,7 @@ impl EvmClient {
         &self,
         write: Signing<'_>,
         watch: Option<&Watch>,
-    ) -> Result<Result<Simulation, WalletOpsError>, RpcError<TransportErrorKind>> {
+    ) -> Result<Result<Simulation, ChainError>, RpcError<TransportErrorKind>> {
         let Some(watch) = watch else {
             return self.simulate_v1(write, None).await;
         };
@@ -223,7 +223,7 @@ impl EvmClient {
         &self,
         write: Signing<'_>,
         watch: Option<&Watch>,
-    ) -> Result<Result<Simulation, WalletOpsError>, RpcError<TransportErrorKind>> {
+    ) -> Result<Result<Simulation, ChainError>, RpcError<TransportErrorKind>> {
         let block = match watch {
             Some(watch) => SimBlock::default()
                 .with_state_overrides(Watch::overrides())
@@ -278,7 +278,7 @@ impl EvmClient {
     async fn trace_call(
         &self,
         call: TransactionRequest,
-    ) -> Result<Result<Simulation, WalletOpsError>, RpcError<TransportErrorKind>> {
+    ) -> Result<Result<Simulation, ChainError>, RpcError<TransportErrorKind>> {
         let tracer = GethDebugTracingOptions::call_tracer(CallConfig {
             only_top_call: Some(false),
             with_log: Some(true),
@@ -309,7 +309,7 @@ impl EvmClient {
     }
 }
 
-fn no_call() -> WalletOpsError {
+fn no_call() -> ChainError {
     rpc_failed(
         "simulate the transaction",
         "eth_simulateV1 answered without the call",
@@ -344,9 +344,9 @@ pub(super) async fn timeout<T>(
 /// The refusal of a call the simulation saw revert.
 /// The reason is the contract's own words: bounded and cleaned (`chain_text`), as is the
 /// data shown.
-fn reverted(why: &str, data: &Bytes) -> WalletOpsError {
+fn reverted(why: &str, data: &Bytes) -> ChainError {
     use walletops_domain::{MESSAGE_CHARS, chain_text};
-    WalletOpsError::SendFailed(format!(
+    ChainError::WouldFail(format!(
         "the transaction would fail: {}{}",
         chain_text(why, MESSAGE_CHARS),
         if data.is_empty() {

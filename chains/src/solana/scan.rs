@@ -9,7 +9,7 @@ use solana_pubkey::Pubkey;
 use solana_rpc_client_api::request::RpcRequest;
 
 use super::{SolanaClient, rpc_failed};
-use crate::error::WalletOpsError;
+use crate::ChainError;
 
 /// A signature an address took part in.
 #[derive(Debug, Clone)]
@@ -48,7 +48,7 @@ impl SolanaClient {
         address: &Pubkey,
         until: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<SeenSignature>, WalletOpsError> {
+    ) -> Result<Vec<SeenSignature>, ChainError> {
         let mut config = json!({
             "commitment": "confirmed",
             "limit": limit.min(SIGNATURES_AT_ONCE),
@@ -82,7 +82,7 @@ impl SolanaClient {
     pub async fn balance_changes(
         &self,
         signature: &str,
-    ) -> Result<Option<BalanceChanges>, WalletOpsError> {
+    ) -> Result<Option<BalanceChanges>, ChainError> {
         let found: Value = self
             .rpc
             .send(
@@ -150,7 +150,7 @@ impl SolanaClient {
     }
 
     /// The newest finalized slot.
-    pub async fn finalized_slot(&self) -> Result<u64, WalletOpsError> {
+    pub async fn finalized_slot(&self) -> Result<u64, ChainError> {
         self.rpc
             .get_slot_with_commitment(solana_commitment_config::CommitmentConfig::finalized())
             .await
@@ -158,10 +158,7 @@ impl SolanaClient {
     }
 
     /// The token accounts of `owner` under both token programs.
-    pub async fn token_accounts_owned_by(
-        &self,
-        owner: &Pubkey,
-    ) -> Result<Vec<Pubkey>, WalletOpsError> {
+    pub async fn token_accounts_owned_by(&self, owner: &Pubkey) -> Result<Vec<Pubkey>, ChainError> {
         Ok(self
             .token_accounts_of(owner)
             .await?

@@ -171,7 +171,7 @@ const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
 
 impl TradeConfig {
     /// Refuses what no swap could work with, naming the option.
-    pub(crate) fn validate(&self) -> anyhow::Result<()> {
+    pub fn validate(&self) -> anyhow::Result<()> {
         for (option, url) in [
             ("trade.evm.base_url", &self.evm.base_url),
             ("trade.solana.base_url", &self.solana.base_url),

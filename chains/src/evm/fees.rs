@@ -8,7 +8,7 @@ use alloy::{
 };
 
 use super::{Fees, timed};
-use crate::error::WalletOpsError;
+use crate::ChainError;
 
 /// One gwei in wei.
 const GWEI: u128 = 1_000_000_000;
@@ -58,9 +58,9 @@ impl FeeCaps {
     /// The fees to sign at on `chain`: the suggestion held under both caps. Refused
     /// (`SERVICE_UNAVAILABLE`, nothing signed) while the chain's base fee is above the cap:
     /// a transaction under the cap could not be included.
-    pub fn apply(&self, chain: &str, reading: FeeReading) -> Result<Fees, WalletOpsError> {
+    pub fn apply(&self, chain: &str, reading: FeeReading) -> Result<Fees, ChainError> {
         if reading.floor() > self.max_fee_per_gas {
-            return Err(WalletOpsError::ServiceUnavailable(format!(
+            return Err(ChainError::Unavailable(format!(
                 "the fee on {chain} is {} per gas, above the cap of {} (monitor.max_fee_per_gas_gwei); \
                  writes on {chain} wait until it falls",
                 gwei(reading.floor()),
@@ -93,7 +93,7 @@ fn gwei(wei: u128) -> String {
 
 /// The node's fee suggestion: alloy's default EIP-1559 estimate (twice the next base fee
 /// plus the 20th percentile tip of the last 10 blocks), else the legacy gas price.
-pub(super) async fn read(provider: &RootProvider) -> Result<FeeReading, WalletOpsError> {
+pub(super) async fn read(provider: &RootProvider) -> Result<FeeReading, ChainError> {
     let history = timed(
         "read the fee history",
         provider.get_fee_history(
@@ -128,13 +128,10 @@ pub(super) async fn read(provider: &RootProvider) -> Result<FeeReading, WalletOp
 /// The reading to trust among the answers of a chain's RPC URLs (those that answered): the
 /// median, when more than half of them agree with it within `DISAGREEING_FACTOR`. A node
 /// answering absurd fees is then outvoted, and two nodes that disagree are both distrusted.
-pub(super) fn agreed(
-    chain: &str,
-    mut answers: Vec<FeeReading>,
-) -> Result<FeeReading, WalletOpsError> {
+pub(super) fn agreed(chain: &str, mut answers: Vec<FeeReading>) -> Result<FeeReading, ChainError> {
     answers.sort_by_key(FeeReading::floor);
     let Some(&median) = answers.get(answers.len().saturating_sub(1) / 2) else {
-        return Err(WalletOpsError::ServiceUnavailable(format!(
+        return Err(ChainError::Unavailable(format!(
             "no RPC URL of {chain} answered its fees"
         )));
     };
@@ -159,7 +156,7 @@ pub(super) fn agreed(
         });
     }
     let (low, high) = (answers[0].floor(), answers[answers.len() - 1].floor());
-    Err(WalletOpsError::ServiceUnavailable(format!(
+    Err(ChainError::Unavailable(format!(
         "the RPC URLs of {chain} disagree about its fees ({} to {} per gas); writes on {chain} \
          wait until they agree",
         gwei(low),
@@ -205,7 +202,7 @@ mod tests {
     #[test]
     fn a_base_fee_above_the_cap_is_refused_naming_chain_and_cap() {
         let err = caps(100, 5).apply("base", reading(101, 1)).unwrap_err();
-        let WalletOpsError::ServiceUnavailable(message) = err else {
+        let ChainError::Unavailable(message) = err else {
             panic!("{err:?}")
         };
         assert!(message.contains("base"), "{message}");
@@ -251,7 +248,7 @@ mod tests {
     #[test]
     fn two_answers_that_disagree_are_both_distrusted() {
         let err = agreed("base", vec![reading(10, 1), reading(500, 1)]).unwrap_err();
-        assert!(matches!(err, WalletOpsError::ServiceUnavailable(ref m) if m.contains("disagree")));
+        assert!(matches!(err, ChainError::Unavailable(ref m) if m.contains("disagree")));
         assert_eq!(
             agreed("base", vec![reading(10, 1), reading(12, 1)]).unwrap(),
             reading(10, 1)

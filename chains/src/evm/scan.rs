@@ -13,7 +13,7 @@ use alloy::{
 };
 
 use super::{EvmClient, timed};
-use crate::error::WalletOpsError;
+use crate::ChainError;
 
 sol! {
     /// ERC20's transfer event.
@@ -56,7 +56,7 @@ pub struct TransferLog {
 
 impl EvmClient {
     /// Block `number` with its transactions; `None`: the node has none such yet.
-    pub async fn scanned_block(&self, number: u64) -> Result<Option<ScannedBlock>, WalletOpsError> {
+    pub async fn scanned_block(&self, number: u64) -> Result<Option<ScannedBlock>, ChainError> {
         let block = timed(
             "read a block",
             self.provider
@@ -87,7 +87,7 @@ impl EvmClient {
     }
 
     /// The hash of block `number`; `None`: the node has none such.
-    pub async fn block_hash(&self, number: u64) -> Result<Option<B256>, WalletOpsError> {
+    pub async fn block_hash(&self, number: u64) -> Result<Option<B256>, ChainError> {
         let block = timed(
             "read a block header",
             self.provider
@@ -103,7 +103,7 @@ impl EvmClient {
         &self,
         (from, upto): (u64, u64),
         to: &[Address],
-    ) -> Result<Vec<TransferLog>, WalletOpsError> {
+    ) -> Result<Vec<TransferLog>, ChainError> {
         let recipients: Vec<B256> = to.iter().map(|a| a.into_word()).collect();
         let filter = Filter::new()
             .from_block(from)
@@ -136,7 +136,7 @@ impl EvmClient {
     pub async fn internal_transfers(
         &self,
         number: u64,
-    ) -> Result<Vec<(B256, Address, Address, U256)>, WalletOpsError> {
+    ) -> Result<Vec<(B256, Address, Address, U256)>, ChainError> {
         let traces: Vec<serde_json::Value> = timed(
             "read a block's traces",
             self.provider
@@ -185,7 +185,7 @@ impl EvmClient {
     }
 
     /// Whether transaction `hash` succeeded; `None`: no receipt.
-    pub async fn succeeded(&self, hash: B256) -> Result<Option<bool>, WalletOpsError> {
+    pub async fn succeeded(&self, hash: B256) -> Result<Option<bool>, ChainError> {
         Ok(self.receipt(hash).await?.map(|r| r.status()))
     }
 }

@@ -43,7 +43,7 @@ impl ProviderConfig {
     }
 
     /// Refuses what no provider call could work with, naming the option (never its value).
-    pub(crate) fn validate(&self) -> anyhow::Result<()> {
+    pub fn validate(&self) -> anyhow::Result<()> {
         crate::upstream::check_base_url("provider.base_url", &self.base_url)?;
         anyhow::ensure!(
             self.app_id.is_empty() == self.app_secret.is_empty(),

@@ -14,14 +14,3 @@ mod tests;
 
 pub use config::ProviderConfig;
 pub use privy::Privy;
-
-use crate::{error::WalletOpsError, upstream::UpstreamError};
-use walletops_domain::WalletAddress;
-
-/// The PROVIDER_RPC_ERROR of a failed call to the provider about `wallet`: the provider's
-/// own words, never its credentials, and what to do.
-pub fn provider_error(wallet: &WalletAddress, err: &UpstreamError) -> WalletOpsError {
-    WalletOpsError::WalletProviderError(format!(
-        "the wallet provider could not sign for wallet {wallet}: {err}; nothing was signed: retry"
-    ))
-}

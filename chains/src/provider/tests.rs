@@ -20,7 +20,7 @@ use solana_keypair::Keypair;
 use solana_message::{VersionedMessage, v0};
 use solana_signer::Signer as _;
 
-use super::{Privy, ProviderConfig, auth, provider_error};
+use super::{Privy, ProviderConfig, auth};
 use crate::{
     testing::{Reply, policy, serve},
     upstream::UpstreamError,
@@ -267,10 +267,8 @@ async fn the_providers_refusals_are_passed_on_without_credentials() {
         .await
         .expect_err("refused");
     assert_eq!(script.seen().len(), 1, "a refusal is not retried");
-    let address: WalletAddress = wallet.address().into();
-    let message = provider_error(&address, &err).to_string();
+    let message = err.to_string();
     assert!(message.contains("policy violation"), "{message}");
-    assert!(message.contains(&address.to_string()), "{message}");
     assert!(!message.contains(APP_SECRET), "{message}");
     let (privy, _, _) = client(
         vec![Reply::Json(401, json!({"error": "Invalid app secret"}))],
@@ -281,7 +279,7 @@ async fn the_providers_refusals_are_passed_on_without_credentials() {
         .sign_eip1559("w", wallet.address(), &eip1559())
         .await
         .expect_err("refused");
-    let message = provider_error(&address, &err).to_string();
+    let message = err.to_string();
     assert!(
         message.contains("provider.app_secret") && !message.contains(APP_SECRET),
         "{message}"

@@ -34,7 +34,7 @@ use super::failover::solana::Failover;
 mod landed;
 mod scan;
 mod simulate;
-use crate::error::WalletOpsError;
+use crate::ChainError;
 pub use scan::{BalanceChanges, SeenSignature};
 
 /// The two SPL token programs.
@@ -162,8 +162,8 @@ impl SolanaClients {
     }
 }
 
-fn rpc_failed(what: &str, err: impl std::fmt::Display) -> WalletOpsError {
-    WalletOpsError::ProviderRpcError(format!("the Solana node failed to {what}: {err}"))
+fn rpc_failed(what: &str, err: impl std::fmt::Display) -> ChainError {
+    ChainError::Node(format!("the Solana node failed to {what}: {err}"))
 }
 
 /// JSON-RPC 2.0's "invalid params": the sent bytes do not decode.
@@ -198,7 +198,7 @@ fn refused(err: &ClientError) -> bool {
 
 impl SolanaClient {
     /// Lamports held by `owner`.
-    pub async fn balance(&self, owner: &Pubkey) -> Result<u64, WalletOpsError> {
+    pub async fn balance(&self, owner: &Pubkey) -> Result<u64, ChainError> {
         self.rpc
             .get_balance(owner)
             .await
@@ -206,7 +206,7 @@ impl SolanaClient {
     }
 
     /// Every token holding of `owner` under both token programs, summed per mint.
-    pub async fn holdings(&self, owner: &Pubkey) -> Result<Vec<Holding>, WalletOpsError> {
+    pub async fn holdings(&self, owner: &Pubkey) -> Result<Vec<Holding>, ChainError> {
         let mut by_mint: BTreeMap<Pubkey, (u64, u8)> = BTreeMap::new();
         for owned in self.token_accounts_of(owner).await? {
             let entry = by_mint.entry(owned.mint).or_insert((0, owned.decimals));
@@ -224,7 +224,7 @@ impl SolanaClient {
 
     /// Every token account of `owner` under both token programs: one
     /// `getTokenAccountsByOwner` (jsonParsed) per program.
-    async fn token_accounts_of(&self, owner: &Pubkey) -> Result<Vec<Owned>, WalletOpsError> {
+    async fn token_accounts_of(&self, owner: &Pubkey) -> Result<Vec<Owned>, ChainError> {
         let mut found = Vec::new();
         for program in TOKEN_PROGRAMS {
             let accounts = self
@@ -256,7 +256,7 @@ impl SolanaClient {
 
     /// The program and decimals of each of `mints` (`None` where it is not a mint), in one
     /// `getMultipleAccounts`.
-    pub async fn mints(&self, mints: &[Pubkey]) -> Result<Vec<Option<MintInfo>>, WalletOpsError> {
+    pub async fn mints(&self, mints: &[Pubkey]) -> Result<Vec<Option<MintInfo>>, ChainError> {
         if mints.is_empty() {
             return Ok(Vec::new());
         }
@@ -282,7 +282,7 @@ impl SolanaClient {
     }
 
     /// How many of `accounts` do not exist, read 100 at a time with `getMultipleAccounts`.
-    pub async fn missing(&self, accounts: &[Pubkey]) -> Result<u64, WalletOpsError> {
+    pub async fn missing(&self, accounts: &[Pubkey]) -> Result<u64, ChainError> {
         let mut missing = 0;
         for chunk in accounts.chunks(100) {
             let found = self
@@ -296,7 +296,7 @@ impl SolanaClient {
     }
 
     /// Lamports that make an account of `len` bytes rent-exempt.
-    pub async fn rent_exempt(&self, len: usize) -> Result<u64, WalletOpsError> {
+    pub async fn rent_exempt(&self, len: usize) -> Result<u64, ChainError> {
         self.rpc
             .get_minimum_balance_for_rent_exemption(len)
             .await
@@ -304,7 +304,7 @@ impl SolanaClient {
     }
 
     /// The latest blockhash and the last block height at which it is valid.
-    pub async fn blockhash(&self) -> Result<(Hash, u64), WalletOpsError> {
+    pub async fn blockhash(&self) -> Result<(Hash, u64), ChainError> {
         self.rpc
             .get_latest_blockhash_with_commitment(CommitmentConfig::confirmed())
             .await
@@ -312,7 +312,7 @@ impl SolanaClient {
     }
 
     /// Whether `hash` may still be a transaction's blockhash.
-    pub async fn blockhash_valid(&self, hash: &Hash) -> Result<bool, WalletOpsError> {
+    pub async fn blockhash_valid(&self, hash: &Hash) -> Result<bool, ChainError> {
         self.rpc
             .is_blockhash_valid(hash, CommitmentConfig::confirmed())
             .await
@@ -320,7 +320,7 @@ impl SolanaClient {
     }
 
     /// The current block height and the slot it was read at, from one answer.
-    pub async fn block_height(&self) -> Result<(u64, u64), WalletOpsError> {
+    pub async fn block_height(&self) -> Result<(u64, u64), ChainError> {
         self.rpc
             .get_epoch_info()
             .await
@@ -330,7 +330,7 @@ impl SolanaClient {
 
     /// The compute-unit prices (micro-lamports) recent blocks took from transactions that
     /// write `accounts` (at most 128 are asked about), oldest first.
-    pub async fn priority_prices(&self, accounts: &[Pubkey]) -> Result<Vec<u64>, WalletOpsError> {
+    pub async fn priority_prices(&self, accounts: &[Pubkey]) -> Result<Vec<u64>, ChainError> {
         let mut fees = self
             .rpc
             .get_recent_prioritization_fees(&accounts[..accounts.len().min(128)])
@@ -341,7 +341,7 @@ impl SolanaClient {
     }
 
     /// The fee of `tx`'s message.
-    pub async fn fee(&self, tx: &Transaction) -> Result<u64, WalletOpsError> {
+    pub async fn fee(&self, tx: &Transaction) -> Result<u64, ChainError> {
         self.rpc
             .get_fee_for_message(&tx.message)
             .await
@@ -399,7 +399,7 @@ impl SolanaClient {
     pub async fn statuses(
         &self,
         signatures: &[Signature],
-    ) -> Result<(u64, Vec<SignatureState>), WalletOpsError> {
+    ) -> Result<(u64, Vec<SignatureState>), ChainError> {
         let answer = self
             .rpc
             .get_signature_statuses_with_history(signatures)

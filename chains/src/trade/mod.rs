@@ -27,25 +27,8 @@ pub use evm::{
 };
 pub use solana::{SolanaAggregator, SolanaQuote, SolanaQuoteRequest, SolanaSwap, WRAPPED_SOL_MINT};
 
-use crate::error::WalletOpsError;
-
 /// Why an aggregator call gave no quote or swap.
 pub type TradeError = crate::upstream::UpstreamError;
-
-/// Quotes and swap builds the aggregator refused are the caller's QUOTE_FAILED (the spec's
-/// answer for an unsupported token), and so are the aggregator's own failures, whose
-/// message says retrying may help; an aggregator the operator has not configured is
-/// SERVICE_UNAVAILABLE, naming the option.
-impl From<TradeError> for WalletOpsError {
-    fn from(err: TradeError) -> Self {
-        match err {
-            TradeError::Unavailable { .. } => Self::ServiceUnavailable(err.to_string()),
-            TradeError::Rejected { .. } | TradeError::Failed { .. } => {
-                Self::QuoteFailed(err.to_string())
-            }
-        }
-    }
-}
 
 /// A slippage tolerance, in basis points of the quoted output (100 = 1%).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
