@@ -520,8 +520,14 @@ async fn while_renewing<T, R: Future<Output = ()>>(
     }
 }
 
-/// Which signer outside the process a failed re-signing waits for, if `e` says one failed.
+/// Which signer outside the process a failed re-signing waits for, if `e` says one failed
+/// for the moment (`is_transient`, the one rule of "try again later"). A record is never
+/// ended by a failure to follow it (its transaction may be on chain): every failure is
+/// tried again next sweep, and only a signer's outage is worth a line in its history.
 fn signer_down(e: &WalletOpsError) -> Option<&'static str> {
+    if !e.is_transient() {
+        return None;
+    }
     match e {
         WalletOpsError::WalletProviderError(_) => Some("the wallet provider"),
         WalletOpsError::HsmUnavailable(_) => Some("the HSM"),
@@ -536,6 +542,20 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::*;
+
+    #[test]
+    fn only_a_signer_out_for_the_moment_is_waited_for_by_name() {
+        let hsm = WalletOpsError::HsmUnavailable("token removed".to_owned());
+        let provider = WalletOpsError::WalletProviderError("timed out".to_owned());
+        assert_eq!(signer_down(&hsm), Some("the HSM"));
+        assert_eq!(signer_down(&provider), Some("the wallet provider"));
+        assert!(hsm.is_transient() && provider.is_transient());
+        let node = WalletOpsError::ProviderRpcError("refused".to_owned());
+        assert_eq!(signer_down(&node), None);
+        let lasting = WalletOpsError::SendFailed("would fail".to_owned());
+        assert!(!lasting.is_transient());
+        assert_eq!(signer_down(&lasting), None);
+    }
 
     #[tokio::test]
     async fn a_sweep_renews_its_leases_for_as_long_as_it_lasts() {
