@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::{Store, entities::approvals, spend::amount_of};
 use crate::error::{Result, StoreError};
+use crate::lease::{Lease, Own};
 use walletops_domain::{Approval, ApprovalState, Decision, HeldWrite};
 
 /// Who is recorded as deciding an approval that ran out of time.
@@ -206,16 +207,20 @@ impl Store {
         until: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<LeasedApproval>> {
-        let free = || {
-            Condition::any()
-                .add(approvals::Column::LeaseUntil.is_null())
-                .add(approvals::Column::LeaseUntil.lt(now))
+        // An approved write is made once per lease: no core takes it again while it is
+        // held, its own included.
+        let lease = Lease {
+            owner: Uuid::nil(),
+            now,
+            until,
+            own: Own::InFlight,
         };
+        let approved = || approvals::Column::State.eq(ApprovalState::Approved.as_str());
         let candidates: Vec<Uuid> = approvals::Entity::find()
             .select_only()
             .column(approvals::Column::Id)
-            .filter(approvals::Column::State.eq(ApprovalState::Approved.as_str()))
-            .filter(free())
+            .filter(approved())
+            .filter(lease.free::<approvals::Entity>())
             .order_by_asc(approvals::Column::DecidedAt)
             .limit(limit)
             .into_tuple()
@@ -224,11 +229,12 @@ impl Store {
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
-        approvals::Entity::update_many()
-            .col_expr(approvals::Column::LeaseUntil, Expr::value(until))
-            .filter(approvals::Column::Id.is_in(candidates))
-            .filter(approvals::Column::State.eq(ApprovalState::Approved.as_str()))
-            .filter(free())
+        lease
+            .take::<approvals::Entity>(
+                Condition::all()
+                    .add(approvals::Column::Id.is_in(candidates))
+                    .add(approved()),
+            )
             .exec_with_returning(self.sea())
             .await?
             .into_iter()

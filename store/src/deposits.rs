@@ -19,6 +19,7 @@ use super::{
 };
 use crate::Conn;
 use crate::error::{Result, StoreError};
+use crate::lease::{Lease, Own, give_up};
 use walletops_domain::{Deposit, DepositState};
 
 /// The cursor row of a chain's lease (and, on EVM, its next block).
@@ -103,14 +104,6 @@ fn number(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Cursor rows `owner` may lease at `now`: never leased, their lease run out, or its own.
-fn free_for(owner: Uuid, now: DateTime<Utc>) -> Condition {
-    Condition::any()
-        .add(cursors::Column::LeaseUntil.is_null())
-        .add(cursors::Column::LeaseUntil.lt(now))
-        .add(cursors::Column::LeaseOwner.eq(owner))
-}
-
 impl Store {
     /// Takes or keeps the lease on `chain`'s scan for `owner` until `until`. `Some(next
     /// block)` (itself `None` before the first EVM step) while `owner` holds it; `None`:
@@ -138,12 +131,18 @@ impl Store {
         )
         .exec_without_returning(self.sea())
         .await?;
-        let leased = cursors::Entity::update_many()
-            .col_expr(cursors::Column::LeaseOwner, Expr::value(owner))
-            .col_expr(cursors::Column::LeaseUntil, Expr::value(until))
-            .filter(cursors::Column::Chain.eq(chain))
-            .filter(cursors::Column::Address.eq(CHAIN_ROW))
-            .filter(free_for(owner, now))
+        let lease = Lease {
+            owner,
+            now,
+            until,
+            own: Own::Renewed,
+        };
+        let leased = lease
+            .take::<cursors::Entity>(
+                Condition::all()
+                    .add(cursors::Column::Chain.eq(chain))
+                    .add(cursors::Column::Address.eq(CHAIN_ROW)),
+            )
             .exec_with_returning(self.sea())
             .await?;
         Ok(leased
@@ -154,12 +153,7 @@ impl Store {
 
     /// Gives up every scan lease `owner` holds: a core stopping.
     pub async fn release_deposit_scans(&self, owner: Uuid) -> Result<()> {
-        cursors::Entity::update_many()
-            .col_expr(
-                cursors::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(cursors::Column::LeaseOwner.eq(owner))
+        give_up::<cursors::Entity>(owner, Condition::all())
             .exec(self.sea())
             .await?;
         Ok(())

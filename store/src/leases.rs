@@ -10,7 +10,12 @@ use sea_orm::{
 use std::collections::HashSet;
 use uuid::Uuid;
 
-use super::{Store, entities::transactions as txs, transactions::open_statuses};
+use super::{
+    Store,
+    entities::transactions as txs,
+    lease::{Lease, Own, give_up},
+    transactions::open_statuses,
+};
 use crate::error::Result;
 use walletops_domain::OpenTransaction;
 
@@ -24,41 +29,27 @@ impl Store {
     /// Gives up every lease `owner` holds, so that other cores follow those records at once
     /// instead of when the leases run out: a core stopping.
     pub async fn release_leases(&self, owner: Uuid) -> Result<u64> {
-        self.free_leases(Condition::all().add(txs::Column::LeaseOwner.eq(owner)))
-            .await
+        Ok(give_up::<txs::Entity>(owner, Condition::all())
+            .exec(self.sea())
+            .await?
+            .rows_affected)
     }
 
     /// Gives up `owner`'s lease on record `id`, so that any core may take it at its next
     /// sweep: a core that cannot follow the record (its node unreachable from there, say)
-    /// must not keep it from the cores that can.
+    /// must not keep it from the cores that can. The owner stays, so that the next core to
+    /// lease it knows whose it was (see `Leased::taken_over`); a freed lease is not renewed
+    /// (`renew_leases`).
     pub async fn release_lease(&self, owner: Uuid, id: Uuid) -> Result<()> {
-        self.free_leases(
-            Condition::all()
-                .add(txs::Column::Id.eq(id))
-                .add(txs::Column::LeaseOwner.eq(owner)),
-        )
-        .await
-        .map(|_| ())
+        give_up::<txs::Entity>(owner, Condition::all().add(txs::Column::Id.eq(id)))
+            .exec(self.sea())
+            .await?;
+        Ok(())
     }
 
     /// Ends the hold of its request on record `id`, if it still has one.
     pub async fn release_hold(&self, id: Uuid) -> Result<()> {
         self.release_lease(REQUEST_HOLD, id).await
-    }
-
-    /// Ends the leases (or holds) of the records `which` selects; returns how many. The
-    /// owner stays, so that the next core to lease a record knows whose it was (see
-    /// `Leased::taken_over`); a freed lease is not renewed (`renew_leases`).
-    async fn free_leases(&self, which: Condition) -> Result<u64> {
-        Ok(txs::Entity::update_many()
-            .col_expr(
-                txs::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(which)
-            .exec(self.sea())
-            .await?
-            .rows_affected)
     }
 
     /// Takes up to `limit` open transactions whose lease is free or expired for `owner`
@@ -83,7 +74,7 @@ impl Store {
             .column(txs::Column::Id)
             .column(txs::Column::LeaseOwner)
             .filter(txs::Column::Status.is_in(open.clone()))
-            .filter(free_for(owner, now));
+            .filter(renewing(owner, now, now).free::<txs::Entity>());
         if !skip.is_empty() {
             candidates = candidates.filter(txs::Column::Id.is_not_in(skip.iter().copied()));
         }
@@ -172,12 +163,14 @@ impl Store {
     }
 }
 
-/// Records `owner` may lease at `now`: never leased, their lease run out, or its own.
-fn free_for(owner: Uuid, now: DateTime<Utc>) -> Condition {
-    Condition::any()
-        .add(txs::Column::LeaseUntil.is_null())
-        .add(txs::Column::LeaseUntil.lt(now))
-        .add(txs::Column::LeaseOwner.eq(owner))
+/// A monitor's lease: its own records are free to it, which renews them each sweep.
+fn renewing(owner: Uuid, now: DateTime<Utc>, until: DateTime<Utc>) -> Lease {
+    Lease {
+        owner,
+        now,
+        until,
+        own: Own::Renewed,
+    }
 }
 
 // The two UPDATEs below find their records by id alone, without a condition on the status:
@@ -193,11 +186,7 @@ fn lease_update(
     until: DateTime<Utc>,
     ids: impl IntoIterator<Item = Uuid>,
 ) -> UpdateMany<txs::Entity> {
-    txs::Entity::update_many()
-        .col_expr(txs::Column::LeaseOwner, Expr::value(owner))
-        .col_expr(txs::Column::LeaseUntil, Expr::value(until))
-        .filter(txs::Column::Id.is_in(ids))
-        .filter(free_for(owner, now))
+    renewing(owner, now, until).take(Condition::all().add(txs::Column::Id.is_in(ids)))
 }
 
 /// The renewal until `until` of `owner`'s leases of records `ids`.

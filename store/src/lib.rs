@@ -21,6 +21,7 @@ mod guards;
 mod idempotency;
 mod key_cache;
 mod key_policies;
+mod lease;
 mod leases;
 mod lineage;
 #[cfg(test)]

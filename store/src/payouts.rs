@@ -15,6 +15,7 @@ use super::{
     is_unique_violation,
 };
 use crate::error::{Result, StoreError};
+use crate::lease::{Lease, Own};
 use walletops_domain::{ItemMade, ItemStanding, Payout, PayoutItem, PayoutState, TxStatus};
 
 /// The transaction a payout's item is paid in, as its standing needs it.
@@ -286,18 +287,18 @@ impl Store {
         until: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<(Uuid, Uuid)>> {
-        let free = || {
-            Condition::any()
-                .add(payouts::Column::LeaseUntil.is_null())
-                .add(payouts::Column::LeaseUntil.lt(now))
-                .add(payouts::Column::LeaseOwner.eq(owner))
+        let lease = Lease {
+            owner,
+            now,
+            until,
+            own: Own::Renewed,
         };
-        let running = PayoutState::Running.as_str();
+        let running = || payouts::Column::State.eq(PayoutState::Running.as_str());
         let candidates: Vec<Uuid> = payouts::Entity::find()
             .select_only()
             .column(payouts::Column::Id)
-            .filter(payouts::Column::State.eq(running))
-            .filter(free())
+            .filter(running())
+            .filter(lease.free::<payouts::Entity>())
             .order_by_asc(payouts::Column::CreatedAt)
             .limit(limit)
             .into_tuple()
@@ -306,12 +307,12 @@ impl Store {
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
-        Ok(payouts::Entity::update_many()
-            .col_expr(payouts::Column::LeaseOwner, Expr::value(owner))
-            .col_expr(payouts::Column::LeaseUntil, Expr::value(until))
-            .filter(payouts::Column::Id.is_in(candidates))
-            .filter(payouts::Column::State.eq(running))
-            .filter(free())
+        Ok(lease
+            .take::<payouts::Entity>(
+                Condition::all()
+                    .add(payouts::Column::Id.is_in(candidates))
+                    .add(running()),
+            )
             .exec_with_returning(self.sea())
             .await?
             .into_iter()

@@ -18,6 +18,7 @@ use super::{
     webhooks::delivery_of,
 };
 use crate::error::Result;
+use crate::lease::{Lease, Own, give_up};
 use walletops_domain::{DeliveryState, DisabledReason, WebhookDelivery};
 
 /// The PostgreSQL advisory lock the workers of every core take in turn to lease: the count
@@ -130,15 +131,19 @@ impl Store {
             txn.rollback().await?;
             return Ok(Vec::new());
         }
-        let mut leased = deliveries::Entity::update_many()
-            .col_expr(deliveries::Column::LeaseOwner, Expr::value(owner))
-            .col_expr(deliveries::Column::LeaseUntil, Expr::value(until))
-            .filter(deliveries::Column::Id.is_in(candidates))
-            .filter(deliveries::Column::State.eq(DeliveryState::Pending.as_str()))
-            .filter(
-                Condition::any()
-                    .add(deliveries::Column::LeaseUntil.is_null())
-                    .add(deliveries::Column::LeaseUntil.lt(now)),
+        // A delivery is sent once per lease: not taken again while held, by its own core
+        // either (the SQL above says the same).
+        let lease = Lease {
+            owner,
+            now,
+            until,
+            own: Own::InFlight,
+        };
+        let mut leased = lease
+            .take::<deliveries::Entity>(
+                Condition::all()
+                    .add(deliveries::Column::Id.is_in(candidates))
+                    .add(deliveries::Column::State.eq(DeliveryState::Pending.as_str())),
             )
             .exec_with_returning(&txn)
             .await?;
@@ -280,13 +285,7 @@ impl Store {
     /// Gives up `owner`'s lease of delivery `id` without an attempt (its endpoint was
     /// disabled since the lease): it waits, pending, for the endpoint to be enabled.
     pub async fn release_delivery_lease(&self, owner: Uuid, id: Uuid) -> Result<()> {
-        deliveries::Entity::update_many()
-            .col_expr(
-                deliveries::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(deliveries::Column::Id.eq(id))
-            .filter(deliveries::Column::LeaseOwner.eq(owner))
+        give_up::<deliveries::Entity>(owner, Condition::all().add(deliveries::Column::Id.eq(id)))
             .exec(self.sea())
             .await?;
         Ok(())
@@ -294,15 +293,12 @@ impl Store {
 
     /// Gives up every delivery lease `owner` holds: a core stopping.
     pub async fn release_delivery_leases(&self, owner: Uuid) -> Result<u64> {
-        Ok(deliveries::Entity::update_many()
-            .col_expr(
-                deliveries::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(deliveries::Column::LeaseOwner.eq(owner))
-            .filter(deliveries::Column::State.eq(DeliveryState::Pending.as_str()))
-            .exec(self.sea())
-            .await?
-            .rows_affected)
+        Ok(give_up::<deliveries::Entity>(
+            owner,
+            Condition::all().add(deliveries::Column::State.eq(DeliveryState::Pending.as_str())),
+        )
+        .exec(self.sea())
+        .await?
+        .rows_affected)
     }
 }
