@@ -1,7 +1,7 @@
 //! The one loop of the core's background work: a round, then a pause (cut short when the
 //! work is woken), until told to stop. The approvals and payouts runners, the monitor, the
-//! event sequencer and each chain's deposit scan run their rounds in it, so each states only
-//! what its round does and how its rounds are spaced. Time is tokio's: tests run it on
+//! event sequencer, each chain's deposit scan and the webhook delivery run their rounds in
+//! it, so each states only what its round does and how its rounds are spaced. Time is tokio's: tests run it on
 //! paused time (`tokio::time::pause`), where a minute of pauses takes no wall time.
 
 use std::{fmt::Display, future::Future, time::Duration};

@@ -19,7 +19,11 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::{WebhooksConfig, signing, targets};
-use crate::{error::WalletOpsError, signer::Keystore};
+use crate::{
+    error::WalletOpsError,
+    runner::{self, Pace},
+    signer::Keystore,
+};
 use walletops_domain::{
     Deposit, EventType, ItemStanding, Payout, TransactionRecord, WebhookDelivery,
 };
@@ -127,32 +131,41 @@ impl Deliverer {
     /// Sends due deliveries until `stop` completes, then gives up this core's leases.
     pub async fn run(self, stop: impl Future<Output = ()>) {
         let this = Arc::new(self);
-        let mut tick = tokio::time::interval(POLL_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tokio::pin!(stop);
-        // Each attempt is a task of its own: polled beside this loop, not by it, so that an
+        // Each attempt is a task of its own: polled beside the runner, not by it, so that an
         // attempt holding the database's write lock (SQLite's one writer) finishes while the
-        // loop waits for that lock to lease more.
-        let mut running = tokio::task::JoinSet::new();
-        loop {
-            let free = IN_FLIGHT.saturating_sub(running.len());
+        // round waits for that lock to lease more. A round fills the free slots; an attempt
+        // that ends wakes the next round at once, to fill its slot.
+        let running = tokio::sync::Mutex::new(tokio::task::JoinSet::new());
+        let round = || async {
+            let free = IN_FLIGHT.saturating_sub(running.lock().await.len());
             if free > 0 {
-                for delivery in this.lease(free).await {
+                let leased = this.lease(free).await;
+                let mut running = running.lock().await;
+                for delivery in leased {
                     let worker = Arc::clone(&this);
                     running.spawn(async move { worker.attempt(delivery).await });
                 }
             }
-            // Whichever comes first: an attempt ends (its slot is filled at once), the next
-            // look for due deliveries, or the stop.
-            tokio::select! {
-                Some(_) = running.join_next(), if !running.is_empty() => {}
-                _ = tick.tick() => {}
-                () = &mut stop => break,
+            Ok::<_, WalletOpsError>(())
+        };
+        let an_attempt_ends = || async {
+            let mut running = running.lock().await;
+            if running.join_next().await.is_none() {
+                // Nothing in flight: only the pace or the stop ends the pause.
+                std::future::pending::<()>().await;
             }
-        }
+        };
+        runner::run(
+            "webhook delivery",
+            Pace::After(POLL_EVERY),
+            stop,
+            round,
+            an_attempt_ends,
+        )
+        .await;
         // Attempts cut short are sent again under the same `webhook-id`, by whichever core
         // leases them next.
-        running.shutdown().await;
+        running.lock().await.shutdown().await;
         if let Err(e) = this.store.release_delivery_leases(this.owner).await {
             tracing::warn!(error = %e, "giving up webhook delivery leases failed");
         }
