@@ -471,6 +471,11 @@ impl Units {
         Self { chains, balances }
     }
 
+    /// The chains whose units these are.
+    pub fn chains(&self) -> &walletops_chains::Registry {
+        &self.chains
+    }
+
     /// The decimals and symbol of `asset` on chain `slug`, when known.
     pub fn of(&self, slug: &str, asset: &str) -> Option<(u32, String)> {
         self.balances.known_units_on(&self.chains, slug, asset)

@@ -493,11 +493,7 @@ fn spawn_webhook_deliveries(
     tasks: &mut Tasks,
     stop: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let render = {
-        let core = core.clone();
-        std::sync::Arc::new(move |event| walletops_core::grpc::webhook_body(event, &core))
-    };
-    let deliverer = core.webhooks.deliverer(render)?;
+    let deliverer = core.webhooks.deliverer(core.units_known())?;
     tasks.spawn(async move {
         deliverer.run(on_stop(stop)).await;
         Ok(())

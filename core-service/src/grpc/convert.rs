@@ -1,4 +1,5 @@
-//! Domain values to protobuf messages. Only `grpc/` knows the generated types.
+//! Domain values to protobuf messages for the gRPC answers. The shapes a webhook body shares
+//! with them (records, deposits, payouts) are made once, in `events/body.rs`.
 
 use chrono::{DateTime, Utc};
 use walletops_proto::{
@@ -6,22 +7,13 @@ use walletops_proto::{
     v1 as pb,
 };
 
+pub(crate) use crate::events::body::{effects, timestamp, transaction};
 use crate::{auth::KeyState, writes::Written};
 
 use walletops_chains::Registry;
 use walletops_domain::{
-    ApiKey, Approval, ApprovalState, PolicyRule, RuleKind, Scope, Scopes, Submission,
-    TransactionRecord, TxKind, TxStatus, User, Wallet,
+    ApiKey, Approval, ApprovalState, PolicyRule, RuleKind, Scope, Scopes, Submission, User, Wallet,
 };
-
-/// `t` to the millisecond, as the REST contract's ISO 8601 times are: both surfaces then
-/// show the same instant.
-pub(crate) fn timestamp(t: DateTime<Utc>) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: t.timestamp(),
-        nanos: (t.timestamp_subsec_millis() * 1_000_000) as i32,
-    }
-}
 
 pub(crate) fn wallet(w: Wallet) -> pb::Wallet {
     pb::Wallet {
@@ -212,38 +204,6 @@ pub(crate) fn approval(a: Approval, units: Option<(u32, String)>) -> pb::Approva
     }
 }
 
-/// Deposit `d` as the API gives it: with its chain's name, explorer link and the asset's
-/// units when known.
-pub(crate) fn deposit(d: walletops_domain::Deposit, core: &crate::Core) -> pb::Deposit {
-    let (chain_name, explorer_url) = core.chains.label(&d.chain, Some(&d.tx_hash));
-    let (decimals, symbol) = core.units(&d.chain, &d.asset).unzip();
-    let state = match d.state {
-        walletops_domain::DepositState::Pending => pb::DepositState::Pending,
-        walletops_domain::DepositState::Confirmed => pb::DepositState::Confirmed,
-        walletops_domain::DepositState::Reverted => pb::DepositState::Reverted,
-        walletops_domain::DepositState::Ignored => pb::DepositState::Ignored,
-    };
-    pb::Deposit {
-        id: d.id.to_string(),
-        chain: d.chain,
-        chain_name,
-        wallet_id: d.wallet_id.to_string(),
-        address: d.address,
-        asset: d.asset,
-        amount: d.amount,
-        decimals,
-        symbol,
-        from: d.from,
-        hash: d.tx_hash,
-        block: d.block,
-        state: state.into(),
-        ignored_reason: d.ignored_reason,
-        explorer_url,
-        created_at: Some(timestamp(d.created_at)),
-        updated_at: Some(timestamp(d.updated_at)),
-    }
-}
-
 pub(crate) fn user(u: User) -> pb::User {
     pb::User {
         id: u.id.to_string(),
@@ -260,72 +220,6 @@ pub(crate) fn sync_report(r: walletops_domain::SyncReport) -> pb::SyncReport {
         updated: count(r.updated),
         removed: count(r.removed),
         conflicts: count(r.conflicts),
-    }
-}
-
-fn tx_status(s: TxStatus) -> pb::TransactionStatus {
-    match s {
-        TxStatus::Submitted => pb::TransactionStatus::Submitted,
-        TxStatus::Confirmed => pb::TransactionStatus::Confirmed,
-        TxStatus::Reverted => pb::TransactionStatus::Reverted,
-        TxStatus::Failed => pb::TransactionStatus::Failed,
-        TxStatus::Dropped => pb::TransactionStatus::Dropped,
-        TxStatus::FeeCapped => pb::TransactionStatus::FeeCapped,
-    }
-}
-
-fn tx_kind(k: TxKind) -> pb::TransactionKind {
-    match k {
-        TxKind::Send => pb::TransactionKind::Send,
-        TxKind::Approve => pb::TransactionKind::Approve,
-        TxKind::ContractCall => pb::TransactionKind::ContractCall,
-        TxKind::Swap => pb::TransactionKind::Swap,
-        TxKind::NonceFill => pb::TransactionKind::NonceFill,
-    }
-}
-
-/// Record `t` with its chain's display name and explorer link from `chains`.
-pub(crate) fn transaction(t: TransactionRecord, chains: &Registry) -> pb::Transaction {
-    let (chain_name, explorer_url) = chains.label(&t.chain, t.hash.as_deref());
-    let (decimals, symbol) = walletops_chains::amount_units(&t, chains).unzip();
-    let swap = t.swap;
-    pb::Transaction {
-        id: t.id.to_string(),
-        chain: t.chain,
-        chain_id: t.chain_id,
-        chain_name,
-        kind: tx_kind(t.kind).into(),
-        from: t.from,
-        to: t.to,
-        asset: t.asset,
-        token: t.token,
-        amount: t.amount,
-        status: tx_status(t.status).into(),
-        status_history: t
-            .history
-            .into_iter()
-            .map(|c| pb::StatusChange {
-                status: tx_status(c.status).into(),
-                at: Some(timestamp(c.at)),
-                note: c.note,
-            })
-            .collect(),
-        hash: t.hash,
-        explorer_url,
-        error: t.error,
-        created_at: Some(timestamp(t.created_at)),
-        updated_at: Some(timestamp(t.updated_at)),
-        from_token: swap.as_ref().map(|s| s.from_token.clone()),
-        to_token: swap.as_ref().map(|s| s.to_token.clone()),
-        src_amount: swap.as_ref().map(|s| s.src_amount.clone()),
-        dst_amount: swap.as_ref().map(|s| s.dst_amount.clone()),
-        min_dst_amount: swap.map(|s| s.min_dst_amount),
-        simulated_effects: t.simulated_effects.as_ref().map(effects),
-        final_effects: t.final_effects.as_ref().map(effects),
-        effects_difference: t.effects_difference,
-        guarded: t.guarded,
-        decimals,
-        symbol,
     }
 }
 
@@ -366,38 +260,6 @@ fn balance_of(b: crate::balances::Balance, address: String) -> pb::Balance {
         decimals: b.decimals,
         symbol: b.symbol,
         updated_at: Some(timestamp(b.updated_at)),
-    }
-}
-
-/// What a transaction does to its wallet, as the API shows it.
-pub(crate) fn effects(e: &walletops_domain::Effects) -> pb::Effects {
-    use walletops_domain::{Flow, GrantKind};
-    let flow = |f: &Flow| pb::Flow {
-        asset: f.asset.name(),
-        counterparty: f.counterparty.to_string(),
-        amount: f.amount.to_string(),
-        token_id: f.token_id.map(|id| id.to_string()),
-    };
-    pb::Effects {
-        outflows: e.outflows.iter().map(flow).collect(),
-        inflows: e.inflows.iter().map(flow).collect(),
-        grants: e
-            .grants
-            .iter()
-            .map(|g| pb::Grant {
-                kind: match g.kind {
-                    GrantKind::Allowance => "allowance",
-                    GrantKind::Token => "token",
-                    GrantKind::All => "all",
-                    GrantKind::Delegation => "delegation",
-                    GrantKind::Authority => "authority",
-                }
-                .to_owned(),
-                asset: g.asset.name(),
-                spender: g.spender.to_string(),
-                amount: g.amount.map(|a| a.to_string()),
-            })
-            .collect(),
     }
 }
 

@@ -3,19 +3,20 @@
 use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, deposit_service_server::DepositService};
 
-use super::convert;
-use crate::{Core, requests::deposits as parse};
+use crate::{Core, balances::Units, events::body::deposit, requests::deposits as parse};
 
 /// The gRPC face of `DepositService`.
 #[derive(Debug, Clone)]
 pub struct DepositApi {
     core: Core,
+    units: Units,
 }
 
 impl DepositApi {
     /// The service over `core`.
     pub fn new(core: Core) -> Self {
-        Self { core }
+        let units = core.units_known();
+        Self { core, units }
     }
 }
 
@@ -36,7 +37,7 @@ impl DepositService for DepositApi {
         Ok(Response::new(pb::ListDepositsResponse {
             deposits: deposits
                 .into_iter()
-                .map(|d| convert::deposit(d, &self.core))
+                .map(|d| deposit(d, &self.units))
                 .collect(),
             next_page_token: next.map(|t| t.to_string()),
         }))
@@ -48,9 +49,9 @@ impl DepositService for DepositApi {
     ) -> Result<Response<pb::GetDepositResponse>, Status> {
         let caller = super::admission::caller(&request)?;
         let id = parse::deposit_id(request.get_ref())?;
-        let deposit = self.core.deposits.get(caller.user_id, id).await?;
+        let found = self.core.deposits.get(caller.user_id, id).await?;
         Ok(Response::new(pb::GetDepositResponse {
-            deposit: Some(convert::deposit(deposit, &self.core)),
+            deposit: Some(deposit(found, &self.units)),
         }))
     }
 
@@ -68,16 +69,16 @@ impl DepositService for DepositApi {
             .core
             .deposits
             .watch(caller.user_id, which, limits, recheck);
-        let core = self.core.clone();
+        let units = self.units.clone();
         // The slot goes with the stream: dropped when the watcher leaves or the stream ends.
         let stream = futures::stream::unfold((watch, slot), move |(mut watch, slot)| {
-            let core = core.clone();
+            let units = units.clone();
             async move {
                 let sent = match watch.events.recv().await {
-                    Some((event, deposit)) => Ok(pb::WatchDepositsResponse {
+                    Some((event, found)) => Ok(pb::WatchDepositsResponse {
                         event_id: event.seq,
                         r#type: event.state.event_type(),
-                        deposit: Some(convert::deposit(deposit, &core)),
+                        deposit: Some(deposit(found, &units)),
                     }),
                     None => Err(super::watch_ended(watch.end.try_recv().ok()?)),
                 };

@@ -231,32 +231,6 @@ fn watch_terms(
     (limits, recheck)
 }
 
-/// A webhook delivery's body: the Standard Webhooks envelope (`type`, `timestamp`, `data`)
-/// around the record as `GET /tx/{id}` gives it (or the deposit as `GET /deposits/{id}`).
-pub fn webhook_body(event: crate::webhooks::delivery::Event, core: &Core) -> Vec<u8> {
-    use crate::webhooks::delivery::Subject;
-    use walletops_proto::rest::EventData;
-    let data = match event.subject {
-        Subject::Transaction(record) => {
-            EventData::Transaction(Box::new(convert::transaction(*record, &core.chains)))
-        }
-        Subject::Deposit(deposit) => EventData::Deposit(Box::new(convert::deposit(*deposit, core))),
-        Subject::Payout(payout) => {
-            let (payout, standings) = *payout;
-            EventData::Payout(Box::new(payouts::described(payout, standings, false)))
-        }
-        Subject::Key(frozen) => EventData::Key(Box::new(walletops_proto::rest::FrozenKeyJson {
-            key_id: frozen.line_id.to_string(),
-            frozen_at: frozen
-                .frozen_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            reason: frozen.reason,
-            transaction_id: frozen.transaction_id.to_string(),
-        })),
-    };
-    walletops_proto::rest::webhook_body(event.event_type, event.at, data)
-}
-
 /// Serves the core's public services on `listener` until `shutdown` completes.
 pub async fn serve(
     core: Core,

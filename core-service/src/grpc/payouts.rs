@@ -3,9 +3,9 @@
 use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, payout_service_server::PayoutService};
 
-use super::convert::timestamp;
 use crate::Core;
-use walletops_domain::{ItemStanding, Payout, PayoutState};
+use crate::events::body::payout as described;
+use walletops_domain::Payout;
 
 /// The gRPC face of `PayoutService`.
 #[derive(Debug, Clone)]
@@ -30,67 +30,6 @@ impl PayoutApi {
             standings.into_iter().next().unwrap_or_default(),
             true,
         ))
-    }
-}
-
-/// `payout` as the API gives it, its items where `standings` say (without them, its totals
-/// only, unless `with_items`).
-pub(crate) fn described(
-    payout: Payout,
-    standings: Vec<ItemStanding>,
-    with_items: bool,
-) -> pb::Payout {
-    let mut totals = std::collections::HashMap::new();
-    for s in &standings {
-        *totals.entry(s.state.clone()).or_insert(0u32) += 1;
-    }
-    let item_count = u32::try_from(payout.items.len()).unwrap_or(u32::MAX);
-    let mut transactions: Vec<uuid::Uuid> =
-        standings.iter().filter_map(|s| s.transaction_id).collect();
-    transactions.sort_unstable();
-    transactions.dedup();
-    let items = if with_items {
-        payout
-            .items
-            .into_iter()
-            .zip(standings)
-            .map(|(item, s)| pb::PayoutItem {
-                index: item.index,
-                to: item.to,
-                asset: item.asset,
-                token: item.token,
-                amount: item.amount,
-                reference: item.reference,
-                state: s.state,
-                transaction_id: s.transaction_id.map(|t| t.to_string()),
-                hash: s.hash,
-                error: s.error,
-                approval_id: s.approval_id.map(|a| a.to_string()),
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let state = match payout.state {
-        PayoutState::Running => pb::PayoutState::Running,
-        PayoutState::Completed => pb::PayoutState::Completed,
-    };
-    pb::Payout {
-        id: if payout.id.is_nil() {
-            String::new()
-        } else {
-            payout.id.to_string()
-        },
-        chain: payout.chain,
-        from: payout.from,
-        state: state.into(),
-        items,
-        totals,
-        created_at: Some(timestamp(payout.created_at)),
-        completed_at: payout.completed_at.map(timestamp),
-        item_count,
-        transaction_count: u32::try_from(transactions.len()).unwrap_or(u32::MAX),
-        rent: payout.rent.map(|r| r.to_string()),
     }
 }
 

@@ -20,42 +20,14 @@ use uuid::Uuid;
 
 use super::{WebhooksConfig, signing, targets};
 use crate::{
+    balances::Units,
     error::WalletOpsError,
+    events::body::{Event, Subject, webhook_body},
     runner::{self, Pace},
     signer::Keystore,
 };
-use walletops_domain::{
-    Deposit, EventType, ItemStanding, Payout, TransactionRecord, WebhookDelivery,
-};
+use walletops_domain::{EventType, WebhookDelivery};
 use walletops_store::{FailedAttempt, Store};
-
-/// What a delivery tells: an event, when it happened, and its subject in that state.
-#[derive(Debug)]
-pub struct Event {
-    /// The event type, e.g. `transaction.confirmed`.
-    pub event_type: String,
-    /// When the change happened (not when it is sent: a retry tells the same event).
-    pub at: chrono::DateTime<Utc>,
-    /// What it is about, as it is now, in the state the event is about.
-    pub subject: Subject,
-}
-
-/// What an event is about.
-#[derive(Debug)]
-pub enum Subject {
-    /// A transaction record.
-    Transaction(Box<TransactionRecord>),
-    /// A deposit.
-    Deposit(Box<Deposit>),
-    /// A payout and where each of its items stands.
-    Payout(Box<(Payout, Vec<ItemStanding>)>),
-    /// A frozen key line.
-    Key(Box<walletops_domain::FrozenLine>),
-}
-
-/// How an event becomes a delivery's body: the Standard Webhooks envelope around the JSON
-/// `GET /tx/{id}` gives.
-pub type Render = Arc<dyn Fn(Event) -> Vec<u8> + Send + Sync>;
 
 /// How often due deliveries are looked for when no attempt has ended meanwhile.
 const POLL_EVERY: Duration = Duration::from_millis(200);
@@ -72,7 +44,7 @@ pub struct Deliverer {
     store: Store,
     keystore: Arc<Keystore>,
     config: WebhooksConfig,
-    render: Render,
+    units: Units,
     client: reqwest::Client,
     owner: Uuid,
 }
@@ -99,12 +71,12 @@ enum Failure {
 }
 
 impl Deliverer {
-    /// A worker over `store`, opening secrets with `keystore`, rendering bodies with `render`.
+    /// A worker over `store`, opening secrets with `keystore`, naming amounts in bodies with `units`.
     pub fn new(
         store: Store,
         keystore: Arc<Keystore>,
         config: WebhooksConfig,
-        render: Render,
+        units: Units,
     ) -> anyhow::Result<Self> {
         let mut client = reqwest::Client::builder()
             .timeout(config.timeout())
@@ -122,7 +94,7 @@ impl Deliverer {
             store,
             keystore,
             config,
-            render,
+            units,
             client: client.build()?,
             owner: Uuid::new_v4(),
         })
@@ -349,11 +321,14 @@ impl Deliverer {
             .await
             .map_err(|e| Failure::Internal(e.into()))?
             .unwrap_or(delivery.created_at);
-        let body = (self.render)(Event {
-            event_type: delivery.event.name(),
-            at,
-            subject,
-        });
+        let body = webhook_body(
+            Event {
+                event_type: delivery.event.name(),
+                at,
+                subject,
+            },
+            &self.units,
+        );
         let id = delivery.id.to_string();
         let timestamp = Utc::now().timestamp();
         let signature = signing::signature(&secret, &id, timestamp, &body).ok_or_else(|| {

@@ -221,13 +221,13 @@ impl Webhooks {
         Ok(self.store.enable_endpoint(user_id, id).await?)
     }
 
-    /// The delivery worker of this core, rendering bodies with `render`.
-    pub fn deliverer(&self, render: delivery::Render) -> anyhow::Result<delivery::Deliverer> {
+    /// The delivery worker of this core, naming amounts in bodies with `units`.
+    pub fn deliverer(&self, units: crate::balances::Units) -> anyhow::Result<delivery::Deliverer> {
         delivery::Deliverer::new(
             self.store.clone(),
             self.keystore.clone(),
             self.config.clone(),
-            render,
+            units,
         )
     }
 

@@ -1,7 +1,9 @@
 //! Transaction events: every status change of a record, written to the outbox in the same
 //! database transaction as the change (`store::events`), numbered in commit order by the
 //! sequencer here, and read back in that order by watchers, who resume after the last
-//! number they saw.
+//! number they saw. What a webhook tells of an event is made in `body.rs`.
+
+pub mod body;
 
 use std::{future::Future, time::Duration};
 
