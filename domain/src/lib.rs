@@ -19,6 +19,7 @@ mod key_policy;
 mod payout;
 mod spend;
 mod transaction;
+mod transfer;
 mod wallet;
 mod webhook;
 
@@ -39,6 +40,7 @@ pub use transaction::{
     ClaimState, OpenTransaction, StatusChange, Submission, SwapTerms, TransactionRecord, TxHash,
     TxKind, TxStatus,
 };
+pub use transfer::Transfer;
 pub use wallet::{
     Custody, DelegatedWallet, EMBEDDED_PROVIDER_TYPE, HSM_PROVIDER_TYPE, LOCAL_CLIENT_TYPE, NewKey,
     NewWallet, NotSignable, ProviderWallet, SealedKey, SyncReport, Wallet, WalletFilter,

@@ -4,6 +4,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::{Transfer, WalletAddress};
+
 /// Where a payout stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PayoutState {
@@ -48,14 +50,8 @@ pub enum ItemMade {
 pub struct PayoutItem {
     /// Its place in the request, from 0.
     pub index: u32,
-    /// Recipient.
-    pub to: String,
-    /// `native`, `erc20` or `spl`.
-    pub asset: String,
-    /// The token's address or mint.
-    pub token: Option<String>,
-    /// Base units.
-    pub amount: String,
+    /// What it moves where.
+    pub transfer: Transfer,
     /// The caller's reference.
     pub reference: Option<String>,
     /// On Solana, the index of the first item of the transaction it is paid in (items of
@@ -80,8 +76,8 @@ pub struct Payout {
     pub request_hash: String,
     /// Chain slug.
     pub chain: String,
-    /// The paying wallet, as the chain writes it.
-    pub from: String,
+    /// The paying wallet.
+    pub from: WalletAddress,
     /// Where it stands.
     pub state: PayoutState,
     /// Its items, in request order.

@@ -16,7 +16,9 @@ use super::{
 };
 use crate::error::{Result, StoreError};
 use crate::lease::{Lease, Own};
-use walletops_domain::{ItemMade, ItemStanding, Payout, PayoutItem, PayoutState, TxStatus};
+use walletops_domain::{
+    ItemMade, ItemStanding, Payout, PayoutItem, PayoutState, Transfer, TxStatus, WalletAddress,
+};
 
 /// The transaction a payout's item is paid in, as its standing needs it.
 #[derive(Debug, Clone)]
@@ -75,16 +77,29 @@ fn payout_of(p: payouts::Model, rows: Vec<items::Model>) -> Result<Payout> {
     let state = PayoutState::parse(&p.state).ok_or_else(|| {
         StoreError::Corrupt(anyhow::anyhow!("payout {}: state {:?}", p.id, p.state))
     })?;
+    let from: WalletAddress = p.from_address.parse().map_err(|e| {
+        StoreError::Corrupt(anyhow::anyhow!(
+            "payout {}: from {:?}: {e}",
+            p.id,
+            p.from_address
+        ))
+    })?;
     let items = rows
         .into_iter()
         .map(|m| {
+            let transfer =
+                Transfer::read_back(from.family(), &m.to_address, m.token.as_deref(), &m.amount)
+                    .map_err(|e| {
+                        StoreError::Corrupt(anyhow::anyhow!(
+                            "payout {} item {}: {e}",
+                            m.payout_id,
+                            m.idx
+                        ))
+                    })?;
             Ok(PayoutItem {
                 index: u32::try_from(m.idx).unwrap_or_default(),
                 made: made_of(&m)?,
-                to: m.to_address,
-                asset: m.asset,
-                token: m.token,
-                amount: m.amount,
+                transfer,
                 reference: m.reference,
                 pack: m.pack.and_then(|p| u32::try_from(p).ok()),
             })
@@ -98,7 +113,7 @@ fn payout_of(p: payouts::Model, rows: Vec<items::Model>) -> Result<Payout> {
         idempotency_key: p.idempotency_key,
         request_hash: p.request_hash,
         chain: p.chain,
-        from: p.from_address,
+        from,
         state,
         items,
         created_at: p.created_at,
@@ -119,7 +134,7 @@ impl Store {
             idempotency_key: Set(payout.idempotency_key),
             request_hash: Set(payout.request_hash.clone()),
             chain: Set(payout.chain.clone()),
-            from_address: Set(payout.from.clone()),
+            from_address: Set(String::from(payout.from)),
             state: Set(PayoutState::Running.as_str().to_owned()),
             created_at: Set(payout.created_at),
             completed_at: Set(None),
@@ -159,10 +174,10 @@ impl Store {
             .map(|item| items::ActiveModel {
                 payout_id: Set(payout.id),
                 idx: Set(i32::try_from(item.index).unwrap_or(i32::MAX)),
-                to_address: Set(item.to.clone()),
-                asset: Set(item.asset.clone()),
-                token: Set(item.token.clone()),
-                amount: Set(item.amount.clone()),
+                to_address: Set(String::from(item.transfer.to())),
+                asset: Set(item.transfer.asset_name().to_owned()),
+                token: Set(item.transfer.token().map(String::from)),
+                amount: Set(item.transfer.amount().to_string()),
                 reference: Set(item.reference.clone()),
                 made: Set("queued".to_owned()),
                 made_id: Set(None),
@@ -431,15 +446,16 @@ mod tests {
             idempotency_key: key,
             request_hash: format!("hash of {amount}"),
             chain: "anvil".to_owned(),
-            from: "0x01".to_owned(),
+            from: WalletAddress::Evm(alloy::primitives::Address::repeat_byte(1)),
             state: PayoutState::Running,
             items: (0..3)
                 .map(|index| PayoutItem {
                     index,
-                    to: format!("0x0{index}"),
-                    asset: "native".to_owned(),
-                    token: None,
-                    amount: amount.to_owned(),
+                    transfer: Transfer::Evm {
+                        to: alloy::primitives::Address::repeat_byte(index as u8 + 2),
+                        token: None,
+                        amount: amount.parse().expect("an amount"),
+                    },
                     reference: Some(format!("invoice {index}")),
                     pack: None,
                     made: ItemMade::Queued,

@@ -106,10 +106,13 @@ pub(crate) async fn payouts(config: Config, command: PayoutsCommand) -> anyhow::
                     "  {:>4} {:<16} {} {} {} to {}{}",
                     item.index,
                     s.state,
-                    item.amount,
-                    item.asset,
-                    item.token.as_deref().unwrap_or(""),
-                    item.to,
+                    item.transfer.amount(),
+                    item.transfer.asset_name(),
+                    item.transfer
+                        .token()
+                        .map(|t| t.to_string())
+                        .unwrap_or_default(),
+                    item.transfer.to(),
                     s.hash
                         .as_deref()
                         .or(s.error.as_deref())

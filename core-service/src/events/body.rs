@@ -218,10 +218,10 @@ pub fn payout(payout: Payout, standings: Vec<ItemStanding>, with_items: bool) ->
             .zip(standings)
             .map(|(item, s)| pb::PayoutItem {
                 index: item.index,
-                to: item.to,
-                asset: item.asset,
-                token: item.token,
-                amount: item.amount,
+                to: item.transfer.to().to_string(),
+                asset: item.transfer.asset_name().to_owned(),
+                token: item.transfer.token().map(|t| t.to_string()),
+                amount: item.transfer.amount().to_string(),
                 reference: item.reference,
                 state: s.state,
                 transaction_id: s.transaction_id.map(|t| t.to_string()),
@@ -244,7 +244,7 @@ pub fn payout(payout: Payout, standings: Vec<ItemStanding>, with_items: bool) ->
             payout.id.to_string()
         },
         chain: payout.chain,
-        from: payout.from,
+        from: payout.from.to_string(),
         state: state.into(),
         items,
         totals,

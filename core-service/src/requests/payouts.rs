@@ -102,18 +102,17 @@ pub struct PackRequest {
 }
 
 impl PackRequest {
-    /// Parses the pack `req`: Solana items, all of one asset.
-    pub fn parse(chains: &Registry, req: &pb::CreatePayoutRequest) -> Result<Self> {
-        let parsed = PayoutRequest::parse(chains, req)?;
-        let first = &parsed.items[0].1;
+    /// The pack of `transfers` on `chain` from `from`: Solana transfers, all of one asset
+    /// (as the payout packed them when it was checked).
+    pub fn of(chain: Chain, from: Option<WalletAddress>, transfers: &[Transfer]) -> Result<Self> {
         let mut mint = None;
-        let mut legs = Vec::with_capacity(parsed.items.len());
-        for (i, (_, send, _)) in parsed.items.iter().enumerate() {
+        let mut legs = Vec::with_capacity(transfers.len());
+        for (i, transfer) in transfers.iter().enumerate() {
             let Transfer::Solana {
                 to,
                 mint: m,
                 amount,
-            } = send.transfer
+            } = *transfer
             else {
                 return Err(WalletOpsError::invalid(
                     "chain",
@@ -131,8 +130,8 @@ impl PackRequest {
             legs.push(Leg { to, amount });
         }
         Ok(Self {
-            chain: first.chain.clone(),
-            from: first.from,
+            chain,
+            from,
             mint,
             legs,
         })

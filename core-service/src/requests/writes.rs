@@ -1,7 +1,6 @@
 //! The writes: sends, approvals and contract calls, parsed for their chain's family.
 
 use alloy::primitives::{Address, Bytes, U256};
-use solana_pubkey::Pubkey;
 use walletops_proto::v1 as pb;
 
 use super::{chain, evm_chain, non_empty, not_zero, optional_address};
@@ -11,28 +10,7 @@ use walletops_domain::{AmountKind, ChainFamily, WalletAddress, parse_amount};
 
 use super::calldata;
 
-/// What a send moves, typed for its chain's family.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transfer {
-    /// Native coin (`token: None`) or an ERC20 token.
-    Evm {
-        /// Recipient.
-        to: Address,
-        /// The ERC20 token; `None`: the native coin.
-        token: Option<Address>,
-        /// Wei or token base units.
-        amount: U256,
-    },
-    /// SOL (`mint: None`) or an SPL token.
-    Solana {
-        /// Recipient (the owner, for SPL).
-        to: Pubkey,
-        /// The mint; `None`: SOL.
-        mint: Option<Pubkey>,
-        /// Lamports or token base units.
-        amount: u64,
-    },
-}
+pub use walletops_domain::Transfer;
 
 /// `POST /send`.
 #[derive(Debug, Clone)]

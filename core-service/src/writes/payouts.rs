@@ -23,7 +23,7 @@ use walletops_proto::v1 as pb;
 
 use super::{
     Gate, Write, Written,
-    kinds::{PackWrite, SendWrite},
+    kinds::{Kind, PayoutUnit, PayoutUnitWrite},
 };
 use crate::{
     Core,
@@ -50,8 +50,9 @@ const ITEMS_AT_ONCE: usize = 8;
 /// Transactions made per payout in one round, well within a lease; the next round (at
 /// once, while there is more) renews the lease and goes on.
 const ITEMS_PER_ROUND: usize = 64;
-/// The path payouts' keys are kept under.
-const PATH: &str = "/payouts";
+/// The path payouts' keys are kept under: their units' (each item's key is derived from its
+/// payout's).
+const PATH: &str = PayoutUnitWrite::PATH;
 
 impl Canonical for pb::CreatePayoutRequest {
     fn canonical(&self) -> Self {
@@ -284,38 +285,15 @@ impl Core {
         unit: &[&PayoutItem],
     ) -> Option<ItemMade> {
         let first = unit.first()?;
-        let asset = |item: &PayoutItem| match item.asset.as_str() {
-            "erc20" => pb::Asset::Erc20,
-            "spl" => pb::Asset::Spl,
-            _ => pb::Asset::Native,
-        };
-        let write = if let Some(pack) = first.pack {
-            debug_assert_eq!(pack, first.index, "a pack is named by its first item");
-            Write::of::<PackWrite>(pb::CreatePayoutRequest {
-                chain: payout.chain.clone(),
-                from: Some(payout.from.clone()),
-                items: unit
-                    .iter()
-                    .map(|item| pb::PayoutItemRequest {
-                        to: item.to.clone(),
-                        asset: asset(item).into(),
-                        token: item.token.clone(),
-                        amount: item.amount.clone(),
-                        reference: None,
-                    })
-                    .collect(),
-                validate_only: false,
-            })
-        } else {
-            Write::of::<SendWrite>(pb::SendRequest {
-                chain: payout.chain.clone(),
-                from: Some(payout.from.clone()),
-                to: first.to.clone(),
-                asset: asset(first).into(),
-                token: first.token.clone(),
-                amount: first.amount.clone(),
-            })
-        };
+        debug_assert!(
+            first.pack.is_none_or(|pack| pack == first.index),
+            "a pack is named by its first item"
+        );
+        let write = Write::of::<PayoutUnitWrite>(PayoutUnit {
+            chain: payout.chain.clone(),
+            from: payout.from,
+            transfers: unit.iter().map(|item| item.transfer).collect(),
+        });
         let key = IdempotencyKey::from(Payout::item_key(payout.idempotency_key, first.index));
         match self.write_as(caller, key, write, Gate::Thresholds).await {
             Ok(Written::Submitted(s)) => Some(ItemMade::Submitted(s.id)),
@@ -382,7 +360,7 @@ fn payout_of(
         idempotency_key: key.map_or_else(Uuid::nil, |k| k.uuid()),
         request_hash: request_hash(PATH, &req.canonical_bytes()),
         chain: parsed.items[0].1.chain.slug().to_owned(),
-        from: wallet.address.to_string(),
+        from: wallet.address,
         state: PayoutState::Running,
         rent: None,
         items: parsed
@@ -390,18 +368,9 @@ fn payout_of(
             .iter()
             .zip(packs)
             .enumerate()
-            .map(|(i, ((send, _, reference), pack))| PayoutItem {
+            .map(|(i, ((_, send, reference), pack))| PayoutItem {
                 index: u32::try_from(i).unwrap_or(u32::MAX),
-                to: send.to.trim().to_owned(),
-                asset: pb::Asset::try_from(send.asset)
-                    .map(|a| {
-                        a.as_str_name()
-                            .trim_start_matches("ASSET_")
-                            .to_ascii_lowercase()
-                    })
-                    .unwrap_or_default(),
-                token: send.token.clone().filter(|t| !t.is_empty()),
-                amount: send.amount.trim().to_owned(),
+                transfer: send.transfer,
                 reference: reference.clone(),
                 pack,
                 made: ItemMade::Queued,

@@ -3,21 +3,21 @@
 //! summary for approvals) and `ParsedWrite` for its parsed request (how it is built on its
 //! chain and what policy sees it do), and is registered once in `KINDS`, which is how a held
 //! write's stored request finds its kind again. `Received<K>` makes any such kind a
-//! `WriteKind`, the face the write path sees; a kind whose request is not a proto message
-//! may implement `WriteKind` itself.
+//! `WriteKind`, the face the write path sees. A kind's request is its endpoint's proto
+//! message, or a type of its own (a payout's unit) that says how it is kept (`Stored`).
 //!
 //! Adding a kind: write its file here, add its line to `KINDS`, and hand `Write::of::<K>(..)`
 //! to `Core::write` from its RPC handler (CONTRIBUTING.md, "Adding a write kind").
 
 mod approve;
 mod call;
-mod pack;
+mod payout;
 mod send;
 mod swap;
 
 pub use approve::ApproveWrite;
 pub use call::CallWrite;
-pub use pack::PackWrite;
+pub use payout::{PayoutUnit, PayoutUnitWrite};
 pub use send::SendWrite;
 pub use swap::SwapWrite;
 
@@ -44,7 +44,7 @@ const KINDS: &[Registered] = &[
     Registered::of::<approve::ApproveWrite>(),
     Registered::of::<call::CallWrite>(),
     Registered::of::<swap::SwapWrite>(),
-    Registered::of::<pack::PackWrite>(),
+    Registered::of::<payout::PayoutUnitWrite>(),
 ];
 
 /// A kind as the registry knows it: how its stored requests read back.
@@ -53,22 +53,42 @@ struct Registered {
     /// The path its idempotency keys and held writes are kept under.
     path: &'static str,
     /// Its request, from the bytes `WriteKind::canonical_bytes` gave.
-    decode: fn(&[u8]) -> std::result::Result<Write, prost::DecodeError>,
+    decode: fn(&[u8]) -> std::result::Result<Write, String>,
 }
 
 impl Registered {
     const fn of<K: Kind>() -> Self {
         Self {
             path: K::PATH,
-            decode: |bytes| Ok(Write::of::<K>(prost::Message::decode(bytes)?)),
+            decode: |bytes| Ok(Write::of::<K>(K::Message::read_back(bytes)?)),
         }
     }
 }
 
-/// A kind of write whose request is a proto message, as its file declares it.
+/// A kind's request in the form its key stands for and a held write is kept in: a proto
+/// message's canonical encoding (`idempotency::Canonical`), or a kind's own.
+pub trait Stored: Sized {
+    /// The bytes its idempotency key stands for, and the form a held write is kept in.
+    fn stored_bytes(&self) -> Vec<u8>;
+
+    /// The request kept as `bytes`, or why not.
+    fn read_back(bytes: &[u8]) -> std::result::Result<Self, String>;
+}
+
+impl<M: Canonical + Default> Stored for M {
+    fn stored_bytes(&self) -> Vec<u8> {
+        self.canonical_bytes()
+    }
+
+    fn read_back(bytes: &[u8]) -> std::result::Result<Self, String> {
+        M::decode(bytes).map_err(|e| e.to_string())
+    }
+}
+
+/// A kind of write, as its file declares it.
 pub trait Kind: Send + Sync + 'static {
-    /// Its request as received.
-    type Message: Canonical + Default + Clone + Debug + Send + Sync;
+    /// Its request as received (a proto message, or a kind's own type).
+    type Message: Stored + Clone + Debug + Send + Sync;
 
     /// The path its idempotency key is kept under (its endpoint's, where it has one).
     const PATH: &'static str;
@@ -112,7 +132,7 @@ impl<K: Kind> WriteKind for Received<K> {
     }
 
     fn canonical_bytes(&self) -> Vec<u8> {
-        self.0.canonical_bytes()
+        self.0.stored_bytes()
     }
 
     fn dry_run_needs(&self) -> Option<Operation> {
@@ -261,5 +281,18 @@ mod tests {
         assert_eq!(back.path(), "/send");
         assert_eq!(back.canonical_bytes(), sent.canonical_bytes());
         assert!(Write::decode("/nowhere", b"").is_err());
+        let unit = Write::of::<PayoutUnitWrite>(PayoutUnit {
+            chain: "anvil".to_owned(),
+            from: WalletAddress::Evm(Address::repeat_byte(1)),
+            transfers: vec![walletops_domain::Transfer::Evm {
+                to: Address::repeat_byte(2),
+                token: Some(Address::repeat_byte(3)),
+                amount: alloy::primitives::U256::from(7),
+            }],
+        });
+        let back = Write::decode(unit.path(), &unit.canonical_bytes()).expect("decodes");
+        assert_eq!(back.path(), "/payouts");
+        assert_eq!(back.canonical_bytes(), unit.canonical_bytes());
+        assert!(Write::decode("/payouts", b"{\"chain\": \"anvil\"}").is_err());
     }
 }
