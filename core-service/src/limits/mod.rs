@@ -12,6 +12,7 @@
 //! writes of one key are counted one after the other and cannot overspend together. Only the
 //! owner sets them (a dashboard session or the CLI; `may_set`).
 
+pub(crate) mod batch;
 mod rules;
 mod settings;
 

@@ -9,7 +9,7 @@ use crate::{
     Core,
     auth::Caller,
     error::{Result, WalletOpsError},
-    limits::{over_budget, over_per_write},
+    limits::batch::{self, Batch},
     requests::{Transfer, payouts::PayoutRequest},
 };
 use solana_pubkey::Pubkey;
@@ -126,12 +126,9 @@ impl Core {
     }
 
     /// Refuses a payout of a limited key that its limits would refuse, before anything is
-    /// stored: an item above the most per write (named `items[i]`), an asset the key has no
-    /// limit on, a total above what the 24-hour budget has left, or a total above the key's
-    /// approval threshold (each item below it would otherwise pass unapproved: a person
-    /// makes such a payout in the dashboard or on the command line). The `rent` lamports
-    /// of new token accounts count as SOL sent. Each item is judged again, on its simulated
-    /// effects, when it is made.
+    /// stored (`limits::batch`); a frozen key's, at once. The `rent` lamports of new token
+    /// accounts count as SOL sent. Each item is judged again, on its simulated effects,
+    /// when it is made.
     pub(super) async fn within_limits(
         &self,
         caller: &Caller,
@@ -144,46 +141,16 @@ impl Core {
         if let Some(why) = self.policy.frozen(caller).await? {
             return Err(WalletOpsError::Forbidden(why));
         }
-        let chain = parsed.items[0].1.chain.slug();
-        let limits = self.limits.of_key(key_id).await?;
-        let standing = |token: Option<&WalletAddress>| {
-            let asset = walletops_domain::asset_name(token.copied());
-            let rent = if token.is_none() && rent > 0 {
-                format!(
-                    " (the payout pays {rent} lamports of rent for its recipients' new token accounts)"
-                )
-            } else {
-                String::new()
-            };
-            limits
+        let batch = Batch {
+            chain: parsed.items[0].1.chain.slug(),
+            writes: parsed
+                .items
                 .iter()
-                .find(|s| s.limit.chain == chain && s.limit.asset == asset)
-                .ok_or_else(|| {
-                    WalletOpsError::Forbidden(format!(
-                        "spend limit: this key moves only assets it has a limit on, and has none on {asset} on {chain}{rent}"
-                    ))
-                })
+                .map(|(_, send, _)| moved(&send.transfer))
+                .collect(),
+            totals: totals(parsed, rent),
+            rent,
         };
-        for (i, (_, send, _)) in parsed.items.iter().enumerate() {
-            let (token, amount) = moved(&send.transfer);
-            if let Some(refusal) = over_per_write(&standing(token.as_ref())?.limit, amount) {
-                return Err(WalletOpsError::Forbidden(format!("items[{i}]: {refusal}")));
-            }
-        }
-        for (token, total) in totals(parsed, rent) {
-            let s = standing(token.as_ref())?;
-            if let Some(refusal) = over_budget(&s.limit, s.spent_24h, total) {
-                return Err(WalletOpsError::Forbidden(format!(
-                    "the payout's total: {refusal}"
-                )));
-            }
-            if let Some(threshold) = s.limit.approval_above.filter(|t| total > *t) {
-                return Err(WalletOpsError::Forbidden(format!(
-                    "the payout moves {total} of {} on {chain} in all, above this key's approval threshold of {threshold}: a person makes it in the dashboard or with `walletops payouts create`",
-                    s.limit.asset
-                )));
-            }
-        }
-        Ok(())
+        batch::judge(&self.limits.of_key(key_id).await?, &batch)
     }
 }
