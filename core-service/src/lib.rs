@@ -7,6 +7,7 @@ pub mod app;
 pub mod approvals;
 pub mod auth;
 pub mod balances;
+pub mod barrier;
 pub mod bootstrap;
 pub mod config;
 pub mod deposits;

@@ -29,6 +29,12 @@ pub const FEE_CAPS: &str = "walletops_fee_caps_hit_total";
 pub use walletops_chains::metrics::{RPC_CALLS, RPC_SECONDS};
 /// Writes answered from their idempotency key's stored response.
 pub const IDEMPOTENT_REPLAYS: &str = "walletops_idempotent_replays_total";
+/// Requests that met a concurrent twin's claim of their idempotency key, by `at`: `claim`
+/// (both signed; this one's claim lost) or `failure` (this one failed, the twin's stood).
+pub const TWINS_MET: &str = "walletops_idempotency_twins_met_total";
+/// Sends signed together in one batch of a signing lane: more than one means they raced
+/// for the wallet's nonces.
+pub const SIGNING_BATCH: &str = "walletops_signing_batch_size";
 /// Sends waiting in the signing lanes of this core.
 pub const LANE_DEPTH: &str = "walletops_signing_lane_depth";
 /// Webhook delivery attempts, by `event_type` and `outcome` (`delivered`; `retried`: failed,
@@ -123,6 +129,14 @@ pub fn describe() {
     describe_counter!(
         IDEMPOTENT_REPLAYS,
         "writes answered with their idempotency key's stored response"
+    );
+    describe_counter!(
+        TWINS_MET,
+        "requests that met a concurrent twin's claim of their idempotency key, by where"
+    );
+    describe_histogram!(
+        SIGNING_BATCH,
+        "sends signed together in one batch of a signing lane"
     );
     describe_histogram!(
         SWEEP_SECONDS,
@@ -237,6 +251,16 @@ fn fee_capped(chain: &str) {
 /// A write answered from its key's stored response.
 pub(crate) fn idempotent_replay() {
     counter!(IDEMPOTENT_REPLAYS).increment(1);
+}
+
+/// A request met a concurrent twin's claim of its key `at` `claim` or `failure`.
+pub(crate) fn twin_met(at: &'static str) {
+    counter!(TWINS_MET, "at" => at).increment(1);
+}
+
+/// A signing lane signed `sends` sends in one batch.
+pub(crate) fn signing_batch(sends: usize) {
+    histogram!(SIGNING_BATCH).record(sends as f64);
 }
 
 /// The sends waiting in this core's signing lanes changed by `change`.

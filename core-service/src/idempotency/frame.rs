@@ -66,6 +66,7 @@ impl Idempotency {
     {
         let user = ticket.claim.user;
         fail::fail_point!("write-before-run");
+        crate::barrier::wait("write-before-run").await;
         match act(&mut ticket).await {
             Ok(answer) => {
                 // The transaction is stored and sent: an error now would tell the caller it
@@ -80,6 +81,7 @@ impl Idempotency {
             }
             Err(err @ WalletOpsError::IdempotentReplay(_)) => {
                 // The claim was lost to a concurrent twin: answer as it will.
+                crate::metrics::twin_met("claim");
                 match self.prior(&ticket).await? {
                     Some(prior) => self.answer(user, prior, chains).await.map(T::from),
                     None => Err(err),
@@ -90,7 +92,10 @@ impl Idempotency {
             // the very swap the twin made): then the twin's answer is this one's too.
             Err(err) if err.leaves_key_free() && !ticket.is_claimed() => {
                 match self.prior(&ticket).await {
-                    Ok(Some(prior)) => self.answer(user, prior, chains).await.map(T::from),
+                    Ok(Some(prior)) => {
+                        crate::metrics::twin_met("failure");
+                        self.answer(user, prior, chains).await.map(T::from)
+                    }
                     _ => Err(err),
                 }
             }
@@ -103,6 +108,7 @@ impl Idempotency {
                     // balance it spent). The key stands for the twin's transaction, and an
                     // error here would have the caller pay again under a new key.
                     Ok(false) => {
+                        crate::metrics::twin_met("failure");
                         if let Ok(Some(prior)) = self.prior(&ticket).await {
                             return self.answer(user, prior, chains).await.map(T::from);
                         }

@@ -216,6 +216,7 @@ impl EvmPipeline {
     /// twin won it) or that the signer refuses is refused alone: the database transaction is
     /// rolled back and the others are signed again with a shorter run, so no nonce is lost.
     async fn sign_batch(&self, batch: Vec<Queued>) -> Committed {
+        crate::metrics::signing_batch(batch.len());
         // Refusals are answered after the commit: a twin whose claim lost to another send of
         // this batch looks the winner's response up, which is visible only then.
         let mut refused = Vec::new();

@@ -5,13 +5,39 @@
 use std::collections::BTreeSet;
 
 use alloy::primitives::U256;
+use anyhow::Context as _;
 use serde_json::json;
-use walletops_tests::{Backend, on_both_backends, poll_until};
+use walletops_tests::{
+    Backend,
+    metrics::{scrape_text, sum},
+    on_both_backends, poll_until,
+};
 
 use super::{ETH, Evm, RECIPIENT, monitor_toml, submitted_id};
 
+/// How many requests met a concurrent twin's claim of their key `at` (`claim`, `failure`).
+async fn twins_met(e: &Evm, at: &str) -> anyhow::Result<f64> {
+    let url = e.svc.metrics_url.clone().context("a metrics listener")?;
+    Ok(sum(
+        &scrape_text(&url).await?,
+        "walletops_idempotency_twins_met_total",
+        Some(&format!("at=\"{at}\"")),
+    ))
+}
+
 async fn one_idempotency_key_gives_one_transaction(b: Backend) -> anyhow::Result<()> {
-    let e = Evm::start(b, "", &[]).await?;
+    // The first two twins to find the key free wait for each other before they build:
+    // both sign, and one of them loses the claim (the race this test is about happens).
+    let e = Evm::start_with_env(
+        b,
+        "",
+        &[],
+        &[
+            ("BARRIERS", "write-before-run=2"),
+            ("WALLETOPS_METRICS_ADDR", "127.0.0.1:0"),
+        ],
+    )
+    .await?;
     let key = uuid::Uuid::new_v4().to_string();
     let body = json!({"chain": "anvil", "to": "0x1111111111111111111111111111111111111111",
                       "asset": "native", "amount": "1000"})
@@ -34,6 +60,10 @@ async fn one_idempotency_key_gives_one_transaction(b: Backend) -> anyhow::Result
         hashes.insert(reply.body["hash"].to_string());
         bodies.insert(reply.body.to_string());
     }
+    assert!(
+        twins_met(&e, "claim").await? >= 1.0,
+        "two twins raced for the key's claim"
+    );
     assert_eq!(bodies.len(), 1, "every twin answers alike: {bodies:?}");
     assert_eq!(ids.len(), 1, "{ids:?}");
     assert_eq!(hashes.len(), 1, "{hashes:?}");
@@ -73,13 +103,19 @@ async fn a_twin_refused_for_the_payment_its_key_made_answers_with_it(
         b,
         "",
         &[],
-        &[("FAILPOINTS", "write-before-run=1*sleep(3000)")],
+        &[
+            ("FAILPOINTS", "write-before-run=1*sleep(3000)"),
+            ("WALLETOPS_METRICS_ADDR", "127.0.0.1:0"),
+        ],
     )
     .await?;
     let key = uuid::Uuid::new_v4().to_string();
     let amount = (60 * ETH).to_string();
     let (first, second) = tokio::join!(e.keyed_send(&key, &amount), e.keyed_send(&key, &amount));
     let (first, second) = (first?, second?);
+    // The race happened: one twin failed and met the other's claim (rather than finding
+    // the key answered when it came in).
+    assert_eq!(twins_met(&e, "failure").await?, 1.0);
     assert_eq!(first.status, 200, "{}", first.text);
     assert_eq!(second.status, 200, "{}", second.text);
     let id = submitted_id(&first)?;

@@ -4,7 +4,13 @@
 use alloy::{consensus::Transaction as _, primitives::U256, providers::Provider as _};
 use anyhow::Context as _;
 use serde_json::{Value, json};
-use walletops_tests::{Backend, anvil::MIXED_MINING, gateway::Sends, on_both_backends, poll_until};
+use walletops_tests::{
+    Backend,
+    anvil::MIXED_MINING,
+    gateway::Sends,
+    metrics::{scrape_text, sum},
+    on_both_backends, poll_until,
+};
 
 use super::{ETH, Evm, RECIPIENT, assert_never_re_signed, monitor_toml, submitted_id};
 
@@ -14,10 +20,11 @@ async fn concurrent_sends_mine_with_contiguous_nonces(b: Backend) -> anyhow::Res
     // replacement of a stuck transaction is what then gets it mined, so the replacement
     // comes after 3 s here instead of a minute, and the chain is checked against each
     // record's final hash.
-    let e = Evm::start(
+    let e = Evm::start_with_env(
         b,
         "[monitor]\npoll_interval_ms = 200\nstuck_after_secs = 3\n",
         MIXED_MINING,
+        &[("WALLETOPS_METRICS_ADDR", "127.0.0.1:0")],
     )
     .await?;
     let api = e.api();
@@ -54,6 +61,15 @@ async fn concurrent_sends_mine_with_contiguous_nonces(b: Backend) -> anyhow::Res
     }
     nonces.sort_unstable();
     assert_eq!(nonces, (0..100).collect::<Vec<u64>>());
+    // The sends raced for the wallet's nonces: some were signed together in one batch.
+    let url = e.svc.metrics_url.clone().context("a metrics listener")?;
+    let text = scrape_text(&url).await?;
+    let batches = sum(&text, "walletops_signing_batch_size_count", None);
+    let sends = sum(&text, "walletops_signing_batch_size_sum", None);
+    assert!(
+        sends > batches,
+        "{sends} sends in {batches} batches: none waited for another"
+    );
     assert_eq!(e.anvil.nonce(e.wallet).await?, 100);
     Ok(())
 }
