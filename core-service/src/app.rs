@@ -60,7 +60,7 @@ pub struct Parts {
     /// Dashboard sessions.
     pub sessions: Sessions,
     /// Per-user budgets.
-    pub limiter: RateLimiter,
+    pub limiter: Arc<RateLimiter>,
     /// Wallets.
     pub wallets: Wallets,
     /// Transaction records.
@@ -102,7 +102,7 @@ pub struct Parts {
     /// Wallets' guards (EIP-7702 delegations to the guard contract).
     pub guards: crate::guard::Guards,
     /// The event streams open on this core.
-    pub streams: crate::streams::Streams,
+    pub streams: Arc<crate::streams::Streams>,
 }
 
 impl Deref for Core {
@@ -180,11 +180,11 @@ impl Core {
         );
         let wallets = Wallets::new(store.clone(), keystore.clone(), provider, hsm);
         Ok(Self(Arc::new(Parts {
-            streams: crate::streams::Streams::new(config.streams),
+            streams: Arc::new(crate::streams::Streams::new(config.streams)),
             keys: ApiKeys::new(store.clone()),
             limits: Limits::new(store.clone()),
             sessions: Sessions::new(store.clone()),
-            limiter,
+            limiter: Arc::new(limiter),
             webhooks: Webhooks::new(store.clone(), keystore.clone(), config.webhooks.clone()),
             deposits: crate::deposits::Deposits::new(store.clone()),
             payouts_wake: tokio::sync::Notify::new(),
@@ -388,6 +388,16 @@ impl Core {
     /// The units known without a chain read, for a service that names amounts.
     pub fn units_known(&self) -> Units {
         Units::new(self.chains.clone(), self.balances.clone())
+    }
+
+    /// What users' wallets hold, for a service that shows it.
+    pub fn holdings(&self) -> crate::holdings::Holdings {
+        crate::holdings::Holdings::new(
+            self.wallets.clone(),
+            self.transactions.clone(),
+            self.chains.clone(),
+            self.balances.clone(),
+        )
     }
 }
 

@@ -9,9 +9,14 @@
 use futures::future::join_all;
 use uuid::Uuid;
 
-use crate::{Core, balances::Balance, error::Result};
+use crate::{
+    balances::{Balance, Balances},
+    error::Result,
+    transactions::Transactions,
+    wallets::Wallets,
+};
 
-use walletops_chains::Chain;
+use walletops_chains::{Chain, Registry};
 use walletops_domain::{Wallet, WalletFilter};
 
 /// How long the page waits for one chain: a slow chain is shown as unavailable rather
@@ -43,7 +48,32 @@ pub struct Holding {
     pub other_chains: Vec<String>,
 }
 
-impl Core {
+/// What users' wallets hold, read over the parts it needs.
+#[derive(Debug, Clone)]
+pub struct Holdings {
+    wallets: Wallets,
+    transactions: Transactions,
+    chains: std::sync::Arc<Registry>,
+    balances: Balances,
+}
+
+impl Holdings {
+    /// Holdings read from `wallets`, `transactions` (the chains a user used), `chains` and
+    /// `balances`.
+    pub fn new(
+        wallets: Wallets,
+        transactions: Transactions,
+        chains: std::sync::Arc<Registry>,
+        balances: Balances,
+    ) -> Self {
+        Self {
+            wallets,
+            transactions,
+            chains,
+            balances,
+        }
+    }
+
     /// Every wallet of `user_id`, oldest first, with its native balances on the chains
     /// configured or used (on every chain of its family with `all_chains`), all read at
     /// once; straight from the chains with `fresh`.

@@ -3,24 +3,40 @@
 use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, dashboard_service_server::DashboardService};
 
+use std::sync::Arc;
+
 use super::convert;
 use crate::{
     Core,
-    auth::sessions::{Opened, csrf_token},
+    auth::sessions::{Opened, Sessions, csrf_token},
+    holdings::Holdings,
+    ratelimit::RateLimiter,
     requests::ListTransactionsRequest,
+    transactions::Transactions,
 };
+use walletops_chains::Registry;
 use walletops_domain::{DashboardSession, User};
 
 /// The gRPC face of `DashboardService`.
 #[derive(Debug, Clone)]
 pub struct DashboardApi {
-    core: Core,
+    sessions: Sessions,
+    limiter: Arc<RateLimiter>,
+    chains: Arc<Registry>,
+    transactions: Transactions,
+    holdings: Holdings,
 }
 
 impl DashboardApi {
-    /// The service over `core`.
-    pub fn new(core: Core) -> Self {
-        Self { core }
+    /// The service over the parts of `core` it uses.
+    pub fn new(core: &Core) -> Self {
+        Self {
+            sessions: core.sessions.clone(),
+            limiter: core.limiter.clone(),
+            chains: core.chains.clone(),
+            transactions: core.transactions.clone(),
+            holdings: core.holdings(),
+        }
     }
 }
 
@@ -47,10 +63,9 @@ impl DashboardService for DashboardApi {
         let client = crate::app::client_address(request.metadata()).to_owned();
         let req = request.into_inner();
         let o = self
-            .core
             .sessions
             .sign_in(
-                &self.core.limiter,
+                &self.limiter,
                 req.user_name.trim(),
                 &req.password,
                 &client,
@@ -71,10 +86,9 @@ impl DashboardService for DashboardApi {
         let client = crate::app::client_address(request.metadata()).to_owned();
         let req = request.into_inner();
         let o = self
-            .core
             .sessions
             .redeem_link(
-                &self.core.limiter,
+                &self.limiter,
                 req.token.trim(),
                 &req.password,
                 &client,
@@ -93,7 +107,7 @@ impl DashboardService for DashboardApi {
         request: Request<pb::GetSessionRequest>,
     ) -> Result<Response<pb::GetSessionResponse>, Status> {
         let (s, token) = super::admission::session(&request)?;
-        let user = self.core.sessions.user_of(&s).await?;
+        let user = self.sessions.user_of(&s).await?;
         Ok(Response::new(pb::GetSessionResponse {
             session: Some(session(&user, &s, &token)),
         }))
@@ -104,7 +118,7 @@ impl DashboardService for DashboardApi {
         request: Request<pb::SignOutRequest>,
     ) -> Result<Response<pb::SignOutResponse>, Status> {
         let (s, _) = super::admission::session(&request)?;
-        self.core.sessions.end(s.id).await?;
+        self.sessions.end(s.id).await?;
         Ok(Response::new(pb::SignOutResponse {}))
     }
 
@@ -115,7 +129,7 @@ impl DashboardService for DashboardApi {
         let caller = super::admission::caller(&request)?;
         let req = request.get_ref();
         let holdings = self
-            .core
+            .holdings
             .holdings(caller.user_id, req.fresh, req.all_chains)
             .await?;
         let holdings = holdings
@@ -150,9 +164,8 @@ impl DashboardService for DashboardApi {
         request: Request<pb::ListTransactionsRequest>,
     ) -> Result<Response<pb::ListTransactionsResponse>, Status> {
         let caller = super::admission::caller(&request)?;
-        let req = ListTransactionsRequest::parse(&self.core.chains, request.get_ref())?;
+        let req = ListTransactionsRequest::parse(&self.chains, request.get_ref())?;
         let (records, next) = self
-            .core
             .transactions
             .list(
                 caller.user_id,
@@ -164,7 +177,7 @@ impl DashboardService for DashboardApi {
             .await?;
         let transactions = records
             .into_iter()
-            .map(|tx| convert::transaction(tx, &self.core.chains))
+            .map(|tx| convert::transaction(tx, &self.chains))
             .collect();
         Ok(Response::new(pb::ListTransactionsResponse {
             transactions,

@@ -3,20 +3,35 @@
 use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, deposit_service_server::DepositService};
 
-use crate::{Core, balances::Units, events::body::deposit, requests::deposits as parse};
+use std::sync::Arc;
+
+use super::WatchTerms;
+use crate::{
+    Core, balances::Units, deposits::Deposits, events::body::deposit, requests::deposits as parse,
+    streams::Streams,
+};
+use walletops_chains::Registry;
 
 /// The gRPC face of `DepositService`.
 #[derive(Debug, Clone)]
 pub struct DepositApi {
-    core: Core,
+    chains: Arc<Registry>,
+    deposits: Deposits,
+    streams: Arc<Streams>,
+    watches: WatchTerms,
     units: Units,
 }
 
 impl DepositApi {
-    /// The service over `core`.
-    pub fn new(core: Core) -> Self {
-        let units = core.units_known();
-        Self { core, units }
+    /// The service over the parts of `core` it uses.
+    pub fn new(core: &Core) -> Self {
+        Self {
+            chains: core.chains.clone(),
+            deposits: core.deposits.clone(),
+            streams: core.streams.clone(),
+            watches: WatchTerms::of(core),
+            units: core.units_known(),
+        }
     }
 }
 
@@ -32,8 +47,8 @@ impl DepositService for DepositApi {
         request: Request<pb::ListDepositsRequest>,
     ) -> Result<Response<pb::ListDepositsResponse>, Status> {
         let caller = super::admission::caller(&request)?;
-        let req = parse::list(&self.core.chains, request.get_ref())?;
-        let (deposits, next) = self.core.deposits.list(caller.user_id, req).await?;
+        let req = parse::list(&self.chains, request.get_ref())?;
+        let (deposits, next) = self.deposits.list(caller.user_id, req).await?;
         Ok(Response::new(pb::ListDepositsResponse {
             deposits: deposits
                 .into_iter()
@@ -49,7 +64,7 @@ impl DepositService for DepositApi {
     ) -> Result<Response<pb::GetDepositResponse>, Status> {
         let caller = super::admission::caller(&request)?;
         let id = parse::deposit_id(request.get_ref())?;
-        let found = self.core.deposits.get(caller.user_id, id).await?;
+        let found = self.deposits.get(caller.user_id, id).await?;
         Ok(Response::new(pb::GetDepositResponse {
             deposit: Some(deposit(found, &self.units)),
         }))
@@ -62,13 +77,10 @@ impl DepositService for DepositApi {
         request: Request<pb::WatchDepositsRequest>,
     ) -> Result<Response<WatchingDeposits>, Status> {
         let caller = super::admission::caller(&request)?;
-        let which = parse::watch(&self.core.chains, request.get_ref())?;
-        let slot = self.core.streams.open(caller.user_id, caller.key_id())?;
-        let (limits, recheck) = super::watch_terms(&self.core, &caller);
-        let watch = self
-            .core
-            .deposits
-            .watch(caller.user_id, which, limits, recheck);
+        let which = parse::watch(&self.chains, request.get_ref())?;
+        let slot = self.streams.open(caller.user_id, caller.key_id())?;
+        let (limits, recheck) = self.watches.of_caller(&caller);
+        let watch = self.deposits.watch(caller.user_id, which, limits, recheck);
         let units = self.units.clone();
         // The slot goes with the stream: dropped when the watcher leaves or the stream ends.
         let stream = futures::stream::unfold((watch, slot), move |(mut watch, slot)| {

@@ -151,7 +151,7 @@ fn add_public(core: &Core, routes: &mut RoutesBuilder) {
             core.chains.clone(),
             core.units_known(),
         )))
-        .add_service(DashboardServiceServer::new(DashboardApi::new(core.clone())))
+        .add_service(DashboardServiceServer::new(DashboardApi::new(core)))
         .add_service(WebhookServiceServer::new(WebhookApi::new(
             core.webhooks.clone(),
             core.keys.clone(),
@@ -160,7 +160,7 @@ fn add_public(core: &Core, routes: &mut RoutesBuilder) {
             core.approvals.clone(),
             core.units_known(),
         )))
-        .add_service(DepositServiceServer::new(DepositApi::new(core.clone())))
+        .add_service(DepositServiceServer::new(DepositApi::new(core)))
         .add_service(PayoutServiceServer::new(PayoutApi::new(core.clone())));
 }
 
@@ -213,22 +213,39 @@ fn watch_ended(end: crate::events::WatchEnd) -> tonic::Status {
     }
 }
 
-/// How a watch of `caller` is bounded: the stream lifetime configured, and the check that
-/// its key or session still stands.
-fn watch_terms(
-    core: &Core,
-    caller: &crate::auth::Caller,
-) -> (crate::events::WatchLimits, crate::events::Recheck) {
-    let (core2, watcher) = (core.clone(), caller.clone());
-    let recheck: crate::events::Recheck = Box::new(move || {
-        let (core, caller) = (core2.clone(), watcher.clone());
-        Box::pin(async move { core.keys.still_stands(&caller).await })
-    });
-    let limits = crate::events::WatchLimits {
-        lifetime: core.config.streams.lifetime(),
-        ..Default::default()
-    };
-    (limits, recheck)
+/// How the watches a service serves are bounded: the stream lifetime configured, and the
+/// check that the watcher's key or session still stands.
+#[derive(Debug, Clone)]
+struct WatchTerms {
+    keys: crate::auth::ApiKeys,
+    lifetime: std::time::Duration,
+}
+
+impl WatchTerms {
+    /// The terms `core` is configured with.
+    fn of(core: &Core) -> Self {
+        Self {
+            keys: core.keys.clone(),
+            lifetime: core.config.streams.lifetime(),
+        }
+    }
+
+    /// The limits and the recheck of a watch of `caller`.
+    fn of_caller(
+        &self,
+        caller: &crate::auth::Caller,
+    ) -> (crate::events::WatchLimits, crate::events::Recheck) {
+        let (keys, watcher) = (self.keys.clone(), caller.clone());
+        let recheck: crate::events::Recheck = Box::new(move || {
+            let (keys, caller) = (keys.clone(), watcher.clone());
+            Box::pin(async move { keys.still_stands(&caller).await })
+        });
+        let limits = crate::events::WatchLimits {
+            lifetime: self.lifetime,
+            ..Default::default()
+        };
+        (limits, recheck)
+    }
 }
 
 /// Serves the core's public services on `listener` until `shutdown` completes.

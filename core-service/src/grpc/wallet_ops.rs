@@ -97,7 +97,7 @@ impl WalletOpsService for WalletOpsApi {
         let caller = super::admission::caller(&request)?;
         let req = WatchRequest::parse(&self.core.chains, request.get_ref())?;
         let slot = self.core.streams.open(caller.user_id, caller.key_id())?;
-        let (limits, recheck) = super::watch_terms(&self.core, &caller);
+        let (limits, recheck) = super::WatchTerms::of(&self.core).of_caller(&caller);
         let user_id = caller.user_id;
         let watch = crate::events::watch(self.core.store.clone(), user_id, req, limits, recheck);
         let chains = self.core.chains.clone();
