@@ -65,8 +65,9 @@ impl Idempotency {
         F: AsyncFnOnce(&mut Ticket) -> Result<T>,
     {
         let user = ticket.claim.user;
-        fail::fail_point!("write-before-run");
+        // A race test's racers meet here first, then its failpoint can hold one back.
         crate::barrier::wait("write-before-run").await;
+        fail::fail_point!("write-before-run");
         match act(&mut ticket).await {
             Ok(answer) => {
                 // The transaction is stored and sent: an error now would tell the caller it
