@@ -204,7 +204,7 @@ impl Balances {
         // Read once: it answers from the cache and is what a chain read is filed beside.
         let old_book = self.tokens.get(&book_key);
         if !fresh && let Some(book) = &old_book {
-            let now = Utc::now();
+            let now = crate::clock::now();
             for ((t, meta), slot) in tokens.iter().zip(&metas).zip(&mut balances) {
                 if meta.is_some()
                     && let Some(&(raw, at)) = book.get(t)
@@ -235,7 +235,7 @@ impl Balances {
                 } else {
                     client.balances_batch(owner, &queries).await?
                 };
-                let at = Utc::now();
+                let at = crate::clock::now();
                 self.native.insert(native_key, (native, at));
                 let mut learned = Vec::new();
                 let mut book: Book = HashMap::new();
@@ -385,7 +385,10 @@ impl Balances {
         let native = match self.native.get(&key).filter(|_| !fresh) {
             Some(hit) => hit,
             None => {
-                let read = (U256::from(client.balance(&owner).await?), Utc::now());
+                let read = (
+                    U256::from(client.balance(&owner).await?),
+                    crate::clock::now(),
+                );
                 self.native.insert(key.clone(), read);
                 read
             }
@@ -393,7 +396,7 @@ impl Balances {
         let (holdings, held_at) = match self.holdings.get(&key).filter(|_| !fresh) {
             Some(hit) => hit,
             None => {
-                let read = (client.holdings(&owner).await?, Utc::now());
+                let read = (client.holdings(&owner).await?, crate::clock::now());
                 self.holdings.insert(key.clone(), read.clone());
                 read
             }
@@ -506,7 +509,7 @@ mod tests {
     #[test]
     fn a_read_keeps_the_fresh_balances_of_earlier_reads_and_drops_stale_ones() {
         let b = balances();
-        let now = Utc::now();
+        let now = crate::clock::now();
         let stale = now - chrono_ttl(TOKEN_TTL) - chrono::Duration::seconds(1);
         file_read(
             &b,
@@ -526,7 +529,7 @@ mod tests {
     #[test]
     fn a_full_book_keeps_only_the_latest_read() {
         let b = balances();
-        let now = Utc::now();
+        let now = crate::clock::now();
         let many: Book = (0..MAX_BOOK)
             .map(|i| {
                 (

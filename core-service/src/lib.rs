@@ -9,6 +9,7 @@ pub mod auth;
 pub mod balances;
 pub mod barrier;
 pub mod bootstrap;
+pub mod clock;
 pub mod config;
 pub mod deposits;
 pub mod devnet;

@@ -123,7 +123,7 @@ impl Quotes {
         }
         let mut quote = self.quote(req).await?;
         let (chain, from_token, to_token, amount) = priced(req);
-        let now = chrono::Utc::now();
+        let now = crate::clock::now();
         let record = QuoteRecord {
             id: Uuid::now_v7(),
             user_id: caller.user_id,
@@ -163,7 +163,7 @@ impl Quotes {
                 "quote {id} was given to another API key: a swap names only the quotes of its own key"
             )));
         }
-        if !held && record.expires_at < chrono::Utc::now() {
+        if !held && record.expires_at < crate::clock::now() {
             return Err(bad(format!(
                 "quote {id} expired at {} (a quote may be named for {} seconds): ask for a new one",
                 record

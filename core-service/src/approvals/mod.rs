@@ -15,7 +15,6 @@ mod config;
 use std::sync::Arc;
 
 use alloy::primitives::U256;
-use chrono::Utc;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
@@ -106,7 +105,7 @@ impl Approvals {
             threshold,
             summary: what.summary,
             wallet: what.wallet,
-            expires_at: Utc::now() + self.config.expire_after(),
+            expires_at: crate::clock::now() + self.config.expire_after(),
         };
         let (approval, hash) = self.store.hold_write(&held).await?;
         if hash != held.request_hash {
@@ -186,7 +185,7 @@ impl Approvals {
         self.expire_due().await?;
         let decided = self
             .store
-            .decide_approval(user, id, &decision, by, Utc::now())
+            .decide_approval(user, id, &decision, by, crate::clock::now())
             .await?;
         let approval = self
             .store
@@ -209,7 +208,7 @@ impl Approvals {
 
     /// Expires the pending approvals past their deadline.
     pub(crate) async fn expire_due(&self) -> Result<()> {
-        let expired = self.store.expire_approvals(Utc::now()).await?;
+        let expired = self.store.expire_approvals(crate::clock::now()).await?;
         for _ in 0..expired {
             crate::metrics::approval("expired");
         }
@@ -255,4 +254,67 @@ fn ended(a: &Approval) -> WalletOpsError {
         a.idempotency_key,
         ended_how(a)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use walletops_store::testing::{insert_key, temp_sqlite};
+
+    use super::*;
+
+    /// Moves tokio's time, and with it the core's clock, on by `by`.
+    async fn later(by: Duration) {
+        tokio::time::pause();
+        tokio::time::advance(by).await;
+        tokio::time::resume();
+    }
+
+    /// A held write expires once its hour has passed on the core's clock (`clock.rs`),
+    /// and not a second before: an hour of tokio's time, which takes none of the wall's.
+    #[tokio::test]
+    async fn a_held_write_expires_when_its_hour_is_up() {
+        let (_dir, store) = temp_sqlite().await;
+        let user = store.insert_user("holder").await.expect("a user");
+        let key = insert_key(&store, user.id, "wops_hold", None).await;
+        let approvals = Approvals::new(store.clone(), ApprovalsConfig::default());
+        let now = crate::clock::now();
+        let claim = NewClaim {
+            user: user.id,
+            key: Uuid::new_v4(),
+            path: "/send".to_owned(),
+            request_hash: "hash".to_owned(),
+            created_at: now,
+            expires_at: now + chrono::Duration::days(1),
+            spends: Vec::new(),
+        };
+        let spend = Spend {
+            key_id: key,
+            chain: "anvil".to_owned(),
+            asset: "native".to_owned(),
+            amount: U256::from(10),
+        };
+        let held = approvals
+            .hold(ToHold {
+                claim: &claim,
+                spend: &spend,
+                threshold: U256::from(5),
+                request: vec![1, 2, 3],
+                summary: "send 10".to_owned(),
+                wallet: "0x0101010101010101010101010101010101010101".to_owned(),
+            })
+            .await
+            .expect("held");
+        let state = || async {
+            let approval = store.approval(user.id, held.id).await.expect("read");
+            approval.expect("stored").state
+        };
+        later(Duration::from_secs(3590)).await;
+        approvals.expire_due().await.expect("expiry");
+        assert_eq!(state().await, ApprovalState::Pending);
+        later(Duration::from_secs(11)).await;
+        approvals.expire_due().await.expect("expiry");
+        assert_eq!(state().await, ApprovalState::Expired);
+    }
 }

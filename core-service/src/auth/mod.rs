@@ -207,7 +207,10 @@ impl ApiKeys {
                 let lines = match self.lines.get(&user) {
                     Some(n) => n,
                     None => {
-                        let n = self.store.active_key_lines(user, Utc::now()).await?;
+                        let n = self
+                            .store
+                            .active_key_lines(user, crate::clock::now())
+                            .await?;
                         self.lines.insert(user, n);
                         n
                     }
@@ -273,7 +276,7 @@ impl ApiKeys {
         if !matches {
             return Err(WalletOpsError::Unauthorized("key value does not match"));
         }
-        let now = Utc::now();
+        let now = crate::clock::now();
         match key.state(now) {
             KeyState::Revoked => return Err(WalletOpsError::Unauthorized("key revoked")),
             KeyState::Expired => return Err(WalletOpsError::Unauthorized("key expired")),
@@ -313,7 +316,7 @@ impl ApiKeys {
                  do more than itself"
             )));
         }
-        let now = Utc::now();
+        let now = crate::clock::now();
         let expires_at = expiration.expires_at(now);
         if let Some(limit) = creator.and_then(Caller::key_expires_at)
             && expires_at.is_none_or(|at| at > limit)
@@ -359,7 +362,7 @@ impl ApiKeys {
 
     /// Stores `new` unless its user has `max_active` active keys (`FORBIDDEN`).
     async fn insert(&self, new: NewKey<'_>, max_active: u64) -> Result<(ApiKey, ApiKeySecret)> {
-        let now = Utc::now();
+        let now = crate::clock::now();
         // A 4-character prefix can collide with an existing key's; draw again when it does.
         for _ in 0..8 {
             let secret = ApiKeySecret::generate();
@@ -427,7 +430,7 @@ impl ApiKeys {
                 user_id,
                 id_or_prefix.trim(),
                 caller.and_then(Caller::key_id),
-                Utc::now(),
+                crate::clock::now(),
             )
             .await?
             .ok_or_else(|| WalletOpsError::NotFound("no such API key".to_owned()))?;
@@ -455,7 +458,7 @@ mod tests {
             user_id: Uuid::nil(),
             name: "k".to_owned(),
             prefix: "abcd".to_owned(),
-            created_at: Utc::now(),
+            created_at: crate::clock::now(),
             expires_at,
             revoked_at,
             last_used_at: None,
@@ -468,7 +471,7 @@ mod tests {
 
     #[test]
     fn states_follow_expiry_and_revocation() {
-        let now = Utc::now();
+        let now = crate::clock::now();
         assert_eq!(key(None, None).state(now), KeyState::Active);
         assert_eq!(
             key(Some(now + Duration::days(8)), None).state(now),
@@ -484,7 +487,7 @@ mod tests {
 
     #[test]
     fn expirations() {
-        let now = Utc::now();
+        let now = crate::clock::now();
         assert_eq!(Expiration::Never.expires_at(now), None);
         assert_eq!(
             "1y".parse::<Expiration>()

@@ -173,7 +173,7 @@ impl Sessions {
     }
 
     async fn open(&self, user: User) -> Result<Opened> {
-        let now = Utc::now();
+        let now = crate::clock::now();
         let token = Token::generate();
         let session = self
             .store
@@ -200,7 +200,7 @@ impl Sessions {
             .find_session(&token_hash(token))
             .await?
             .ok_or(WalletOpsError::NotSignedIn(SIGNED_OUT))?;
-        let now = Utc::now();
+        let now = crate::clock::now();
         let open = session.ended_at.is_none()
             && session.expires_at > now
             && now - session.last_seen_at < IDLE_TIMEOUT;
@@ -230,12 +230,12 @@ impl Sessions {
 
     /// Ends session `id` (sign-out).
     pub async fn end(&self, id: Uuid) -> Result<()> {
-        Ok(self.store.end_session(id, Utc::now()).await?)
+        Ok(self.store.end_session(id, crate::clock::now()).await?)
     }
 
     /// A new sign-in link's token for `user_id`, valid for `LINK_LIFETIME`.
     pub async fn issue_link(&self, user_id: Uuid) -> Result<(Token, DateTime<Utc>)> {
-        let now = Utc::now();
+        let now = crate::clock::now();
         let token = Token::generate();
         let expires_at = now + LINK_LIFETIME;
         self.store
@@ -260,7 +260,10 @@ impl Sessions {
         let password = passwords::check_new("password", password)?;
         let subjects = [format!("sign-in-link:client:{client}")];
         let link = token_hash(token);
-        let usable = self.store.sign_in_link_usable(&link, Utc::now()).await?;
+        let usable = self
+            .store
+            .sign_in_link_usable(&link, crate::clock::now())
+            .await?;
         let found = usable
             .then_some(())
             .ok_or(WalletOpsError::Unauthorized("sign-in link"));
@@ -274,7 +277,7 @@ impl Sessions {
         let hash = passwords::hash(password).await?;
         let user = self
             .store
-            .redeem_sign_in_link(&link, &hash, Utc::now())
+            .redeem_sign_in_link(&link, &hash, crate::clock::now())
             .await?
             .ok_or(WalletOpsError::NotSignedIn(UNUSABLE_LINK))?;
         tracing::info!(user = %user.id, "dashboard password set with a sign-in link");
@@ -285,7 +288,10 @@ impl Sessions {
     pub async fn set_password(&self, user_id: Uuid, password: &str) -> Result<()> {
         let password = passwords::check_new("password", password)?;
         let hash = passwords::hash(password).await?;
-        Ok(self.store.set_password(user_id, &hash, Utc::now()).await?)
+        Ok(self
+            .store
+            .set_password(user_id, &hash, crate::clock::now())
+            .await?)
     }
 }
 

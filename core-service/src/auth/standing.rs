@@ -1,8 +1,6 @@
 //! Whether a caller admitted earlier may still act: what runs on after its admission (an
 //! event stream) asks again, so that a revoked or expired key, or an ended session, ends it.
 
-use chrono::Utc;
-
 use super::{Caller, Credential, KeyState};
 use crate::error::{Result, WalletOpsError};
 
@@ -11,7 +9,7 @@ impl super::ApiKeys {
     /// ended, within its absolute lifetime; a stream keeps a session in use, so its idle
     /// timeout does not end it).
     pub async fn still_stands(&self, caller: &Caller) -> Result<()> {
-        let now = Utc::now();
+        let now = crate::clock::now();
         let stands = match &caller.credential {
             Credential::Key { id, .. } => self.store.api_key(*id).await?.is_some_and(|k| {
                 k.user_id == caller.user_id

@@ -18,7 +18,6 @@
 use std::collections::HashMap;
 
 use alloy::primitives::{Address, B256, U256};
-use chrono::Utc;
 use futures::{StreamExt as _, TryStreamExt as _};
 
 use super::{Found, scanner::Scan};
@@ -209,7 +208,7 @@ fn found(
     credits: Vec<Credit>,
 ) -> Vec<walletops_domain::Deposit> {
     let mut ranks: HashMap<(B256, String, Address), u32> = HashMap::new();
-    let now = Utc::now();
+    let now = crate::clock::now();
     credits
         .into_iter()
         .filter_map(|c| {

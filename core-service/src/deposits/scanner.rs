@@ -4,7 +4,6 @@
 
 use std::{future::Future, sync::Arc, time::Duration};
 
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::{evm, solana};
@@ -84,7 +83,7 @@ async fn scan_chain(scan: Scan, chain: Chain) {
 
 /// One step of `chain`'s scan, if this core holds its lease.
 async fn scan_step(scan: &Scan, chain: &Chain) -> Result<(), WalletOpsError> {
-    let now = Utc::now();
+    let now = crate::clock::now();
     let until = now + chrono::TimeDelta::from_std(LEASE).unwrap_or(chrono::TimeDelta::MAX);
     let Some(cursor) = scan
         .store

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use chrono::Utc;
 use solana_pubkey::Pubkey;
 
 use super::{Found, scanner::Scan};
@@ -40,7 +39,7 @@ pub(super) async fn step(scan: &Scan, chain: &Chain) -> Result<(), WalletOpsErro
         .filter_map(|w| Some((w.address.solana()?, w)))
         .collect();
     let (newest, signatures) = new_signatures(scan, chain, &client, &wallets).await?;
-    let now = Utc::now();
+    let now = crate::clock::now();
     let mut deposits = Vec::new();
     for (slot, signature) in signatures {
         // A transaction its address lists but the node cannot give yet: the step is made

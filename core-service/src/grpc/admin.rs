@@ -2,7 +2,6 @@
 //! admin token, compared in constant time, wrong tokens throttled per client; with none
 //! configured every call is refused.
 
-use chrono::Utc;
 use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, admin_service_server::AdminService};
 
@@ -34,7 +33,7 @@ impl AdminService for AdminApi {
         let (user, key, secret) = self.core.create_user(&req.name, scopes).await?;
         Ok(Response::new(pb::CreateUserResponse {
             user: Some(convert::user(user)),
-            api_key: Some(convert::api_key(key, Utc::now())),
+            api_key: Some(convert::api_key(key, crate::clock::now())),
             secret: secret.expose().to_owned(),
         }))
     }

@@ -51,7 +51,7 @@ impl ApiKeyService for ApiKeyApi {
         let req = request.into_inner();
         let key = self.limits.unfreeze_as(&caller, &req.key_id).await?;
         Ok(Response::new(pb::UnfreezeApiKeyResponse {
-            api_key: Some(self.described(key, Utc::now()).await?),
+            api_key: Some(self.described(key, crate::clock::now()).await?),
         }))
     }
 
@@ -106,7 +106,7 @@ impl ApiKeyService for ApiKeyApi {
             .await?;
         tracing::info!(prefix = %key.prefix, scopes = %key.scopes, "API key created");
         Ok(Response::new(pb::CreateApiKeyResponse {
-            api_key: Some(convert::api_key(key, Utc::now())),
+            api_key: Some(convert::api_key(key, crate::clock::now())),
             secret: secret.expose().to_owned(),
         }))
     }
@@ -116,7 +116,7 @@ impl ApiKeyService for ApiKeyApi {
         request: Request<pb::ListApiKeysRequest>,
     ) -> Result<Response<pb::ListApiKeysResponse>, Status> {
         let caller = super::admission::caller(&request)?;
-        let now = Utc::now();
+        let now = crate::clock::now();
         let keys = self.keys.list(caller.user_id).await?;
         let mut api_keys = Vec::with_capacity(keys.len());
         for key in keys {
@@ -137,7 +137,7 @@ impl ApiKeyService for ApiKeyApi {
             .await?;
         tracing::info!(prefix = %key.prefix, "API key revoked");
         Ok(Response::new(pb::RevokeApiKeyResponse {
-            api_key: Some(convert::api_key(key, Utc::now())),
+            api_key: Some(convert::api_key(key, crate::clock::now())),
         }))
     }
 
@@ -149,7 +149,7 @@ impl ApiKeyService for ApiKeyApi {
         let api_key = self.keys.current(&caller).await?;
         Ok(Response::new(pb::GetCurrentApiKeyResponse {
             scopes: convert::scope_values(caller.scopes),
-            api_key: api_key.map(|k| convert::api_key(k, Utc::now())),
+            api_key: api_key.map(|k| convert::api_key(k, crate::clock::now())),
             operations: Operation::allowed(caller.scopes)
                 .into_iter()
                 .map(str::to_owned)
@@ -235,6 +235,6 @@ impl ApiKeyApi {
         id_or_prefix: &str,
     ) -> crate::error::Result<pb::ApiKey> {
         let key = self.limits.owned(user_id, id_or_prefix).await?;
-        self.described(key, Utc::now()).await
+        self.described(key, crate::clock::now()).await
     }
 }

@@ -104,7 +104,7 @@ impl Guards {
                 chain: chain.slug().to_owned(),
                 guard: guard.to_checksum(None),
                 hash: format!("{hash:#x}"),
-                enabled_at: chrono::Utc::now(),
+                enabled_at: crate::clock::now(),
             })
             .await?;
         Ok(GuardChange {

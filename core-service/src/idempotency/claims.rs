@@ -3,7 +3,6 @@
 
 use std::{sync::OnceLock, time::Duration};
 
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::IdempotencyKey;
@@ -76,7 +75,7 @@ impl Idempotency {
 
     /// The ticket of a request of `user` with `key` at `path`, hashing to `hash`.
     pub fn ticket(&self, user: Uuid, key: IdempotencyKey, path: &str, hash: String) -> Ticket {
-        let now = Utc::now();
+        let now = crate::clock::now();
         Ticket {
             claim: NewClaim {
                 user,
@@ -97,7 +96,7 @@ impl Idempotency {
         let claim = &ticket.claim;
         let Some(stored) = self
             .store
-            .find_idempotency_key(claim.user, claim.key, Utc::now(), self.keep())
+            .find_idempotency_key(claim.user, claim.key, crate::clock::now(), self.keep())
             .await?
         else {
             return Ok(None);
@@ -166,7 +165,7 @@ impl Idempotency {
     pub async fn purge(&self) -> Result<u64> {
         Ok(self
             .store
-            .purge_idempotency_keys(Utc::now(), self.keep())
+            .purge_idempotency_keys(crate::clock::now(), self.keep())
             .await?)
     }
 }

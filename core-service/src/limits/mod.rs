@@ -17,7 +17,7 @@ mod rules;
 mod settings;
 
 use alloy::primitives::U256;
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use uuid::Uuid;
 use walletops_domain::{Spend, SpendLimit};
 use walletops_store::{Conn, Store};
@@ -131,7 +131,7 @@ pub(crate) async fn reserve<C: Conn>(
             Some(refusal) => Some(refusal),
             None if limit.daily_budget.is_some() => {
                 let spent = store
-                    .reserved_since(conn, lineage, spend, Utc::now() - BUDGET_WINDOW)
+                    .reserved_since(conn, lineage, spend, crate::clock::now() - BUDGET_WINDOW)
                     .await?;
                 over_budget(&limit, spent, spend.amount)
             }

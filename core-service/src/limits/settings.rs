@@ -1,7 +1,6 @@
 //! Spend limits as the owner sets and reads them (parsed for their chain in
 //! `requests::limits`), on a key found among the owner's.
 
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::{BUDGET_WINDOW, Limits, may_set};
@@ -111,7 +110,7 @@ impl Limits {
     pub async fn of_key(&self, key_id: Uuid) -> Result<Vec<SpendStanding>> {
         Ok(self
             .store
-            .spend_limits(key_id, Utc::now() - BUDGET_WINDOW)
+            .spend_limits(key_id, crate::clock::now() - BUDGET_WINDOW)
             .await?)
     }
 

@@ -3,7 +3,6 @@
 //! fees when stuck, fill a gap below it, and end it when it is refused for good.
 
 use alloy::primitives::{Address, B256};
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::{
@@ -169,7 +168,7 @@ impl Monitor {
         self.refused_since.clear(id);
         if open
             .last_broadcast_at
-            .is_some_and(|at| Utc::now() - at >= stuck_after)
+            .is_some_and(|at| crate::clock::now() - at >= stuck_after)
             && let Some(wallet) = self.signable(&open).await
         {
             // Queued behind a nonce nothing holds, a higher fee would not help.
@@ -238,7 +237,7 @@ impl Monitor {
                 self.no_verdict(open, open.created_at).await?;
                 // A node that refuses a nonce ahead of its own ("nonce too high") never
                 // takes a record above a gap: the gap is filled once it is stuck.
-                if Utc::now() - open.created_at >= self.stuck_after()
+                if crate::clock::now() - open.created_at >= self.stuck_after()
                     && let Some(wallet) = self.signable(open).await
                 {
                     self.gap_filled_below(chain, &wallet, client, open, from, nonce)
@@ -408,7 +407,7 @@ impl Monitor {
         let stuck_after = self.stuck_after();
         // Not for ever: a record refused every time for this long is taken as gone.
         let refused_long =
-            Utc::now() - self.refused_since.first(id) >= stuck_after * REFUSED_STUCK_TIMES;
+            crate::clock::now() - self.refused_since.first(id) >= stuck_after * REFUSED_STUCK_TIMES;
         if filler || (accepted && !insufficient && !refused_long) {
             // A filler must fill its nonce. A transaction a node took before may still sit
             // in other nodes' pools and be mined: ending it would give back or fill a nonce
@@ -419,7 +418,7 @@ impl Monitor {
             let stuck = filler
                 || open
                     .last_broadcast_at
-                    .is_none_or(|at| Utc::now() - at >= stuck_after);
+                    .is_none_or(|at| crate::clock::now() - at >= stuck_after);
             if stuck && self.raised.due(id, stuck_after) {
                 tracing::warn!(%id, %why, "the node refused a transaction; raising its fee");
                 return self.replace(wallet, open, client).await;
@@ -469,7 +468,9 @@ impl Monitor {
         {
             tracing::warn!(%id, %why, "the node refused a transaction it holds; taken as sent");
             if open.last_broadcast_at.is_none() {
-                self.store.record_broadcasts(&[id], Utc::now()).await?;
+                self.store
+                    .record_broadcasts(&[id], crate::clock::now())
+                    .await?;
             }
             return Ok(true);
         }

@@ -24,7 +24,7 @@ impl Monitor {
         };
         let asset_limits = self
             .store
-            .spend_limits(key_id, chrono::Utc::now())
+            .spend_limits(key_id, crate::clock::now())
             .await?
             .iter()
             .any(|s| {
@@ -45,7 +45,7 @@ impl Monitor {
                 txn,
                 first.moved.key_id,
                 (&open.chain, &reason, open.id),
-                chrono::Utc::now(),
+                crate::clock::now(),
             )
             .await?;
         if froze {

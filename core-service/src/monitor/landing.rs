@@ -2,8 +2,6 @@
 //! again; landed, how long it took from its request (by chain and send route) and the
 //! priority fee it offered.
 
-use chrono::Utc;
-
 use super::Monitor;
 use crate::recovery::{evm::decode_payload, solana::decode};
 use walletops_chains::budget_in;
@@ -19,7 +17,9 @@ impl Monitor {
         if status != TxStatus::Confirmed {
             return;
         }
-        let took = (Utc::now() - open.created_at).to_std().unwrap_or_default();
+        let took = (crate::clock::now() - open.created_at)
+            .to_std()
+            .unwrap_or_default();
         let (route, priority) = match chain.family() {
             ChainFamily::Evm => (
                 "rpc",

@@ -239,18 +239,20 @@ impl Marks {
 
     /// Marks `id` now.
     pub(super) fn set(&self, id: Uuid) {
-        self.with(id, |v| *v = Some(Utc::now()));
+        self.with(id, |v| *v = Some(crate::clock::now()));
     }
 
     /// Whether `id` was marked less than `period` ago.
     pub(super) fn within(&self, id: Uuid, period: chrono::Duration) -> bool {
-        self.with(id, |v| v.is_some_and(|at| Utc::now() - at < period))
+        self.with(id, |v| {
+            v.is_some_and(|at| crate::clock::now() - at < period)
+        })
     }
 
     /// Whether `period` has passed since the time marked for `id` (or none is marked); if
     /// so, marks now.
     pub(super) fn due(&self, id: Uuid, period: chrono::Duration) -> bool {
-        let now = Utc::now();
+        let now = crate::clock::now();
         self.with(id, |v| {
             if v.is_some_and(|at| now - at < period) {
                 return false;
@@ -281,7 +283,7 @@ pub(super) type Unmined = PerRecord<Head>;
 impl Unmined {
     /// Notes `id` found unmined at head `head`.
     pub(super) fn found_at(&self, id: Uuid, head: u64) {
-        let at = Utc::now();
+        let at = crate::clock::now();
         self.with(id, |v| *v = Some(Head { number: head, at }));
     }
 
@@ -289,7 +291,7 @@ impl Unmined {
     /// record looked at every sweep keeps it however long the head stands (it ages out only
     /// when the record is no longer looked at), so a stalled node is asked no receipt for it.
     pub(super) fn at_head(&self, id: Uuid, head: u64) -> bool {
-        let now = Utc::now();
+        let now = crate::clock::now();
         self.with(id, |v| match v {
             Some(h) if h.number == head => {
                 h.at = now;
@@ -322,7 +324,7 @@ impl Resends {
     /// Whether `id` may be sent again now (always, the first time); if so, the next send
     /// waits `first` times two to the number of sends so far, at most `cap`.
     pub(super) fn due(&self, id: Uuid, first: chrono::Duration, cap: chrono::Duration) -> bool {
-        let now = Utc::now();
+        let now = crate::clock::now();
         self.with(id, |v| {
             let pause = v.get_or_insert(Pause {
                 sends: 0,
@@ -359,7 +361,7 @@ pub(super) type Counts = PerRecord<Tally>;
 
 impl Counts {
     pub(super) fn add(&self, id: Uuid) {
-        let at = Utc::now();
+        let at = crate::clock::now();
         self.with(id, |v| {
             let tally = v.get_or_insert(Tally { count: 0, at });
             tally.count += 1;
@@ -388,9 +390,9 @@ mod tests {
             .map(|_| {
                 let pause = resends.with(id, |v| {
                     let entry = v.as_mut().expect("marked");
-                    let pause = (entry.next - Utc::now()).num_milliseconds();
+                    let pause = (entry.next - crate::clock::now()).num_milliseconds();
                     // As if the pause had passed.
-                    entry.next = Utc::now();
+                    entry.next = crate::clock::now();
                     pause
                 });
                 assert!(resends.due(id, first, cap));
@@ -408,13 +410,13 @@ mod tests {
         let memory = Memory::default();
         let unmined = memory.parts().unmined;
         let (seen, left) = (Uuid::now_v7(), Uuid::now_v7());
-        let long_ago = Utc::now() - chrono::Duration::hours(1);
+        let long_ago = crate::clock::now() - chrono::Duration::hours(1);
         for id in [seen, left] {
             unmined.found_at(id, 7);
             unmined.with(id, |v| v.as_mut().expect("marked").at = long_ago);
         }
         assert!(unmined.at_head(seen, 7), "found at this head");
-        let horizon = Utc::now() - chrono::Duration::minutes(10);
+        let horizon = crate::clock::now() - chrono::Duration::minutes(10);
         memory.forget(Horizons {
             gave_up: horizon,
             held: horizon,
@@ -441,7 +443,7 @@ mod tests {
         memory.taken_over(id);
         assert!(!parts.taken.marked(id) && !parts.unmined.at_head(id, 7));
         assert!(parts.raised.marked(id), "this core's own pacing is kept");
-        let later = Utc::now() + chrono::Duration::seconds(1);
+        let later = crate::clock::now() + chrono::Duration::seconds(1);
         memory.forget(Horizons {
             gave_up: later,
             held: later,

@@ -208,7 +208,7 @@ impl Monitor {
 
     /// One pass over the open transactions this core can lease.
     pub async fn sweep(&self) -> Result<()> {
-        let now = Utc::now();
+        let now = crate::clock::now();
         let lease = chrono::Duration::seconds(self.config.lease_secs as i64);
         self.memory.forget(self.horizons(now, lease));
         let leased = self
@@ -264,7 +264,7 @@ impl Monitor {
             || async {
                 if let Err(e) = self
                     .store
-                    .renew_leases(self.owner, &ids, Utc::now() + lease)
+                    .renew_leases(self.owner, &ids, crate::clock::now() + lease)
                     .await
                 {
                     tracing::warn!(error = %e, "renewing the monitor's leases failed");
@@ -395,7 +395,7 @@ impl Monitor {
     /// node is down (or that lacks the record's chain) would hold the record, and every later
     /// nonce of its wallet, from the cores that can follow it.
     async fn give_up_if_failing(&self, id: Uuid, lease: chrono::Duration) {
-        if Utc::now() - self.failing.first(id) < lease {
+        if crate::clock::now() - self.failing.first(id) < lease {
             return;
         }
         match self.store.release_lease(self.owner, id).await {
@@ -455,7 +455,7 @@ impl Monitor {
     /// open.
     async fn no_verdict(&self, open: &OpenTransaction, since: DateTime<Utc>) -> Result<()> {
         let stuck_after = self.stuck_after();
-        if Utc::now() - since >= stuck_after {
+        if crate::clock::now() - since >= stuck_after {
             self.note_once(open, NO_VERDICT_NOTE.to_owned()).await?;
         }
         Ok(())
@@ -497,7 +497,10 @@ impl Monitor {
     /// refusals has ended.
     async fn sent(&self, id: Uuid) -> Result<()> {
         self.refused_since.clear(id);
-        Ok(self.store.record_broadcasts(&[id], Utc::now()).await?)
+        Ok(self
+            .store
+            .record_broadcasts(&[id], crate::clock::now())
+            .await?)
     }
 }
 

@@ -20,7 +20,6 @@ use std::{
     sync::atomic::{AtomicUsize, Ordering},
 };
 
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::Monitor;
@@ -121,7 +120,7 @@ impl Monitor {
         leased: &[OpenTransaction],
         (budget, heads): (&Budget, &HashMap<String, u64>),
     ) -> (HashSet<Uuid>, HashSet<Uuid>) {
-        let now = Utc::now();
+        let now = crate::clock::now();
         let stuck_after = self.stuck_after();
         let held_for = chrono::Duration::seconds(self.config.held_check_secs as i64);
         let mut quiet = HashSet::new();

@@ -2,8 +2,6 @@
 //! a new nonce once that sight has lasted (and the taker is deep enough), and a record ended
 //! at that nonce is corrected when the taker turns out to be its own version.
 
-use chrono::Utc;
-
 use super::{
     Monitor,
     evm::{deep_enough, hash_of, outcome_of},
@@ -30,7 +28,7 @@ impl Monitor {
         let grace = chrono::Duration::milliseconds(
             (3 * self.config.poll_interval_ms).max(self.config.resign_after_secs * 1000) as i64,
         );
-        if Utc::now() - self.taken.first(open.id) < grace {
+        if crate::clock::now() - self.taken.first(open.id) < grace {
             // Looked up on each sweep of the grace (and of the wait for depth below), not only
             // once the record has moved to a new nonce: one failed lookup then would leave a
             // mined payment FAILED for good.

@@ -2,7 +2,6 @@
 //! again while its blockhash is valid, re-sign it once the blockhash expired unseen, and end
 //! it after too many versions.
 
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::{Monitor, SOLANA_MAX_VERSIONS, Settlement};
@@ -68,7 +67,7 @@ impl Monitor {
         );
         if open
             .last_broadcast_at
-            .is_none_or(|at| Utc::now() - at >= resend_after)
+            .is_none_or(|at| crate::clock::now() - at >= resend_after)
         {
             if open.last_broadcast_at.is_some() {
                 self.resent.add(open.id);

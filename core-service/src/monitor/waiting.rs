@@ -22,7 +22,6 @@
 use std::collections::{HashMap, HashSet};
 
 use alloy::primitives::{Address, B256};
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::Monitor;
@@ -68,7 +67,7 @@ impl Monitor {
         &self,
         leased: &[&'a OpenTransaction],
     ) -> HashMap<(&'a str, Address), Vec<Candidate>> {
-        let now = Utc::now();
+        let now = crate::clock::now();
         let stuck_after = self.stuck_after();
         let mut wallets: HashMap<(&str, Address), Vec<Candidate>> = HashMap::new();
         for &open in leased {

@@ -26,7 +26,6 @@ pub mod executed;
 mod rules;
 
 use alloy::primitives::{Selector, U256};
-use chrono::Utc;
 use walletops_domain::{
     Effects, FEES_ASSET, GAS_ASSET, Spend, SpendLimit, SpendStanding, WalletAddress,
 };
@@ -115,7 +114,7 @@ impl Policy {
         };
         let standings = self
             .store
-            .spend_limits(key_id, Utc::now() - BUDGET_WINDOW)
+            .spend_limits(key_id, crate::clock::now() - BUDGET_WINDOW)
             .await?;
         Ok(Some(
             standings
@@ -161,7 +160,7 @@ impl Policy {
             async {
                 Ok::<_, WalletOpsError>(
                     self.store
-                        .spend_limits(key_id, Utc::now() - BUDGET_WINDOW)
+                        .spend_limits(key_id, crate::clock::now() - BUDGET_WINDOW)
                         .await?,
                 )
             },
@@ -183,7 +182,7 @@ impl Policy {
                 .await?;
             standings = self
                 .store
-                .spend_limits(key_id, Utc::now() - BUDGET_WINDOW)
+                .spend_limits(key_id, crate::clock::now() - BUDGET_WINDOW)
                 .await?;
         }
         let rules = rules::Rules::new(&rules, chain.slug());

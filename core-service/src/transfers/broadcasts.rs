@@ -55,7 +55,7 @@ impl BroadcastLog {
                     }
                 }
                 if !ids.is_empty()
-                    && let Err(e) = writer.record_broadcasts(&ids, chrono::Utc::now()).await
+                    && let Err(e) = writer.record_broadcasts(&ids, crate::clock::now()).await
                 {
                     tracing::warn!(error = %e, "recording broadcast times failed");
                 }
@@ -73,7 +73,7 @@ impl BroadcastLog {
 
     /// Until when a record a request is about to store is held by it.
     pub(crate) fn hold_until(&self) -> chrono::DateTime<chrono::Utc> {
-        chrono::Utc::now() + self.hold
+        crate::clock::now() + self.hold
     }
 
     /// Notes that the current payload of record `id` was just accepted by the node.

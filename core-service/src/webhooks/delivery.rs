@@ -15,7 +15,6 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use backon::BackoffBuilder as _;
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::{WebhooksConfig, signing, targets};
@@ -145,7 +144,7 @@ impl Deliverer {
 
     /// Leases up to `free` due deliveries, fairly across endpoints.
     async fn lease(&self, free: usize) -> Vec<WebhookDelivery> {
-        let now = Utc::now();
+        let now = crate::clock::now();
         let lease = chrono::TimeDelta::from_std(self.config.timeout() + LEASE_MARGIN)
             .unwrap_or(chrono::TimeDelta::MAX);
         self.store
@@ -174,7 +173,7 @@ impl Deliverer {
                 .map_err(WalletOpsError::from),
             Err(Failure::Endpoint { status, error }) => {
                 let wait = retry_wait(&self.config, delivery.attempts);
-                let now = Utc::now();
+                let now = crate::clock::now();
                 let next_attempt_at =
                     now + chrono::TimeDelta::from_std(wait).unwrap_or(chrono::TimeDelta::MAX);
                 let disable_if_failing_since = now
@@ -330,7 +329,7 @@ impl Deliverer {
             &self.units,
         );
         let id = delivery.id.to_string();
-        let timestamp = Utc::now().timestamp();
+        let timestamp = crate::clock::now().timestamp();
         let signature = signing::signature(&secret, &id, timestamp, &body).ok_or_else(|| {
             Failure::Internal(WalletOpsError::Internal(anyhow::anyhow!(
                 "the secret of webhook {} is malformed",

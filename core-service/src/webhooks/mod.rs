@@ -11,7 +11,6 @@ pub mod targets;
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use uuid::Uuid;
 
 pub use config::WebhooksConfig;
@@ -85,7 +84,7 @@ impl Webhooks {
             user_id,
             url,
             event_types: new.event_types,
-            created_at: Utc::now(),
+            created_at: crate::clock::now(),
             created_by,
             disabled: None,
         };
@@ -188,7 +187,7 @@ impl Webhooks {
                 format!("at most {per_call} deliveries per replay (webhooks.replay_max_per_call)"),
             ));
         }
-        let now = Utc::now();
+        let now = crate::clock::now();
         let retry_until = now
             + chrono::TimeDelta::from_std(self.config.retry_for())
                 .unwrap_or(chrono::TimeDelta::MAX);

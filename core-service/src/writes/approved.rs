@@ -6,7 +6,6 @@
 
 use std::{future::Future, time::Duration};
 
-use chrono::Utc;
 use uuid::Uuid;
 
 use super::{Gate, Write, Written};
@@ -50,7 +49,7 @@ impl Core {
     /// One round: expire what is past its deadline, make what is approved.
     pub async fn approvals_round(&self) -> Result<()> {
         self.approvals.expire_due().await?;
-        let now = Utc::now();
+        let now = crate::clock::now();
         for leased in self.store.lease_approved(now, now + LEASE, BATCH).await? {
             let id = leased.approval.id;
             if let Err(e) = self.make_approved(leased).await {
@@ -85,7 +84,11 @@ impl Core {
                 tracing::warn!(approval = %approval.id, error = %e, "approved write refused for now; trying again");
                 return Ok(self
                     .store
-                    .approval_retry_at(approval.id, Utc::now() + RETRY_EVERY, &e.to_string())
+                    .approval_retry_at(
+                        approval.id,
+                        crate::clock::now() + RETRY_EVERY,
+                        &e.to_string(),
+                    )
                     .await?);
             }
             Err(e) => Err(crate::idempotency::failure_detail(&e)),
@@ -118,7 +121,7 @@ impl Core {
         scopes: Option<Scopes>,
         refusal: &str,
     ) -> Result<std::result::Result<Caller, WalletOpsError>> {
-        let now = Utc::now();
+        let now = crate::clock::now();
         let key = self
             .keys
             .list(user_id)
@@ -148,5 +151,5 @@ impl Core {
 fn passing(approval: &Approval) -> bool {
     approval
         .decided_at
-        .is_some_and(|at| Utc::now() < at + RETRY_FOR)
+        .is_some_and(|at| crate::clock::now() < at + RETRY_FOR)
 }

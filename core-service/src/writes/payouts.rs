@@ -16,7 +16,6 @@
 
 use std::{future::Future, time::Duration};
 
-use chrono::Utc;
 use tonic::metadata::MetadataMap;
 use uuid::Uuid;
 use walletops_proto::v1 as pb;
@@ -196,7 +195,7 @@ impl Core {
 
     /// One round: every leased payout's items made or followed.
     async fn payouts_round(&self, owner: Uuid) -> Result<()> {
-        let now = Utc::now();
+        let now = crate::clock::now();
         for (id, user) in self
             .store
             .lease_running_payouts(owner, now, now + LEASE, BATCH)
@@ -267,7 +266,7 @@ impl Core {
         if all_final
             && self
                 .store
-                .complete_payout((id, user, &payout.chain), Utc::now())
+                .complete_payout((id, user, &payout.chain), crate::clock::now())
                 .await?
         {
             tracing::info!(payout = %id, items = payout.items.len(), "payout completed");
@@ -376,7 +375,7 @@ fn payout_of(
                 made: ItemMade::Queued,
             })
             .collect(),
-        created_at: Utc::now(),
+        created_at: crate::clock::now(),
         completed_at: None,
     }
 }

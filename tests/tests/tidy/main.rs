@@ -527,3 +527,21 @@ fn the_architecture_pages_code_map_names_every_core_module() {
          modules it does not list: {missing:?}\nlisted, but no such module: {stale:?}"
     );
 }
+
+#[test]
+fn the_core_reads_the_time_from_its_one_clock() {
+    let mut readers = Vec::new();
+    for file in rust_files(&workspace().join("core-service/src")) {
+        if file.ends_with("clock.rs") {
+            continue;
+        }
+        if code_of(&read(&file)).contains("Utc::now()") {
+            readers.push(shown(&file));
+        }
+    }
+    assert!(
+        readers.is_empty(),
+        "the core reads the time outside its clock (call crate::clock::now()):\n{}",
+        readers.join("\n")
+    );
+}

@@ -6,7 +6,7 @@ use super::*;
 async fn a_failed_record_mined_after_all_has_its_key_answer_from_it(store: Store) {
     let ids = open_records(&store, 1, None).await;
     let open = super::current(&store, ids[0]).await;
-    let now = Utc::now();
+    let now = crate::clock::now();
     let claim = walletops_store::NewClaim {
         user: open.user_id,
         key: Uuid::new_v4(),
@@ -80,7 +80,7 @@ async fn a_failed_record_mined_after_all_has_its_key_answer_from_it(store: Store
 }
 
 async fn a_refusal_fails_no_record_that_was_sent_meanwhile(store: Store) {
-    let now = Utc::now();
+    let now = crate::clock::now();
     let (ids, opens) = claimed_records(&store, 2, now, chrono::Duration::hours(1)).await;
     // The second was sent with success by a monitor while its request's own send was
     // being refused.
@@ -122,7 +122,7 @@ async fn a_refusal_fails_no_record_that_was_sent_meanwhile(store: Store) {
 
 async fn a_key_outlives_its_retention_until_its_record_has_been_settled_as_long(store: Store) {
     let retention = chrono::Duration::hours(1);
-    let t0 = Utc::now();
+    let t0 = crate::clock::now();
     let (ids, opens) = claimed_records(&store, 3, t0, retention).await;
     // The first settled at once, the second and third fail later; the third's freed
     // nonce was given to a send that is still open (a nonce filler would hold it alike).

@@ -82,7 +82,7 @@ async fn claimed_records(
 async fn a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch(store: Store) {
     let ids = open_records(&store, 5, None).await;
     let owner = Uuid::now_v7();
-    let t0 = Utc::now() + chrono::Duration::seconds(5);
+    let t0 = crate::clock::now() + chrono::Duration::seconds(5);
     let mut seen = std::collections::BTreeSet::new();
     // Sweeps of two records, each lease running out before the next sweep.
     for sweep in 0..3 {
@@ -102,7 +102,7 @@ async fn a_core_follows_every_open_record_in_turn_when_they_outnumber_its_batch(
 }
 
 async fn a_record_its_request_holds_waits_for_the_hand_over_or_the_hold_to_run_out(store: Store) {
-    let t0 = Utc::now();
+    let t0 = crate::clock::now();
     let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
     let ids = open_records(&store, 3, Some(at(40))).await;
     let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
@@ -130,7 +130,7 @@ async fn a_record_its_request_holds_waits_for_the_hand_over_or_the_hold_to_run_o
 }
 
 async fn a_flushed_broadcast_log_has_handed_its_records_over(store: Store) {
-    let held = Utc::now() + chrono::Duration::seconds(60);
+    let held = crate::clock::now() + chrono::Duration::seconds(60);
     let ids = open_records(&store, 3, Some(held)).await;
     let log =
         crate::transfers::BroadcastLog::start(store.clone(), std::time::Duration::from_secs(30));
@@ -138,7 +138,7 @@ async fn a_flushed_broadcast_log_has_handed_its_records_over(store: Store) {
         log.note(*id);
     }
     log.flush().await;
-    let now = Utc::now();
+    let now = crate::clock::now();
     let leased = store
         .lease_open_transactions(
             Uuid::now_v7(),
@@ -158,7 +158,7 @@ async fn a_flushed_broadcast_log_has_handed_its_records_over(store: Store) {
 async fn an_unreadable_row_does_not_keep_the_others_from_being_followed(store: Store) {
     let ids = open_records(&store, 2, None).await;
     walletops_store::testing::corrupt_record(&store, ids[0]).await;
-    let (now, core) = (Utc::now(), Uuid::now_v7());
+    let (now, core) = (crate::clock::now(), Uuid::now_v7());
     for at in [now, now + chrono::Duration::seconds(10)] {
         let leased = store
             .lease_open_transactions(core, at, at + chrono::Duration::seconds(5), 10, &[])
@@ -180,7 +180,7 @@ async fn a_renewed_lease_keeps_a_record_from_other_cores_and_a_lost_one_is_not_t
 ) {
     let id = one_open_record(&store).await;
     let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let t0 = Utc::now() + chrono::Duration::seconds(5);
+    let t0 = crate::clock::now() + chrono::Duration::seconds(5);
     let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
     let lease = |owner, now, until| store.lease_open_transactions(owner, now, until, 10, &[]);
     let ids = |leased: Leased| leased.records.into_iter().map(|o| o.id).collect::<Vec<_>>();
