@@ -390,6 +390,11 @@ impl Core {
         Units::new(self.chains.clone(), self.balances.clone())
     }
 
+    /// The users, for the operators' services.
+    pub fn users(&self) -> crate::auth::Users {
+        crate::auth::Users::new(self.store.clone(), self.keys.clone())
+    }
+
     /// What users' wallets hold, for a service that shows it.
     pub fn holdings(&self) -> crate::holdings::Holdings {
         crate::holdings::Holdings::new(

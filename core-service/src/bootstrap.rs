@@ -4,10 +4,10 @@
 
 use crate::{
     Core,
-    auth::{ApiKeySecret, Expiration, sessions::Token},
-    error::{Result, WalletOpsError},
+    auth::{ApiKeySecret, sessions::Token},
+    error::Result,
 };
-use walletops_domain::{ChainFamily, Scopes, User, Wallet};
+use walletops_domain::{ChainFamily, User, Wallet};
 
 /// Name of the user made on first start.
 pub const FIRST_USER: &str = "owner";
@@ -44,9 +44,11 @@ impl Core {
             },
         };
         let wallets = self.create_starter_wallets(user.id).await?;
-        fail::fail_point!("bootstrap-before-key", |_| Err(WalletOpsError::Internal(
-            anyhow::anyhow!("stopped by the bootstrap-before-key failpoint")
-        )));
+        fail::fail_point!("bootstrap-before-key", |_| Err(
+            crate::error::WalletOpsError::Internal(anyhow::anyhow!(
+                "stopped by the bootstrap-before-key failpoint"
+            ))
+        ));
         let Some((_, secret)) = self
             .keys
             .create_first(user.id, self.config.first_key_scopes)
@@ -61,27 +63,6 @@ impl Core {
             wallets,
             sign_in_link,
         }))
-    }
-
-    /// Makes a user named `name` with a first key with `scopes` that never expires.
-    pub async fn create_user(
-        &self,
-        name: &str,
-        scopes: Scopes,
-    ) -> Result<(User, walletops_domain::ApiKey, ApiKeySecret)> {
-        let name =
-            walletops_domain::check_name(name).map_err(|e| WalletOpsError::invalid("name", e))?;
-        let user = self.store.insert_user(name).await.map_err(|e| match e {
-            walletops_store::StoreError::UserNameTaken => {
-                WalletOpsError::invalid("name", format!("a user named {name:?} already exists"))
-            }
-            e => e.into(),
-        })?;
-        let (key, secret) = self
-            .keys
-            .create(user.id, "first key", Expiration::Never, scopes, None)
-            .await?;
-        Ok((user, key, secret))
     }
 
     /// Gives `user_id` one delegated wallet per chain family it has none of (the first of a
@@ -102,18 +83,5 @@ impl Core {
             wallets.extend(self.wallets.list(user_id, filter(true)).await?);
         }
         Ok(wallets)
-    }
-
-    /// The user whose id or name is `id_or_name`.
-    pub async fn find_user(&self, id_or_name: &str) -> Result<User> {
-        self.store
-            .find_user(id_or_name)
-            .await?
-            .ok_or_else(|| WalletOpsError::NotFound(format!("no user {id_or_name:?}")))
-    }
-
-    /// Every user, oldest first.
-    pub async fn list_users(&self) -> Result<Vec<User>> {
-        Ok(self.store.list_users().await?)
     }
 }

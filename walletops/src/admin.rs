@@ -72,7 +72,7 @@ pub(crate) async fn users(config: Config, command: UsersCommand) -> anyhow::Resu
     let core = Core::open(config).await?;
     match command {
         UsersCommand::Create { name, no_wallets } => {
-            let (user, _, secret) = core.create_user(&name, Scopes::ALL).await?;
+            let (user, _, secret) = core.users().create(&name, Scopes::ALL).await?;
             println!("User: {} ({})", user.name, user.id);
             println!("API key: {}", secret.expose());
             println!("(The key is shown only this once: store it now.)");
@@ -83,7 +83,7 @@ pub(crate) async fn users(config: Config, command: UsersCommand) -> anyhow::Resu
             }
         }
         UsersCommand::List => {
-            for u in core.list_users().await? {
+            for u in core.users().list().await? {
                 println!(
                     "{}  {}  {}{}",
                     u.id,
@@ -99,7 +99,7 @@ pub(crate) async fn users(config: Config, command: UsersCommand) -> anyhow::Resu
             user,
             provider_user,
         } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let report = core.wallets.link(&user, &provider_user).await?;
             println!("User {} linked to {provider_user}", user.name);
             print_sync(&user.name, report);
@@ -108,12 +108,12 @@ pub(crate) async fn users(config: Config, command: UsersCommand) -> anyhow::Resu
             }
         }
         UsersCommand::Unlink { user } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             core.wallets.unlink(&user).await?;
             println!("User {} unlinked from the wallet provider", user.name);
         }
         UsersCommand::SetPassword { user } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let password = read_password(&user.name)?;
             core.sessions.set_password(user.id, &password).await?;
             println!(
@@ -122,7 +122,7 @@ pub(crate) async fn users(config: Config, command: UsersCommand) -> anyhow::Resu
             );
         }
         UsersCommand::SignInLink { user } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let (token, expires) = core.sessions.issue_link(user.id).await?;
             println!(
                 "Sign-in link for {} (works once, until {}):",
@@ -145,7 +145,7 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             expires,
             scopes,
         } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let (key, secret) = core
                 .keys
                 .create(user.id, &name, expires, scopes, None)
@@ -155,7 +155,7 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             println!("(The key is shown only this once: store it now.)");
         }
         KeysCommand::List { user } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             for key in core.keys.list(user.id).await? {
                 print_key(&key);
             }
@@ -172,7 +172,7 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             max_gas,
             remove,
         } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let chain = core.chains.resolve(&chain)?;
             let (asset, max_per_tx, daily) = match (fees_per_day, max_gas) {
                 (Some(fees), _) => (walletops_domain::FEES_ASSET.to_owned(), None, Some(fees)),
@@ -207,7 +207,7 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             token,
             remove,
         } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let chain = core.chains.resolve(&chain)?;
             let (kind, address) = match (recipient, contract, spender, token) {
                 (Some(a), ..) => (RuleKind::Recipient, Some(a)),
@@ -231,7 +231,7 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             print_policy(&core, user.id, &key).await?;
         }
         KeysCommand::Unfreeze { user, key } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let key = core.limits.unfreeze(user.id, &key).await?;
             println!(
                 "Unfroze the line of key {}: its keys write again.",
@@ -239,15 +239,15 @@ pub(crate) async fn keys(config: Config, command: KeysCommand) -> anyhow::Result
             );
         }
         KeysCommand::Policy { user, key } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             print_policy(&core, user.id, &key).await?;
         }
         KeysCommand::Limits { user, key } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             print_limits(&core, user.id, &key).await?;
         }
         KeysCommand::Revoke { user, key } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let key = core.keys.revoke(user.id, &key, None).await?;
             print_key(&key);
         }
@@ -265,7 +265,7 @@ pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::
             make_default,
             custody,
         } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             print_wallet(
                 &core
                     .wallets
@@ -274,13 +274,13 @@ pub(crate) async fn wallets(config: Config, command: WalletsCommand) -> anyhow::
             );
         }
         WalletsCommand::List { user } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             for w in core.wallets.list(user.id, Default::default()).await? {
                 print_wallet(&w);
             }
         }
         WalletsCommand::Sync { user: Some(user) } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             print_sync(&user.name, core.wallets.sync(&user).await?);
         }
         WalletsCommand::Sync { user: None } => {

@@ -42,7 +42,7 @@ pub(crate) async fn approvals(config: Config, command: ApprovalsCommand) -> anyh
     let core = Core::open(config).await?;
     match command {
         ApprovalsCommand::List { user, state } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let state = approval_state_named(state.as_deref().unwrap_or_default())?;
             let approvals = core.approvals.list_of(user.id, None, state).await?;
             if approvals.is_empty() {
@@ -76,7 +76,7 @@ async fn decide(
     (id, approve, reason): (String, bool, Option<String>),
     by: Option<String>,
 ) -> anyhow::Result<()> {
-    let user = core.find_user(user).await?;
+    let user = core.users().find(user).await?;
     let req = DecideRequest::parse(&pb::DecideApprovalRequest {
         id,
         approve,

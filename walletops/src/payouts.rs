@@ -20,7 +20,7 @@ pub(crate) async fn payouts(config: Config, command: PayoutsCommand) -> anyhow::
             idempotency_key,
             check,
         } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let text = std::fs::read_to_string(&csv)
                 .with_context(|| format!("reading {}", csv.display()))?;
             let items = payouts_csv::parse(&text).map_err(|errors| {
@@ -75,7 +75,7 @@ pub(crate) async fn payouts(config: Config, command: PayoutsCommand) -> anyhow::
             }
         }
         PayoutsCommand::List { user } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let payouts = core
                 .store
                 .list_payouts(user.id, &walletops_store::PayoutFilter::default(), 100)
@@ -89,7 +89,7 @@ pub(crate) async fn payouts(config: Config, command: PayoutsCommand) -> anyhow::
             }
         }
         PayoutsCommand::Show { user, id } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let payout: Payout = core
                 .store
                 .get_payout(user.id, id)

@@ -51,7 +51,7 @@ pub(crate) async fn webhooks(config: Config, command: WebhooksCommand) -> anyhow
     let core = Core::open(config).await?;
     match command {
         WebhooksCommand::Create { user, url, events } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let new = NewWebhook::parse(&pb::CreateWebhookRequest {
                 url,
                 event_types: events,
@@ -61,13 +61,13 @@ pub(crate) async fn webhooks(config: Config, command: WebhooksCommand) -> anyhow
             print_secret(&secret);
         }
         WebhooksCommand::List { user } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             for endpoint in core.webhooks.list(user.id).await? {
                 print_endpoint(&endpoint);
             }
         }
         WebhooksCommand::Delete { user, id } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let endpoint = core
                 .webhooks
                 .delete(user.id, webhook_id(&id, "id")?)
@@ -76,7 +76,7 @@ pub(crate) async fn webhooks(config: Config, command: WebhooksCommand) -> anyhow
             println!("Deleted, with every delivery to it.");
         }
         WebhooksCommand::Enable { user, id } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let endpoint = core
                 .webhooks
                 .enable_for_owner(user.id, webhook_id(&id, "id")?)
@@ -85,7 +85,7 @@ pub(crate) async fn webhooks(config: Config, command: WebhooksCommand) -> anyhow
             println!("Enabled: its pending deliveries are sent, and new events delivered.");
         }
         WebhooksCommand::RotateSecret { user, id } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let (endpoint, secret) = core
                 .webhooks
                 .rotate_secret(user.id, webhook_id(&id, "id")?)
@@ -99,7 +99,7 @@ pub(crate) async fn webhooks(config: Config, command: WebhooksCommand) -> anyhow
             state,
             limit,
         } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let state = match state.as_deref() {
                 Some("pending") => pb::WebhookDeliveryState::Pending,
                 Some("delivered") => pb::WebhookDeliveryState::Delivered,
@@ -120,7 +120,7 @@ pub(crate) async fn webhooks(config: Config, command: WebhooksCommand) -> anyhow
             id,
             deliveries,
         } => {
-            let user = core.find_user(&user).await?;
+            let user = core.users().find(&user).await?;
             let req = ReplayRequest::parse(&pb::ReplayWebhookDeliveriesRequest {
                 webhook_id: id,
                 delivery_ids: deliveries,

@@ -14,6 +14,7 @@ pub mod passwords;
 mod secret;
 pub mod sessions;
 mod standing;
+mod users;
 
 use chrono::{DateTime, Duration, Utc};
 use subtle::ConstantTimeEq;
@@ -22,6 +23,7 @@ use uuid::Uuid;
 pub use operations::{Gate, Operation};
 pub use secret::{ApiKeySecret, VENDOR};
 pub use sessions::Sessions;
+pub use users::Users;
 
 use self::last_use::LastUses;
 use crate::{

@@ -392,7 +392,7 @@ impl Playground {
 
 /// The first user's default wallet of `family`, if any.
 async fn first_wallet(core: &Core, family: ChainFamily) -> anyhow::Result<Option<String>> {
-    let Ok(owner) = core.find_user(FIRST_USER).await else {
+    let Ok(owner) = core.users().find(FIRST_USER).await else {
         return Ok(None);
     };
     Ok(core

@@ -6,18 +6,22 @@ use tonic::{Request, Response, Status};
 use walletops_proto::v1::{self as pb, admin_service_server::AdminService};
 
 use super::convert;
-use crate::{Core, requests::keys};
+use crate::{Core, auth::Users, requests::keys, wallets::Wallets};
 
 /// The gRPC face of `AdminService`.
 #[derive(Debug, Clone)]
 pub struct AdminApi {
-    core: Core,
+    users: Users,
+    wallets: Wallets,
 }
 
 impl AdminApi {
-    /// The service over `core`.
-    pub fn new(core: Core) -> Self {
-        Self { core }
+    /// The service over the parts of `core` it uses.
+    pub fn new(core: &Core) -> Self {
+        Self {
+            users: core.users(),
+            wallets: core.wallets.clone(),
+        }
     }
 }
 
@@ -30,7 +34,7 @@ impl AdminService for AdminApi {
         super::admission::admin(&request)?;
         let req = request.into_inner();
         let scopes = keys::scopes("scopes", &req.scopes)?;
-        let (user, key, secret) = self.core.create_user(&req.name, scopes).await?;
+        let (user, key, secret) = self.users.create(&req.name, scopes).await?;
         Ok(Response::new(pb::CreateUserResponse {
             user: Some(convert::user(user)),
             api_key: Some(convert::api_key(key, crate::clock::now())),
@@ -43,7 +47,7 @@ impl AdminService for AdminApi {
         request: Request<pb::ListUsersRequest>,
     ) -> Result<Response<pb::ListUsersResponse>, Status> {
         super::admission::admin(&request)?;
-        let users = self.core.list_users().await?;
+        let users = self.users.list().await?;
         Ok(Response::new(pb::ListUsersResponse {
             users: users.into_iter().map(convert::user).collect(),
         }))
@@ -56,10 +60,9 @@ impl AdminService for AdminApi {
         super::admission::admin(&request)?;
         let req = request.into_inner();
         let (family, custody) = keys::new_wallet(&req)?;
-        let user = self.core.find_user(&req.user).await?;
+        let user = self.users.find(&req.user).await?;
         let make_default = req.make_default.unwrap_or(false);
         let wallet = self
-            .core
             .wallets
             .create(user.id, family, make_default, custody)
             .await?;
@@ -76,7 +79,6 @@ impl AdminService for AdminApi {
         let req = request.into_inner();
         let address = crate::requests::any_address(&req.address, "address")?;
         let wallet = self
-            .core
             .wallets
             .update(&address, req.make_default, req.automation_enabled)
             .await?;
@@ -91,9 +93,9 @@ impl AdminService for AdminApi {
     ) -> Result<Response<pb::LinkUserResponse>, Status> {
         super::admission::admin(&request)?;
         let req = request.into_inner();
-        let user = self.core.find_user(&req.user).await?;
-        let report = self.core.wallets.link(&user, &req.provider_user_id).await?;
-        let user = self.core.find_user(&user.id.to_string()).await?;
+        let user = self.users.find(&req.user).await?;
+        let report = self.wallets.link(&user, &req.provider_user_id).await?;
+        let user = self.users.find(&user.id.to_string()).await?;
         Ok(Response::new(pb::LinkUserResponse {
             user: Some(convert::user(user)),
             sync: Some(convert::sync_report(report)),
@@ -105,9 +107,9 @@ impl AdminService for AdminApi {
         request: Request<pb::UnlinkUserRequest>,
     ) -> Result<Response<pb::UnlinkUserResponse>, Status> {
         super::admission::admin(&request)?;
-        let user = self.core.find_user(&request.into_inner().user).await?;
-        self.core.wallets.unlink(&user).await?;
-        let user = self.core.find_user(&user.id.to_string()).await?;
+        let user = self.users.find(&request.into_inner().user).await?;
+        self.wallets.unlink(&user).await?;
+        let user = self.users.find(&user.id.to_string()).await?;
         Ok(Response::new(pb::UnlinkUserResponse {
             user: Some(convert::user(user)),
         }))
@@ -118,8 +120,8 @@ impl AdminService for AdminApi {
         request: Request<pb::SyncWalletsRequest>,
     ) -> Result<Response<pb::SyncWalletsResponse>, Status> {
         super::admission::admin(&request)?;
-        let user = self.core.find_user(&request.into_inner().user).await?;
-        let report = self.core.wallets.sync(&user).await?;
+        let user = self.users.find(&request.into_inner().user).await?;
+        let report = self.wallets.sync(&user).await?;
         Ok(Response::new(pb::SyncWalletsResponse {
             sync: Some(convert::sync_report(report)),
         }))

@@ -315,7 +315,7 @@ async fn serve_on(
     if public {
         add_public(&core, &mut routes);
     } else {
-        routes.add_service(AdminServiceServer::new(AdminApi::new(core)));
+        routes.add_service(AdminServiceServer::new(AdminApi::new(&core)));
     }
     Server::builder()
         .timeout(timeout)
