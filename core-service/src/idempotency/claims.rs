@@ -73,6 +73,21 @@ impl Idempotency {
         chrono::Duration::from_std(self.retention).unwrap_or_else(|_| chrono::Duration::days(1))
     }
 
+    /// The record a claim of `user`'s `key` stands for, whatever request it was made for.
+    /// Only for keys the service derives itself (a payout's items): a caller's key is held
+    /// to its request.
+    pub(crate) async fn record_of_derived_key(
+        &self,
+        user: Uuid,
+        key: IdempotencyKey,
+    ) -> Result<Option<Uuid>> {
+        Ok(self
+            .store
+            .find_idempotency_key(user, key.uuid(), crate::clock::now(), self.keep())
+            .await?
+            .and_then(|claim| claim.transaction_id))
+    }
+
     /// The ticket of a request of `user` with `key` at `path`, hashing to `hash`.
     pub fn ticket(&self, user: Uuid, key: IdempotencyKey, path: &str, hash: String) -> Ticket {
         let now = crate::clock::now();

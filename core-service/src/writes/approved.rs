@@ -64,16 +64,20 @@ impl Core {
         let approval = &leased.approval;
         let outcome = match self.approved_caller(approval).await? {
             Err(refusal) => Err(refusal),
-            Ok(caller) => {
-                let write = Write::decode(&approval.path, &leased.request)?;
-                self.write_as(
-                    &caller,
-                    IdempotencyKey::from(approval.idempotency_key),
-                    write,
-                    Gate::Approved(approval),
-                )
-                .await
-            }
+            // A request this version cannot read (held by an older one) ends the approval
+            // failed, below, rather than leave it leased again for ever.
+            Ok(caller) => match Write::decode(&approval.path, &leased.request) {
+                Ok(write) => {
+                    self.write_as(
+                        &caller,
+                        IdempotencyKey::from(approval.idempotency_key),
+                        write,
+                        Gate::Approved(approval),
+                    )
+                    .await
+                }
+                Err(unreadable) => Err(unreadable),
+            },
         };
         let ended = match outcome {
             Ok(Written::Submitted(submission)) => Ok(submission.id),

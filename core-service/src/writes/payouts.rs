@@ -33,7 +33,8 @@ use crate::{
     runner::{self, Pace},
 };
 use walletops_domain::{
-    ChainFamily, ItemMade, ItemStanding, Payout, PayoutItem, PayoutState, WalletAddress,
+    ApprovalState, ChainFamily, ItemMade, ItemStanding, Payout, PayoutItem, PayoutState,
+    WalletAddress,
 };
 use walletops_store::PayoutStored;
 
@@ -301,8 +302,51 @@ impl Core {
                 tracing::warn!(payout = %payout.id, item = first.index, error = %e, "a payout item waits");
                 None
             }
+            // The item's key was used by an earlier version of this runner, which kept its
+            // request in another form: what the key stands for is this item's.
+            Err(e @ WalletOpsError::IdempotentBodyMismatch(_)) => {
+                self.made_before(payout, key, e).await
+            }
             Err(e) => Some(ItemMade::Failed(format!("{}: {e}", e.code()))),
         }
+    }
+
+    /// What the key of an item made in another request form (by an earlier version of the
+    /// runner) stands for: the record it claimed, or the approval it is held for while that
+    /// may still be made; failed with `e` otherwise; `None`, to ask again, when the store
+    /// cannot tell now.
+    async fn made_before(
+        &self,
+        payout: &Payout,
+        key: IdempotencyKey,
+        e: WalletOpsError,
+    ) -> Option<ItemMade> {
+        let found = async {
+            if let Some(tx) = self
+                .idempotency
+                .record_of_derived_key(payout.user_id, key)
+                .await?
+            {
+                return Ok(ItemMade::Submitted(tx));
+            }
+            Ok::<_, WalletOpsError>(
+                match self.store.held_write(payout.user_id, key.uuid()).await? {
+                    Some((approval, _))
+                        if matches!(
+                            approval.state,
+                            ApprovalState::Pending | ApprovalState::Approved
+                        ) =>
+                    {
+                        ItemMade::Held(approval.id)
+                    }
+                    _ => ItemMade::Failed(format!("{}: {e}", e.code())),
+                },
+            )
+        };
+        found
+            .await
+            .inspect_err(|err| tracing::warn!(payout = %payout.id, error = %err, "reading what a payout item's key stands for"))
+            .ok()
     }
 
     /// The caller a payout's items are made as: the key that made it, while it stands; the

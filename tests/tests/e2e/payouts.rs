@@ -398,7 +398,59 @@ async fn a_limited_keys_payout_is_judged_per_item_and_in_total(b: Backend) -> an
     Ok(())
 }
 
+/// An item whose key an earlier version of the payouts runner used, keeping its request in
+/// another form (a send under `/send`), is that item: the payout takes over its payment
+/// instead of refusing the item for a body mismatch, and the recipient is paid once.
+async fn an_item_made_in_an_earlier_form_is_taken_over_not_failed(
+    b: Backend,
+) -> anyhow::Result<()> {
+    let anvil = Anvil::start().await?;
+    let svc = Service::start_with(b, anvil.service_options("", &[])).await?;
+    let api = svc.rest(&svc.api_key);
+    anvil
+        .fund_default_wallet(&api, U256::from(10 * ETH))
+        .await?;
+    let payout_key = uuid::Uuid::new_v4();
+    // The key the runner derives for item 0 (`Payout::item_key`), used as an older runner
+    // did: the item's payment as a send.
+    let item_key = uuid::Uuid::new_v5(&payout_key, b"payout item 0");
+    let to = recipient(9_000);
+    let sent = api
+        .post_with_key(
+            "/send",
+            &item_key.to_string(),
+            &json!({"chain": "anvil", "to": to.to_string(), "asset": "native", "amount": "7000"})
+                .to_string(),
+        )
+        .await?;
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    let paid = sent.body["id"].as_str().context("a send id")?.to_owned();
+    let items = json!([
+        {"to": to.to_string(), "asset": "native", "amount": "7000"},
+        {"to": recipient(9_001).to_string(), "asset": "native", "amount": "7001"},
+    ]);
+    let made = api
+        .post_with_key(
+            "/payouts",
+            &payout_key.to_string(),
+            &json!({"chain": "anvil", "items": items}).to_string(),
+        )
+        .await?;
+    assert_eq!(made.status, 202, "{}", made.text);
+    let payout = completed(&api, made.body["id"].as_str().context("an id")?).await?;
+    assert_eq!(
+        payout["items"][0]["transactionId"],
+        paid.as_str(),
+        "{payout}"
+    );
+    assert_ne!(payout["items"][0]["state"], "FAILED", "{payout}");
+    assert_eq!(anvil.balance(to).await?, U256::from(7_000u64), "paid once");
+    assert_eq!(anvil.balance(recipient(9_001)).await?, U256::from(7_001u64));
+    Ok(())
+}
+
 on_both_backends!(
+    an_item_made_in_an_earlier_form_is_taken_over_not_failed,
     a_limited_keys_payout_is_judged_per_item_and_in_total,
     a_csv_file_pays_on_the_command_line,
     an_evm_payout_pays_each_recipient_once,
