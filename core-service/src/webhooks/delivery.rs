@@ -254,9 +254,42 @@ impl Deliverer {
             .keystore
             .open_webhook_secret(endpoint.id, &sealed)
             .map_err(|e| Failure::Internal(WalletOpsError::Internal(e)))?;
+        let body = webhook_body(self.event_of(delivery).await?, &self.units);
+        let id = delivery.id.to_string();
+        let timestamp = crate::clock::now().timestamp();
+        let signature = signing::signature(&secret, &id, timestamp, &body).ok_or_else(|| {
+            Failure::Internal(WalletOpsError::Internal(anyhow::anyhow!(
+                "the secret of webhook {} is malformed",
+                endpoint.id
+            )))
+        })?;
+        let answer = self
+            .client
+            .post(endpoint.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("webhook-id", id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| endpoint_error(describe(&e)))?;
+        let status = answer.status();
+        if status.is_success() {
+            Ok(status.as_u16())
+        } else {
+            Err(Failure::Endpoint {
+                status: Some(status.as_u16()),
+                error: format!("the endpoint answered {status}"),
+            })
+        }
+    }
+
+    /// The event `delivery` tells, its subject read as it is now but in the state the
+    /// event is about: a receiver reads `transaction.submitted` as SUBMITTED even when it
+    /// arrives after the confirmation.
+    async fn event_of(&self, delivery: &WebhookDelivery) -> Result<Event, Failure> {
         let missing = |what: String| Failure::Internal(WalletOpsError::NotFound(what));
-        // As it is now, but in the state this event is about: a receiver reads
-        // `transaction.submitted` as SUBMITTED even when it arrives after the confirmation.
         let subject = match delivery.event {
             EventType::Transaction(status) => {
                 let mut record = self
@@ -320,42 +353,11 @@ impl Deliverer {
             .await
             .map_err(|e| Failure::Internal(e.into()))?
             .unwrap_or(delivery.created_at);
-        let body = webhook_body(
-            Event {
-                event_type: delivery.event.name(),
-                at,
-                subject,
-            },
-            &self.units,
-        );
-        let id = delivery.id.to_string();
-        let timestamp = crate::clock::now().timestamp();
-        let signature = signing::signature(&secret, &id, timestamp, &body).ok_or_else(|| {
-            Failure::Internal(WalletOpsError::Internal(anyhow::anyhow!(
-                "the secret of webhook {} is malformed",
-                endpoint.id
-            )))
-        })?;
-        let answer = self
-            .client
-            .post(endpoint.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("webhook-id", id)
-            .header("webhook-timestamp", timestamp.to_string())
-            .header("webhook-signature", signature)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| endpoint_error(describe(&e)))?;
-        let status = answer.status();
-        if status.is_success() {
-            Ok(status.as_u16())
-        } else {
-            Err(Failure::Endpoint {
-                status: Some(status.as_u16()),
-                error: format!("the endpoint answered {status}"),
-            })
-        }
+        Ok(Event {
+            event_type: delivery.event.name(),
+            at,
+            subject,
+        })
     }
 }
 
