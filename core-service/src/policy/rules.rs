@@ -62,8 +62,18 @@ impl<'a> Rules<'a> {
 
     /// Every rule `act` breaks, with `effects` when they are known.
     pub(super) fn broken(&self, act: &Act, effects: Option<&Effects>) -> Vec<Refusal> {
-        let mut refusals = Vec::new();
-        let mut refuse = |why: String| refusals.push(Refusal::Forbidden(why));
+        let mut out = Vec::new();
+        self.chain_broken(&mut out);
+        self.call_broken(act, &mut out);
+        self.swap_broken(act, &mut out);
+        if let Some(effects) = effects {
+            self.effects_broken(act, effects, &mut out);
+        }
+        out.into_iter().map(Refusal::Forbidden).collect()
+    }
+
+    /// Why the write's chain breaks the key's chain rules, into `out`.
+    fn chain_broken(&self, out: &mut Vec<String>) {
         let chain = self.chain;
         if self.has(RuleKind::Chain) && !self.here().any(|a| *a == Allowed::Chain) {
             let allowed: BTreeSet<&str> = self
@@ -72,11 +82,16 @@ impl<'a> Rules<'a> {
                 .filter(|r| r.allowed == Allowed::Chain)
                 .map(|r| r.chain.as_str())
                 .collect();
-            refuse(format!(
+            out.push(format!(
                 "policy (allowed chains): this key writes only on {}; this write is on {chain}",
                 allowed.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
+    }
+
+    /// Why a contract call breaks the understood-calls and contract rules, into `out`.
+    fn call_broken(&self, act: &Act, out: &mut Vec<String>) {
+        let chain = self.chain;
         if let Act::Call {
             contract,
             selector,
@@ -87,7 +102,7 @@ impl<'a> Rules<'a> {
                 matches!(a, Allowed::Contract(c, s) if c == contract && (s.is_none() || *s == *selector))
             })
         {
-            refuse(format!(
+            out.push(format!(
                 "policy (understood calls): this call of {contract} on {chain} changes state no effect speaks for ({why}); state change not understood: a key with spend limits calls such a contract only when its contract rules name it"
             ));
         }
@@ -101,7 +116,7 @@ impl<'a> Rules<'a> {
                 |a| matches!(a, Allowed::Contract(c, Some(s)) if c == contract && Some(*s) == *selector),
             )
         {
-            refuse(format!(
+            out.push(format!(
                 "policy (understood calls): the wallet holds an allowance for {contract} on {chain}, which may take more at execution than its simulation shows; state change not understood: a key with spend limits calls such a contract only through a function its contract rules name"
             ));
         }
@@ -118,7 +133,7 @@ impl<'a> Rules<'a> {
                 })
                 .collect();
             if entries.is_empty() {
-                refuse(format!(
+                out.push(format!(
                     "policy (allowed contracts): this key calls only its allowed contracts on {chain}, and {contract} is not one"
                 ));
             } else if !entries.contains(&None)
@@ -126,7 +141,7 @@ impl<'a> Rules<'a> {
             {
                 let functions: Vec<String> =
                     entries.iter().flatten().map(ToString::to_string).collect();
-                refuse(format!(
+                out.push(format!(
                     "policy (allowed contracts): this key calls {contract} on {chain} only through {}; this call's function is {}",
                     functions.join(", "),
                     selector.map_or_else(
@@ -136,6 +151,11 @@ impl<'a> Rules<'a> {
                 ));
             }
         }
+    }
+
+    /// Why a swap's bought token breaks the token rules, into `out`.
+    fn swap_broken(&self, act: &Act, out: &mut Vec<String>) {
+        let chain = self.chain;
         // A key held to its recipients could otherwise move value to anyone by buying a
         // token they control: it buys only the native coin and its listed tokens.
         if let Act::Swap {
@@ -144,13 +164,16 @@ impl<'a> Rules<'a> {
             && (self.has(RuleKind::Token) || self.has(RuleKind::Recipient))
             && !self.here().any(|a| *a == Allowed::Token(*token))
         {
-            refuse(format!(
+            out.push(format!(
                 "policy (allowed tokens): this key swaps only into the native coin and the tokens its token rules list on {chain}, and {token} is not one"
             ));
         }
-        let Some(effects) = effects else {
-            return refusals;
-        };
+    }
+
+    /// Why what the write does (its outflows, its grants) breaks the recipient and spender
+    /// rules, into `out`.
+    fn effects_broken(&self, act: &Act, effects: &Effects, out: &mut Vec<String>) {
+        let chain = self.chain;
         // A swap's sold amount goes to its route, which the swap guard holds to the quote.
         if self.has(RuleKind::Recipient) && !matches!(act, Act::Swap { .. }) {
             let mut named = BTreeSet::new();
@@ -159,7 +182,7 @@ impl<'a> Rules<'a> {
                     .here()
                     .any(|a| matches!(a, Allowed::Recipient(r) if *r == flow.counterparty));
                 if !allowed && named.insert(flow.counterparty.to_string()) {
-                    refuse(format!(
+                    out.push(format!(
                         "policy (allowed recipients): this write sends {} of {} on {chain} to {}, which is not an allowed recipient of this key",
                         flow.amount,
                         flow.asset.name(),
@@ -177,13 +200,12 @@ impl<'a> Rules<'a> {
                         "an allowed recipient (a key with recipient rules and no spender rules grants holds only to its recipients)",
                     ),
                 };
-                refuse(format!(
+                out.push(format!(
                     "policy ({rule}): this write grants {} a hold on {} on {chain}, which is not {what} of this key",
                     grant.spender,
                     grant.asset.name()
                 ));
             }
         }
-        refusals
     }
 }
